@@ -1,0 +1,43 @@
+# Two commands for a fresh machine: `make demo` and `make test`. Both create .venv when missing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+SAMPLES := sample_sessions
+
+.PHONY: demo test lint bench samples clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@ $(RUN_STAMP)
+
+demo: $(RUN_STAMP)
+	$(BIN)/copilot-logs sessions $(SAMPLES)
+	$(BIN)/copilot-logs count $(SAMPLES)
+
+test: $(DEV_STAMP)
+	$(BIN)/python -m pytest -q
+	$(MAKE) --no-print-directory lint
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check copilot_logs tests benchmarks
+	$(BIN)/ruff format --check copilot_logs tests benchmarks
+	$(BIN)/mypy copilot_logs
+
+bench: $(DEV_STAMP)
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+# Rewrites sample_sessions/ from copilot_logs.synth (the files are committed).
+samples: $(RUN_STAMP)
+	$(BIN)/python -m tests.make_samples $(SAMPLES)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from copilot_logs.cli import main
+
+main()

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from copilot_logs.cli.options import exit_code, format_option, load, selection_options
+from copilot_logs.render import Column, short_id
+
+
+@click.command()
+@selection_options
+@click.option("--total", is_flag=True, help="Print one integer, the sum of llm_calls, and nothing else.")
+@click.option(
+    "--include-subagents", is_flag=True, help="With --total: add the sub-agents' LLM calls."
+)
+@click.option(
+    "--by",
+    type=click.Choice(["session", "interaction", "model", "day", "repository"]),
+    default="session",
+    show_default=True,
+    help="Regroup the figures.",
+)
+@click.option("--tz", metavar="ZONE", help="IANA time zone for --by day [default: local].")
+@format_option("table", "json", "ndjson", "csv")
+@click.pass_context
+def count(
+    ctx: click.Context,
+    selectors: tuple[str, ...],
+    root: Path | None,
+    since: str | None,
+    until: str | None,
+    latest: int | None,
+    total: bool,
+    include_subagents: bool,
+    by: str,
+    tz: str | None,
+    fmt: str,
+) -> None:
+    """Count LLM calls exactly: parsed turn events, never text matches.
+
+    llm_calls counts the main agent's assistant.turn_start events; sub-agent calls are
+    reported apart (subagent_calls). Damaged lines are reported on stderr and every
+    recoverable event is still counted.
+
+    \b
+    Examples:
+      copilot-logs count
+      copilot-logs count --total 3fa
+      copilot-logs count --total --include-subagents ./events.jsonl
+      copilot-logs count --by day --tz Europe/Berlin --format csv
+    """
+    from copilot_logs import counting, render
+    from copilot_logs.timezones import resolve_zone
+
+    zone = resolve_zone(tz)
+    result = load(selectors, root, since, until, latest)
+    if result is None:
+        if total:
+            click.echo("0")
+        return
+    table = counting.count(result, by=by, zone=zone)
+    if total:
+        click.echo(str(counting.total_llm_calls(table, include_subagents=include_subagents)))
+    elif fmt == "table":
+        keys = [c for c in table.columns if c not in counting.model.COUNT_FIELDS]
+        sums = counting.totals(table)
+        render.print_table(
+            table,
+            [*(KEY_COLUMNS[k] for k in keys), *COUNT_COLUMNS],
+            totals={keys[0]: "total", **sums},
+        )
+    else:
+        render.write_frame(table, fmt)
+    ctx.exit(exit_code(result))
+
+
+KEY_COLUMNS = {
+    "session_id": Column("session_id", "session", 1, format=short_id),
+    "interaction_index": Column("interaction_index", "interaction", 1, numeric=True),
+    "model": Column("model", "model", 1, max_width=24),
+    "day": Column("day", "day", 1),
+    "repository": Column("repository", "repository", 1, max_width=32),
+}
+COUNT_COLUMNS = [
+    Column("llm_calls", "llm calls", 1, numeric=True),
+    Column("completed_turns", "completed", 4, numeric=True),
+    Column("open_turns", "open", 2, numeric=True),
+    Column("subagent_calls", "sub-agent calls", 2, numeric=True),
+    Column("interactions", "interactions", 5, numeric=True),
+    Column("user_prompts", "prompts", 3, numeric=True),
+    Column("autopilot_nudges", "nudges", 3, numeric=True),
+    Column("tool_calls", "tools", 2, numeric=True),
+    Column("failed_tool_calls", "failed", 3, numeric=True),
+    Column("subagent_tool_calls", "sub-agent tools", 6, numeric=True),
+]

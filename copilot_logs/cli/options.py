@@ -1,0 +1,122 @@
+"""Options every command shares, and the one way commands load sessions."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from copilot_logs.errors import ExitCode
+
+if TYPE_CHECKING:
+    from copilot_logs.reader import ReadResult
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MAX_DAMAGE_LINES = 10
+
+
+def selection_options(function: F) -> F:
+    """SELECTORS plus --root, --since, --until, --latest, read the same way by every command."""
+    decorators = [
+        click.argument("selectors", nargs=-1, metavar="[SESSION|PREFIX|PATH|-]..."),
+        click.option(
+            "--root",
+            type=click.Path(path_type=Path, file_okay=False),
+            help="Folder of sessions [default: $COPILOT_HOME/session-state or "
+            "~/.copilot/session-state].",
+        ),
+        click.option("--since", metavar="WHEN", help="Sessions started at or after WHEN (date or ISO time)."),
+        click.option("--until", metavar="WHEN", help="Sessions started before WHEN (a date includes that day)."),
+        click.option("--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."),
+    ]
+    for decorator in reversed(decorators):
+        function = decorator(function)
+    return function
+
+
+def format_option(*choices: str, default: str = "table") -> Callable[[F], F]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default=default,
+        show_default=True,
+        help="Output format.",
+    )
+
+
+def load(
+    selectors: tuple[str, ...],
+    root: Path | None,
+    since: str | None,
+    until: str | None,
+    latest: int | None,
+) -> ReadResult | None:
+    """Find and read the selected sessions, reporting damage on stderr.
+
+    Returns None (after saying so on stderr) when there is no session to read.
+    """
+    from copilot_logs.discover import Selection, find_sources, parse_when
+    from copilot_logs.reader import read_sources
+
+    selection = Selection(
+        selectors=selectors,
+        root=root,
+        since=parse_when(since) if since else None,
+        until=parse_when(until, end_of_day=True) if until else None,
+        latest=latest,
+    )
+    sources = find_sources(selection)
+    if not sources:
+        where = ", ".join(selectors) if selectors else str(selection.resolved_root)
+        click.echo(f"No sessions found in {where}.", err=True)
+        return None
+    result = _read_with_progress(sources, read_sources)
+    report_damage(result)
+    return result
+
+
+def _read_with_progress(sources: list[Any], read: Callable[..., ReadResult]) -> ReadResult:
+    total_bytes = sum(s.path.stat().st_size for s in sources if s.path is not None and s.path.exists())
+    if not sys.stderr.isatty() or total_bytes < 64 << 20:
+        return read(sources)
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=_stderr_console()) as progress:
+        task = progress.add_task("Reading sessions", total=len(sources))
+        return read(sources, on_read=lambda _source: progress.advance(task))
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def report_damage(result: ReadResult) -> None:
+    """Each damaged line on stderr as FILE:LINE: kind: message, a few per file."""
+    diagnostics = result.diagnostics
+    if diagnostics.is_empty():
+        return
+    for (file,), rows in diagnostics.sort("file", "line").group_by("file", maintain_order=True):
+        shown = rows.head(MAX_DAMAGE_LINES)
+        for row in shown.iter_rows(named=True):
+            click.echo(f"warning: {file}:{row['line']}: {row['kind']}: {row['message']}", err=True)
+        if rows.height > MAX_DAMAGE_LINES:
+            click.echo(
+                f"warning: {file}: {rows.height - MAX_DAMAGE_LINES} more damaged lines; "
+                f"run `copilot-logs validate {file}` to list them all",
+                err=True,
+            )
+
+
+def exit_code(result: ReadResult) -> ExitCode:
+    """UNREADABLE when some selected file gave nothing at all, else OK."""
+    unreadable = set(result.diagnostics.filter(kind="unreadable")["file"].to_list())
+    readable = set(result.events["file"].unique().to_list())
+    empty = set(result.diagnostics["file"].unique().to_list()) - readable
+    return ExitCode.UNREADABLE if unreadable or empty else ExitCode.OK

@@ -1,0 +1,70 @@
+"""LLM calls and what surrounds them, per session or regrouped: what ``count`` reports."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from copilot_logs import model
+from copilot_logs.model import TYPE
+from copilot_logs.reader import ReadResult
+
+GROUPINGS = ("session", "interaction", "model", "day", "repository")
+UNKNOWN = "unknown"
+
+
+def _keys(flags: pl.DataFrame, by: str, zone: str) -> tuple[pl.DataFrame, list[str]]:
+    """Add the grouping key columns for ``by`` and name them."""
+    if by == "session":
+        return flags, ["session_id"]
+    if by == "interaction":
+        return flags, ["session_id", "interaction_index"]
+    if by == "day":
+        day = pl.col("timestamp").dt.convert_time_zone(zone).dt.date().alias("day")
+        return flags.with_columns(day), ["day"]
+    if by == "repository":
+        facts = model.session_facts(flags).select(
+            "file", repository=pl.coalesce("repository", "cwd", pl.lit(UNKNOWN))
+        )
+        return flags.join(facts, on="file", how="left"), ["repository"]
+    if by == "model":
+        turn_models = model.turns(flags).select("file", "turn_index", turn_model=pl.col("model"))
+        keyed = flags.join(turn_models, on=["file", "turn_index"], how="left").with_columns(
+            model=pl.coalesce(
+                pl.when(pl.col("in_turn")).then(pl.col("turn_model")),
+                pl.when(TYPE == "assistant.message").then(pl.col("model")),
+                pl.col("session_model"),
+                pl.lit(UNKNOWN),
+            )
+        )
+        return keyed, ["model"]
+    raise ValueError(f"unknown grouping {by!r}")
+
+
+def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.DataFrame:
+    """One row per group with every figure of ``model.COUNT_FIELDS``.
+
+    ``zone`` is the IANA zone whose calendar days ``by="day"`` uses.
+    """
+    flags = model.count_flags(model.annotate(result.events))
+    keyed, keys = _keys(flags, by, zone)
+    table = keyed.group_by(keys, maintain_order=True).agg(
+        pl.col(name).sum() for name in model.COUNT_FIELDS
+    )
+    if by == "session":
+        order = model.session_facts(flags).select("session_id", "started_at")
+        table = table.join(order, on="session_id", how="left").sort(
+            "started_at", descending=True, nulls_last=True
+        ).drop("started_at")
+    else:
+        table = table.sort(keys)
+    return table
+
+
+def totals(table: pl.DataFrame) -> dict[str, int]:
+    """The sum of every figure over the rows of a ``count`` table."""
+    return {name: int(table[name].sum()) for name in model.COUNT_FIELDS}
+
+
+def total_llm_calls(table: pl.DataFrame, *, include_subagents: bool = False) -> int:
+    figures = totals(table)
+    return figures["llm_calls"] + (figures["subagent_calls"] if include_subagents else 0)

@@ -1,0 +1,43 @@
+"""The project's own exceptions and the exit codes the command line returns.
+
+The core raises these; only the CLI turns them into a one-line ``Error: ...`` and an exit code.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes of every ``copilot-logs`` command (documented in the README)."""
+
+    OK = 0
+    """The command ran; for gates (validate, audit): nothing reached the failing level."""
+    FAILED = 1
+    """A gate failed: validate found an error (or a warning with --strict), audit a failing
+    verdict."""
+    USAGE = 2
+    """Bad invocation: unknown option, a path that does not exist, a prefix matching nothing
+    or several sessions, a bad date or time zone."""
+    UNREADABLE = 3
+    """Some input could not be read at all (permission denied, a folder of the old
+    history-session-state format, a file holding no event). What could be read was still
+    reported."""
+
+
+class CopilotLogsError(Exception):
+    """Base of every error the core raises on purpose."""
+
+    exit_code: ExitCode = ExitCode.USAGE
+
+
+class SelectionError(CopilotLogsError):
+    """A selector (path, id, prefix, date) that cannot be resolved."""
+
+    exit_code = ExitCode.USAGE
+
+
+class UnsupportedFormatError(CopilotLogsError):
+    """Input in a format copilot-logs does not read (e.g. the pre-0.0.342 history folder)."""
+
+    exit_code = ExitCode.UNREADABLE

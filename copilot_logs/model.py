@@ -1,0 +1,275 @@
+"""Derived frames over the events frame: turns, tools, sub-agent runs, sessions and counts.
+
+Everything here is polars in, polars out. One file is one session log; sequences (which turn
+an event belongs to, which interaction) are computed per file in reading order.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+MAIN = pl.col("agent_id").is_null()
+TYPE = pl.col("type")
+
+TURN_START = "assistant.turn_start"
+TURN_END = "assistant.turn_end"
+
+COUNT_FIELDS = (
+    "llm_calls",
+    "completed_turns",
+    "open_turns",
+    "subagent_calls",
+    "interactions",
+    "user_prompts",
+    "autopilot_nudges",
+    "tool_calls",
+    "failed_tool_calls",
+    "subagent_tool_calls",
+)
+
+
+def annotate(events: pl.DataFrame) -> pl.DataFrame:
+    """Add the per-file sequence columns every derived frame uses.
+
+    - ``turn_index``: 1-based index of the main-agent turn the event falls in (0 before any);
+      an event belongs to it only while ``in_turn`` is true.
+    - ``during_turn``: the event (of any agent) sits inside an open main-agent turn, or is the
+      turn_end closing it; ``in_turn``: the same, for main-agent events only.
+    - ``closes_turn`` / ``stray_end``: a turn_end that closes the open turn, or that has none.
+    - ``turn_closed``: on every row of a turn, whether a turn_end closed it.
+    - ``interaction_index``: 1-based count of main-agent user messages so far (0 before any).
+    - ``session_model``: the model the session's model events named last (``auto`` skipped).
+    """
+    is_start = MAIN & (TYPE == TURN_START)
+    is_end = MAIN & (TYPE == TURN_END)
+    marker = pl.when(is_start).then(pl.lit("start")).when(is_end).then(pl.lit("end"))
+    named_model = (
+        pl.when(
+            TYPE.is_in(["session.model_change", "session.auto_mode_resolved", "session.start"])
+            & (pl.col("model") != "auto")
+        )
+        .then(pl.col("model"))
+        .otherwise(None)
+    )
+    frame = events.sort("file", "line").with_columns(
+        turn_index=is_start.cum_sum().over("file").cast(pl.Int64),
+        _marker=marker.forward_fill().over("file"),
+        interaction_index=(MAIN & (TYPE == "user.message")).cum_sum().over("file").cast(pl.Int64),
+        session_model=named_model.forward_fill().over("file"),
+    )
+    frame = frame.with_columns(
+        _previous=pl.col("_marker").shift(1).over("file"),
+    ).with_columns(
+        closes_turn=is_end & (pl.col("_previous") == "start"),
+        stray_end=is_end & (pl.col("_previous").is_null() | (pl.col("_previous") == "end")),
+    )
+    frame = frame.with_columns(
+        during_turn=(pl.col("_marker") == "start") | pl.col("closes_turn"),
+        in_turn=MAIN & ((pl.col("_marker") == "start") | pl.col("closes_turn")),
+        turn_closed=pl.col("closes_turn").any().over("file", "turn_index"),
+    )
+    return frame.drop("_marker", "_previous")
+
+
+def turns(annotated: pl.DataFrame) -> pl.DataFrame:
+    """One row per main-agent turn (one LLM call), in order, open turns included."""
+    rows = annotated.filter(pl.col("in_turn"))
+    is_message = TYPE == "assistant.message"
+    requests = pl.col("tool_requests").filter(is_message).explode().drop_nulls()
+    return (
+        rows.group_by("file", "turn_index", maintain_order=True)
+        .agg(
+            session_id=pl.col("session_id").first(),
+            interaction_index=pl.col("interaction_index").first(),
+            turn_id=pl.col("turn_id").filter(TYPE == TURN_START).first(),
+            interaction_id=pl.col("interaction_id").filter(TYPE == TURN_START).first(),
+            event_id=pl.col("event_id").first(),
+            line=pl.col("line").first(),
+            started_at=pl.col("timestamp").first(),
+            ended_at=pl.col("timestamp").filter(pl.col("closes_turn")).first(),
+            last_event_at=pl.col("timestamp").last(),
+            open=~pl.col("closes_turn").any(),
+            model=pl.coalesce(
+                pl.col("model").filter(is_message).drop_nulls().first(),
+                pl.col("model").filter(TYPE.str.starts_with("tool.")).drop_nulls().first(),
+                pl.col("session_model").first(),
+            ),
+            messages=is_message.sum().cast(pl.Int64),
+            text=pl.col("text").filter(is_message & (pl.col("text") != "")).first(),
+            output_tokens=pl.col("output_tokens").filter(is_message).sum(),
+            requested_tools=requests.struct.field("name"),
+            tool_calls=(TYPE == "tool.execution_start").sum().cast(pl.Int64),
+            failed_tool_calls=(
+                (TYPE == "tool.execution_complete") & (pl.col("success") == False)  # noqa: E712
+            )
+            .sum()
+            .cast(pl.Int64),
+            task_complete_called=(
+                (TYPE == "tool.execution_start") & (pl.col("tool_name") == "task_complete")
+            ).any()
+            | requests.struct.field("name").is_in(["task_complete"]).any(),
+            task_complete_event=(TYPE == "session.task_complete").any(),
+        )
+        .with_columns(
+            duration_ms=(pl.col("ended_at") - pl.col("started_at")).dt.total_milliseconds(),
+            ended_loop=(pl.col("messages") > 0) & (pl.col("requested_tools").list.len() == 0),
+        )
+    )
+
+
+def tools(annotated: pl.DataFrame) -> pl.DataFrame:
+    """One row per tool execution, start joined to complete by toolCallId.
+
+    A complete with no start (a ``!cmd`` shell escape, or damage) still has a row, with
+    ``started_at`` null; a start never completed has ``completed_at`` null.
+    """
+    keys = ["file", "tool_call_id"]
+    starts = annotated.filter(TYPE == "tool.execution_start").select(
+        *keys,
+        "session_id",
+        "agent_id",
+        "tool_name",
+        start_line=pl.col("line"),
+        start_event_id=pl.col("event_id"),
+        started_at=pl.col("timestamp"),
+        turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")),
+        interaction_index="interaction_index",
+        arguments=pl.col("text"),
+    )
+    completes = annotated.filter(TYPE == "tool.execution_complete").select(
+        *keys,
+        complete_session_id=pl.col("session_id"),
+        complete_agent_id=pl.col("agent_id"),
+        complete_line=pl.col("line"),
+        complete_event_id=pl.col("event_id"),
+        completed_at=pl.col("timestamp"),
+        success="success",
+        error="error",
+        is_user_requested=pl.col("is_user_requested").fill_null(False),
+        result=pl.col("text"),
+        complete_turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")),
+    )
+    # Keep the first complete per call: a duplicated complete is a validate finding, not a
+    # second execution.
+    completes = completes.unique(subset=keys, keep="first", maintain_order=True)
+    starts = starts.unique(subset=keys, keep="first", maintain_order=True)
+    joined = starts.join(completes, on=keys, how="full", coalesce=True, nulls_equal=False)
+    return joined.with_columns(
+        session_id=pl.coalesce("session_id", "complete_session_id"),
+        agent_id=pl.coalesce("agent_id", "complete_agent_id"),
+        turn_index=pl.coalesce("turn_index", "complete_turn_index"),
+        is_user_requested=pl.col("is_user_requested").fill_null(False),
+        duration_ms=(pl.col("completed_at") - pl.col("started_at")).dt.total_milliseconds(),
+        line=pl.coalesce("start_line", "complete_line"),
+    ).drop("complete_session_id", "complete_agent_id", "complete_turn_index").sort("file", "line")
+
+
+def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
+    """One row per sub-agent run: started, then completed or failed, keyed by toolCallId."""
+    keys = ["file", "tool_call_id"]
+    started = annotated.filter(TYPE == "subagent.started").select(
+        *keys,
+        "session_id",
+        agent_name="tool_name",
+        start_line="line",
+        started_at="timestamp",
+        model="model",
+        turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")),
+    )
+    finished = (
+        annotated.filter(TYPE.is_in(["subagent.completed", "subagent.failed"]))
+        .select(
+            *keys,
+            end_session_id="session_id",
+            end_line="line",
+            finished_at="timestamp",
+            success="success",
+            error="error",
+        )
+        .unique(subset=keys, keep="first", maintain_order=True)
+    )
+    inner = annotated.filter(pl.col("agent_id").is_not_null()).group_by(
+        "file", pl.col("agent_id").alias("tool_call_id")
+    ).agg(
+        llm_calls=_subagent_call_flag().sum().cast(pl.Int64),
+        tool_calls=(TYPE == "tool.execution_start").sum().cast(pl.Int64),
+        failed_tool_calls=((TYPE == "tool.execution_complete") & (pl.col("success") == False))  # noqa: E712
+        .sum()
+        .cast(pl.Int64),
+        output_tokens=pl.col("output_tokens").filter(TYPE == "assistant.message").sum(),
+    )
+    runs = started.unique(subset=keys, keep="first", maintain_order=True).join(
+        finished, on=keys, how="full", coalesce=True
+    )
+    return (
+        runs.join(inner, on=keys, how="left")
+        .with_columns(
+            session_id=pl.coalesce("session_id", "end_session_id"),
+            status=pl.when(pl.col("success") == True)  # noqa: E712
+            .then(pl.lit("completed"))
+            .when(pl.col("success") == False)  # noqa: E712
+            .then(pl.lit("failed"))
+            .otherwise(pl.lit("running")),
+            duration_ms=(pl.col("finished_at") - pl.col("started_at")).dt.total_milliseconds(),
+            llm_calls=pl.col("llm_calls").fill_null(0),
+            tool_calls=pl.col("tool_calls").fill_null(0),
+            failed_tool_calls=pl.col("failed_tool_calls").fill_null(0),
+        )
+        .drop("end_session_id")
+        .sort("file", pl.coalesce("start_line", "end_line"))
+    )
+
+
+def _subagent_call_flag() -> pl.Expr:
+    """A sub-agent LLM call: its assistant.message, once per call (later chunks skipped)."""
+    return (
+        pl.col("agent_id").is_not_null()
+        & (TYPE == "assistant.message")
+        & (pl.col("chunk_index").fill_null(0) == 0)
+    )
+
+
+def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
+    """Per event, 0/1 columns for every figure ``count`` reports; sums give the counts."""
+    start = MAIN & (TYPE == TURN_START)
+    user = MAIN & (TYPE == "user.message")
+    return annotated.with_columns(
+        llm_calls=start,
+        completed_turns=start & pl.col("turn_closed"),
+        open_turns=start & ~pl.col("turn_closed"),
+        subagent_calls=_subagent_call_flag(),
+        interactions=user,
+        user_prompts=user & ~pl.col("is_nudge"),
+        autopilot_nudges=user & pl.col("is_nudge"),
+        tool_calls=MAIN & (TYPE == "tool.execution_start"),
+        failed_tool_calls=MAIN
+        & (TYPE == "tool.execution_complete")
+        & (pl.col("success") == False)  # noqa: E712
+        & ~pl.col("is_user_requested").fill_null(False),
+        subagent_tool_calls=pl.col("agent_id").is_not_null() & (TYPE == "tool.execution_start"),
+    ).with_columns(pl.col(name).cast(pl.Int64) for name in COUNT_FIELDS)
+
+
+def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
+    """Per file: what session.start says (id, start, cwd, repository, branch, CLI version)."""
+    start = pl.col("detail").filter(TYPE == "session.start").first()
+    facts = annotated.group_by("file", maintain_order=True).agg(
+        session_id=pl.col("session_id").first(),
+        _start_detail=start,
+        first_at=pl.col("timestamp").min(),
+        last_at=pl.col("timestamp").max(),
+        events=pl.len().cast(pl.Int64),
+    )
+    detail = pl.col("_start_detail")
+    return facts.with_columns(
+        started_at=pl.coalesce(
+            detail.str.json_path_match("$.startTime").str.to_datetime(
+                strict=False, time_unit="ms", time_zone="UTC"
+            ),
+            pl.col("first_at"),
+        ),
+        cwd=detail.str.json_path_match("$.context.cwd"),
+        repository=detail.str.json_path_match("$.context.repository"),
+        branch=detail.str.json_path_match("$.context.branch"),
+        cli_version=detail.str.json_path_match("$.copilotVersion"),
+    ).drop("_start_detail")

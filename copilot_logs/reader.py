@@ -1,0 +1,566 @@
+"""Bytes on disk -> an events frame and a diagnostics frame, one file at a time.
+
+The reader streams: it holds one read block and the line being assembled, never the file. It
+splits on ``b"\\n"`` only (a raw U+2028 inside a string is not a line break), parses each line
+with orjson, and recovers every event the known kinds of damage leave behind, reporting each
+damaged physical line with its number and byte offset.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+import polars as pl
+
+from copilot_logs.schema import (
+    DETAIL_TYPES,
+    DIAGNOSTICS_SCHEMA,
+    EVENTS_SCHEMA,
+    NUDGE_TEXT,
+    PREVIEW_CHARS,
+)
+
+READ_BLOCK = 1 << 20
+MAX_REJOIN_LINES = 16
+"""How many following physical lines an event split by raw newlines may span."""
+_EVENT_START = b'{"type":"'
+_TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One session log to read: a file on disk, or standard input when ``path`` is None."""
+
+    path: Path | None
+    session_hint: str
+    """The id the layout gives (folder or file name), used when the log has no session.start."""
+
+    @property
+    def name(self) -> str:
+        return str(self.path) if self.path is not None else "<stdin>"
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """What reading gives: one row per event, and one row per problem met on the way."""
+
+    events: pl.DataFrame
+    diagnostics: pl.DataFrame
+
+    @staticmethod
+    def concat(parts: Iterable[ReadResult]) -> ReadResult:
+        parts = list(parts)
+        if not parts:
+            return ReadResult(
+                pl.DataFrame(schema=EVENTS_SCHEMA), pl.DataFrame(schema=DIAGNOSTICS_SCHEMA)
+            )
+        return ReadResult(
+            pl.concat([p.events for p in parts], how="vertical"),
+            pl.concat([p.diagnostics for p in parts], how="vertical"),
+        )
+
+
+@dataclass
+class _Physical:
+    number: int
+    offset: int
+    raw: bytes
+    terminated: bool
+
+
+def _physical_lines(stream: BinaryIO, start_line: int = 1, start_offset: int = 0) -> Iterator[_Physical]:
+    """Split a byte stream on b"\\n" only, in blocks, keeping offsets and line numbers."""
+    pending: list[bytes] = []
+    number, offset = start_line, start_offset
+    while block := stream.read(READ_BLOCK):
+        parts = block.split(b"\n")
+        if pending:
+            pending.append(parts[0])
+            parts[0] = b"".join(pending)
+            pending = []
+        pending.append(parts.pop())
+        for raw in parts:
+            yield _Physical(number, offset, raw, True)
+            number += 1
+            offset += len(raw) + 1
+    tail = b"".join(pending)
+    if tail:
+        yield _Physical(number, offset, tail, False)
+
+
+def _text(value: Any) -> str | None:
+    """A scalar as a string (ids are sometimes numbers in old logs), else None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return str(value)
+    return None
+
+
+def _preview(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return value if len(value) <= PREVIEW_CHARS else value[: PREVIEW_CHARS - 1] + "…"
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _error_fields(error: Any) -> tuple[str | None, str | None]:
+    if isinstance(error, dict):
+        return _preview(error.get("message")), _text(error.get("code"))
+    return _preview(error), None
+
+
+def _tool_requests(value: Any) -> list[dict[str, str | None]] | None:
+    if not isinstance(value, list):
+        return None
+    return [
+        {"tool_call_id": _text(r.get("toolCallId")), "name": _text(r.get("name"))}
+        for r in value
+        if isinstance(r, dict)
+    ]
+
+
+def _is_nudge(data: dict[str, Any]) -> bool:
+    if data.get("isAutopilotContinuation") is True:
+        return True
+    content = data.get("content")
+    transformed = data.get("transformedContent")
+    if isinstance(content, str) and content.startswith(NUDGE_TEXT):
+        return True
+    if content == "" or content is None:
+        if isinstance(transformed, str) and NUDGE_TEXT in transformed:
+            return True
+        return data.get("agentMode") == "autopilot"
+    return False
+
+
+class _Columns:
+    """Column lists the reader appends to, one value per event, in EVENTS_SCHEMA order."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {name: [] for name in EVENTS_SCHEMA}
+        self.timestamps: list[str | None] = []
+
+    def add(self, obj: dict[str, Any], line: int, offset: int, length: int) -> None:
+        c = self.cols
+        kind = obj.get("type")
+        data = obj.get("data")
+        if not isinstance(data, dict):
+            data = {}
+        c["line"].append(line)
+        c["offset"].append(offset)
+        c["length"].append(length)
+        c["event_id"].append(_text(obj.get("id")))
+        c["parent_id"].append(_text(obj.get("parentId")))
+        c["type"].append(kind)
+        self.timestamps.append(obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None)
+        c["agent_id"].append(_text(obj.get("agentId")))
+        c["turn_id"].append(_text(data.get("turnId")))
+        c["interaction_id"].append(_text(data.get("interactionId")))
+        c["tool_call_id"].append(_text(data.get("toolCallId")))
+        c["message_id"].append(_text(data.get("messageId")))
+        c["parent_tool_call_id"].append(_text(data.get("parentToolCallId")))
+
+        tool_name = model = text = error = error_code = outcome = agent_mode = None
+        success = is_user_requested = None
+        is_nudge = False
+        output_tokens = chunk_index = None
+        requests = None
+        if kind == "assistant.message":
+            model = _text(data.get("model"))
+            text = _preview(data.get("content"))
+            output_tokens = _int(data.get("outputTokens"))
+            chunk_index = _int(data.get("chunkIndex"))
+            requests = _tool_requests(data.get("toolRequests"))
+        elif kind == "tool.execution_start":
+            tool_name = _text(data.get("toolName"))
+            model = _text(data.get("model"))
+            arguments = data.get("arguments")
+            if arguments is not None:
+                text = _preview(orjson.dumps(arguments).decode())
+        elif kind == "tool.execution_complete":
+            model = _text(data.get("model"))
+            success = _bool(data.get("success"))
+            is_user_requested = _bool(data.get("isUserRequested"))
+            error, error_code = _error_fields(data.get("error"))
+            result = data.get("result")
+            if isinstance(result, dict):
+                text = _preview(result.get("content"))
+        elif kind == "user.message":
+            text = _preview(data.get("content"))
+            agent_mode = _text(data.get("agentMode"))
+            is_nudge = _is_nudge(data)
+        elif kind == "tool.user_requested":
+            tool_name = _text(data.get("toolName"))
+            text = _preview(data.get("command") or data.get("content"))
+        elif kind == "session.error":
+            error = _preview(data.get("message"))
+            error_code = _text(data.get("errorType"))
+            text = error
+        elif kind == "session.task_complete":
+            text = _preview(data.get("summary"))
+            success = _bool(data.get("success"))
+            outcome = _text(data.get("outcome"))
+        elif kind == "session.mode_changed":
+            agent_mode = _text(data.get("newMode"))
+        elif kind == "session.model_change":
+            model = _text(data.get("newModel"))
+        elif kind == "session.auto_mode_resolved":
+            model = _text(data.get("chosenModel"))
+        elif kind == "session.start":
+            model = _text(data.get("selectedModel"))
+        elif kind == "session.shutdown":
+            model = _text(data.get("currentModel"))
+        elif kind == "subagent.started":
+            model = _text(data.get("model"))
+            tool_name = _text(data.get("agentName"))
+            text = _preview(data.get("agentDisplayName") or data.get("agentName"))
+        elif kind == "subagent.completed":
+            model = _text(data.get("model"))
+            tool_name = _text(data.get("agentName"))
+            success = True
+        elif kind == "subagent.failed":
+            model = _text(data.get("model"))
+            tool_name = _text(data.get("agentName"))
+            success = False
+            error, error_code = _error_fields(data.get("error"))
+        elif kind in ("abort", "session.info", "session.warning"):
+            text = _preview(data.get("reason") or data.get("message"))
+        c["tool_name"].append(tool_name)
+        c["success"].append(success)
+        c["is_user_requested"].append(is_user_requested)
+        c["is_nudge"].append(is_nudge)
+        c["agent_mode"].append(agent_mode)
+        c["model"].append(model)
+        c["output_tokens"].append(output_tokens)
+        c["chunk_index"].append(chunk_index)
+        c["text"].append(text)
+        c["error"].append(error)
+        c["error_code"].append(error_code)
+        c["outcome"].append(outcome)
+        c["tool_requests"].append(requests)
+        c["detail"].append(orjson.dumps(data).decode() if kind in DETAIL_TYPES else None)
+
+    def frame(self, session_id: str, file: str) -> pl.DataFrame:
+        rows = len(self.cols["line"])
+        self.cols["session_id"] = [session_id] * rows
+        self.cols["file"] = [file] * rows
+        self.cols["timestamp"] = [None] * rows
+        frame = pl.DataFrame(self.cols, schema=EVENTS_SCHEMA)
+        return frame.with_columns(_parse_timestamps(self.timestamps))
+
+
+def _parse_timestamps(values: list[str | None]) -> pl.Series:
+    """ISO-8601 strings -> UTC datetimes: the usual shape vectorised, any other by Python."""
+    raw = pl.Series("timestamp", values, dtype=pl.String)
+    fast = raw.str.to_datetime(_TS_FORMAT, strict=False, time_unit="ms", time_zone="UTC")
+    if fast.null_count() == raw.null_count():
+        return fast
+    slow = [
+        parsed if parsed is not None else _parse_iso(text)
+        for parsed, text in zip(fast.to_list(), values, strict=True)
+    ]
+    return pl.Series("timestamp", slow, dtype=pl.Datetime("ms", "UTC"))
+
+
+def _parse_iso(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+class _Diagnostics:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.rows: list[tuple[int, int, str, str, str | None]] = []
+
+    def add(self, line: int, offset: int, kind: str, message: str, event_id: str | None = None) -> None:
+        self.rows.append((line, offset, kind, message, event_id))
+
+    def frame(self, session_id: str) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "session_id": [session_id] * len(self.rows),
+                "file": [self.file] * len(self.rows),
+                "line": [r[0] for r in self.rows],
+                "offset": [r[1] for r in self.rows],
+                "kind": [r[2] for r in self.rows],
+                "message": [r[3] for r in self.rows],
+                "event_id": [r[4] for r in self.rows],
+            },
+            schema=DIAGNOSTICS_SCHEMA,
+        )
+
+
+def _loads(raw: bytes) -> tuple[Any, bool]:
+    """Parse one JSON text; the flag says invalid UTF-8 had to be replaced first."""
+    try:
+        return orjson.loads(raw), False
+    except orjson.JSONDecodeError:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return orjson.loads(raw.decode("utf-8", "replace")), True
+        raise
+
+
+def _try_loads(raw: bytes) -> tuple[Any, bool] | None:
+    try:
+        return _loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+class _FileReader:
+    """Turns the physical lines of one file into events and diagnostics."""
+
+    def __init__(self, file: str) -> None:
+        self.columns = _Columns()
+        self.diagnostics = _Diagnostics(file)
+        self.seen_ids: set[str] = set()
+        self.session_id: str | None = None
+
+    def run(self, lines: Iterator[_Physical]) -> None:
+        held: _Physical | None = None
+        for physical in lines:
+            if held is not None:
+                physical_or_none = self._continue_split(held, physical, lines)
+                held = None
+                if physical_or_none is None:
+                    continue
+                physical = physical_or_none
+            held = self._line(physical)
+        if held is not None:
+            self._unparsable(held, last=True)
+
+    def _clean(self, physical: _Physical) -> bytes | None:
+        """Strip what damage adds around a line; None when nothing is left."""
+        raw = physical.raw
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+            self.diagnostics.add(
+                physical.number, physical.offset, "crlf", "line ends with CRLF; read as LF"
+            )
+        if b"\x00" in raw:
+            stripped = raw.strip(b"\x00")
+            if len(stripped) != len(raw):
+                self.diagnostics.add(
+                    physical.number,
+                    physical.offset,
+                    "nul-bytes",
+                    f"{len(raw) - len(stripped)} NUL bytes (a crash left padding); ignored",
+                )
+                raw = stripped
+        if not raw.strip():
+            if raw or physical.terminated:
+                self.diagnostics.add(physical.number, physical.offset, "blank-line", "blank line")
+            return None
+        return raw
+
+    def _line(self, physical: _Physical) -> _Physical | None:
+        """Handle one physical line; returns it when it must wait for the next one."""
+        raw = self._clean(physical)
+        if raw is None:
+            return None
+        parsed = _try_loads(raw)
+        if parsed is not None:
+            self._event(parsed[0], physical, len(physical.raw), replaced=parsed[1])
+            return None
+        physical.raw = raw
+        if not physical.terminated:
+            self._unparsable(physical, last=True)
+            return None
+        return physical
+
+    def _continue_split(
+        self, held: _Physical, nxt: _Physical, lines: Iterator[_Physical]
+    ) -> _Physical | None:
+        """``held`` did not parse. Rejoin it with the lines after it when a raw newline split
+        one event; else recover what it holds and hand ``nxt`` back to be read on its own."""
+        pieces = [held.raw]
+        followers = [nxt]
+        while True:
+            candidate = b"\\n".join([*pieces, followers[-1].raw.rstrip(b"\r")])
+            parsed = _try_loads(candidate)
+            if parsed is not None:
+                span = followers[-1].offset + len(followers[-1].raw) - held.offset
+                self.diagnostics.add(
+                    held.number,
+                    held.offset,
+                    "split-event",
+                    f"one event split over lines {held.number}-{followers[-1].number} by raw "
+                    "newlines inside a string; rejoined",
+                )
+                self._event(parsed[0], held, span, replaced=parsed[1])
+                return None
+            last = followers[-1]
+            stripped = last.raw.lstrip(b"\x00")
+            if stripped.startswith(b"{") or not last.terminated or len(followers) >= MAX_REJOIN_LINES:
+                break
+            pieces.append(last.raw)
+            nxt_line = next(lines, None)
+            if nxt_line is None:
+                break
+            followers.append(nxt_line)
+        # Not a split event: the held line is damaged on its own. Every line taken as a
+        # candidate continuation is read again by itself so nothing is lost.
+        self._unparsable(held, last=False)
+        for follower in followers[:-1]:
+            self._alone(follower)
+        return followers[-1]
+
+    def _alone(self, physical: _Physical) -> None:
+        """Read a line by itself, with no rejoining."""
+        raw = self._clean(physical)
+        if raw is None:
+            return
+        parsed = _try_loads(raw)
+        if parsed is not None:
+            self._event(parsed[0], physical, len(physical.raw), replaced=parsed[1])
+            return
+        physical.raw = raw
+        self._unparsable(physical, last=not physical.terminated)
+
+    def _unparsable(self, physical: _Physical, *, last: bool) -> None:
+        raw = physical.raw
+        # A truncated event with a complete one glued on behind it: keep the complete one.
+        start = raw.find(_EVENT_START, 1)
+        while start != -1:
+            parsed = _try_loads(raw[start:])
+            if parsed is not None and isinstance(parsed[0], dict):
+                self.diagnostics.add(
+                    physical.number,
+                    physical.offset,
+                    "truncated-event",
+                    f"a truncated event ({start} bytes) with a complete event glued behind it; "
+                    "the complete one was kept",
+                )
+                self._event(
+                    parsed[0],
+                    _Physical(physical.number, physical.offset + start, raw[start:], True),
+                    len(raw) - start,
+                    replaced=parsed[1],
+                )
+                return
+            start = raw.find(_EVENT_START, start + 1)
+        if last and not physical.terminated:
+            self.diagnostics.add(
+                physical.number,
+                physical.offset,
+                "cut-line",
+                f"the last line is cut off mid-event ({len(raw)} bytes, no newline): the session "
+                "was still being written or crashed",
+            )
+        else:
+            self.diagnostics.add(
+                physical.number,
+                physical.offset,
+                "invalid-json",
+                f"not valid JSON ({len(raw)} bytes); the line was skipped",
+            )
+
+    def _event(self, obj: Any, physical: _Physical, length: int, *, replaced: bool) -> None:
+        number, offset = physical.number, physical.offset
+        if replaced:
+            self.diagnostics.add(
+                number, offset, "invalid-utf8", "invalid UTF-8 bytes, replaced by U+FFFD"
+            )
+        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+            shape = type(obj).__name__ if not isinstance(obj, dict) else "object without type"
+            self.diagnostics.add(
+                number, offset, "not-an-event", f"valid JSON but not an event ({shape}); skipped"
+            )
+            return
+        event_id = _text(obj.get("id"))
+        missing = [key for key in ("id", "timestamp", "data") if key not in obj]
+        if missing:
+            self.diagnostics.add(
+                number,
+                offset,
+                "incomplete-envelope",
+                f"{obj['type']} event lacks {', '.join(missing)}; kept",
+                event_id,
+            )
+        if event_id is not None:
+            if event_id in self.seen_ids:
+                self.diagnostics.add(
+                    number,
+                    offset,
+                    "duplicate-id",
+                    f"event id {event_id} already read (a replayed line); counted once",
+                    event_id,
+                )
+                return
+            self.seen_ids.add(event_id)
+        if self.session_id is None and obj["type"] == "session.start":
+            data = obj.get("data")
+            if isinstance(data, dict):
+                self.session_id = _text(data.get("sessionId"))
+        self.columns.add(obj, number, offset, length)
+
+
+def read_stream(stream: BinaryIO, source: Source) -> ReadResult:
+    """Read one session log from an open binary stream."""
+    reader = _FileReader(source.name)
+    reader.run(_physical_lines(stream))
+    session_id = reader.session_id or source.session_hint
+    return ReadResult(
+        reader.columns.frame(session_id, source.name), reader.diagnostics.frame(session_id)
+    )
+
+
+def read_source(source: Source) -> ReadResult:
+    """Read one session log; an unreadable file becomes a diagnostic, never an exception."""
+    if source.path is None:
+        import sys
+
+        return read_stream(sys.stdin.buffer, source)
+    try:
+        with source.path.open("rb") as stream:
+            return read_stream(stream, source)
+    except OSError as exc:
+        diagnostics = _Diagnostics(source.name)
+        diagnostics.add(0, 0, "unreadable", f"cannot read the file: {exc.strerror or exc}")
+        return ReadResult(pl.DataFrame(schema=EVENTS_SCHEMA), diagnostics.frame(source.session_hint))
+
+
+def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> ReadResult:
+    """Read a session log held in memory (tests, and callers who already have the bytes)."""
+    return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))
+
+
+def read_sources(
+    sources: Iterable[Source], *, on_read: Callable[[Source], None] | None = None
+) -> ReadResult:
+    """Read many session logs into one events frame and one diagnostics frame."""
+    parts = []
+    for source in sources:
+        parts.append(read_source(source))
+        if on_read is not None:
+            on_read(source)
+    return ReadResult.concat(parts)

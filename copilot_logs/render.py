@@ -1,0 +1,207 @@
+"""Frames -> text: a rich table for people, json / ndjson / csv / markdown for machines.
+
+The only module besides ``cli`` that writes output. Machine formats go to stdout with stable
+snake_case field names; times are ISO-8601 UTC strings with a ``Z``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import IO, TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:
+    import polars as pl
+
+ISO_MS = "%Y-%m-%dT%H:%M:%S%.3fZ"
+
+
+def plain(frame: pl.DataFrame) -> pl.DataFrame:
+    """Datetimes as ISO strings, everything else as it is: ready for JSON."""
+    import polars as pl
+
+    return frame.with_columns(
+        pl.col(name).dt.convert_time_zone("UTC").dt.to_string(ISO_MS)
+        if dtype.time_zone is not None  # type: ignore[attr-defined]
+        else pl.col(name).dt.to_string(ISO_MS)
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.Datetime)
+    )
+
+
+def records(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    return plain(frame).to_dicts()
+
+
+def write_json(value: Any, out: IO[str] | None = None) -> None:
+    stream = out or sys.stdout
+    stream.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
+    stream.write("\n")
+
+
+def write_ndjson(rows: Sequence[dict[str, Any]], out: IO[str] | None = None) -> None:
+    stream = out or sys.stdout
+    for row in rows:
+        stream.write(orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS).decode())
+        stream.write("\n")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+def write_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: IO[str] | None = None) -> None:
+    stream = out or sys.stdout
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(name)) for name in columns])
+
+
+def write_frame(frame: pl.DataFrame, fmt: str, out: IO[str] | None = None) -> None:
+    """The machine formats of a flat frame: json (a list of objects), ndjson, csv."""
+    rows = records(frame)
+    if fmt == "json":
+        write_json(rows, out)
+    elif fmt == "ndjson":
+        write_ndjson(rows, out)
+    elif fmt == "csv":
+        write_csv(rows, frame.columns, out)
+    else:  # pragma: no cover - the CLI only passes known formats
+        raise ValueError(fmt)
+
+
+# --- tables for people -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: the frame field, its header, and how much it matters when space is short
+    (lower ``priority`` is dropped last)."""
+
+    field: str
+    header: str
+    priority: int = 1
+    numeric: bool = False
+    max_width: int | None = None
+    format: Callable[[Any], str] | None = None
+
+
+def human_duration(ms: Any) -> str:
+    if ms is None:
+        return ""
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, seconds = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def local_time(value: Any) -> str:
+    if not isinstance(value, datetime):
+        return ""
+    return value.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def yes_no(value: Any) -> str:
+    return "yes" if value else ("no" if value is not None else "")
+
+
+def short_id(value: Any) -> str:
+    return str(value)[:8] if value else ""
+
+
+def _format(column: Column, value: Any) -> str:
+    if column.format is not None:
+        return column.format(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    return _cell(value)
+
+
+def _fit(columns: Sequence[Column], cells: list[list[str]], width: int) -> list[int]:
+    """Indexes of the columns to show: most important first, while the table fits."""
+    natural = []
+    for index, column in enumerate(columns):
+        longest = max([len(column.header), *(len(row[index]) for row in cells)])
+        if column.max_width:
+            longest = min(longest, column.max_width)
+        natural.append(longest + 3)
+    chosen: list[int] = []
+    used = 1
+    for index in sorted(range(len(columns)), key=lambda i: (columns[i].priority, i)):
+        if used + natural[index] <= width or not chosen:
+            chosen.append(index)
+            used += natural[index]
+    return sorted(chosen)
+
+
+def print_table(
+    frame: pl.DataFrame,
+    columns: Sequence[Column],
+    *,
+    title: str | None = None,
+    totals: dict[str, Any] | None = None,
+    width: int | None = None,
+    out: IO[str] | None = None,
+) -> None:
+    """A rich table that fits the terminal: low-priority columns go first when it is narrow."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=out or sys.stdout, width=width, highlight=False)
+    rows = frame.to_dicts()
+    cells = [[_format(c, row.get(c.field)) for c in columns] for row in rows]
+    total_cells = [_format(c, totals.get(c.field)) if totals else "" for c in columns]
+    shown = _fit(columns, [*cells, total_cells] if totals else cells, console.width)
+    table = Table(title=title, show_footer=totals is not None, box=None, pad_edge=False)
+    for index in shown:
+        column = columns[index]
+        table.add_column(
+            column.header,
+            footer=total_cells[index] if totals else "",
+            justify="right" if column.numeric else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=column.max_width,
+            header_style="bold",
+            footer_style="bold",
+        )
+    for row in cells:
+        table.add_row(*(row[index] for index in shown))
+    console.print(table)
+
+
+def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:
+    """A GitHub-flavoured markdown table (for pull-request comments)."""
+    lines = [
+        "| " + " | ".join(c.header for c in columns) + " |",
+        "|" + "|".join("---:" if c.numeric else "---" for c in columns) + "|",
+    ]
+    for row in frame.to_dicts():
+        values = [_format(c, row.get(c.field)).replace("|", "\\|") for c in columns]
+        lines.append("| " + " | ".join(values) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def to_text(write: Callable[[IO[str]], None]) -> str:
+    buffer = io.StringIO()
+    write(buffer)
+    return buffer.getvalue()

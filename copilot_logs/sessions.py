@@ -1,0 +1,93 @@
+"""One row per session: what ``copilot-logs sessions`` lists."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from copilot_logs import model
+from copilot_logs.model import MAIN, TYPE
+from copilot_logs.reader import ReadResult
+
+SESSION_COLUMNS = (
+    "session_id",
+    "started_at",
+    "ended_at",
+    "duration_ms",
+    "repository",
+    "cwd",
+    "branch",
+    "cli_version",
+    "model",
+    "mode",
+    "user_prompts",
+    "autopilot_nudges",
+    "llm_calls",
+    "open_turns",
+    "tool_calls",
+    "subagent_runs",
+    "subagent_calls",
+    "errors",
+    "task_complete",
+    "status",
+    "damaged_lines",
+    "file",
+)
+
+
+def session_mode() -> pl.Expr:
+    """``autopilot`` when the log shows it anywhere (mode change, a message's agentMode, a
+    nudge), else ``interactive``."""
+    autopilot = (pl.col("agent_mode") == "autopilot") | pl.col("is_nudge")
+    return pl.when(autopilot.any()).then(pl.lit("autopilot")).otherwise(pl.lit("interactive"))
+
+
+def damaged_lines(diagnostics: pl.DataFrame) -> pl.DataFrame:
+    """Per file, the number of distinct physical lines that carry damage."""
+    return diagnostics.group_by("file").agg(
+        damaged_lines=pl.col("line").n_unique().cast(pl.Int64),
+        _diag_session=pl.col("session_id").first(),
+    )
+
+
+def summarize(result: ReadResult) -> pl.DataFrame:
+    """One row per session log read, newest first."""
+    annotated = model.annotate(result.events)
+    flags = model.count_flags(annotated)
+    main_message = MAIN & (TYPE == "assistant.message")
+    per_file = flags.group_by("file", maintain_order=True).agg(
+        *[pl.col(name).sum() for name in model.COUNT_FIELDS],
+        model=pl.coalesce(
+            pl.col("model").filter(main_message).drop_nulls().mode().first(),
+            pl.col("session_model").drop_nulls().last(),
+        ),
+        mode=session_mode(),
+        subagent_runs=(TYPE == "subagent.started").sum().cast(pl.Int64),
+        errors=(TYPE == "session.error").sum().cast(pl.Int64),
+        task_complete=(TYPE == "session.task_complete").any(),
+        _last_start=pl.col("line").filter(MAIN & (TYPE == model.TURN_START)).max(),
+        _last_shutdown=pl.col("line").filter(TYPE == "session.shutdown").max(),
+        _last_turn_closed=pl.col("turn_closed").filter(MAIN & (TYPE == model.TURN_START)).last(),
+    )
+    facts = model.session_facts(annotated)
+    table = (
+        facts.join(per_file, on="file", how="left")
+        .join(damaged_lines(result.diagnostics), on="file", how="full", coalesce=True)
+        .with_columns(
+            session_id=pl.coalesce("session_id", "_diag_session"),
+            damaged_lines=pl.col("damaged_lines").fill_null(0),
+            ended_at=pl.col("last_at"),
+            duration_ms=(pl.col("last_at") - pl.col("started_at")).dt.total_milliseconds(),
+            task_complete=pl.col("task_complete").fill_null(False),
+            status=pl.when(pl.col("events").is_null())
+            .then(pl.lit("unreadable"))
+            .when(
+                pl.col("_last_shutdown").is_not_null()
+                & (pl.col("_last_shutdown") > pl.col("_last_start").fill_null(0))
+                & pl.col("_last_turn_closed").fill_null(True)
+            )
+            .then(pl.lit("ended"))
+            .otherwise(pl.lit("open")),
+        )
+        .with_columns(pl.col(name).fill_null(0) for name in (*model.COUNT_FIELDS, "errors", "subagent_runs"))
+    )
+    return table.select(SESSION_COLUMNS).sort("started_at", descending=True, nulls_last=True)

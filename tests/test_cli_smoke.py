@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import orjson
+from click.testing import CliRunner
+
+from copilot_logs.cli import main
+
+
+def test_version_and_help() -> None:
+    runner = CliRunner()
+    assert runner.invoke(main, ["--version"]).output.startswith("copilot-logs, version")
+    result = runner.invoke(main, ["--help"])
+    assert result.exit_code == 0
+    assert "sessions" in result.output
+
+
+def test_empty_root_says_so_and_exits_zero(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    result = CliRunner().invoke(main, ["sessions", "--root", str(tmp_path), "--format", "json"])
+    assert result.exit_code == 0
+    assert "No sessions found" in result.stderr
+    assert result.stdout == ""
+
+
+def test_count_real_samples(real_samples) -> None:  # type: ignore[no-untyped-def]
+    result = CliRunner().invoke(main, ["count", str(real_samples), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["session_id"][:8]: row for row in orjson.loads(result.stdout)}
+    assert rows["7a2f9870"]["llm_calls"] == 6
+    assert rows["7a2f9870"]["autopilot_nudges"] == 2
+    assert rows["fcf48e4f"]["subagent_calls"] == 1
+    assert rows["8eae0f15"]["llm_calls"] == 1
