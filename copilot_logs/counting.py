@@ -52,9 +52,11 @@ def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.D
     )
     if by == "session":
         order = model.session_facts(flags).select("session_id", "started_at")
-        table = table.join(order, on="session_id", how="left").sort(
-            "started_at", descending=True, nulls_last=True
-        ).drop("started_at")
+        table = (
+            table.join(order, on="session_id", how="left")
+            .sort("started_at", descending=True, nulls_last=True)
+            .drop("started_at")
+        )
     else:
         table = table.sort(keys)
     return table

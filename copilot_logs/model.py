@@ -154,14 +154,18 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
     completes = completes.unique(subset=keys, keep="first", maintain_order=True)
     starts = starts.unique(subset=keys, keep="first", maintain_order=True)
     joined = starts.join(completes, on=keys, how="full", coalesce=True, nulls_equal=False)
-    return joined.with_columns(
-        session_id=pl.coalesce("session_id", "complete_session_id"),
-        agent_id=pl.coalesce("agent_id", "complete_agent_id"),
-        turn_index=pl.coalesce("turn_index", "complete_turn_index"),
-        is_user_requested=pl.col("is_user_requested").fill_null(False),
-        duration_ms=(pl.col("completed_at") - pl.col("started_at")).dt.total_milliseconds(),
-        line=pl.coalesce("start_line", "complete_line"),
-    ).drop("complete_session_id", "complete_agent_id", "complete_turn_index").sort("file", "line")
+    return (
+        joined.with_columns(
+            session_id=pl.coalesce("session_id", "complete_session_id"),
+            agent_id=pl.coalesce("agent_id", "complete_agent_id"),
+            turn_index=pl.coalesce("turn_index", "complete_turn_index"),
+            is_user_requested=pl.col("is_user_requested").fill_null(False),
+            duration_ms=(pl.col("completed_at") - pl.col("started_at")).dt.total_milliseconds(),
+            line=pl.coalesce("start_line", "complete_line"),
+        )
+        .drop("complete_session_id", "complete_agent_id", "complete_turn_index")
+        .sort("file", "line")
+    )
 
 
 def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
@@ -188,15 +192,17 @@ def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
         )
         .unique(subset=keys, keep="first", maintain_order=True)
     )
-    inner = annotated.filter(pl.col("agent_id").is_not_null()).group_by(
-        "file", pl.col("agent_id").alias("tool_call_id")
-    ).agg(
-        llm_calls=_subagent_call_flag().sum().cast(pl.Int64),
-        tool_calls=(TYPE == "tool.execution_start").sum().cast(pl.Int64),
-        failed_tool_calls=((TYPE == "tool.execution_complete") & (pl.col("success") == False))  # noqa: E712
-        .sum()
-        .cast(pl.Int64),
-        output_tokens=pl.col("output_tokens").filter(TYPE == "assistant.message").sum(),
+    inner = (
+        annotated.filter(pl.col("agent_id").is_not_null())
+        .group_by("file", pl.col("agent_id").alias("tool_call_id"))
+        .agg(
+            llm_calls=_subagent_call_flag().sum().cast(pl.Int64),
+            tool_calls=(TYPE == "tool.execution_start").sum().cast(pl.Int64),
+            failed_tool_calls=((TYPE == "tool.execution_complete") & (pl.col("success") == False))  # noqa: E712
+            .sum()
+            .cast(pl.Int64),
+            output_tokens=pl.col("output_tokens").filter(TYPE == "assistant.message").sum(),
+        )
     )
     runs = started.unique(subset=keys, keep="first", maintain_order=True).join(
         finished, on=keys, how="full", coalesce=True

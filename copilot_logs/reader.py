@@ -74,7 +74,9 @@ class _Physical:
     terminated: bool
 
 
-def _physical_lines(stream: BinaryIO, start_line: int = 1, start_offset: int = 0) -> Iterator[_Physical]:
+def _physical_lines(
+    stream: BinaryIO, start_line: int = 1, start_offset: int = 0
+) -> Iterator[_Physical]:
     """Split a byte stream on b"\\n" only, in blocks, keeping offsets and line numbers."""
     pending: list[bytes] = []
     number, offset = start_line, start_offset
@@ -174,7 +176,9 @@ class _Columns:
         c["event_id"].append(_text(obj.get("id")))
         c["parent_id"].append(_text(obj.get("parentId")))
         c["type"].append(kind)
-        self.timestamps.append(obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None)
+        self.timestamps.append(
+            obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+        )
         c["agent_id"].append(_text(obj.get("agentId")))
         c["turn_id"].append(_text(data.get("turnId")))
         c["interaction_id"].append(_text(data.get("interactionId")))
@@ -299,7 +303,9 @@ class _Diagnostics:
         self.file = file
         self.rows: list[tuple[int, int, str, str, str | None]] = []
 
-    def add(self, line: int, offset: int, kind: str, message: str, event_id: str | None = None) -> None:
+    def add(
+        self, line: int, offset: int, kind: str, message: str, event_id: str | None = None
+    ) -> None:
         self.rows.append((line, offset, kind, message, event_id))
 
     def frame(self, session_id: str) -> pl.DataFrame:
@@ -420,7 +426,11 @@ class _FileReader:
                 return None
             last = followers[-1]
             stripped = last.raw.lstrip(b"\x00")
-            if stripped.startswith(b"{") or not last.terminated or len(followers) >= MAX_REJOIN_LINES:
+            if (
+                stripped.startswith(b"{")
+                or not last.terminated
+                or len(followers) >= MAX_REJOIN_LINES
+            ):
                 break
             pieces.append(last.raw)
             nxt_line = next(lines, None)
@@ -546,7 +556,9 @@ def read_source(source: Source) -> ReadResult:
     except OSError as exc:
         diagnostics = _Diagnostics(source.name)
         diagnostics.add(0, 0, "unreadable", f"cannot read the file: {exc.strerror or exc}")
-        return ReadResult(pl.DataFrame(schema=EVENTS_SCHEMA), diagnostics.frame(source.session_hint))
+        return ReadResult(
+            pl.DataFrame(schema=EVENTS_SCHEMA), diagnostics.frame(source.session_hint)
+        )
 
 
 def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> ReadResult:

@@ -28,7 +28,7 @@ def plain(frame: pl.DataFrame) -> pl.DataFrame:
 
     return frame.with_columns(
         pl.col(name).dt.convert_time_zone("UTC").dt.to_string(ISO_MS)
-        if dtype.time_zone is not None  # type: ignore[attr-defined]
+        if dtype.time_zone is not None
         else pl.col(name).dt.to_string(ISO_MS)
         for name, dtype in frame.schema.items()
         if isinstance(dtype, pl.Datetime)
@@ -62,7 +62,9 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def write_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: IO[str] | None = None) -> None:
+def write_csv(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], out: IO[str] | None = None
+) -> None:
     stream = out or sys.stdout
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(columns)
@@ -205,3 +207,37 @@ def to_text(write: Callable[[IO[str]], None]) -> str:
     buffer = io.StringIO()
     write(buffer)
     return buffer.getvalue()
+
+
+# --- CI formats ------------------------------------------------------------------------------
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotation(
+    level: str,
+    message: str,
+    *,
+    file: str | None = None,
+    line: int | None = None,
+    title: str | None = None,
+) -> str:
+    """One GitHub Actions workflow command (``::error file=f,line=3,title=t::message``).
+
+    ``level`` is ``error``, ``warning`` or ``notice``.
+    """
+    properties = []
+    if file:
+        properties.append(f"file={_escape_property(file)}")
+    if line:
+        properties.append(f"line={line}")
+    if title:
+        properties.append(f"title={_escape_property(title)}")
+    joined = (" " + ",".join(properties)) if properties else ""
+    return f"::{level}{joined}::{_escape_data(message)}"

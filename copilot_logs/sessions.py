@@ -88,6 +88,8 @@ def summarize(result: ReadResult) -> pl.DataFrame:
             .then(pl.lit("ended"))
             .otherwise(pl.lit("open")),
         )
-        .with_columns(pl.col(name).fill_null(0) for name in (*model.COUNT_FIELDS, "errors", "subagent_runs"))
+        .with_columns(
+            pl.col(name).fill_null(0) for name in (*model.COUNT_FIELDS, "errors", "subagent_runs")
+        )
     )
     return table.select(SESSION_COLUMNS).sort("started_at", descending=True, nulls_last=True)

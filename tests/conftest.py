@@ -13,7 +13,9 @@ REAL_SAMPLES = PROJECT.parent / "shared" / "real-samples"
 
 
 @pytest.fixture(autouse=True)
-def copilot_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def copilot_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     """Point COPILOT_HOME (and HOME) at an empty temporary folder for every test."""
     home = tmp_path_factory.mktemp("copilot-home")
     monkeypatch.setenv("COPILOT_HOME", str(home))

@@ -10,7 +10,9 @@ from copilot_logs.render import Column, short_id
 
 @click.command()
 @selection_options
-@click.option("--total", is_flag=True, help="Print one integer, the sum of llm_calls, and nothing else.")
+@click.option(
+    "--total", is_flag=True, help="Print one integer, the sum of llm_calls, and nothing else."
+)
 @click.option(
     "--include-subagents", is_flag=True, help="With --total: add the sub-agents' LLM calls."
 )
@@ -51,6 +53,7 @@ def count(
       copilot-logs count --by day --tz Europe/Berlin --format csv
     """
     from copilot_logs import counting, render
+    from copilot_logs.model import COUNT_FIELDS
     from copilot_logs.timezones import resolve_zone
 
     zone = resolve_zone(tz)
@@ -63,7 +66,7 @@ def count(
     if total:
         click.echo(str(counting.total_llm_calls(table, include_subagents=include_subagents)))
     elif fmt == "table":
-        keys = [c for c in table.columns if c not in counting.model.COUNT_FIELDS]
+        keys = [c for c in table.columns if c not in COUNT_FIELDS]
         sums = counting.totals(table)
         render.print_table(
             table,

@@ -29,9 +29,17 @@ def selection_options(function: F) -> F:
             help="Folder of sessions [default: $COPILOT_HOME/session-state or "
             "~/.copilot/session-state].",
         ),
-        click.option("--since", metavar="WHEN", help="Sessions started at or after WHEN (date or ISO time)."),
-        click.option("--until", metavar="WHEN", help="Sessions started before WHEN (a date includes that day)."),
-        click.option("--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."),
+        click.option(
+            "--since", metavar="WHEN", help="Sessions started at or after WHEN (date or ISO time)."
+        ),
+        click.option(
+            "--until",
+            metavar="WHEN",
+            help="Sessions started before WHEN (a date includes that day).",
+        ),
+        click.option(
+            "--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."
+        ),
     ]
     for decorator in reversed(decorators):
         function = decorator(function)
@@ -81,7 +89,9 @@ def load(
 
 
 def _read_with_progress(sources: list[Any], read: Callable[..., ReadResult]) -> ReadResult:
-    total_bytes = sum(s.path.stat().st_size for s in sources if s.path is not None and s.path.exists())
+    total_bytes = sum(
+        s.path.stat().st_size for s in sources if s.path is not None and s.path.exists()
+    )
     if not sys.stderr.isatty() or total_bytes < 64 << 20:
         return read(sources)
     from rich.progress import Progress

@@ -43,7 +43,6 @@ def sessions(
     ctx.exit(exit_code(result))
 
 
-
 SESSION_TABLE = [
     Column("session_id", "session", 1, format=short_id),
     Column("started_at", "started", 1, format=local_time),
