@@ -372,9 +372,11 @@ class _FileReader:
             self.diagnostics.add(
                 physical.number, physical.offset, "crlf", "line ends with CRLF; read as LF"
             )
+        padded = False
         if b"\x00" in raw:
             stripped = raw.strip(b"\x00")
-            if len(stripped) != len(raw):
+            padded = len(stripped) != len(raw)
+            if padded:
                 self.diagnostics.add(
                     physical.number,
                     physical.offset,
@@ -383,7 +385,7 @@ class _FileReader:
                 )
                 raw = stripped
         if not raw.strip():
-            if raw or physical.terminated:
+            if not padded and (raw or physical.terminated):
                 self.diagnostics.add(physical.number, physical.offset, "blank-line", "blank line")
             return None
         return raw

@@ -1,0 +1,171 @@
+"""Selectors: ids, prefixes, session folders, files, folders of sessions, stdin, dates."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from copilot_logs.cli import main
+from copilot_logs.discover import Selection, default_root, find_sources, parse_when
+from copilot_logs.errors import ExitCode, SelectionError, UnsupportedFormatError
+
+
+def write_session(folder: Path, session_id: str, start: str, *, flat: bool = False) -> Path:
+    lines = [
+        {
+            "type": "session.start",
+            "data": {"sessionId": session_id, "startTime": start},
+            "id": f"{session_id}-1",
+            "timestamp": start,
+            "parentId": None,
+        },
+        {
+            "type": "assistant.turn_start",
+            "data": {"turnId": "0"},
+            "id": f"{session_id}-2",
+            "timestamp": start,
+            "parentId": f"{session_id}-1",
+        },
+    ]
+    path = folder / f"{session_id}.jsonl" if flat else folder / session_id / "events.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    return path
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "session-state"
+    write_session(root, "3fa85f64-aaaa", "2026-08-01T10:00:00.000Z")
+    write_session(root, "3fb00000-bbbb", "2026-08-03T10:00:00.000Z")
+    write_session(root, "c0ffee00-cccc", "2026-08-05T10:00:00.000Z", flat=True)
+    (root / "3fa85f64-aaaa" / "workspace.yaml").write_text("ignored: true\n")
+    return root
+
+
+def ids(selection: Selection) -> list[str]:
+    return [s.session_hint for s in find_sources(selection)]
+
+
+def test_default_root_follows_copilot_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path))
+    assert default_root() == tmp_path / "session-state"
+    monkeypatch.delenv("COPILOT_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_root() == tmp_path / ".copilot" / "session-state"
+
+
+def test_whole_root_both_layouts_newest_first(root: Path) -> None:
+    assert ids(Selection(root=root)) == ["c0ffee00-cccc", "3fb00000-bbbb", "3fa85f64-aaaa"]
+
+
+def test_id_and_unique_prefix(root: Path) -> None:
+    assert ids(Selection(["3fa85f64-aaaa"], root=root)) == ["3fa85f64-aaaa"]
+    assert ids(Selection(["3fb"], root=root)) == ["3fb00000-bbbb"]
+    assert ids(Selection(["c0f"], root=root)) == ["c0ffee00-cccc"]
+
+
+def test_ambiguous_prefix_lists_candidates(root: Path) -> None:
+    with pytest.raises(SelectionError, match=r"ambiguous.*3fa85f64-aaaa.*3fb00000-bbbb"):
+        find_sources(Selection(["3f"], root=root))
+
+
+def test_prefix_matching_nothing_is_a_usage_error(root: Path) -> None:
+    with pytest.raises(SelectionError, match="no session"):
+        find_sources(Selection(["ffff"], root=root))
+
+
+def test_paths_session_folder_file_and_folder_of_sessions(root: Path) -> None:
+    assert ids(Selection([str(root / "3fa85f64-aaaa")])) == ["3fa85f64-aaaa"]
+    assert ids(Selection([str(root / "3fa85f64-aaaa" / "events.jsonl")])) == ["3fa85f64-aaaa"]
+    assert ids(Selection([str(root / "c0ffee00-cccc.jsonl")])) == ["c0ffee00-cccc"]
+    assert len(ids(Selection([str(root)]))) == 3
+
+
+def test_same_file_twice_is_read_once(root: Path) -> None:
+    path = str(root / "3fa85f64-aaaa")
+    assert ids(Selection([path, path + "/events.jsonl"])) == ["3fa85f64-aaaa"]
+
+
+def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(SelectionError, match="no such file"):
+        find_sources(Selection([str(tmp_path / "nope.jsonl")]))
+
+
+def test_legacy_history_folder_is_refused(tmp_path: Path) -> None:
+    legacy = tmp_path / "history-session-state"
+    legacy.mkdir()
+    with pytest.raises(UnsupportedFormatError, match=r"before 0\.0\.342"):
+        find_sources(Selection([str(legacy)]))
+
+
+def test_since_until_latest(root: Path) -> None:
+    assert ids(Selection(root=root, since=parse_when("2026-08-02T00:00:00Z"))) == [
+        "c0ffee00-cccc",
+        "3fb00000-bbbb",
+    ]
+    assert ids(Selection(root=root, until=parse_when("2026-08-03T00:00:00Z"))) == ["3fa85f64-aaaa"]
+    assert ids(Selection(root=root, latest=1)) == ["c0ffee00-cccc"]
+
+
+def test_since_skips_old_files_without_opening_them(root: Path) -> None:
+    old = root / "3fa85f64-aaaa" / "events.jsonl"
+    stamp = datetime(2026, 8, 1, 11, tzinfo=UTC).timestamp()
+    os.utime(old, (stamp, stamp))
+    old.chmod(0)  # opening it would fail: it must not be opened
+    try:
+        assert "3fa85f64-aaaa" not in ids(
+            Selection(root=root, since=parse_when("2026-08-02T00:00:00Z"))
+        )
+    finally:
+        old.chmod(0o644)
+
+
+def test_until_date_includes_that_whole_day() -> None:
+    assert parse_when("2026-08-05", end_of_day=True, zone=UTC) == datetime(2026, 8, 6, tzinfo=UTC)
+
+
+def test_bad_date_is_a_usage_error() -> None:
+    with pytest.raises(SelectionError, match="not a date"):
+        parse_when("last tuesday")
+
+
+def test_cli_usage_errors_are_one_line_exit_2(root: Path) -> None:
+    runner = CliRunner()
+    for args in (
+        ["count", "--root", str(root), "ffff"],
+        ["count", "./missing.jsonl"],
+        ["count", "--since", "x"],
+    ):
+        result = runner.invoke(main, args)
+        assert result.exit_code == ExitCode.USAGE, args
+        assert result.stderr.startswith("Error: ")
+        assert result.stderr.count("\n") == 1
+        assert result.stdout == ""
+
+
+def test_cli_missing_root_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["sessions", "--root", str(tmp_path / "nope")])
+    assert result.exit_code == ExitCode.USAGE
+    assert "no such folder" in result.stderr
+
+
+def test_cli_default_root_from_copilot_home(copilot_home: Path) -> None:
+    write_session(copilot_home / "session-state", "abc12345-0000", "2026-08-01T10:00:00.000Z")
+    result = CliRunner().invoke(main, ["count", "--total"])
+    assert result.exit_code == 0
+    assert result.stdout == "1\n"
+
+
+def test_cli_reads_stdin(root: Path) -> None:
+    data = (root / "3fb00000-bbbb" / "events.jsonl").read_bytes()
+    result = CliRunner().invoke(main, ["count", "-", "--format", "json"], input=data)
+    assert result.exit_code == 0
+    [row] = orjson.loads(result.stdout)
+    assert row["session_id"] == "3fb00000-bbbb"
+    assert row["llm_calls"] == 1
