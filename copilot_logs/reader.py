@@ -9,6 +9,7 @@ damaged physical line with its number and byte offset.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +31,14 @@ READ_BLOCK = 1 << 20
 MAX_REJOIN_LINES = 16
 """How many following physical lines an event split by raw newlines may span."""
 _EVENT_START = b'{"type":"'
+_DATA_KEY = b'","data":{'
+# The fixed shape the CLI writes after the payload. Quotes inside JSON strings are escaped, so
+# this can only match the real envelope at the end of a whole line.
+_ENVELOPE_TAIL = re.compile(
+    rb'\},(?:"agentId":"([^"\\]*)",)?"id":"([^"\\]*)","timestamp":"([^"\\]*)",'
+    rb'"parentId":(?:null|"([^"\\]*)")\}\Z'
+)
+_TAIL_WINDOW = 512
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
 
 
@@ -133,13 +142,11 @@ def _error_fields(error: Any) -> tuple[str | None, str | None]:
     return _preview(error), None
 
 
-def _tool_requests(value: Any) -> list[dict[str, str | None]] | None:
+def _tool_requests(value: Any) -> list[tuple[str | None, str | None]] | None:
     if not isinstance(value, list):
         return None
     return [
-        {"tool_call_id": _text(r.get("toolCallId")), "name": _text(r.get("name"))}
-        for r in value
-        if isinstance(r, dict)
+        (_text(r.get("toolCallId")), _text(r.get("name"))) for r in value if isinstance(r, dict)
     ]
 
 
@@ -157,122 +164,208 @@ def _is_nudge(data: dict[str, Any]) -> bool:
     return False
 
 
-class _Columns:
-    """Column lists the reader appends to, one value per event, in EVENTS_SCHEMA order."""
+ENVELOPE_FIELDS = (
+    "line",
+    "offset",
+    "length",
+    "event_id",
+    "parent_id",
+    "type",
+    "timestamp",
+    "agent_id",
+)
+PAYLOAD_FIELDS = tuple(
+    name for name in EVENTS_SCHEMA if name not in (*ENVELOPE_FIELDS, "session_id", "file")
+)
+_NO_PAYLOAD: tuple[Any, ...] = tuple(
+    False if name == "is_nudge" else None for name in PAYLOAD_FIELDS
+)
+
+# The types whose payload some command reads. Every other type (system prompts, permission and
+# hook events, notifications, types added by newer CLIs) is kept with its envelope only, so its
+# payload, often the largest part of a log, never needs decoding.
+PAYLOAD_TYPES = frozenset(
+    {
+        "assistant.turn_start",
+        "assistant.turn_end",
+        "assistant.message",
+        "tool.execution_start",
+        "tool.execution_complete",
+        "tool.user_requested",
+        "user.message",
+        "session.error",
+        "session.auto_mode_resolved",
+        "abort",
+        *DETAIL_TYPES,
+    }
+)
+
+
+def _payload(kind: str, data: dict[str, Any]) -> tuple[Any, ...]:
+    """The typed payload columns of one event, in PAYLOAD_FIELDS order."""
+    tool_name = model = text = error = error_code = outcome = agent_mode = None
+    success = is_user_requested = None
+    is_nudge = False
+    output_tokens = chunk_index = None
+    requests = None
+    if kind == "assistant.message":
+        model = _text(data.get("model"))
+        text = _preview(data.get("content"))
+        output_tokens = _int(data.get("outputTokens"))
+        chunk_index = _int(data.get("chunkIndex"))
+        requests = _tool_requests(data.get("toolRequests"))
+    elif kind == "tool.execution_start":
+        tool_name = _text(data.get("toolName"))
+        model = _text(data.get("model"))
+        arguments = data.get("arguments")
+        if arguments is not None:
+            text = _preview(orjson.dumps(arguments).decode())
+    elif kind == "tool.execution_complete":
+        model = _text(data.get("model"))
+        success = _bool(data.get("success"))
+        is_user_requested = _bool(data.get("isUserRequested"))
+        error, error_code = _error_fields(data.get("error"))
+        result = data.get("result")
+        if isinstance(result, dict):
+            text = _preview(result.get("content"))
+    elif kind == "user.message":
+        text = _preview(data.get("content"))
+        agent_mode = _text(data.get("agentMode"))
+        is_nudge = _is_nudge(data)
+    elif kind == "tool.user_requested":
+        tool_name = _text(data.get("toolName"))
+        text = _preview(data.get("command") or data.get("content"))
+    elif kind == "session.error":
+        error = _preview(data.get("message"))
+        error_code = _text(data.get("errorType"))
+        text = error
+    elif kind == "session.task_complete":
+        text = _preview(data.get("summary"))
+        success = _bool(data.get("success"))
+        outcome = _text(data.get("outcome"))
+    elif kind == "session.mode_changed":
+        agent_mode = _text(data.get("newMode"))
+    elif kind == "session.model_change":
+        model = _text(data.get("newModel"))
+    elif kind == "session.auto_mode_resolved":
+        model = _text(data.get("chosenModel"))
+    elif kind == "session.start":
+        model = _text(data.get("selectedModel"))
+    elif kind == "session.shutdown":
+        model = _text(data.get("currentModel"))
+    elif kind == "subagent.started":
+        model = _text(data.get("model"))
+        tool_name = _text(data.get("agentName"))
+        text = _preview(data.get("agentDisplayName") or data.get("agentName"))
+    elif kind in ("subagent.completed", "subagent.failed"):
+        model = _text(data.get("model"))
+        tool_name = _text(data.get("agentName"))
+        success = kind == "subagent.completed"
+        error, error_code = _error_fields(data.get("error"))
+    elif kind in ("abort", "session.info", "session.warning"):
+        text = _preview(data.get("reason") or data.get("message"))
+    return (
+        _text(data.get("turnId")),
+        _text(data.get("interactionId")),
+        _text(data.get("toolCallId")),
+        tool_name,
+        _text(data.get("messageId")),
+        _text(data.get("parentToolCallId")),
+        success,
+        is_user_requested,
+        is_nudge,
+        agent_mode,
+        model,
+        output_tokens,
+        chunk_index,
+        text,
+        error,
+        error_code,
+        outcome,
+        requests,
+        orjson.dumps(data).decode() if kind in DETAIL_TYPES else None,
+    )
+
+
+class _Rows:
+    """One tuple per event (envelope then payload columns); columns are made once, at the end."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, list[Any]] = {name: [] for name in EVENTS_SCHEMA}
-        self.timestamps: list[str | None] = []
+        self.rows: list[tuple[Any, ...]] = []
 
     def add(self, obj: dict[str, Any], line: int, offset: int, length: int) -> None:
-        c = self.cols
-        kind = obj.get("type")
-        data = obj.get("data")
-        if not isinstance(data, dict):
-            data = {}
-        c["line"].append(line)
-        c["offset"].append(offset)
-        c["length"].append(length)
-        c["event_id"].append(_text(obj.get("id")))
-        c["parent_id"].append(_text(obj.get("parentId")))
-        c["type"].append(kind)
-        self.timestamps.append(
-            obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+        kind = obj["type"]
+        stamp = obj.get("timestamp")
+        envelope = (
+            line,
+            offset,
+            length,
+            _text(obj.get("id")),
+            _text(obj.get("parentId")),
+            kind,
+            stamp if isinstance(stamp, str) else None,
+            _text(obj.get("agentId")),
         )
-        c["agent_id"].append(_text(obj.get("agentId")))
-        c["turn_id"].append(_text(data.get("turnId")))
-        c["interaction_id"].append(_text(data.get("interactionId")))
-        c["tool_call_id"].append(_text(data.get("toolCallId")))
-        c["message_id"].append(_text(data.get("messageId")))
-        c["parent_tool_call_id"].append(_text(data.get("parentToolCallId")))
+        data = obj.get("data")
+        if kind in PAYLOAD_TYPES and isinstance(data, dict):
+            self.rows.append(envelope + _payload(kind, data))
+        else:
+            self.rows.append(envelope + _NO_PAYLOAD)
 
-        tool_name = model = text = error = error_code = outcome = agent_mode = None
-        success = is_user_requested = None
-        is_nudge = False
-        output_tokens = chunk_index = None
-        requests = None
-        if kind == "assistant.message":
-            model = _text(data.get("model"))
-            text = _preview(data.get("content"))
-            output_tokens = _int(data.get("outputTokens"))
-            chunk_index = _int(data.get("chunkIndex"))
-            requests = _tool_requests(data.get("toolRequests"))
-        elif kind == "tool.execution_start":
-            tool_name = _text(data.get("toolName"))
-            model = _text(data.get("model"))
-            arguments = data.get("arguments")
-            if arguments is not None:
-                text = _preview(orjson.dumps(arguments).decode())
-        elif kind == "tool.execution_complete":
-            model = _text(data.get("model"))
-            success = _bool(data.get("success"))
-            is_user_requested = _bool(data.get("isUserRequested"))
-            error, error_code = _error_fields(data.get("error"))
-            result = data.get("result")
-            if isinstance(result, dict):
-                text = _preview(result.get("content"))
-        elif kind == "user.message":
-            text = _preview(data.get("content"))
-            agent_mode = _text(data.get("agentMode"))
-            is_nudge = _is_nudge(data)
-        elif kind == "tool.user_requested":
-            tool_name = _text(data.get("toolName"))
-            text = _preview(data.get("command") or data.get("content"))
-        elif kind == "session.error":
-            error = _preview(data.get("message"))
-            error_code = _text(data.get("errorType"))
-            text = error
-        elif kind == "session.task_complete":
-            text = _preview(data.get("summary"))
-            success = _bool(data.get("success"))
-            outcome = _text(data.get("outcome"))
-        elif kind == "session.mode_changed":
-            agent_mode = _text(data.get("newMode"))
-        elif kind == "session.model_change":
-            model = _text(data.get("newModel"))
-        elif kind == "session.auto_mode_resolved":
-            model = _text(data.get("chosenModel"))
-        elif kind == "session.start":
-            model = _text(data.get("selectedModel"))
-        elif kind == "session.shutdown":
-            model = _text(data.get("currentModel"))
-        elif kind == "subagent.started":
-            model = _text(data.get("model"))
-            tool_name = _text(data.get("agentName"))
-            text = _preview(data.get("agentDisplayName") or data.get("agentName"))
-        elif kind == "subagent.completed":
-            model = _text(data.get("model"))
-            tool_name = _text(data.get("agentName"))
-            success = True
-        elif kind == "subagent.failed":
-            model = _text(data.get("model"))
-            tool_name = _text(data.get("agentName"))
-            success = False
-            error, error_code = _error_fields(data.get("error"))
-        elif kind in ("abort", "session.info", "session.warning"):
-            text = _preview(data.get("reason") or data.get("message"))
-        c["tool_name"].append(tool_name)
-        c["success"].append(success)
-        c["is_user_requested"].append(is_user_requested)
-        c["is_nudge"].append(is_nudge)
-        c["agent_mode"].append(agent_mode)
-        c["model"].append(model)
-        c["output_tokens"].append(output_tokens)
-        c["chunk_index"].append(chunk_index)
-        c["text"].append(text)
-        c["error"].append(error)
-        c["error_code"].append(error_code)
-        c["outcome"].append(outcome)
-        c["tool_requests"].append(requests)
-        c["detail"].append(orjson.dumps(data).decode() if kind in DETAIL_TYPES else None)
+    def add_envelope(self, envelope: tuple[Any, ...]) -> None:
+        """An event verified from its envelope alone (a type whose payload is not read)."""
+        self.rows.append(envelope + _NO_PAYLOAD)
 
     def frame(self, session_id: str, file: str) -> pl.DataFrame:
-        rows = len(self.cols["line"])
-        self.cols["session_id"] = [session_id] * rows
-        self.cols["file"] = [file] * rows
-        self.cols["timestamp"] = [None] * rows
-        frame = pl.DataFrame(self.cols, schema=EVENTS_SCHEMA)
-        return frame.with_columns(_parse_timestamps(self.timestamps))
+        names = (*ENVELOPE_FIELDS, *PAYLOAD_FIELDS)
+        height = len(self.rows)
+        columns: dict[str, Any] = (
+            dict(zip(names, (list(c) for c in zip(*self.rows, strict=True)), strict=True))
+            if height
+            else {name: [] for name in names}
+        )
+        stamps = columns.pop("timestamp")
+        requests = columns.pop("tool_requests")
+        columns["session_id"] = [session_id] * height
+        columns["file"] = [file] * height
+        columns["timestamp"] = [None] * height
+        columns["tool_requests"] = [None] * height
+        frame = pl.DataFrame(columns, schema=EVENTS_SCHEMA)
+        return frame.with_columns(_parse_timestamps(stamps), _requests_column(requests))
+
+
+def _requests_column(values: list[list[tuple[str | None, str | None]] | None]) -> pl.Series:
+    """Tool requests as a list-of-struct column, built from flat columns (polars builds nested
+    values from Python objects slowly)."""
+    rows: list[int] = []
+    ids: list[str | None] = []
+    names: list[str | None] = []
+    present: list[int] = []
+    for row, requests in enumerate(values):
+        if requests is None:
+            continue
+        present.append(row)
+        for call_id, name in requests:
+            rows.append(row)
+            ids.append(call_id)
+            names.append(name)
+    dtype = EVENTS_SCHEMA["tool_requests"]
+    flat = pl.DataFrame(
+        {"row": rows, "tool_call_id": ids, "name": names},
+        schema={"row": pl.Int64, "tool_call_id": pl.String, "name": pl.String},
+    )
+    nested = flat.group_by("row").agg(tool_requests=pl.struct("tool_call_id", "name"))
+    placed = (
+        pl.DataFrame({"row": present}, schema={"row": pl.Int64})
+        .join(nested, on="row", how="left")
+        .with_columns(pl.col("tool_requests").fill_null(pl.lit([], dtype=dtype)))
+    )
+    return (
+        pl.DataFrame({"row": range(len(values))}, schema={"row": pl.Int64})
+        .join(placed, on="row", how="left", maintain_order="left")
+        .get_column("tool_requests")
+        .cast(dtype)
+    )
 
 
 def _parse_timestamps(values: list[str | None]) -> pl.Series:
@@ -346,9 +439,10 @@ class _FileReader:
     """Turns the physical lines of one file into events and diagnostics."""
 
     def __init__(self, file: str) -> None:
-        self.columns = _Columns()
+        self.columns = _Rows()
         self.diagnostics = _Diagnostics(file)
         self.seen_ids: set[str] = set()
+        self.last_id: str | None = None
         self.session_id: str | None = None
 
     def run(self, lines: Iterator[_Physical]) -> None:
@@ -395,6 +489,8 @@ class _FileReader:
         raw = self._clean(physical)
         if raw is None:
             return None
+        if self._envelope_only(raw, physical):
+            return None
         parsed = _try_loads(raw)
         if parsed is not None:
             self._event(parsed[0], physical, len(physical.raw), replaced=parsed[1])
@@ -404,6 +500,53 @@ class _FileReader:
             self._unparsable(physical, last=True)
             return None
         return physical
+
+    def _envelope_only(self, raw: bytes, physical: _Physical) -> bool:
+        """Keep an event whose payload no command reads without decoding that payload.
+
+        It is vouched for only when its head and envelope tail have the exact shape the CLI
+        writes, its parentId is the id of the event before it (a glued or cut line breaks that
+        chain), its id is new, and its bytes are valid UTF-8. Any other line is decoded.
+        """
+        if not raw.startswith(_EVENT_START):
+            return False
+        type_end = raw.find(b'"', 9)
+        if type_end < 0 or not raw.startswith(_DATA_KEY, type_end):
+            return False
+        kind_bytes = raw[9:type_end]
+        if not kind_bytes.isascii() or b"\\" in kind_bytes:
+            return False
+        kind = kind_bytes.decode("ascii")
+        if kind in PAYLOAD_TYPES:
+            return False
+        tail = _ENVELOPE_TAIL.search(raw, max(0, len(raw) - _TAIL_WINDOW))
+        if tail is None:
+            return False
+        agent_id, event_id, stamp, parent_id = (
+            None if group is None else group.decode("utf-8", "replace") for group in tail.groups()
+        )
+        if parent_id != self.last_id or event_id in self.seen_ids or not event_id:
+            return False
+        if not raw.isascii():
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+        self.seen_ids.add(event_id)
+        self.last_id = event_id
+        self.columns.add_envelope(
+            (
+                physical.number,
+                physical.offset,
+                len(physical.raw),
+                event_id,
+                parent_id,
+                kind,
+                stamp,
+                agent_id,
+            )
+        )
+        return True
 
     def _continue_split(
         self, held: _Physical, nxt: _Physical, lines: Iterator[_Physical]
@@ -529,6 +672,7 @@ class _FileReader:
                 )
                 return
             self.seen_ids.add(event_id)
+        self.last_id = event_id
         if self.session_id is None and obj["type"] == "session.start":
             data = obj.get("data")
             if isinstance(data, dict):
@@ -540,6 +684,10 @@ def read_stream(stream: BinaryIO, source: Source) -> ReadResult:
     """Read one session log from an open binary stream."""
     reader = _FileReader(source.name)
     reader.run(_physical_lines(stream))
+    if not reader.columns.rows and not reader.diagnostics.rows:
+        # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without a
+        # row it would vanish from every frame, and the caller could not say it was read.
+        reader.diagnostics.add(0, 0, "empty-file", "the file is empty: it holds no event")
     session_id = reader.session_id or source.session_hint
     return ReadResult(
         reader.columns.frame(session_id, source.name), reader.diagnostics.frame(session_id)
