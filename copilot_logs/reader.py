@@ -567,6 +567,13 @@ class _FileReader:
                     f"one event split over lines {held.number}-{followers[-1].number} by raw "
                     "newlines inside a string; rejoined",
                 )
+                for follower in followers:
+                    self.diagnostics.add(
+                        follower.number,
+                        follower.offset,
+                        "split-event",
+                        f"continues the event split at line {held.number}; rejoined",
+                    )
                 self._event(parsed[0], held, span, replaced=parsed[1])
                 return None
             last = followers[-1]

@@ -97,7 +97,7 @@ def test_event_split_by_raw_newline_is_rejoined() -> None:
     result = read_bytes(join(lines))
     assert result.events["event_id"].to_list() == ["id-1", "id-2", "id-3", "id-4"]
     assert result.events.filter(pl.col("event_id") == "id-3")["text"][0] == "first\nsecond"
-    assert kinds_at(result.diagnostics) == [(3, "split-event")]
+    assert kinds_at(result.diagnostics) == [(3, "split-event"), (4, "split-event")]
     assert result.events["line"].to_list() == [1, 2, 3, 5]
 
 
@@ -108,7 +108,11 @@ def test_event_split_over_three_lines_with_a_blank_inside() -> None:
     result = read_bytes(join(lines))
     assert result.events.height == 3
     assert result.events["text"][1] == "a\n\nb"
-    assert kinds_at(result.diagnostics) == [(2, "split-event")]
+    assert kinds_at(result.diagnostics) == [
+        (2, "split-event"),
+        (3, "split-event"),
+        (4, "split-event"),
+    ]
 
 
 def test_truncated_event_with_complete_event_glued_on() -> None:
@@ -224,6 +228,7 @@ def test_every_damage_kind_in_one_file() -> None:
         (3, "blank-line"),
         (4, "truncated-event"),
         (5, "split-event"),
+        (6, "split-event"),
         (7, "invalid-utf8"),
         (8, "not-an-event"),
         (9, "duplicate-id"),

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-MAX_DAMAGE_LINES = 10
+MAX_DAMAGE_LINES = 20
 
 
 def selection_options(function: F) -> F:
