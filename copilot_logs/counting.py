@@ -58,7 +58,9 @@ def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.D
             .drop("started_at")
         )
     else:
-        table = table.sort(keys)
+        # Events outside any figure (session.start before the first model event, say) would
+        # make empty groups; a group is shown only when something in it was counted.
+        table = table.filter(pl.sum_horizontal(model.COUNT_FIELDS) > 0).sort(keys)
     return table
 
 
