@@ -16,7 +16,8 @@ import polars as pl
 from copilot_logs import counting, model
 from copilot_logs import sessions as _sessions
 from copilot_logs.discover import Selection, find_sources, parse_when
-from copilot_logs.reader import ReadResult, Source, read_bytes, read_source, read_sources
+from copilot_logs.envelope import Source
+from copilot_logs.reader import ReadResult, read_bytes, read_source, read_sources
 
 __all__ = [
     "ReadResult",

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 
+from copilot_logs.envelope import Source
 from copilot_logs.errors import SelectionError, UnsupportedFormatError
-from copilot_logs.reader import Source
 
 EVENTS_FILE = "events.jsonl"
 LEGACY_FOLDER = "history-session-state"

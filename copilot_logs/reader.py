@@ -9,7 +9,6 @@ damaged physical line with its number and byte offset.
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +18,14 @@ from typing import Any, BinaryIO
 import orjson
 import polars as pl
 
+from copilot_logs.envelope import (
+    EVENT_START,
+    Envelope,
+    Source,
+    as_int,
+    envelope,
+    split_lines,
+)
 from copilot_logs.schema import (
     DETAIL_TYPES,
     DIAGNOSTICS_SCHEMA,
@@ -27,32 +34,9 @@ from copilot_logs.schema import (
     PREVIEW_CHARS,
 )
 
-READ_BLOCK = 1 << 20
 MAX_REJOIN_LINES = 16
 """How many following physical lines an event split by raw newlines may span."""
-_EVENT_START = b'{"type":"'
-_DATA_KEY = b'","data":{'
-# The fixed shape the CLI writes after the payload. Quotes inside JSON strings are escaped, so
-# this can only match the real envelope at the end of a whole line.
-_ENVELOPE_TAIL = re.compile(
-    rb'\},(?:"agentId":"([^"\\]*)",)?"id":"([^"\\]*)","timestamp":"([^"\\]*)",'
-    rb'"parentId":(?:null|"([^"\\]*)")\}\Z'
-)
-_TAIL_WINDOW = 512
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
-
-
-@dataclass(frozen=True)
-class Source:
-    """One session log to read: a file on disk, or standard input when ``path`` is None."""
-
-    path: Path | None
-    session_hint: str
-    """The id the layout gives (folder or file name), used when the log has no session.start."""
-
-    @property
-    def name(self) -> str:
-        return str(self.path) if self.path is not None else "<stdin>"
 
 
 @dataclass(frozen=True)
@@ -83,26 +67,17 @@ class _Physical:
     terminated: bool
 
 
-def _physical_lines(
-    stream: BinaryIO, start_line: int = 1, start_offset: int = 0
-) -> Iterator[_Physical]:
-    """Split a byte stream on b"\\n" only, in blocks, keeping offsets and line numbers."""
-    pending: list[bytes] = []
-    number, offset = start_line, start_offset
-    while block := stream.read(READ_BLOCK):
-        parts = block.split(b"\n")
-        if pending:
-            pending.append(parts[0])
-            parts[0] = b"".join(pending)
-            pending = []
-        pending.append(parts.pop())
-        for raw in parts:
-            yield _Physical(number, offset, raw, True)
-            number += 1
-            offset += len(raw) + 1
-    tail = b"".join(pending)
-    if tail:
-        yield _Physical(number, offset, tail, False)
+def _ordered(shape: Envelope) -> tuple[str | None, ...]:
+    """An envelope in ENVELOPE_FIELDS order (after line, offset, length)."""
+    return (shape.event_id, shape.parent_id, shape.type, shape.timestamp, shape.agent_id)
+
+
+def _physical_lines(stream: BinaryIO, read_block: int | None = None) -> Iterator[_Physical]:
+    """Physical lines with their 1-based numbers and byte offsets."""
+    offset = 0
+    for number, (raw, terminated) in enumerate(split_lines(stream, read_block), start=1):
+        yield _Physical(number, offset, raw, terminated)
+        offset += len(raw) + 1
 
 
 def _text(value: Any) -> str | None:
@@ -120,16 +95,6 @@ def _preview(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     return value if len(value) <= PREVIEW_CHARS else value[: PREVIEW_CHARS - 1] + "…"
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 def _bool(value: Any) -> bool | None:
@@ -211,8 +176,8 @@ def _payload(kind: str, data: dict[str, Any]) -> tuple[Any, ...]:
     if kind == "assistant.message":
         model = _text(data.get("model"))
         text = _preview(data.get("content"))
-        output_tokens = _int(data.get("outputTokens"))
-        chunk_index = _int(data.get("chunkIndex"))
+        output_tokens = as_int(data.get("outputTokens"))
+        chunk_index = as_int(data.get("chunkIndex"))
         requests = _tool_requests(data.get("toolRequests"))
     elif kind == "tool.execution_start":
         tool_name = _text(data.get("toolName"))
@@ -504,48 +469,18 @@ class _FileReader:
     def _envelope_only(self, raw: bytes, physical: _Physical) -> bool:
         """Keep an event whose payload no command reads without decoding that payload.
 
-        It is vouched for only when its head and envelope tail have the exact shape the CLI
-        writes, its parentId is the id of the event before it (a glued or cut line breaks that
-        chain), its id is new, and its bytes are valid UTF-8. Any other line is decoded.
+        Only a line :func:`copilot_logs.envelope.envelope` vouches for, whose parentId is the
+        id of the event before it and whose id is new; any other line is decoded.
         """
-        if not raw.startswith(_EVENT_START):
+        shape = envelope(raw)
+        if shape is None or shape.type in PAYLOAD_TYPES:
             return False
-        type_end = raw.find(b'"', 9)
-        if type_end < 0 or not raw.startswith(_DATA_KEY, type_end):
+        if shape.parent_id != self.last_id or shape.event_id in self.seen_ids:
             return False
-        kind_bytes = raw[9:type_end]
-        if not kind_bytes.isascii() or b"\\" in kind_bytes:
-            return False
-        kind = kind_bytes.decode("ascii")
-        if kind in PAYLOAD_TYPES:
-            return False
-        tail = _ENVELOPE_TAIL.search(raw, max(0, len(raw) - _TAIL_WINDOW))
-        if tail is None:
-            return False
-        agent_id, event_id, stamp, parent_id = (
-            None if group is None else group.decode("utf-8", "replace") for group in tail.groups()
-        )
-        if parent_id != self.last_id or event_id in self.seen_ids or not event_id:
-            return False
-        if not raw.isascii():
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return False
-        self.seen_ids.add(event_id)
-        self.last_id = event_id
-        self.columns.add_envelope(
-            (
-                physical.number,
-                physical.offset,
-                len(physical.raw),
-                event_id,
-                parent_id,
-                kind,
-                stamp,
-                agent_id,
-            )
-        )
+        self.seen_ids.add(shape.event_id)
+        self.last_id = shape.event_id
+        where = (physical.number, physical.offset, len(physical.raw))
+        self.columns.add_envelope((*where, *_ordered(shape)))
         return True
 
     def _continue_split(
@@ -611,7 +546,7 @@ class _FileReader:
     def _unparsable(self, physical: _Physical, *, last: bool) -> None:
         raw = physical.raw
         # A truncated event with a complete one glued on behind it: keep the complete one.
-        start = raw.find(_EVENT_START, 1)
+        start = raw.find(EVENT_START, 1)
         while start != -1:
             parsed = _try_loads(raw[start:])
             if parsed is not None and isinstance(parsed[0], dict):
@@ -629,7 +564,7 @@ class _FileReader:
                     replaced=parsed[1],
                 )
                 return
-            start = raw.find(_EVENT_START, start + 1)
+            start = raw.find(EVENT_START, start + 1)
         if last and not physical.terminated:
             self.diagnostics.add(
                 physical.number,

@@ -1,11 +1,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from copilot_logs.cli.options import exit_code, format_option, load, selection_options
+from copilot_logs.cli.options import (
+    exit_code,
+    find,
+    format_option,
+    load,
+    read,
+    selection_options,
+    use_cache,
+)
+from copilot_logs.errors import ExitCode
 from copilot_logs.render import Column, short_id
+
+if TYPE_CHECKING:
+    from copilot_logs.envelope import Source
 
 
 @click.command()
@@ -52,20 +65,21 @@ def count(
       copilot-logs count --total --include-subagents ./events.jsonl
       copilot-logs count --by day --tz Europe/Berlin --format csv
     """
-    from copilot_logs import counting, render
-    from copilot_logs.model import COUNT_FIELDS
     from copilot_logs.timezones import resolve_zone
 
     zone = resolve_zone(tz)
+    if total:
+        calls, code = _fast_total(find(selectors, root, since, until, latest), include_subagents)
+        click.echo(str(calls))
+        ctx.exit(code)
+    from copilot_logs import counting, render
+    from copilot_logs.model import COUNT_FIELDS
+
     result = load(selectors, root, since, until, latest)
     if result is None:
-        if total:
-            click.echo("0")
         return
     table = counting.count(result, by=by, zone=zone)
-    if total:
-        click.echo(str(counting.total_llm_calls(table, include_subagents=include_subagents)))
-    elif fmt == "table":
+    if fmt == "table":
         keys = [c for c in table.columns if c not in COUNT_FIELDS]
         sums = counting.totals(table)
         render.print_table(
@@ -76,6 +90,24 @@ def count(
     else:
         render.write_frame(table, fmt)
     ctx.exit(exit_code(result))
+
+
+def _fast_total(sources: list[Source], include_subagents: bool) -> tuple[int, ExitCode]:
+    """Envelope scan for the files it can vouch for (polars is not even imported); the full
+    reader, which reports the damage, for the rest."""
+    from copilot_logs.fastcount import scan_sources
+
+    scan = scan_sources(sources, use_cache=use_cache())
+    calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
+    if not scan.left:
+        return calls, ExitCode.OK
+    from copilot_logs import counting
+
+    result = read(scan.left)
+    table = counting.count(result)
+    return calls + counting.total_llm_calls(table, include_subagents=include_subagents), exit_code(
+        result
+    )
 
 
 KEY_COLUMNS = {

@@ -12,11 +12,25 @@ import click
 from copilot_logs.errors import ExitCode
 
 if TYPE_CHECKING:
+    from copilot_logs.envelope import Source
     from copilot_logs.reader import ReadResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_DAMAGE_LINES = 20
+
+
+NO_CACHE = "copilot_logs.no_cache"
+
+
+def _remember_no_cache(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    ctx.meta[NO_CACHE] = value
+
+
+def use_cache() -> bool:
+    """False when the running command was given --no-cache."""
+    ctx = click.get_current_context(silent=True)
+    return not (ctx is not None and ctx.meta.get(NO_CACHE))
 
 
 def selection_options(function: F) -> F:
@@ -40,6 +54,13 @@ def selection_options(function: F) -> F:
         click.option(
             "--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."
         ),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember_no_cache,
+            help="Read every file again instead of using the cache under ~/.cache/copilot-logs.",
+        ),
     ]
     for decorator in reversed(decorators):
         function = decorator(function)
@@ -57,34 +78,67 @@ def format_option(*choices: str, default: str = "table") -> Callable[[F], F]:
     )
 
 
-def load(
+def find(
     selectors: tuple[str, ...],
     root: Path | None,
     since: str | None,
     until: str | None,
     latest: int | None,
-) -> ReadResult | None:
-    """Find and read the selected sessions, reporting damage on stderr.
+    *,
+    zone: str | None = None,
+) -> list[Source]:
+    """The selected session logs, newest first; says so on stderr when there is none.
 
-    Returns None (after saying so on stderr) when there is no session to read.
+    ``zone`` (an IANA name) is where a bare --since/--until date starts and ends (local time
+    when None).
     """
-    from copilot_logs.discover import Selection, find_sources, parse_when
-    from copilot_logs.reader import read_sources
+    from zoneinfo import ZoneInfo
 
+    from copilot_logs.discover import Selection, find_sources, parse_when
+
+    day_zone = ZoneInfo(zone) if zone else None
     selection = Selection(
         selectors=selectors,
         root=root,
-        since=parse_when(since) if since else None,
-        until=parse_when(until, end_of_day=True) if until else None,
+        since=parse_when(since, zone=day_zone) if since else None,
+        until=parse_when(until, end_of_day=True, zone=day_zone) if until else None,
         latest=latest,
     )
     sources = find_sources(selection)
     if not sources:
         where = ", ".join(selectors) if selectors else str(selection.resolved_root)
         click.echo(f"No sessions found in {where}.", err=True)
+    return sources
+
+
+def load(
+    selectors: tuple[str, ...],
+    root: Path | None,
+    since: str | None,
+    until: str | None,
+    latest: int | None,
+    *,
+    report: bool = True,
+    zone: str | None = None,
+) -> ReadResult | None:
+    """Find and read the selected sessions, reporting damage on stderr (unless ``report`` is
+    false: validate reports it as findings).
+
+    Returns None (after saying so on stderr) when there is no session to read.
+    """
+    sources = find(selectors, root, since, until, latest, zone=zone)
+    if not sources:
         return None
+    return read(sources, report=report)
+
+
+def read(sources: list[Source], *, report: bool = True) -> ReadResult:
+    """Read sources (with a progress bar on a terminal when it takes a while)."""
+    from copilot_logs.reader import read_sources
+
     result = _read_with_progress(sources, read_sources)
-    report_damage(result)
+    if report:
+        report_damage(result)
     return result
 
 

@@ -1,0 +1,109 @@
+"""What can be known of a log line without decoding its payload (no polars, no JSON parse).
+
+The CLI writes every event as one compact JSON object whose envelope has a fixed shape:
+``{"type":"T","data":{...}[,"agentId":"A"],"id":"I","timestamp":"S","parentId":P}``. Quotes
+inside JSON strings are escaped, so the head and tail patterns below can only match the real
+envelope of a whole line. A line is vouched for without decoding when its head and tail have
+that exact shape, its bytes are valid UTF-8, and (checked by the caller) its parentId is the id
+of the event before it: a cut line, a glued line or a line split by a raw newline breaks one of
+these, and is then decoded by the full reader, which reports it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+READ_BLOCK = 1 << 20
+
+EVENT_START = b'{"type":"'
+DATA_KEY = b'","data":{'
+ENVELOPE_TAIL = re.compile(
+    rb'\},(?:"agentId":"([^"\\]*)",)?"id":"([^"\\]*)","timestamp":"([^"\\]*)",'
+    rb'"parentId":(?:null|"([^"\\]*)")\}\Z'
+)
+TAIL_WINDOW = 512
+
+
+@dataclass(frozen=True)
+class Source:
+    """One session log to read: a file on disk, or standard input when ``path`` is None."""
+
+    path: Path | None
+    session_hint: str
+    """The id the layout gives (folder or file name), used when the log has no session.start."""
+
+    @property
+    def name(self) -> str:
+        return str(self.path) if self.path is not None else "<stdin>"
+
+
+class Envelope(NamedTuple):
+    type: str
+    agent_id: str | None
+    event_id: str
+    timestamp: str
+    parent_id: str | None
+
+
+def envelope(raw: bytes) -> Envelope | None:
+    """The envelope of a whole, well-shaped line; None when the line must be decoded."""
+    if not raw.startswith(EVENT_START):
+        return None
+    type_end = raw.find(b'"', 9)
+    if type_end < 0 or not raw.startswith(DATA_KEY, type_end):
+        return None
+    kind = raw[9:type_end]
+    if not kind.isascii() or b"\\" in kind:
+        return None
+    tail = ENVELOPE_TAIL.search(raw, max(0, len(raw) - TAIL_WINDOW))
+    if tail is None:
+        return None
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    agent_id, event_id, stamp, parent_id = tail.groups()
+    if not event_id:
+        return None
+    return Envelope(
+        kind.decode("ascii"),
+        agent_id.decode() if agent_id is not None else None,
+        event_id.decode(),
+        stamp.decode(),
+        parent_id.decode() if parent_id is not None else None,
+    )
+
+
+def as_int(value: object) -> int | None:
+    """An integer field (integral floats too; never a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def split_lines(stream: BinaryIO, read_block: int | None = None) -> Iterator[tuple[bytes, bool]]:
+    """Physical lines split on b"\\n" only, read in blocks; the flag says the line ended with a
+    newline (False only for a last line cut short)."""
+    block_size = read_block or READ_BLOCK
+    pending: list[bytes] = []
+    while block := stream.read(block_size):
+        parts = block.split(b"\n")
+        if pending:
+            pending.append(parts[0])
+            parts[0] = b"".join(pending)
+            pending = []
+        pending.append(parts.pop())
+        for raw in parts:
+            yield raw, True
+    tail = b"".join(pending)
+    if tail:
+        yield tail, False

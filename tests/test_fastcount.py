@@ -1,0 +1,202 @@
+"""The envelope scan behind `count --total`: the full reader's count, or no count at all."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from copilot_logs import counting, fastcount, synth
+from copilot_logs.cache import JsonCache, cache_dir
+from copilot_logs.cli import main
+from copilot_logs.envelope import Source
+from copilot_logs.reader import read_bytes
+from copilot_logs.synth import SessionBuilder, bash, task
+
+from .conftest import REAL_SAMPLES, SAMPLES
+
+
+def session(turns: int = 3, *, subagent_calls: int = 0, seed: int = 0) -> SessionBuilder:
+    builder = SessionBuilder(seed=seed)
+    builder.user_message("go")
+    for n in range(turns):
+        builder.turn(f"step {n}", [bash(f"echo {n}", "ok")])
+    if subagent_calls:
+        builder.turn("delegating", [task("sub", llm_calls=subagent_calls)])
+    builder.turn("done")
+    builder.shutdown()
+    return builder
+
+
+def full_count(data: bytes) -> tuple[int, int]:
+    table = counting.count(read_bytes(data))
+    return int(table["llm_calls"].sum()), int(table["subagent_calls"].sum())
+
+
+def scan(data: bytes, tmp_path: Path) -> fastcount.FileTotals | None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    return fastcount.scan_file(path)
+
+
+@settings(max_examples=30, deadline=None)
+@given(turns=st.integers(0, 6), subagent_calls=st.integers(0, 3), seed=st.integers(0, 99))
+def test_scan_equals_full_reader_on_clean_logs(
+    turns: int, subagent_calls: int, seed: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    data = session(turns, subagent_calls=subagent_calls, seed=seed).to_bytes()
+    totals = scan(data, tmp_path_factory.mktemp("scan"))
+    assert totals is not None
+    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    assert totals.end == len(data)
+
+
+def test_scan_equals_full_reader_on_every_clean_sample(tmp_path: Path) -> None:
+    files = list(SAMPLES.rglob("*.jsonl"))
+    if REAL_SAMPLES.is_dir():
+        files += list(REAL_SAMPLES.glob("*.jsonl"))
+    vouched = 0
+    for path in files:
+        totals = fastcount.scan_file(path)
+        if totals is not None:
+            vouched += 1
+            assert (totals.llm_calls, totals.subagent_calls) == full_count(path.read_bytes()), path
+    assert vouched >= len(files) - 1  # only the damaged sample is left to the reader
+
+
+def damaged(kind: str) -> bytes:
+    lines = session(3).lines()
+    if kind == "nul-tail":
+        return synth.nul_tail(synth.join_lines(lines))
+    if kind == "cut":
+        return synth.cut(synth.join_lines(lines))
+    if kind == "crlf":
+        lines[3] = synth.crlf(lines[3])
+    elif kind == "split":
+        message = next(i for i, line in enumerate(lines) if b'"assistant.message"' in line)
+        lines[message : message + 1] = list(synth.split_line(lines[message]))
+    elif kind == "glued":
+        lines[4:6] = [synth.glue_truncated(lines[4], lines[5])]
+    elif kind == "duplicate":
+        lines.insert(5, lines[4])
+    elif kind == "blank":
+        lines.insert(3, b"")
+    elif kind == "not-an-event":
+        lines.insert(3, b'{"hello":1}')
+    elif kind == "dropped":
+        del lines[4]
+    return synth.join_lines(lines)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["nul-tail", "cut", "crlf", "split", "glued", "duplicate", "blank", "not-an-event", "dropped"],
+)
+def test_any_damage_leaves_the_file_to_the_full_reader(kind: str, tmp_path: Path) -> None:
+    assert scan(damaged(kind), tmp_path) is None
+
+
+def test_total_on_damaged_file_matches_full_count_and_reports(tmp_path: Path) -> None:
+    data = damaged("glued")
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    result = CliRunner().invoke(main, ["count", "--total", str(path)])
+    assert result.stdout == f"{full_count(data)[0]}\n"
+    assert f"{path}:5: truncated-event" in result.stderr
+
+
+def write(tmp_path: Path, data: bytes, name: str = "s1") -> Path:
+    path = tmp_path / "root" / name / "events.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def total(*args: str) -> str:
+    result = CliRunner().invoke(main, ["count", "--total", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def cached_entries() -> dict[str, Any]:
+    return JsonCache("totals").entries
+
+
+def test_cache_is_written_under_the_cache_folder(tmp_path: Path, copilot_home: Path) -> None:
+    path = write(tmp_path, session(2).to_bytes())
+    assert total(str(path)) == "3\n"
+    assert cache_dir() == copilot_home / "cache" / "copilot-logs"
+    [(key, entry)] = cached_entries().items()
+    assert key == str(path.resolve())
+    assert entry["llm_calls"] == 3
+    assert not (copilot_home / "session-state").exists()
+
+
+def test_unchanged_file_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, session(2).to_bytes())
+    total(str(path))
+    monkeypatch.setattr(fastcount, "scan_file", lambda *a, **k: pytest.fail("file was read again"))
+    assert total(str(path)) == "3\n"
+
+
+def test_no_cache_reads_and_leaves_the_cache_alone(tmp_path: Path) -> None:
+    path = write(tmp_path, session(2).to_bytes())
+    assert total("--no-cache", str(path)) == "3\n"
+    assert cached_entries() == {}
+
+
+def test_changed_file_is_read_again(tmp_path: Path) -> None:
+    path = write(tmp_path, session(2).to_bytes())
+    total(str(path))
+    path.write_bytes(session(5, seed=1).to_bytes())
+    os.utime(path, ns=(1, 1))
+    assert total(str(path)) == "6\n"
+
+
+def test_grown_file_reads_only_its_new_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder = SessionBuilder()
+    builder.user_message("go")
+    builder.turn("one")
+    first = builder.to_bytes()
+    path = write(tmp_path, first)
+    assert total(str(path)) == "1\n"
+    builder.turn("two")
+    builder.turn("three")
+    path.write_bytes(builder.to_bytes())
+    starts: list[int] = []
+    real_scan = fastcount.scan_file
+
+    def spy(target: Path, *, start: int = 0, last_id: str | None = None) -> Any:
+        starts.append(start)
+        return real_scan(target, start=start, last_id=last_id)
+
+    monkeypatch.setattr(fastcount, "scan_file", spy)
+    assert total(str(path)) == "3\n"
+    assert starts == [len(first)]
+
+
+def test_file_rewritten_to_a_longer_one_is_read_whole(tmp_path: Path) -> None:
+    path = write(tmp_path, session(1).to_bytes())
+    total(str(path))
+    path.write_bytes(session(4, seed=7).to_bytes())  # longer, but not a continuation
+    assert total(str(path)) == "5\n"
+
+
+def test_parallel_scan_matches_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = []
+    for n in range(6):
+        path = write(tmp_path, session(n, seed=n).to_bytes(), name=f"s{n}")
+        sources.append(Source(path, f"s{n}"))
+    sequential = fastcount.scan_sources(sources, use_cache=False)
+    monkeypatch.setattr(fastcount, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(fastcount, "_can_fork", lambda: True)
+    parallel = fastcount.scan_sources(sources, use_cache=False)
+    assert (parallel.llm_calls, parallel.left) == (sequential.llm_calls, [])
+    assert sequential.llm_calls == sum(n + 1 for n in range(6))
