@@ -72,10 +72,11 @@ def _ordered(shape: Envelope) -> tuple[str | None, ...]:
     return (shape.event_id, shape.parent_id, shape.type, shape.timestamp, shape.agent_id)
 
 
-def _physical_lines(stream: BinaryIO, read_block: int | None = None) -> Iterator[_Physical]:
+def _physical_lines(
+    stream: BinaryIO, read_block: int | None = None, *, offset: int = 0, first_line: int = 1
+) -> Iterator[_Physical]:
     """Physical lines with their 1-based numbers and byte offsets."""
-    offset = 0
-    for number, (raw, terminated) in enumerate(split_lines(stream, read_block), start=1):
+    for number, (raw, terminated) in enumerate(split_lines(stream, read_block), start=first_line):
         yield _Physical(number, offset, raw, terminated)
         offset += len(raw) + 1
 
@@ -403,16 +404,21 @@ def _try_loads(raw: bytes) -> tuple[Any, bool] | None:
 class _FileReader:
     """Turns the physical lines of one file into events and diagnostics."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, resume: Resume | None = None) -> None:
         self.columns = _Rows()
         self.diagnostics = _Diagnostics(file)
-        self.seen_ids: set[str] = set()
-        self.last_id: str | None = None
-        self.session_id: str | None = None
+        self.seen_ids: set[str] = set(resume.seen_ids) if resume else set()
+        self.last_id: str | None = resume.last_id if resume else None
+        self.session_id: str | None = resume.session_id if resume else None
+        self.end = resume.offset if resume else 0
+        self.next_line = resume.line if resume else 1
 
     def run(self, lines: Iterator[_Physical]) -> None:
         held: _Physical | None = None
         for physical in lines:
+            if physical.terminated:
+                self.end = physical.offset + len(physical.raw) + 1
+                self.next_line = physical.number + 1
             if held is not None:
                 physical_or_none = self._continue_split(held, physical, lines)
                 held = None
@@ -622,40 +628,77 @@ class _FileReader:
         self.columns.add(obj, number, offset, length)
 
 
-def read_stream(stream: BinaryIO, source: Source) -> ReadResult:
-    """Read one session log from an open binary stream."""
-    reader = _FileReader(source.name)
-    reader.run(_physical_lines(stream))
-    if not reader.columns.rows and not reader.diagnostics.rows:
+@dataclass(frozen=True)
+class Resume:
+    """Where an earlier read of a file that has since grown stopped: its last whole line."""
+
+    offset: int
+    line: int
+    last_id: str | None
+    seen_ids: frozenset[str]
+    session_id: str | None
+
+
+@dataclass(frozen=True)
+class ReadState:
+    """How far a read got, so that a cache can later read only what was appended."""
+
+    end: int
+    """Bytes up to and including the last newline."""
+    next_line: int
+    last_id: str | None
+    session_id: str | None
+
+
+def read_stream(
+    stream: BinaryIO, source: Source, *, resume: Resume | None = None
+) -> tuple[ReadResult, ReadState]:
+    """Read one session log from an open binary stream (positioned at ``resume.offset`` when
+    continuing an earlier read)."""
+    reader = _FileReader(source.name, resume)
+    start, first_line = (resume.offset, resume.line) if resume else (0, 1)
+    reader.run(_physical_lines(stream, offset=start, first_line=first_line))
+    if resume is None and not reader.columns.rows and not reader.diagnostics.rows:
         # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without a
         # row it would vanish from every frame, and the caller could not say it was read.
         reader.diagnostics.add(0, 0, "empty-file", "the file is empty: it holds no event")
     session_id = reader.session_id or source.session_hint
-    return ReadResult(
+    result = ReadResult(
         reader.columns.frame(session_id, source.name), reader.diagnostics.frame(session_id)
     )
+    return result, ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
 
 
 def read_source(source: Source) -> ReadResult:
     """Read one session log; an unreadable file becomes a diagnostic, never an exception."""
+    return read_with_state(source)[0]
+
+
+def read_with_state(
+    source: Source, resume: Resume | None = None
+) -> tuple[ReadResult, ReadState | None]:
+    """:func:`read_source`, also telling how far the read got (None for stdin or an
+    unreadable file)."""
     if source.path is None:
         import sys
 
-        return read_stream(sys.stdin.buffer, source)
+        return read_stream(sys.stdin.buffer, source)[0], None
     try:
         with source.path.open("rb") as stream:
-            return read_stream(stream, source)
+            if resume is not None:
+                stream.seek(resume.offset)
+            return read_stream(stream, source, resume=resume)
     except OSError as exc:
         diagnostics = _Diagnostics(source.name)
         diagnostics.add(0, 0, "unreadable", f"cannot read the file: {exc.strerror or exc}")
         return ReadResult(
             pl.DataFrame(schema=EVENTS_SCHEMA), diagnostics.frame(source.session_hint)
-        )
+        ), None
 
 
 def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> ReadResult:
     """Read a session log held in memory (tests, and callers who already have the bytes)."""
-    return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))
+    return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))[0]
 
 
 def read_sources(

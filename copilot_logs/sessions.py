@@ -34,11 +34,29 @@ SESSION_COLUMNS = (
 )
 
 
+def autopilot_work() -> pl.Expr:
+    """Per event: main-agent work done in autopilot, i.e. a nudge, or a prompt or LLM call
+    (turn_start) while the mode in effect is autopilot.
+
+    The mode in effect is the last ``session.mode_changed`` newMode or ``user.message``
+    agentMode before the event. A switch to autopilot with no work after it (flipped and back,
+    or at the very end) does not make a session autopilot. The expression forward-fills in
+    reading order: use it inside ``group_by("file").agg`` or as ``autopilot_work().over("file")``
+    on a frame sorted by file and line.
+    """
+    in_effect = pl.when(MAIN).then(pl.col("agent_mode")).forward_fill()
+    work = MAIN & TYPE.is_in(["user.message", model.TURN_START])
+    nudge = MAIN & (TYPE == "user.message") & pl.col("is_nudge").fill_null(False)
+    return (work & (in_effect == "autopilot")).fill_null(False) | nudge
+
+
 def session_mode() -> pl.Expr:
-    """``autopilot`` when the log shows it anywhere (mode change, a message's agentMode, a
-    nudge), else ``interactive``."""
-    autopilot = (pl.col("agent_mode") == "autopilot") | pl.col("is_nudge")
-    return pl.when(autopilot.any()).then(pl.lit("autopilot")).otherwise(pl.lit("interactive"))
+    """``autopilot`` when the log shows autopilot work (see :func:`autopilot_work`: a nudge, or
+    a prompt or LLM call while the mode set by ``session.mode_changed`` or a message's
+    agentMode is autopilot), else ``interactive``. An aggregation: use it per file."""
+    return (
+        pl.when(autopilot_work().any()).then(pl.lit("autopilot")).otherwise(pl.lit("interactive"))
+    )
 
 
 def damaged_lines(diagnostics: pl.DataFrame) -> pl.DataFrame:

@@ -18,6 +18,11 @@ from copilot_logs.errors import CopilotLogsError, ExitCode
 COMMANDS = {
     "sessions": "copilot_logs.cli.sessions_command:sessions",
     "count": "copilot_logs.cli.count_command:count",
+    "usage": "copilot_logs.cli.usage_command:usage",
+    "validate": "copilot_logs.cli.validate_command:validate",
+    "rules": "copilot_logs.cli.rules_command:rules",
+    "timeline": "copilot_logs.cli.timeline_command:timeline",
+    "audit": "copilot_logs.cli.audit_command:audit",
 }
 
 

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from copilot_logs.cli.options import exit_code, format_option, load, selection_options
+
+
+@click.command()
+@selection_options
+@click.option("--no-tools", is_flag=True, help="Leave out the tool executions (counts stay).")
+@click.option(
+    "--width",
+    type=click.IntRange(min=40),
+    metavar="N",
+    help="Lay the terminal view out for N columns [default: the terminal's width].",
+)
+@format_option("table", "json", "ndjson", "csv")
+@click.pass_context
+def timeline(
+    ctx: click.Context,
+    selectors: tuple[str, ...],
+    root: Path | None,
+    since: str | None,
+    until: str | None,
+    latest: int | None,
+    no_tools: bool,
+    width: int | None,
+    fmt: str,
+) -> None:
+    """Show each session's agent loop: interactions, turns, tools and sub-agents, in order.
+
+    Each interaction (a prompt or an autopilot nudge) lists its turns (one per LLM call, with
+    its start, duration and a bar proportional to the longest turn), the tools each turn ran
+    and how they went, the sub-agents its task calls spawned, and the errors, compactions,
+    resumes, mode and model changes and aborts where they happened. With no SESSION, shows
+    the newest session. json gives the nested tree; ndjson and csv one row per LLM call.
+
+    \b
+    Examples:
+      copilot-logs timeline
+      copilot-logs timeline 3fa --no-tools
+      copilot-logs timeline ./events.jsonl --width 100
+      copilot-logs timeline --latest 5 --format csv
+    """
+    from copilot_logs import render
+    from copilot_logs.timeline import timeline as build
+    from copilot_logs.timeline import turn_rows
+
+    if not selectors and latest is None:
+        click.echo("No session given: showing the newest one (as with --latest 1).", err=True)
+        latest = 1
+    result = load(selectors, root, since, until, latest)
+    if result is None:
+        return
+    sessions = build(result, include_tools=not no_tools)
+    if fmt == "table":
+        from copilot_logs.timeline_render import print_timeline
+
+        print_timeline(sessions, width=width, show_tools=not no_tools)
+    elif fmt == "json":
+        render.write_json(sessions)
+    else:
+        render.write_frame(turn_rows(sessions), fmt)
+    ctx.exit(exit_code(result))

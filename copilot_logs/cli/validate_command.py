@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from copilot_logs.cli.options import format_option, load, selection_options
+from copilot_logs.errors import ExitCode
+
+
+@click.command()
+@selection_options
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="CODES",
+    help="Check only these rules: codes, prefixes (E, T2), names or ALL; comma-separated or "
+    "repeated. Replaces `select` from pyproject.toml.",
+)
+@click.option(
+    "--ignore",
+    multiple=True,
+    metavar="CODES",
+    help="Skip these rules (same forms as --select); added to `ignore` from pyproject.toml.",
+)
+@click.option(
+    "--strict/--no-strict",
+    default=None,
+    help="Warnings fail the gate too [default: `strict` from pyproject.toml, else no].",
+)
+@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@format_option("text", "json", "github", "junit", "sarif", default="text")
+@click.pass_context
+def validate(
+    ctx: click.Context,
+    selectors: tuple[str, ...],
+    root: Path | None,
+    since: str | None,
+    until: str | None,
+    latest: int | None,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    strict: bool | None,
+    statistics: bool,
+    fmt: str,
+) -> None:
+    """Check that session logs are whole and well-formed: a linter and CI gate.
+
+    Every finding names a rule (`copilot-logs rules` lists them) and points at a file, line and
+    event id. Settings may be pinned in `[tool.copilot-logs]` of the nearest pyproject.toml
+    (select, ignore, strict). Exits 0 when no finding reaches the failing severity (errors; with
+    --strict warnings too), 1 when one does, 2 on usage errors.
+
+    \b
+    Examples:
+      copilot-logs validate
+      copilot-logs validate ./events.jsonl --strict
+      copilot-logs validate recordings/ --select E,T --ignore E107
+      copilot-logs validate recordings/ --format github
+      copilot-logs validate recordings/ --format sarif > validate.sarif
+      copilot-logs validate --statistics
+    """
+    from copilot_logs import ci_formats, config, rules
+    from copilot_logs.reader import ReadResult
+
+    if statistics and fmt not in ("text", "json"):
+        raise click.UsageError("--statistics works with --format text or json")
+    settings = config.load_settings().merged(select=select, ignore=ignore, strict=strict)
+    rules.resolve(settings.select, settings.ignore)  # unknown codes fail before any reading
+    result = load(selectors, root, since, until, latest, report=False) or ReadResult.concat([])
+    report = rules.validate(
+        result, select=settings.select, ignore=settings.ignore, strict=settings.strict
+    )
+    click.echo(ci_formats.render(report, fmt, statistics=statistics), nl=False)
+    if fmt == "github":
+        click.echo(ci_formats.summary_line(report), err=True)
+    ctx.exit(ExitCode.FAILED if report.failed else ExitCode.OK)

@@ -1,0 +1,115 @@
+"""Settings a repository pins in ``[tool.copilot-logs]`` of a ``pyproject.toml``.
+
+The nearest ``pyproject.toml`` holding that table, found upward from the current folder, gives
+``select``, ``ignore`` and ``strict`` for ``copilot-logs validate``. Command-line options win:
+``--select`` replaces the file's select, ``--ignore`` adds to its ignore, ``--strict`` /
+``--no-strict`` override its strict. Other keys in the table are left to other commands.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from copilot_logs.errors import CopilotLogsError, ExitCode
+
+TABLE = "copilot-logs"
+
+
+class ConfigError(CopilotLogsError):
+    """A pyproject.toml whose [tool.copilot-logs] table cannot be used."""
+
+    exit_code = ExitCode.USAGE
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The validate gate: which rules, and whether warnings fail too."""
+
+    select: tuple[str, ...] | None = None
+    """None: every rule."""
+    ignore: tuple[str, ...] = ()
+    strict: bool = False
+    path: Path | None = None
+    """The pyproject.toml the settings came from, if any."""
+
+    def merged(
+        self,
+        *,
+        select: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        strict: bool | None = None,
+    ) -> Settings:
+        """These settings under the command line's options."""
+        return replace(
+            self,
+            select=tuple(select) if select else self.select,
+            ignore=(*self.ignore, *ignore),
+            strict=self.strict if strict is None else strict,
+        )
+
+
+def _table(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open("rb") as stream:
+            document = tomllib.load(stream)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML ({error})") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read it ({error.strerror or error})") from None
+    tool = document.get("tool")
+    table = tool.get(TABLE) if isinstance(tool, dict) else None
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
+    return table
+
+
+def find_pyproject(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest pyproject.toml at or above ``start`` with a [tool.copilot-logs] table
+    (a nearer one without the table is passed over, as ruff does), and that table."""
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            table = _table(candidate)
+            if table is not None:
+                return candidate, table
+    return None
+
+
+def _codes(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    """A list of codes/names, or one comma-separated string."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{path}: [tool.{TABLE}] {key} must be a list of rule codes or names")
+    from copilot_logs.rules import UnknownRuleError, matching, split_selectors
+
+    selectors = tuple(split_selectors(value))
+    for selector in selectors:
+        try:
+            matching(selector)
+        except UnknownRuleError as error:
+            raise ConfigError(f"{path}: [tool.{TABLE}] {key}: {error}") from None
+    return selectors
+
+
+def load_settings(start: Path | None = None) -> Settings:
+    """The settings pinned for ``start`` (default: the current folder), or the defaults."""
+    found = find_pyproject((start or Path.cwd()).resolve())
+    if found is None:
+        return Settings()
+    path, table = found
+    strict = table.get("strict", False)
+    if not isinstance(strict, bool):
+        raise ConfigError(f"{path}: [tool.{TABLE}] strict must be true or false")
+    return Settings(
+        select=_codes(path, "select", table["select"]) if "select" in table else None,
+        ignore=_codes(path, "ignore", table.get("ignore", [])),
+        strict=strict,
+        path=path,
+    )

@@ -1,0 +1,317 @@
+"""Generated valid sessions validate clean; one random damage gives its rule at its line.
+
+Sessions come from a hypothesis strategy over plans (prompts and autopilot nudges; turns with
+sequential or parallel tools, failing tools, sub-agents that complete or fail, provider errors,
+task_complete; `!cmd` escapes, checkpoints, compactions, shutdown and resume) built with
+``copilot_logs.synth.SessionBuilder``. Each damage is applied to the clean lines and names the
+(code, line) findings it must produce; the gate must then fail with exit code 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+import polars as pl
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from copilot_logs import rules, synth
+from copilot_logs.cli import main
+from copilot_logs.reader import read_bytes
+from copilot_logs.synth import SessionBuilder, ToolCall, bash, subagent_plan, task, view
+
+# --- plans of valid sessions -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tool:
+    kind: str  # "bash", "view" or "task"
+    failed: bool = False
+    subagent_calls: int = 0
+    subagent_tools: int = 0
+
+
+@dataclass(frozen=True)
+class Turn:
+    kind: str  # "tools", "error", "task_complete"
+    tools: tuple[Tool, ...] = ()
+    parallel: bool = False
+
+
+@dataclass(frozen=True)
+class Interaction:
+    nudge: bool
+    turns: tuple[Turn, ...]
+    after: tuple[str, ...]  # "shell", "checkpoint", "compaction", "resume", "model"
+
+
+TOOLS = st.one_of(
+    st.builds(Tool, st.sampled_from(["bash", "view"]), st.booleans()),
+    st.builds(
+        Tool,
+        st.just("task"),
+        st.booleans(),
+        st.integers(0, 2),
+        st.integers(0, 2),
+    ),
+)
+TURNS = st.one_of(
+    st.builds(
+        Turn, st.just("tools"), st.lists(TOOLS, min_size=1, max_size=3).map(tuple), st.booleans()
+    ),
+    st.just(Turn("error")),
+    st.just(Turn("task_complete")),
+)
+INTERACTIONS = st.builds(
+    Interaction,
+    st.booleans(),
+    st.lists(TURNS, min_size=0, max_size=3).map(tuple),
+    st.lists(
+        st.sampled_from(["shell", "checkpoint", "compaction", "resume", "model"]), max_size=2
+    ).map(tuple),
+)
+PLANS = st.lists(INTERACTIONS, min_size=1, max_size=4)
+
+
+def _tool(spec: Tool, index: int) -> ToolCall:
+    if spec.kind == "task":
+        llm_calls = spec.subagent_calls or (1 if spec.subagent_tools else 0)
+        error = "the sub-agent gave up" if spec.failed else None
+        sub = subagent_plan(llm_calls, spec.subagent_tools, error=error)
+        return task(f"sub-task {index}", subagent=sub)
+    if spec.kind == "view":
+        return view(f"src/m{index}.py", "x = 1", success=not spec.failed)
+    return bash(f"make step{index}", "ok", success=not spec.failed)
+
+
+def build(plan: list[Interaction], seed: int) -> SessionBuilder:
+    b = SessionBuilder(seed=seed)
+    for number, interaction in enumerate(plan):
+        if interaction.nudge and number > 0:
+            if b.mode != "autopilot":
+                b.mode_changed("autopilot")
+            b.nudge()
+        else:
+            b.user_message(f"prompt {number}")
+        finished = False
+        for turn in interaction.turns:
+            if turn.kind == "error":
+                b.turn(None)
+                b.session_error("provider unreachable", status_code=503)
+                finished = True
+                break
+            if turn.kind == "task_complete":
+                b.task_complete_turn(f"done with prompt {number}")
+                finished = True
+                break
+            calls = [_tool(spec, i) for i, spec in enumerate(turn.tools)]
+            b.turn("working", calls, parallel=turn.parallel)
+        if not finished:
+            b.turn(f"answer {number}")
+        for step in interaction.after:
+            if step == "shell":
+                b.user_requested_shell("git status", "clean")
+            elif step == "checkpoint":
+                b.usage_checkpoint()
+            elif step == "compaction":
+                b.compaction(12_000)
+            elif step == "model":
+                b.model_change("claude-sonnet-4.5")
+            else:
+                b.shutdown()
+                b.resume()
+    b.shutdown()
+    return b
+
+
+# --- damage ------------------------------------------------------------------------------------
+
+Expected = set[tuple[str, int]]
+Damage = Callable[[st.DataObject, list[bytes], list[dict[str, object]]], tuple[bytes, Expected]]
+
+
+def _main(event: dict[str, object], kind: str) -> bool:
+    return event["type"] == kind and "agentId" not in event
+
+
+def _shutdowns_after(events: list[dict[str, object]], index: int, shift: int) -> Expected:
+    """R602 on the first shutdown (or resume) after a change of size at ``index``."""
+    for later in range(index + 1, len(events)):
+        if events[later]["type"] in ("session.shutdown", "session.resume"):
+            return {("R602", later + 1 + shift)}
+    return set()
+
+
+def drop_turn_end(
+    data: st.DataObject, lines: list[bytes], events: list[dict[str, object]]
+) -> tuple[bytes, Expected]:
+    ends = [i for i, e in enumerate(events) if _main(e, "assistant.turn_end")]
+    k = data.draw(st.sampled_from(ends), label="dropped turn_end")
+    start = max(i for i in range(k) if _main(events[i], "assistant.turn_start"))
+    following = [i for i in range(k + 1, len(events)) if _main(events[i], "assistant.turn_start")]
+    # The line after the gap points at the lost line; the next turn_start finds a turn open
+    # (or, with none left, the turn stays open to the end).
+    turn_rule = ("T202", following[0]) if following else ("T204", start + 1)
+    expected = {("E104", k + 1), turn_rule} | _shutdowns_after(events, k, -1)
+    return synth.join_lines(lines[:k] + lines[k + 1 :]), expected
+
+
+def drop_tool_complete(
+    data: st.DataObject, lines: list[bytes], events: list[dict[str, object]]
+) -> tuple[bytes, Expected]:
+    completes = [
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "tool.execution_complete" and not e["data"].get("isUserRequested")  # type: ignore[attr-defined]
+    ]
+    k = data.draw(st.sampled_from(completes), label="dropped complete")
+    call = events[k]["data"]["toolCallId"]  # type: ignore[index]
+    start = next(
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "tool.execution_start" and e["data"]["toolCallId"] == call  # type: ignore[index]
+    )
+    expected = {("X302", start + 1), ("E104", k + 1)} | _shutdowns_after(events, k, -1)
+    return synth.join_lines(lines[:k] + lines[k + 1 :]), expected
+
+
+def duplicate_line(
+    data: st.DataObject, lines: list[bytes], events: list[dict[str, object]]
+) -> tuple[bytes, Expected]:
+    k = data.draw(st.integers(0, len(lines) - 1), label="duplicated line")
+    damaged = lines[:k] + list(synth.duplicate(lines[k])) + lines[k + 1 :]
+    return synth.join_lines(damaged), {("E103", k + 2)} | _shutdowns_after(events, k, 1)
+
+
+def swap_timestamps(
+    data: st.DataObject, lines: list[bytes], events: list[dict[str, object]]
+) -> tuple[bytes, Expected]:
+    i = data.draw(st.integers(0, len(lines) - 2), label="earlier line")
+    j = data.draw(st.integers(i + 1, len(lines) - 1), label="later line")
+    first, second = dict(events[i]), dict(events[j])
+    first["timestamp"], second["timestamp"] = events[j]["timestamp"], events[i]["timestamp"]
+    damaged = list(lines)
+    damaged[i], damaged[j] = orjson.dumps(first), orjson.dumps(second)
+    # Line j now holds the earliest of the two times, after a later one.
+    return synth.join_lines(damaged), {("E105", j + 1)}
+
+
+def cut_file(
+    data: st.DataObject, lines: list[bytes], events: list[dict[str, object]]
+) -> tuple[bytes, Expected]:
+    k = data.draw(st.integers(0, len(lines) - 1), label="cut line")
+    keep = data.draw(st.integers(1, len(lines[k]) - 1), label="bytes kept")
+    return synth.join_lines(lines[:k]) + lines[k][:keep], {("E110", k + 1)}
+
+
+def reorder_turns(
+    data: st.DataObject, lines: list[bytes], events: list[dict[str, object]]
+) -> tuple[bytes, Expected]:
+    starts = [i for i, e in enumerate(events) if _main(e, "assistant.turn_start")]
+    blocks = [
+        (s, next(i for i in range(s, len(events)) if _main(events[i], "assistant.turn_end")))
+        for s in starts
+    ]
+    a = data.draw(st.integers(0, len(blocks) - 2), label="first turn")
+    b = data.draw(st.integers(a + 1, len(blocks) - 1), label="second turn")
+    (a1, a2), (b1, b2) = blocks[a], blocks[b]
+    damaged = [
+        *lines[:a1],
+        *lines[b1 : b2 + 1],
+        *lines[a2 + 1 : b1],
+        *lines[a1 : a2 + 1],
+        *lines[b2 + 1 :],
+    ]
+    # The later turn now opens where the earlier one did: its parentId names another line.
+    return synth.join_lines(damaged), {("E104", a1 + 1)}
+
+
+DAMAGES: list[Damage] = [
+    drop_turn_end,
+    drop_tool_complete,
+    duplicate_line,
+    swap_timestamps,
+    cut_file,
+    reorder_turns,
+]
+
+
+def has_tool_completes(b: SessionBuilder) -> bool:
+    return any(
+        e["type"] == "tool.execution_complete" and not e["data"].get("isUserRequested")
+        for e in b.events
+    )
+
+
+# --- properties --------------------------------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan=PLANS, seed=st.integers(0, 10_000))
+def test_generated_sessions_validate_clean(plan: list[Interaction], seed: int) -> None:
+    b = build(plan, seed)
+    result = read_bytes(b.to_bytes(), f"/state/{b.session_id}/events.jsonl")
+    report = rules.validate(result, strict=True)
+    assert report.findings.is_empty(), report.findings.select("line", "code", "message").rows()
+    assert not report.failed
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan=PLANS, seed=st.integers(0, 10_000), damage=st.sampled_from(DAMAGES), data=st.data())
+def test_one_damage_gives_its_rule_at_its_line(
+    plan: list[Interaction], seed: int, damage: Damage, data: st.DataObject
+) -> None:
+    b = build(plan, seed)
+    if damage is drop_tool_complete and not has_tool_completes(b):
+        plan = [Interaction(False, (Turn("tools", (Tool("bash"),)),), ())]
+        b = build(plan, seed)
+    if damage is reorder_turns and len(plan) < 2:
+        b = build([*plan, Interaction(False, (), ())], seed)
+    damaged, expected = damage(data, b.lines(), b.events)
+
+    result = CliRunner().invoke(main, ["validate", "-", "--format", "json"], input=damaged)
+    assert result.exit_code == 1, result.output
+    findings = orjson.loads(result.stdout)["findings"]
+    found = {(f["code"], f["line"]) for f in findings}
+    assert expected <= found, (damage.__name__, sorted(found))
+
+
+def test_generator_covers_the_features() -> None:
+    """One hand-picked plan holds every feature the strategy draws from, and is clean."""
+    plan = [
+        Interaction(
+            False,
+            (
+                Turn("tools", (Tool("bash"), Tool("view", failed=True)), parallel=True),
+                Turn("tools", (Tool("task", False, 2, 2), Tool("task", True, 0, 0))),
+            ),
+            ("shell", "checkpoint", "resume"),
+        ),
+        Interaction(True, (Turn("error"),), ("compaction", "model")),
+        Interaction(True, (Turn("tools", (Tool("bash"),)), Turn("task_complete")), ()),
+    ]
+    b = build(plan, 3)
+    types = {e["type"] for e in b.events}
+    assert {
+        "subagent.completed",
+        "subagent.failed",
+        "session.error",
+        "session.resume",
+        "session.task_complete",
+        "tool.user_requested",
+        "session.compaction_complete",
+    } <= types
+    assert sum(1 for e in b.events if e["type"] == "user.message" and e.get("agentId") is None) == 3
+    found = rules.check(read_bytes(b.to_bytes(), "s.jsonl"))
+    assert found.is_empty(), found.select("line", "code", "message").rows()
+
+
+def test_damages_round_trip_lines_unchanged() -> None:
+    """Re-serialising a synth line gives the same bytes (so swapping timestamps moves nothing)."""
+    b = build([Interaction(False, (Turn("tools", (Tool("task", False, 1, 1),)),), ())], 5)
+    for line in b.lines():
+        assert orjson.dumps(orjson.loads(line)) == line
+    assert pl.Series(b.lines()).len() == b.event_count
