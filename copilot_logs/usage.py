@@ -44,6 +44,7 @@ import orjson
 import polars as pl
 
 from copilot_logs import model
+from copilot_logs.envelope import as_int
 from copilot_logs.model import MAIN, TYPE
 from copilot_logs.reader import ReadResult
 
@@ -140,16 +141,6 @@ class UsageReport:
 # --- one file's shutdowns -> one row of figures ------------------------------------------------
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -183,14 +174,14 @@ def _model_figures(name: str, metrics: Any) -> dict[str, Any]:
     metrics = _dict(metrics)
     requests = _dict(metrics.get("requests"))
     usage = _dict(metrics.get("usage"))
-    nano = _int(metrics.get("totalNanoAiu"))
+    nano = as_int(metrics.get("totalNanoAiu"))
     return {
         "model": name,
-        "requests": _int(requests.get("count")),
+        "requests": as_int(requests.get("count")),
         "premium_requests": _number(requests.get("cost")),
         "nano_aiu": nano,
         "ai_credits": None,
-        **{ours: _int(usage.get(theirs)) for theirs, ours in TOKEN_FIELDS.items()},
+        **{ours: as_int(usage.get(theirs)) for theirs, ours in TOKEN_FIELDS.items()},
     }
 
 
@@ -216,7 +207,7 @@ def _token_details(data: Mapping[str, Any]) -> tuple[int | None, int | None]:
             return None, None
 
     def count(kind: str) -> int:
-        return sum(_int(_dict(_dict(p).get(kind)).get("tokenCount")) or 0 for p in parts)
+        return sum(as_int(_dict(_dict(p).get(kind)).get("tokenCount")) or 0 for p in parts)
 
     return count("input") + count("cache_read") + count("cache_write"), count("output")
 
@@ -259,7 +250,7 @@ def _segment(data: Mapping[str, Any]) -> dict[str, Any]:
     premium = _number(data.get("totalPremiumRequests"))
     if premium is None:
         premium = _strict_fsum(m["premium_requests"] for m in models.values())
-    nano = _int(data.get("totalNanoAiu"))
+    nano = as_int(data.get("totalNanoAiu"))
     if nano is None:
         nano = _strict_sum(m["nano_aiu"] for m in models.values())
     changes = _dict(data.get("codeChanges"))
@@ -270,9 +261,9 @@ def _segment(data: Mapping[str, Any]) -> dict[str, Any]:
         "nano_aiu": nano,
         "requests": _strict_sum(m["requests"] for m in models.values()),
         **{name: _strict_sum(m[name] for m in models.values()) for name in TOKEN_FIELDS.values()},
-        "api_duration_ms": _int(data.get("totalApiDurationMs")),
-        "lines_added": _int(changes.get("linesAdded")),
-        "lines_removed": _int(changes.get("linesRemoved")),
+        "api_duration_ms": as_int(data.get("totalApiDurationMs")),
+        "lines_added": as_int(changes.get("linesAdded")),
+        "lines_removed": as_int(changes.get("linesRemoved")),
         "files": {str(path) for path in files} if isinstance(files, list) else None,
         "detail_in": detail_in,
         "detail_out": detail_out,
@@ -316,8 +307,8 @@ def _compaction_tokens(events: Sequence[Mapping[str, Any]]) -> tuple[int | None,
     total_out: int | None = 0
     for data in events:
         used = _dict(data.get("compactionTokensUsed"))
-        spent_in = _int(used.get("input", used.get("inputTokens")))
-        spent_out = _int(used.get("output", used.get("outputTokens")))
+        spent_in = as_int(used.get("input", used.get("inputTokens")))
+        spent_out = as_int(used.get("output", used.get("outputTokens")))
         total_in = None if total_in is None or spent_in is None else total_in + spent_in
         total_out = None if total_out is None or spent_out is None else total_out + spent_out
     return total_in, total_out
