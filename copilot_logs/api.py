@@ -15,9 +15,10 @@ import polars as pl
 
 from copilot_logs import counting, model
 from copilot_logs import sessions as _sessions
+from copilot_logs.corpus import read_all
 from copilot_logs.discover import Selection, find_sources, parse_when
 from copilot_logs.envelope import Source
-from copilot_logs.reader import ReadResult, read_bytes, read_source, read_sources
+from copilot_logs.reader import ReadResult, read_bytes, read_source
 
 __all__ = [
     "ReadResult",
@@ -38,8 +39,13 @@ def read(
     since: str | None = None,
     until: str | None = None,
     latest: int | None = None,
+    cache: bool = False,
 ) -> ReadResult:
-    """Read the selected sessions (ids, id prefixes, files, folders; none = the whole root)."""
+    """Read the selected sessions (ids, id prefixes, files, folders; none = the whole root).
+
+    ``cache=True`` serves unchanged files from the events cache the CLI keeps under
+    ``~/.cache/copilot-logs`` (and updates it).
+    """
     selection = Selection(
         selectors=[str(s) for s in selectors],
         root=Path(root).expanduser() if root is not None else None,
@@ -47,7 +53,7 @@ def read(
         until=parse_when(until, end_of_day=True) if until else None,
         latest=latest,
     )
-    return read_sources(find_sources(selection))
+    return read_all(find_sources(selection), use_cache=cache)
 
 
 def read_file(path: str | Path) -> ReadResult:

@@ -10,7 +10,6 @@ No polars is imported on this path.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -23,6 +22,7 @@ import orjson
 
 from copilot_logs.cache import JsonCache
 from copilot_logs.envelope import DATA_KEY, ENVELOPE_TAIL, EVENT_START, TAIL_WINDOW, Source, as_int
+from copilot_logs.parallel import balance, worker_count
 
 PARALLEL_BYTES = 32 << 20
 """Below this much input, starting worker processes costs more than it saves."""
@@ -105,29 +105,16 @@ def _scan_many(paths: Sequence[tuple[str, int, str | None]]) -> list[FileTotals 
     return [scan_file(Path(p), start=start, last_id=last) for p, start, last in paths]
 
 
-def _batches(
-    jobs: list[tuple[str, int, str | None]], sizes: list[int], count: int
-) -> list[list[tuple[str, int, str | None]]]:
-    """Split jobs into ``count`` batches of about equal bytes, biggest files first."""
-    batches: list[list[tuple[str, int, str | None]]] = [[] for _ in range(count)]
-    loads = [0] * count
-    for size, job in sorted(zip(sizes, jobs, strict=True), key=lambda pair: -pair[0]):
-        lightest = loads.index(min(loads))
-        batches[lightest].append(job)
-        loads[lightest] += size
-    return batches
-
-
 def _can_fork() -> bool:
     """Forking is safe only before polars starts its threads; on this path it is not imported."""
     return "polars" not in sys.modules
 
 
 def _run(jobs: list[tuple[str, int, str | None]], sizes: list[int]) -> list[FileTotals | None]:
-    workers = min(os.cpu_count() or 1, len(jobs))
+    workers = worker_count(len(jobs))
     if workers < 2 or sum(sizes) < PARALLEL_BYTES or not _can_fork():
         return _scan_many(jobs)
-    batches = [b for b in _batches(jobs, sizes, workers * 4) if b]
+    batches = balance(jobs, sizes, workers * 4)
     order = {job: index for index, job in enumerate(jobs)}
     results: list[FileTotals | None] = [None] * len(jobs)
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:

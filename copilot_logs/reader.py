@@ -9,7 +9,7 @@ damaged physical line with its number and byte offset.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -699,15 +699,3 @@ def read_with_state(
 def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> ReadResult:
     """Read a session log held in memory (tests, and callers who already have the bytes)."""
     return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))[0]
-
-
-def read_sources(
-    sources: Iterable[Source], *, on_read: Callable[[Source], None] | None = None
-) -> ReadResult:
-    """Read many session logs into one events frame and one diagnostics frame."""
-    parts = []
-    for source in sources:
-        parts.append(read_source(source))
-        if on_read is not None:
-            on_read(source)
-    return ReadResult.concat(parts)

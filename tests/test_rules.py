@@ -11,7 +11,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from copilot_logs import rules, synth
-from copilot_logs.reader import ReadResult, Source, read_bytes, read_source, read_sources
+from copilot_logs.corpus import read_all as read_sources
+from copilot_logs.envelope import Source
+from copilot_logs.reader import ReadResult, read_bytes, read_source
 from copilot_logs.rules import RULES, Report, UnknownRuleError
 from copilot_logs.schema import DIAGNOSTICS_SCHEMA
 from copilot_logs.synth import SessionBuilder, ToolCall, bash, view

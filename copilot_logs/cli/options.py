@@ -133,26 +133,31 @@ def load(
 
 
 def read(sources: list[Source], *, report: bool = True) -> ReadResult:
-    """Read sources (with a progress bar on a terminal when it takes a while)."""
-    from copilot_logs.reader import read_sources
+    """Read sources through the events cache (unless --no-cache), with a progress bar on a
+    terminal when there is a lot to read."""
+    from copilot_logs.corpus import read_all
 
-    result = _read_with_progress(sources, read_sources)
+    total_bytes = sum(_size(s) for s in sources)
+    if not sys.stderr.isatty() or total_bytes < 64 << 20:
+        result = read_all(sources, use_cache=use_cache())
+    else:
+        from rich.progress import Progress
+
+        with Progress(transient=True, console=_stderr_console()) as progress:
+            task = progress.add_task("Reading sessions", total=len(sources))
+            result = read_all(
+                sources, use_cache=use_cache(), on_read=lambda _source: progress.advance(task)
+            )
     if report:
         report_damage(result)
     return result
 
 
-def _read_with_progress(sources: list[Any], read: Callable[..., ReadResult]) -> ReadResult:
-    total_bytes = sum(
-        s.path.stat().st_size for s in sources if s.path is not None and s.path.exists()
-    )
-    if not sys.stderr.isatty() or total_bytes < 64 << 20:
-        return read(sources)
-    from rich.progress import Progress
-
-    with Progress(transient=True, console=_stderr_console()) as progress:
-        task = progress.add_task("Reading sessions", total=len(sources))
-        return read(sources, on_read=lambda _source: progress.advance(task))
+def _size(source: Source) -> int:
+    try:
+        return source.path.stat().st_size if source.path is not None else 0
+    except OSError:
+        return 0
 
 
 def _stderr_console() -> Any:

@@ -1,0 +1,78 @@
+"""Reading many session logs at once: through the events cache, on every core when it pays."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+
+from copilot_logs.envelope import Source
+from copilot_logs.parallel import balance, worker_count
+from copilot_logs.reader import ReadResult, ReadState, read_with_state
+from copilot_logs.store import EventStore, Job
+
+PARALLEL_BYTES = 96 << 20
+"""Below this much to parse, starting worker processes costs more than it saves."""
+
+OnRead = Callable[[Source], None]
+
+
+def _parse_batch(jobs: Sequence[Job]) -> list[tuple[ReadResult, ReadState | None]]:
+    return [read_with_state(source, resume) for source, resume in jobs]
+
+
+def _size(job: Job) -> int:
+    source, resume = job
+    try:
+        size = source.path.stat().st_size if source.path is not None else 0
+    except OSError:
+        return 0
+    return size - (resume.offset if resume else 0)
+
+
+def parse(
+    jobs: Sequence[Job], on_read: OnRead | None = None
+) -> list[tuple[ReadResult, ReadState | None]]:
+    """Read each job (a source, maybe resumed), in worker processes when there is a lot."""
+    sizes = [_size(job) for job in jobs]
+    workers = worker_count(len(jobs))
+    if workers < 2 or sum(sizes) < PARALLEL_BYTES or any(s.path is None for s, _ in jobs):
+        results = []
+        for job in jobs:
+            results.append(_parse_batch([job])[0])
+            if on_read is not None:
+                on_read(job[0])
+        return results
+    # Workers come from a fork server that imported the reader but never ran polars: forking
+    # a process whose polars thread pool has started can deadlock the child.
+    context = get_context("forkserver")
+    context.set_forkserver_preload(["copilot_logs.reader"])
+    order = {id(job): index for index, job in enumerate(jobs)}
+    results_by_index: dict[int, tuple[ReadResult, ReadState | None]] = {}
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {
+            pool.submit(_parse_batch, batch): batch
+            for batch in balance(list(jobs), sizes, workers * 4)
+        }
+        for future in as_completed(futures):
+            batch = futures[future]
+            for job, result in zip(batch, future.result(), strict=True):
+                results_by_index[order[id(job)]] = result
+                if on_read is not None:
+                    on_read(job[0])
+    return [results_by_index[index] for index in range(len(jobs))]
+
+
+def read_all(
+    sources: Sequence[Source], *, use_cache: bool = False, on_read: OnRead | None = None
+) -> ReadResult:
+    """Every source's events and diagnostics in one ReadResult.
+
+    With ``use_cache`` unchanged files come from the events cache and grown ones are read from
+    where the cache stopped (see :mod:`copilot_logs.store`).
+    """
+    if not use_cache:
+        return ReadResult.concat(
+            result for result, _ in parse([(s, None) for s in sources], on_read)
+        )
+    return EventStore().read(sources, lambda jobs: parse(jobs, on_read))

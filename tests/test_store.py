@@ -1,0 +1,136 @@
+"""The events cache: same frames as a fresh read, unchanged files not read again, grown files
+read from where the cache stopped, and parallel parsing equal to sequential."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from polars.testing import assert_frame_equal
+
+from copilot_logs import corpus, reader
+from copilot_logs.cli import main
+from copilot_logs.corpus import read_all
+from copilot_logs.envelope import Source
+from copilot_logs.reader import ReadResult
+from copilot_logs.store import EventStore
+from copilot_logs.synth import SessionBuilder, bash, nul_tail
+
+from .conftest import SAMPLES
+
+
+def ordered(result: ReadResult) -> tuple[pl.DataFrame, pl.DataFrame]:
+    return result.events.sort("file", "line"), result.diagnostics.sort("file", "line", "kind")
+
+
+def assert_same(left: ReadResult, right: ReadResult) -> None:
+    for a, b in zip(ordered(left), ordered(right), strict=True):
+        assert_frame_equal(a, b)
+
+
+def sample_sources() -> list[Source]:
+    return [
+        Source(p, p.parent.name if p.name == "events.jsonl" else p.stem)
+        for p in sorted(SAMPLES.rglob("*.jsonl"))
+    ]
+
+
+def test_cached_read_equals_fresh_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = sample_sources()
+    fresh = read_all(sources)
+    first = read_all(sources, use_cache=True)
+    assert_same(first, fresh)
+    monkeypatch.setattr(reader, "read_with_state", lambda *a, **k: pytest.fail("read again"))
+    monkeypatch.setattr(corpus, "read_with_state", lambda *a, **k: pytest.fail("read again"))
+    second = read_all(sources, use_cache=True)
+    assert_same(second, fresh)
+
+
+def test_file_names_follow_the_caller(tmp_path: Path) -> None:
+    builder = SessionBuilder()
+    builder.user_message("go")
+    builder.turn("done")
+    path = builder.write(tmp_path / "s" / "events.jsonl")
+    read_all([Source(path, "s")], use_cache=True)
+    relative = Path(os.path.relpath(path))
+    again = read_all([Source(relative, "s")], use_cache=True)
+    assert again.events["file"].unique().to_list() == [str(relative)]
+
+
+def grow(tmp_path: Path) -> tuple[Path, SessionBuilder, int]:
+    builder = SessionBuilder()
+    builder.user_message("go")
+    builder.turn("one", [bash("ls", "a")])
+    path = builder.write(tmp_path / "s" / "events.jsonl")
+    size = path.stat().st_size
+    read_all([Source(path, "s")], use_cache=True)
+    builder.turn("two")
+    builder.turn("three")
+    path.write_bytes(builder.to_bytes())
+    return path, builder, size
+
+
+def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, builder, size = grow(tmp_path)
+    offsets: list[Any] = []
+    real = corpus.read_with_state
+
+    def spy(source: Source, resume: Any = None) -> Any:
+        offsets.append(resume.offset if resume else 0)
+        return real(source, resume)
+
+    monkeypatch.setattr(corpus, "read_with_state", spy)
+    grown = read_all([Source(path, "s")], use_cache=True)
+    assert offsets == [size]
+    assert_same(grown, read_all([Source(path, "s")]))
+    assert grown.events["line"].to_list() == list(range(1, len(builder.lines()) + 1))
+
+
+def test_rewritten_file_is_read_whole(tmp_path: Path) -> None:
+    path, _, _ = grow(tmp_path)
+    other = SessionBuilder(seed=5)
+    other.user_message("something else")
+    for n in range(6):
+        other.turn(f"step {n}")
+    path.write_bytes(other.to_bytes())  # longer, but not a continuation
+    assert_same(read_all([Source(path, "s")], use_cache=True), read_all([Source(path, "s")]))
+
+
+def test_changed_file_is_read_again(tmp_path: Path) -> None:
+    path, _, _ = grow(tmp_path)
+    read_all([Source(path, "s")], use_cache=True)
+    path.write_bytes(nul_tail(path.read_bytes()))
+    os.utime(path, ns=(1, 1))
+    result = read_all([Source(path, "s")], use_cache=True)
+    assert "nul-bytes" in result.diagnostics["kind"].to_list()
+
+
+def test_store_and_index_disagreeing_means_a_fresh_read(tmp_path: Path) -> None:
+    sources = sample_sources()
+    read_all(sources, use_cache=True)
+    store = EventStore()
+    events = pl.read_ipc(store.events_path)
+    events.head(10).write_ipc(store.events_path)  # another run rewrote the store
+    assert_same(read_all(sources, use_cache=True), read_all(sources))
+
+
+def test_cli_no_cache_writes_nothing(copilot_home: Path) -> None:
+    result = CliRunner().invoke(main, ["sessions", str(SAMPLES), "--no-cache", "--format", "json"])
+    assert result.exit_code == 0
+    assert not (copilot_home / "cache").exists()
+    CliRunner().invoke(main, ["sessions", str(SAMPLES), "--format", "json"])
+    assert EventStore().events_path.exists()
+
+
+def test_parallel_parse_equals_sequential(monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = sample_sources()
+    sequential = read_all(sources)
+    monkeypatch.setattr(corpus, "PARALLEL_BYTES", 0)
+    seen: list[Source] = []
+    parallel = read_all(sources, on_read=seen.append)
+    assert_same(parallel, sequential)
+    assert sorted(s.name for s in seen) == sorted(s.name for s in sources)
