@@ -20,6 +20,10 @@ _API = (
     "turns",
     "tools",
     "subagent_runs",
+    "timeline",
+    "audit",
+    "validate",
+    "usage",
 )
 
 __all__ = ["__version__", *_API]

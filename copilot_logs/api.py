@@ -10,11 +10,14 @@ result.events, result.diagnostics                 # the raw frames
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from copilot_logs import counting, model
-from copilot_logs import sessions as _sessions
+from copilot_logs import agent_loop as _timeline
+from copilot_logs import autopilot_audit as _audit
+from copilot_logs import counting, model, overview, rules
+from copilot_logs import usage_accounting as _usage
 from copilot_logs.corpus import read_all
 from copilot_logs.discover import Selection, find_sources, parse_when
 from copilot_logs.envelope import Source
@@ -22,14 +25,18 @@ from copilot_logs.reader import ReadResult, read_bytes, read_source
 
 __all__ = [
     "ReadResult",
+    "audit",
     "count",
     "read",
     "read_bytes",
     "read_file",
     "sessions",
     "subagent_runs",
+    "timeline",
     "tools",
     "turns",
+    "usage",
+    "validate",
 ]
 
 
@@ -65,7 +72,7 @@ def read_file(path: str | Path) -> ReadResult:
 
 def sessions(result: ReadResult) -> pl.DataFrame:
     """One row per session, newest first (the `sessions` command)."""
-    return _sessions.summarize(result)
+    return overview.summarize(result)
 
 
 def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.DataFrame:
@@ -86,3 +93,34 @@ def tools(result: ReadResult) -> pl.DataFrame:
 def subagent_runs(result: ReadResult) -> pl.DataFrame:
     """One row per sub-agent run with its own LLM and tool calls."""
     return model.subagent_runs(model.annotate(result.events))
+
+
+def timeline(result: ReadResult, *, include_tools: bool = True) -> list[dict[str, Any]]:
+    """Each session's agent loop as nested dicts (the `timeline --format json` structure)."""
+    return _timeline.timeline(result, include_tools=include_tools)
+
+
+def audit(
+    result: ReadResult,
+    *,
+    nudge_cap: int = _audit.DEFAULT_NUDGE_CAP,
+    require_task_complete: bool = False,
+) -> pl.DataFrame:
+    """One verdict row per session (the `audit` command; see its README section)."""
+    return _audit.audit(result, nudge_cap=nudge_cap, require_task_complete=require_task_complete)
+
+
+def validate(
+    result: ReadResult,
+    *,
+    select: list[str] | None = None,
+    ignore: tuple[str, ...] = (),
+    strict: bool = False,
+) -> rules.Report:
+    """Findings of `validate`'s rules (``.findings``), and whether the gate ``.failed``."""
+    return rules.validate(result, select=select, ignore=ignore, strict=strict)
+
+
+def usage(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> _usage.UsageReport:
+    """What the sessions used and cost (``.rows``, ``.sessions``, ``.totals``)."""
+    return _usage.usage(result, by=by, zone=zone)

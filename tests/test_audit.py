@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
-from copilot_logs import audit as core
-from copilot_logs.audit import AUDIT_COLUMNS, audit
+from copilot_logs import autopilot_audit as core
+from copilot_logs.autopilot_audit import AUDIT_COLUMNS, audit
 from copilot_logs.cli import audit_command, main
+from copilot_logs.overview import summarize
 from copilot_logs.reader import ReadResult, read_bytes
-from copilot_logs.sessions import summarize
 from copilot_logs.synth import SessionBuilder, ToolCall, bash, edit, view
 
 from .conftest import SAMPLES

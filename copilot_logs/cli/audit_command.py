@@ -16,7 +16,7 @@ from copilot_logs.render import Column, local_time, short_id
 if TYPE_CHECKING:
     import polars as pl
 
-# Spelled out here so `--help` needs no polars; a test checks them against copilot_logs.audit.
+# Spelled out here so `--help` needs no polars; a test checks them against the core module.
 VERDICT_NAMES = (
     "completed",
     "completion-rejected",
@@ -128,7 +128,7 @@ def audit(
       copilot-logs audit --since 2026-08-01 --fail-on nudge-cap,errored --format markdown
       copilot-logs audit ./events.jsonl --require-task-complete --format json
     """
-    from copilot_logs import audit as core
+    from copilot_logs import autopilot_audit as core
     from copilot_logs.reader import ReadResult
 
     result = load(selectors, root, since, until, latest)
@@ -162,7 +162,7 @@ Renderer = Callable[["pl.DataFrame", AuditContext], None]
 
 def summary_line(table: pl.DataFrame, context: AuditContext) -> str:
     """One line: how many sessions were judged, by verdict, and whether the gate fails."""
-    from copilot_logs import audit as core
+    from copilot_logs import autopilot_audit as core
 
     if context.sessions_read == 0:
         return "FAIL: no session found to audit."
@@ -287,7 +287,7 @@ def write_table(table: pl.DataFrame, context: AuditContext) -> None:
 
 def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
     """A one-line summary and a table, ready to paste as a pull-request comment."""
-    from copilot_logs import audit as core
+    from copilot_logs import autopilot_audit as core
     from copilot_logs import render
 
     failed = not core.failing(table, context.fail_on).is_empty() or context.sessions_read == 0

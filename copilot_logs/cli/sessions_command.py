@@ -30,7 +30,7 @@ def sessions(
       copilot-logs sessions ./recordings/*.jsonl
     """
     from copilot_logs import render
-    from copilot_logs.sessions import summarize
+    from copilot_logs.overview import summarize
 
     result = load(selectors, root, since, until, latest)
     if result is None:

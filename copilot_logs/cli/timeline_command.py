@@ -45,8 +45,8 @@ def timeline(
       copilot-logs timeline --latest 5 --format csv
     """
     from copilot_logs import render
-    from copilot_logs.timeline import timeline as build
-    from copilot_logs.timeline import turn_rows
+    from copilot_logs.agent_loop import timeline as build
+    from copilot_logs.agent_loop import turn_rows
 
     if not selectors and latest is None:
         click.echo("No session given: showing the newest one (as with --latest 1).", err=True)

@@ -13,7 +13,7 @@ from copilot_logs.render import Column, human_duration, short_id
 if TYPE_CHECKING:
     import polars as pl
 
-    from copilot_logs.usage import UsageReport
+    from copilot_logs.usage_accounting import UsageReport
 
 
 @click.command()
@@ -79,7 +79,7 @@ def usage(
       copilot-logs usage --verbose 3fa
     """
     from copilot_logs.timezones import resolve_zone
-    from copilot_logs.usage import usage as usage_report
+    from copilot_logs.usage_accounting import usage as usage_report
 
     zone = resolve_zone(tz)
     result = load(selectors, root, since, until, latest, zone=zone)

@@ -42,8 +42,8 @@ import polars as pl
 
 from copilot_logs import model
 from copilot_logs.model import MAIN, TYPE
+from copilot_logs.overview import autopilot_work, session_mode
 from copilot_logs.reader import ReadResult
-from copilot_logs.sessions import autopilot_work, session_mode
 
 COMPLETED = "completed"
 COMPLETION_REJECTED = "completion-rejected"
