@@ -8,17 +8,19 @@ from multiprocessing import get_context
 
 from copilot_logs.envelope import Source
 from copilot_logs.parallel import balance, worker_count
-from copilot_logs.reader import ReadResult, ReadState, read_with_state
+from copilot_logs.reader import ReadResult, ReadState, read_many
 from copilot_logs.store import EventStore, Job
 
 PARALLEL_BYTES = 96 << 20
 """Below this much to parse, starting worker processes costs more than it saves."""
+SEQUENTIAL_BATCH_BYTES = 64 << 20
+"""Files read in one process are turned into frames in batches of about this much input."""
 
 OnRead = Callable[[Source], None]
 
 
-def _parse_batch(jobs: Sequence[Job]) -> list[tuple[ReadResult, ReadState | None]]:
-    return [read_with_state(source, resume) for source, resume in jobs]
+def _parse_batch(jobs: Sequence[Job]) -> tuple[ReadResult, list[ReadState | None]]:
+    return read_many(jobs)
 
 
 def _size(job: Job) -> int:
@@ -32,23 +34,27 @@ def _size(job: Job) -> int:
 
 def parse(
     jobs: Sequence[Job], on_read: OnRead | None = None
-) -> list[tuple[ReadResult, ReadState | None]]:
+) -> tuple[ReadResult, list[ReadState | None]]:
     """Read each job (a source, maybe resumed), in worker processes when there is a lot."""
     sizes = [_size(job) for job in jobs]
     workers = worker_count(len(jobs))
     if workers < 2 or sum(sizes) < PARALLEL_BYTES or any(s.path is None for s, _ in jobs):
-        results = []
-        for job in jobs:
-            results.append(_parse_batch([job])[0])
-            if on_read is not None:
-                on_read(job[0])
-        return results
+        parts, states = [], []
+        for batch in _chunks(list(jobs), sizes, SEQUENTIAL_BATCH_BYTES):
+            result, batch_states = read_many(batch)
+            parts.append(result)
+            states.extend(batch_states)
+            for source, _ in batch:
+                if on_read is not None:
+                    on_read(source)
+        return ReadResult.concat(parts), states
     # Workers come from a fork server that imported the reader but never ran polars: forking
     # a process whose polars thread pool has started can deadlock the child.
     context = get_context("forkserver")
     context.set_forkserver_preload(["copilot_logs.reader"])
     order = {id(job): index for index, job in enumerate(jobs)}
-    results_by_index: dict[int, tuple[ReadResult, ReadState | None]] = {}
+    states_by_index: dict[int, ReadState | None] = {}
+    results = []
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {
             pool.submit(_parse_batch, batch): batch
@@ -56,11 +62,26 @@ def parse(
         }
         for future in as_completed(futures):
             batch = futures[future]
-            for job, result in zip(batch, future.result(), strict=True):
-                results_by_index[order[id(job)]] = result
+            result, batch_states = future.result()
+            results.append(result)
+            for job, state in zip(batch, batch_states, strict=True):
+                states_by_index[order[id(job)]] = state
                 if on_read is not None:
                     on_read(job[0])
-    return [results_by_index[index] for index in range(len(jobs))]
+    return ReadResult.concat(results), [states_by_index[i] for i in range(len(jobs))]
+
+
+def _chunks(jobs: list[Job], sizes: list[int], limit: int) -> list[list[Job]]:
+    """Consecutive jobs in batches of about ``limit`` bytes (at least one job each)."""
+    batches: list[list[Job]] = [[]]
+    total = 0
+    for job, size in zip(jobs, sizes, strict=True):
+        if batches[-1] and total + size > limit:
+            batches.append([])
+            total = 0
+        batches[-1].append(job)
+        total += size
+    return [batch for batch in batches if batch]
 
 
 def read_all(
@@ -72,7 +93,5 @@ def read_all(
     where the cache stopped (see :mod:`copilot_logs.store`).
     """
     if not use_cache:
-        return ReadResult.concat(
-            result for result, _ in parse([(s, None) for s in sources], on_read)
-        )
+        return parse([(s, None) for s in sources], on_read)[0]
     return EventStore().read(sources, lambda jobs: parse(jobs, on_read))

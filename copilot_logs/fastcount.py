@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,9 +23,14 @@ import orjson
 from copilot_logs.cache import JsonCache
 from copilot_logs.envelope import DATA_KEY, ENVELOPE_TAIL, EVENT_START, TAIL_WINDOW, Source, as_int
 from copilot_logs.parallel import balance, worker_count
+from copilot_logs.reader import count_calls
 
 PARALLEL_BYTES = 32 << 20
 """Below this much input, starting worker processes costs more than it saves."""
+
+
+Damage = tuple[tuple[int, str, str], ...]
+"""(line, kind, message) of each damaged line the full reader reported."""
 
 
 @dataclass(frozen=True)
@@ -33,8 +38,13 @@ class FileTotals:
     llm_calls: int
     subagent_calls: int
     end: int
-    """Bytes scanned: the whole file, which ends with a newline."""
+    """Bytes scanned: the whole file, which ends with a newline (-1 after a full read)."""
     last_id: str | None
+    damage: Damage = ()
+    unreadable: bool = False
+    """Nothing could be read: no event at all, only damage."""
+    start: int = 0
+    """Where the counted bytes began: after an earlier scan's end when the file only grew."""
 
 
 SCAN_BLOCK = 8 << 20
@@ -87,8 +97,14 @@ def scan_stream(
         del buffer[:position]
     if buffer:
         return None  # a last line with no newline: cut off, or still being written
+    if consumed == 0:
+        return None  # an empty file: the full reader reports it
     return FileTotals(
-        llm_calls, subagent_calls, consumed, previous.decode() if previous is not None else None
+        llm_calls,
+        subagent_calls,
+        consumed,
+        previous.decode() if previous is not None else None,
+        start=start,
     )
 
 
@@ -101,8 +117,31 @@ def scan_file(path: Path, *, start: int = 0, last_id: str | None = None) -> File
         return None
 
 
-def _scan_many(paths: Sequence[tuple[str, int, str | None]]) -> list[FileTotals | None]:
-    return [scan_file(Path(p), start=start, last_id=last) for p, start, last in paths]
+def count_file(source: Source, *, start: int = 0, last_id: str | None = None) -> FileTotals:
+    """A file's totals: by the envelope scan when it vouches for every line (continuing from
+    ``start`` when given), else by the full reader, which recovers and reports damage."""
+    if source.path is not None:
+        totals = scan_file(source.path, start=start, last_id=last_id)
+        if totals is None and start:
+            totals = scan_file(source.path)
+        if totals is not None:
+            return totals
+    calls = count_calls(source)
+    return FileTotals(
+        calls.llm_calls,
+        calls.subagent_calls,
+        -1,
+        None,
+        calls.damage,
+        unreadable=calls.events == 0 and bool(calls.damage),
+    )
+
+
+Job = tuple[Source, int, "str | None"]
+
+
+def _count_many(jobs: Sequence[Job]) -> list[FileTotals]:
+    return [count_file(source, start=start, last_id=last) for source, start, last in jobs]
 
 
 def _can_fork() -> bool:
@@ -110,76 +149,84 @@ def _can_fork() -> bool:
     return "polars" not in sys.modules
 
 
-def _run(jobs: list[tuple[str, int, str | None]], sizes: list[int]) -> list[FileTotals | None]:
+def _run(jobs: list[Job], sizes: list[int]) -> list[FileTotals]:
     workers = worker_count(len(jobs))
     if workers < 2 or sum(sizes) < PARALLEL_BYTES or not _can_fork():
-        return _scan_many(jobs)
+        return _count_many(jobs)
     batches = balance(jobs, sizes, workers * 4)
-    order = {job: index for index, job in enumerate(jobs)}
+    order = {id(job): index for index, job in enumerate(jobs)}
     results: list[FileTotals | None] = [None] * len(jobs)
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-        for batch, totals in zip(batches, pool.map(_scan_many, batches), strict=True):
+        for batch, totals in zip(batches, pool.map(_count_many, batches), strict=True):
             for job, total in zip(batch, totals, strict=True):
-                results[order[job]] = total
-    return results
+                results[order[id(job)]] = total
+    return [total for total in results if total is not None]
 
 
 @dataclass
 class Scan:
-    """What the fast path counted, and the sources it left to the full reader."""
+    """The selection's totals, and the damage met on the way (file, line, kind, message)."""
 
-    llm_calls: int
-    subagent_calls: int
-    left: list[Source]
+    llm_calls: int = 0
+    subagent_calls: int = 0
+    damage: list[tuple[str, int, str, str]] = field(default_factory=list)
+    unreadable: bool = False
 
 
 def scan_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Scan:
-    """Count every source the envelopes vouch for; return the rest for the full reader."""
+    """Totals of every source: cached, scanned, or read in full, whichever each file allows.
+
+    The cache keeps every file's totals and damage (keyed on size and mtime), so an unchanged
+    file is not opened again; a clean file that only grew is scanned from where it ended.
+    """
     cache = JsonCache("totals") if use_cache else None
-    scan = Scan(0, 0, [])
-    jobs: list[tuple[str, int, str | None]] = []
+    scan = Scan()
+    jobs: list[Job] = []
     sizes: list[int] = []
-    stamps: list[tuple[Source, str, int, int, dict[str, Any] | None]] = []
+    stamps: list[tuple[str, int, int, dict[str, Any] | None]] = []
     for source in sources:
-        if source.path is None:
-            scan.left.append(source)
-            continue
-        stamp = JsonCache.stamp(source.path)
-        if stamp is None:
-            scan.left.append(source)
-            continue
-        key, size, mtime = stamp
-        previous = cache.previous(key) if cache else None
+        stamp = JsonCache.stamp(source.path) if source.path is not None else None
+        key, size, mtime = stamp if stamp is not None else ("", 0, 0)
+        previous = cache.previous(key) if cache is not None and stamp is not None else None
         if previous and previous["size"] == size and previous["mtime_ns"] == mtime:
-            scan.llm_calls += previous["llm_calls"]
-            scan.subagent_calls += previous["subagent_calls"]
+            _add(scan, previous["llm_calls"], previous["subagent_calls"])
+            _add_damage(scan, source, previous.get("damage", ()), previous.get("unreadable", False))
             continue
-        grew = previous is not None and previous["size"] < size
+        grew = previous is not None and previous["end"] == previous["size"] < size
         start, last = (previous["size"], previous["last_id"]) if grew and previous else (0, None)
-        jobs.append((str(source.path), start, last))
+        jobs.append((source, start, last))
         sizes.append(size - start)
-        stamps.append((source, key, size, mtime, previous if grew else None))
-    for (source, key, size, mtime, previous), totals in zip(stamps, _run(jobs, sizes), strict=True):
-        if totals is None and previous is not None:
-            # The new bytes do not continue the cached part: read the whole file again.
-            totals = scan_file(source.path) if source.path else None
-            previous = None
-        if totals is None:
-            scan.left.append(source)
-            continue
-        llm_calls = totals.llm_calls + (previous["llm_calls"] if previous else 0)
-        subagent_calls = totals.subagent_calls + (previous["subagent_calls"] if previous else 0)
-        scan.llm_calls += llm_calls
-        scan.subagent_calls += subagent_calls
-        if cache is not None and totals.end == size:
+        stamps.append((key, size, mtime, previous if grew else None))
+    for (source, _, _), (key, size, mtime, previous), totals in zip(
+        jobs, stamps, _run(jobs, sizes), strict=True
+    ):
+        carried = previous if totals.start else None
+        llm_calls = totals.llm_calls + (carried["llm_calls"] if carried else 0)
+        subagent_calls = totals.subagent_calls + (carried["subagent_calls"] if carried else 0)
+        _add(scan, llm_calls, subagent_calls)
+        _add_damage(scan, source, totals.damage, totals.unreadable)
+        if cache is not None and key:
             cache.put(
                 key,
                 size,
                 mtime,
                 llm_calls=llm_calls,
                 subagent_calls=subagent_calls,
+                end=totals.end,
                 last_id=totals.last_id,
+                damage=[list(item) for item in totals.damage],
+                unreadable=totals.unreadable,
             )
     if cache is not None:
         cache.save()
     return scan
+
+
+def _add(scan: Scan, llm_calls: int, subagent_calls: int) -> None:
+    scan.llm_calls += llm_calls
+    scan.subagent_calls += subagent_calls
+
+
+def _add_damage(scan: Scan, source: Source, damage: Iterable[Any], unreadable: bool) -> None:
+    scan.damage.extend((source.name, line, kind, message) for line, kind, message in damage)
+    scan.unreadable = scan.unreadable or unreadable

@@ -9,14 +9,16 @@ damaged physical line with its number and byte offset.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    import polars as pl
 
 import orjson
-import polars as pl
 
 from copilot_logs.envelope import (
     EVENT_START,
@@ -26,13 +28,7 @@ from copilot_logs.envelope import (
     envelope,
     split_lines,
 )
-from copilot_logs.schema import (
-    DETAIL_TYPES,
-    DIAGNOSTICS_SCHEMA,
-    EVENTS_SCHEMA,
-    NUDGE_TEXT,
-    PREVIEW_CHARS,
-)
+from copilot_logs.event_types import DETAIL_TYPES, NUDGE_TEXT, PREVIEW_CHARS
 
 MAX_REJOIN_LINES = 16
 """How many following physical lines an event split by raw newlines may span."""
@@ -48,6 +44,10 @@ class ReadResult:
 
     @staticmethod
     def concat(parts: Iterable[ReadResult]) -> ReadResult:
+        import polars as pl
+
+        from copilot_logs.schema import DIAGNOSTICS_SCHEMA, EVENTS_SCHEMA
+
         parts = list(parts)
         if not parts:
             return ReadResult(
@@ -140,9 +140,31 @@ ENVELOPE_FIELDS = (
     "timestamp",
     "agent_id",
 )
-PAYLOAD_FIELDS = tuple(
-    name for name in EVENTS_SCHEMA if name not in (*ENVELOPE_FIELDS, "session_id", "file")
+PAYLOAD_FIELDS = (
+    "turn_id",
+    "interaction_id",
+    "tool_call_id",
+    "tool_name",
+    "message_id",
+    "parent_tool_call_id",
+    "success",
+    "is_user_requested",
+    "is_nudge",
+    "agent_mode",
+    "model",
+    "output_tokens",
+    "chunk_index",
+    "text",
+    "error",
+    "error_code",
+    "outcome",
+    "tool_requests",
+    "detail",
 )
+"""The columns :func:`_payload` fills, in its order; with the envelope's and ``session_id``
+and ``file`` they are the events schema's columns (a test checks it)."""
+_TYPE, _AGENT = ENVELOPE_FIELDS.index("type"), ENVELOPE_FIELDS.index("agent_id")
+_CHUNK = len(ENVELOPE_FIELDS) + PAYLOAD_FIELDS.index("chunk_index")
 _NO_PAYLOAD: tuple[Any, ...] = tuple(
     False if name == "is_nudge" else None for name in PAYLOAD_FIELDS
 )
@@ -282,7 +304,12 @@ class _Rows:
         """An event verified from its envelope alone (a type whose payload is not read)."""
         self.rows.append(envelope + _NO_PAYLOAD)
 
-    def frame(self, session_id: str, file: str) -> pl.DataFrame:
+    def frame(self, spans: list[_Span]) -> pl.DataFrame:
+        """All rows as one events frame; ``spans`` say which file each run of rows is from."""
+        import polars as pl
+
+        from copilot_logs.schema import EVENTS_SCHEMA
+
         names = (*ENVELOPE_FIELDS, *PAYLOAD_FIELDS)
         height = len(self.rows)
         columns: dict[str, Any] = (
@@ -292,17 +319,38 @@ class _Rows:
         )
         stamps = columns.pop("timestamp")
         requests = columns.pop("tool_requests")
-        columns["session_id"] = [session_id] * height
-        columns["file"] = [file] * height
+        columns["session_id"] = _spread(spans, "session_id", "events")
+        columns["file"] = _spread(spans, "name", "events")
         columns["timestamp"] = [None] * height
         columns["tool_requests"] = [None] * height
         frame = pl.DataFrame(columns, schema=EVENTS_SCHEMA)
         return frame.with_columns(_parse_timestamps(stamps), _requests_column(requests))
 
 
+@dataclass
+class _Span:
+    """One file's share of a batch's rows."""
+
+    name: str
+    session_id: str
+    events: int
+    diagnostics: int
+
+
+def _spread(spans: list[_Span], field: str, count: str) -> list[str]:
+    values: list[str] = []
+    for span in spans:
+        values.extend([getattr(span, field)] * getattr(span, count))
+    return values
+
+
 def _requests_column(values: list[list[tuple[str | None, str | None]] | None]) -> pl.Series:
     """Tool requests as a list-of-struct column, built from flat columns (polars builds nested
     values from Python objects slowly)."""
+    import polars as pl
+
+    from copilot_logs.schema import EVENTS_SCHEMA
+
     rows: list[int] = []
     ids: list[str | None] = []
     names: list[str | None] = []
@@ -336,6 +384,8 @@ def _requests_column(values: list[list[tuple[str | None, str | None]] | None]) -
 
 def _parse_timestamps(values: list[str | None]) -> pl.Series:
     """ISO-8601 strings -> UTC datetimes: the usual shape vectorised, any other by Python."""
+    import polars as pl
+
     raw = pl.Series("timestamp", values, dtype=pl.String)
     fast = raw.str.to_datetime(_TS_FORMAT, strict=False, time_unit="ms", time_zone="UTC")
     if fast.null_count() == raw.null_count():
@@ -358,8 +408,7 @@ def _parse_iso(text: str | None) -> datetime | None:
 
 
 class _Diagnostics:
-    def __init__(self, file: str) -> None:
-        self.file = file
+    def __init__(self) -> None:
         self.rows: list[tuple[int, int, str, str, str | None]] = []
 
     def add(
@@ -367,11 +416,15 @@ class _Diagnostics:
     ) -> None:
         self.rows.append((line, offset, kind, message, event_id))
 
-    def frame(self, session_id: str) -> pl.DataFrame:
+    def frame(self, spans: list[_Span]) -> pl.DataFrame:
+        import polars as pl
+
+        from copilot_logs.schema import DIAGNOSTICS_SCHEMA
+
         return pl.DataFrame(
             {
-                "session_id": [session_id] * len(self.rows),
-                "file": [self.file] * len(self.rows),
+                "session_id": _spread(spans, "session_id", "diagnostics"),
+                "file": _spread(spans, "name", "diagnostics"),
                 "line": [r[0] for r in self.rows],
                 "offset": [r[1] for r in self.rows],
                 "kind": [r[2] for r in self.rows],
@@ -401,12 +454,23 @@ def _try_loads(raw: bytes) -> tuple[Any, bool] | None:
         return None
 
 
+def _reads_payload(kind: str, _agent_id: str | None) -> bool:
+    return kind in PAYLOAD_TYPES
+
+
 class _FileReader:
     """Turns the physical lines of one file into events and diagnostics."""
 
-    def __init__(self, file: str, resume: Resume | None = None) -> None:
-        self.columns = _Rows()
-        self.diagnostics = _Diagnostics(file)
+    def __init__(
+        self,
+        rows: _Rows,
+        diagnostics: _Diagnostics,
+        resume: Resume | None = None,
+        wants_payload: Callable[[str, str | None], bool] | None = None,
+    ) -> None:
+        self.columns = rows
+        self.diagnostics = diagnostics
+        self.wants_payload = wants_payload or _reads_payload
         self.seen_ids: set[str] = set(resume.seen_ids) if resume else set()
         self.last_id: str | None = resume.last_id if resume else None
         self.session_id: str | None = resume.session_id if resume else None
@@ -479,7 +543,7 @@ class _FileReader:
         id of the event before it and whose id is new; any other line is decoded.
         """
         shape = envelope(raw)
-        if shape is None or shape.type in PAYLOAD_TYPES:
+        if shape is None or self.wants_payload(shape.type, shape.agent_id):
             return False
         if shape.parent_id != self.last_id or shape.event_id in self.seen_ids:
             return False
@@ -650,52 +714,131 @@ class ReadState:
     session_id: str | None
 
 
-def read_stream(
-    stream: BinaryIO, source: Source, *, resume: Resume | None = None
-) -> tuple[ReadResult, ReadState]:
-    """Read one session log from an open binary stream (positioned at ``resume.offset`` when
-    continuing an earlier read)."""
-    reader = _FileReader(source.name, resume)
+def _read(
+    stream: BinaryIO,
+    source: Source,
+    rows: _Rows,
+    diagnostics: _Diagnostics,
+    resume: Resume | None = None,
+    wants_payload: Callable[[str, str | None], bool] | None = None,
+) -> tuple[_Span, ReadState]:
+    """Read one stream into shared row lists; returns its span and how far it got."""
+    events_before, diagnostics_before = len(rows.rows), len(diagnostics.rows)
+    reader = _FileReader(rows, diagnostics, resume, wants_payload)
     start, first_line = (resume.offset, resume.line) if resume else (0, 1)
     reader.run(_physical_lines(stream, offset=start, first_line=first_line))
-    if resume is None and not reader.columns.rows and not reader.diagnostics.rows:
+    if (
+        resume is None
+        and len(rows.rows) == events_before
+        and len(diagnostics.rows) == diagnostics_before
+    ):
         # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without a
         # row it would vanish from every frame, and the caller could not say it was read.
-        reader.diagnostics.add(0, 0, "empty-file", "the file is empty: it holds no event")
-    session_id = reader.session_id or source.session_hint
-    result = ReadResult(
-        reader.columns.frame(session_id, source.name), reader.diagnostics.frame(session_id)
+        diagnostics.add(0, 0, "empty-file", "the file is empty: it holds no event")
+    span = _Span(
+        source.name,
+        reader.session_id or source.session_hint,
+        len(rows.rows) - events_before,
+        len(diagnostics.rows) - diagnostics_before,
     )
-    return result, ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
+    return span, ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
 
 
-def read_source(source: Source) -> ReadResult:
-    """Read one session log; an unreadable file becomes a diagnostic, never an exception."""
-    return read_with_state(source)[0]
+def _read_source_into(
+    source: Source,
+    resume: Resume | None,
+    rows: _Rows,
+    diagnostics: _Diagnostics,
+    wants_payload: Callable[[str, str | None], bool] | None = None,
+) -> tuple[_Span, ReadState | None]:
+    """Read a file (or stdin); an unreadable file becomes a diagnostic, never an exception."""
+    if source.path is None:
+        import sys
+
+        return _read(sys.stdin.buffer, source, rows, diagnostics, None, wants_payload)[0], None
+    try:
+        with source.path.open("rb") as stream:
+            if resume is not None:
+                stream.seek(resume.offset)
+            return _read(stream, source, rows, diagnostics, resume, wants_payload)
+    except OSError as exc:
+        before = len(diagnostics.rows)
+        diagnostics.add(0, 0, "unreadable", f"cannot read the file: {exc.strerror or exc}")
+        return _Span(source.name, source.session_hint, 0, len(diagnostics.rows) - before), None
+
+
+def read_many(
+    jobs: Sequence[tuple[Source, Resume | None]],
+) -> tuple[ReadResult, list[ReadState | None]]:
+    """Read several sources (each maybe resumed where an earlier read stopped) into one
+    ReadResult, and say how far each read got (None for stdin or an unreadable file).
+
+    The frames are built once for the whole batch: building them per file costs more than
+    reading a small file.
+    """
+    rows, diagnostics = _Rows(), _Diagnostics()
+    spans: list[_Span] = []
+    states: list[ReadState | None] = []
+    for source, resume in jobs:
+        span, state = _read_source_into(source, resume, rows, diagnostics)
+        spans.append(span)
+        states.append(state)
+    return ReadResult(rows.frame(spans), diagnostics.frame(spans)), states
 
 
 def read_with_state(
     source: Source, resume: Resume | None = None
 ) -> tuple[ReadResult, ReadState | None]:
-    """:func:`read_source`, also telling how far the read got (None for stdin or an
-    unreadable file)."""
-    if source.path is None:
-        import sys
+    """:func:`read_source`, also telling how far the read got."""
+    result, states = read_many([(source, resume)])
+    return result, states[0]
 
-        return read_stream(sys.stdin.buffer, source)[0], None
-    try:
-        with source.path.open("rb") as stream:
-            if resume is not None:
-                stream.seek(resume.offset)
-            return read_stream(stream, source, resume=resume)
-    except OSError as exc:
-        diagnostics = _Diagnostics(source.name)
-        diagnostics.add(0, 0, "unreadable", f"cannot read the file: {exc.strerror or exc}")
-        return ReadResult(
-            pl.DataFrame(schema=EVENTS_SCHEMA), diagnostics.frame(source.session_hint)
-        ), None
+
+def read_source(source: Source) -> ReadResult:
+    """Read one session log; an unreadable file becomes a diagnostic, never an exception."""
+    return read_many([(source, None)])[0]
+
+
+def read_stream(
+    stream: BinaryIO, source: Source, *, resume: Resume | None = None
+) -> tuple[ReadResult, ReadState]:
+    """Read one session log from an open binary stream (positioned at ``resume.offset`` when
+    continuing an earlier read)."""
+    rows, diagnostics = _Rows(), _Diagnostics()
+    span, state = _read(stream, source, rows, diagnostics, resume)
+    return ReadResult(rows.frame([span]), diagnostics.frame([span])), state
 
 
 def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> ReadResult:
     """Read a session log held in memory (tests, and callers who already have the bytes)."""
     return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))[0]
+
+
+@dataclass(frozen=True)
+class Calls:
+    """The LLM calls of one file as `count --total` counts them, and its damage."""
+
+    llm_calls: int
+    subagent_calls: int
+    events: int
+    damage: tuple[tuple[int, str, str], ...]
+    """(line, kind, message) of each diagnostic."""
+
+
+def _count_payload(kind: str, agent_id: str | None) -> bool:
+    return kind == "assistant.message" and agent_id is not None
+
+
+def count_calls(source: Source) -> Calls:
+    """Main-agent turn starts and sub-agent LLM calls of a file, read with full recovery but
+    without building frames (so without polars): only the lines that need it are decoded."""
+    rows, diagnostics = _Rows(), _Diagnostics()
+    _read_source_into(source, None, rows, diagnostics, _count_payload)
+    llm_calls = subagent_calls = 0
+    for row in rows.rows:
+        if row[_TYPE] == "assistant.turn_start":
+            llm_calls += row[_AGENT] is None
+        elif row[_TYPE] == "assistant.message" and row[_AGENT] is not None:
+            subagent_calls += row[_CHUNK] in (None, 0)
+    damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
+    return Calls(llm_calls, subagent_calls, len(rows.rows), damage)

@@ -21,9 +21,9 @@ import polars as pl
 
 from copilot_logs import model
 from copilot_logs.errors import CopilotLogsError, ExitCode
+from copilot_logs.event_types import EPHEMERAL_TYPES, KNOWN_TYPES
 from copilot_logs.model import MAIN, TURN_END, TURN_START, TYPE
 from copilot_logs.reader import ReadResult
-from copilot_logs.schema import EPHEMERAL_TYPES, KNOWN_TYPES
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")

@@ -26,7 +26,7 @@ from copilot_logs.schema import DIAGNOSTICS_SCHEMA, EVENTS_SCHEMA
 NAME = "events"
 
 Job = tuple[Source, Resume | None]
-Parse = Callable[[Sequence[Job]], list[tuple[ReadResult, ReadState | None]]]
+Parse = Callable[[Sequence[Job]], tuple[ReadResult, list[ReadState | None]]]
 
 
 @dataclass(frozen=True)
@@ -91,59 +91,73 @@ class EventStore:
             part = _rows_of(events, diagnostics, {key: stat})
             entry = self.index.entries[key]
             cached_parts[stat.source] = part
-            jobs.append(
-                (
-                    stat.source,
-                    Resume(
-                        offset=entry["end"],
-                        line=entry["next_line"],
-                        last_id=entry["last_id"],
-                        seen_ids=frozenset(part.events["event_id"].drop_nulls().to_list()),
-                        session_id=entry["session_id"],
-                    ),
-                )
+            resume = Resume(
+                offset=entry["end"],
+                line=entry["next_line"],
+                last_id=entry["last_id"],
+                seen_ids=frozenset(part.events["event_id"].drop_nulls().to_list()),
+                session_id=entry["session_id"],
             )
-        parsed = parse(jobs)
-        retry = []
-        results: list[tuple[Source, ReadResult, ReadState | None]] = []
-        for (source, resume), (result, state) in zip(jobs, parsed, strict=True):
-            if resume is None:
-                results.append((source, result, state))
-            elif _continues(result, resume):
-                results.append((source, _merge(cached_parts[source], result), state))
-            else:
-                retry.append((source, None))
-        for (source, _), (result, state) in zip(retry, parse(retry), strict=True):
-            results.append((source, result, state))
-        self._save(events, diagnostics, results, stats)
-        return ReadResult.concat([served, *(result for _, result, _ in results)])
+            jobs.append((stat.source, resume))
+        parsed, states = parse(jobs)
+        broken = _broken_continuations(parsed, jobs)
+        if broken:
+            # The new bytes do not continue the cached part: read those files whole.
+            again, again_states = parse([(source, None) for source in broken])
+            parsed = ReadResult.concat([_without(parsed, {s.name for s in broken}), again])
+            kept = [
+                (job, state)
+                for job, state in zip(jobs, states, strict=True)
+                if job[0] not in broken
+            ]
+            jobs = [job for job, _ in kept] + [(source, None) for source in broken]
+            states = [state for _, state in kept] + again_states
+            for source in broken:
+                del cached_parts[source]
+        fresh_rows = ReadResult.concat([*cached_parts.values(), parsed])
+        self._save(events, diagnostics, fresh_rows, jobs, states, stats)
+        return ReadResult.concat([served, fresh_rows])
 
     def _save(
         self,
         events: pl.DataFrame,
         diagnostics: pl.DataFrame,
-        results: list[tuple[Source, ReadResult, ReadState | None]],
+        read: ReadResult,
+        jobs: list[Job],
+        states: list[ReadState | None],
         stats: dict[Source, _Stat],
     ) -> None:
         """Rewrite the store with what was read; a store that cannot be written is simply not
         kept (the next run reads the files again)."""
-        updates = [(stats[s], r, st) for s, r, st in results if s in stats and st is not None]
+        updates = [
+            (stats[source], state)
+            for (source, _), state in zip(jobs, states, strict=True)
+            if source in stats and state is not None
+        ]
         if not updates:
             return
         if events.width == 0:
             events, diagnostics = self._load()
-        keys = [stat.key for stat, _, _ in updates]
-        new_events = [r.events.with_columns(file=pl.lit(st.key)) for st, r, _ in updates]
-        new_diagnostics = [r.diagnostics.with_columns(file=pl.lit(st.key)) for st, r, _ in updates]
+        keys = {stat.source.name: stat.key for stat, _ in updates}
+        counts = dict(read.events.group_by("file").len().iter_rows())
+
+        def keyed(frame: pl.DataFrame) -> pl.DataFrame:
+            return frame.filter(pl.col("file").is_in(list(keys))).with_columns(
+                pl.col("file").replace_strict(keys, return_dtype=pl.String)
+            )
+
+        stale = list(keys.values())
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             for frame, path in (
                 (
-                    pl.concat([events.filter(~pl.col("file").is_in(keys)), *new_events]),
+                    pl.concat([events.filter(~pl.col("file").is_in(stale)), keyed(read.events)]),
                     self.events_path,
                 ),
                 (
-                    pl.concat([diagnostics.filter(~pl.col("file").is_in(keys)), *new_diagnostics]),
+                    pl.concat(
+                        [diagnostics.filter(~pl.col("file").is_in(stale)), keyed(read.diagnostics)]
+                    ),
                     self.diagnostics_path,
                 ),
             ):
@@ -152,8 +166,7 @@ class EventStore:
                 temporary.replace(path)
         except OSError:
             return
-        for stat, result, state in updates:
-            assert state is not None
+        for stat, state in updates:
             self.index.put(
                 stat.key,
                 stat.size,
@@ -162,7 +175,7 @@ class EventStore:
                 next_line=state.next_line,
                 last_id=state.last_id,
                 session_id=state.session_id,
-                events=result.events.height,
+                events=counts.get(stat.source.name, 0),
             )
         self.index.save()
 
@@ -190,16 +203,25 @@ def _rows_of(
     return ReadResult(pick(events), pick(diagnostics))
 
 
-def _continues(appended: ReadResult, resume: Resume) -> bool:
-    """The appended part really continues the cached one: its first event's parentId is the
-    cached part's last event id."""
-    if appended.events.is_empty():
-        return True
-    return bool(appended.events["parent_id"][0] == resume.last_id)
-
-
-def _merge(cached: ReadResult, appended: ReadResult) -> ReadResult:
-    return ReadResult(
-        pl.concat([cached.events, appended.events]),
-        pl.concat([cached.diagnostics, appended.diagnostics]),
+def _broken_continuations(parsed: ReadResult, jobs: list[Job]) -> list[Source]:
+    """Resumed sources whose appended part does not continue the cached one: its first
+    event's parentId is not the cached part's last event id."""
+    resumed = {source.name: (source, resume) for source, resume in jobs if resume is not None}
+    if not resumed:
+        return []
+    first_parents = dict(
+        parsed.events.filter(pl.col("file").is_in(list(resumed)))
+        .group_by("file", maintain_order=True)
+        .agg(pl.col("parent_id").first())
+        .iter_rows()
     )
+    return [
+        source
+        for name, (source, resume) in resumed.items()
+        if name in first_parents and first_parents[name] != resume.last_id
+    ]
+
+
+def _without(result: ReadResult, names: set[str]) -> ReadResult:
+    keep = ~pl.col("file").is_in(list(names))
+    return ReadResult(result.events.filter(keep), result.diagnostics.filter(keep))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -194,9 +196,63 @@ def test_parallel_scan_matches_sequential(tmp_path: Path, monkeypatch: pytest.Mo
     for n in range(6):
         path = write(tmp_path, session(n, seed=n).to_bytes(), name=f"s{n}")
         sources.append(Source(path, f"s{n}"))
+    broken = write(tmp_path, damaged("glued"), name="broken")
+    sources.append(Source(broken, "broken"))
     sequential = fastcount.scan_sources(sources, use_cache=False)
     monkeypatch.setattr(fastcount, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(fastcount, "_can_fork", lambda: True)
     parallel = fastcount.scan_sources(sources, use_cache=False)
-    assert (parallel.llm_calls, parallel.left) == (sequential.llm_calls, [])
-    assert sequential.llm_calls == sum(n + 1 for n in range(6))
+    assert (parallel.llm_calls, parallel.damage) == (sequential.llm_calls, sequential.damage)
+    assert sequential.llm_calls == sum(n + 1 for n in range(6)) + full_count(damaged("glued"))[0]
+    assert [kind for _, _, kind, _ in sequential.damage] == ["truncated-event"]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["nul-tail", "cut", "crlf", "split", "glued", "duplicate", "blank", "not-an-event", "dropped"],
+)
+def test_full_read_fallback_counts_like_count(kind: str, tmp_path: Path) -> None:
+    data = damaged(kind)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    totals = fastcount.count_file(Source(path, "s"))
+    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    reported = read_bytes(data).diagnostics.select("line", "kind", "message").rows()
+    assert list(totals.damage) == reported
+
+
+def test_warm_total_repeats_the_warnings_without_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, damaged("glued"))
+    first = CliRunner().invoke(main, ["count", "--total", str(path)])
+    monkeypatch.setattr(fastcount, "count_file", lambda *a, **k: pytest.fail("read again"))
+    second = CliRunner().invoke(main, ["count", "--total", str(path)])
+    assert (second.stdout, second.stderr) == (first.stdout, first.stderr)
+    assert "truncated-event" in second.stderr
+
+
+def test_unreadable_file_exits_3(tmp_path: Path) -> None:
+    path = write(tmp_path, b"")
+    result = CliRunner().invoke(main, ["count", "--total", str(path)])
+    assert result.exit_code == 3
+    assert result.stdout == "0\n"
+    assert "empty-file" in result.stderr
+
+
+def test_total_never_imports_polars(tmp_path: Path) -> None:
+    clean = write(tmp_path, session(2).to_bytes(), name="clean")
+    broken = write(tmp_path, damaged("split"), name="broken")
+    code = (
+        "import sys; from copilot_logs.cli import main\n"
+        "try:\n    main(['count', '--total', '--no-cache', sys.argv[1], sys.argv[2]])\n"
+        "except SystemExit:\n    pass\n"
+        "print('polars' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(clean), str(broken)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.split() == [str(3 + full_count(damaged("split"))[0]), "False"]

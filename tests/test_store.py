@@ -44,8 +44,8 @@ def test_cached_read_equals_fresh_read(monkeypatch: pytest.MonkeyPatch) -> None:
     fresh = read_all(sources)
     first = read_all(sources, use_cache=True)
     assert_same(first, fresh)
-    monkeypatch.setattr(reader, "read_with_state", lambda *a, **k: pytest.fail("read again"))
-    monkeypatch.setattr(corpus, "read_with_state", lambda *a, **k: pytest.fail("read again"))
+    monkeypatch.setattr(reader, "read_many", lambda *a, **k: pytest.fail("read again"))
+    monkeypatch.setattr(corpus, "read_many", lambda *a, **k: pytest.fail("read again"))
     second = read_all(sources, use_cache=True)
     assert_same(second, fresh)
 
@@ -77,13 +77,13 @@ def grow(tmp_path: Path) -> tuple[Path, SessionBuilder, int]:
 def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path, builder, size = grow(tmp_path)
     offsets: list[Any] = []
-    real = corpus.read_with_state
+    real = corpus.read_many
 
-    def spy(source: Source, resume: Any = None) -> Any:
-        offsets.append(resume.offset if resume else 0)
-        return real(source, resume)
+    def spy(jobs: Any) -> Any:
+        offsets.extend(resume.offset if resume else 0 for _, resume in jobs)
+        return real(jobs)
 
-    monkeypatch.setattr(corpus, "read_with_state", spy)
+    monkeypatch.setattr(corpus, "read_many", spy)
     grown = read_all([Source(path, "s")], use_cache=True)
     assert offsets == [size]
     assert_same(grown, read_all([Source(path, "s")]))

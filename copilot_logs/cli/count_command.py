@@ -10,7 +10,7 @@ from copilot_logs.cli.options import (
     find,
     format_option,
     load,
-    read,
+    print_damage,
     selection_options,
     use_cache,
 )
@@ -93,21 +93,14 @@ def count(
 
 
 def _fast_total(sources: list[Source], include_subagents: bool) -> tuple[int, ExitCode]:
-    """Envelope scan for the files it can vouch for (polars is not even imported); the full
-    reader, which reports the damage, for the rest."""
+    """Cached, envelope-scanned or fully read, whichever each file allows (polars is never
+    imported); damage goes to stderr as with every command."""
     from copilot_logs.fastcount import scan_sources
 
     scan = scan_sources(sources, use_cache=use_cache())
+    print_damage(scan.damage)
     calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
-    if not scan.left:
-        return calls, ExitCode.OK
-    from copilot_logs import counting
-
-    result = read(scan.left)
-    table = counting.count(result)
-    return calls + counting.total_llm_calls(table, include_subagents=include_subagents), exit_code(
-        result
-    )
+    return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
 
 
 KEY_COLUMNS = {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -168,16 +168,21 @@ def _stderr_console() -> Any:
 
 def report_damage(result: ReadResult) -> None:
     """Each damaged line on stderr as FILE:LINE: kind: message, a few per file."""
-    diagnostics = result.diagnostics
-    if diagnostics.is_empty():
-        return
-    for (file,), rows in diagnostics.sort("file", "line").group_by("file", maintain_order=True):
-        shown = rows.head(MAX_DAMAGE_LINES)
-        for row in shown.iter_rows(named=True):
-            click.echo(f"warning: {file}:{row['line']}: {row['kind']}: {row['message']}", err=True)
-        if rows.height > MAX_DAMAGE_LINES:
+    rows = result.diagnostics.sort("file", "line").select("file", "line", "kind", "message")
+    print_damage(rows.iter_rows())
+
+
+def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
+    """(file, line, kind, message) rows, in order, on stderr; at most MAX_DAMAGE_LINES a file."""
+    shown: dict[str, int] = {}
+    for file, line, kind, message in rows:
+        shown[file] = shown.get(file, 0) + 1
+        if shown[file] <= MAX_DAMAGE_LINES:
+            click.echo(f"warning: {file}:{line}: {kind}: {message}", err=True)
+    for file, count in shown.items():
+        if count > MAX_DAMAGE_LINES:
             click.echo(
-                f"warning: {file}: {rows.height - MAX_DAMAGE_LINES} more damaged lines; "
+                f"warning: {file}: {count - MAX_DAMAGE_LINES} more damaged lines; "
                 f"run `copilot-logs validate {file}` to list them all",
                 err=True,
             )
