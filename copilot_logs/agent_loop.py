@@ -648,6 +648,13 @@ def timeline(result: ReadResult, *, include_tools: bool = True) -> list[Node]:
     return sessions
 
 
+def newest_first(parts: list[list[Node]]) -> list[Node]:
+    """The timelines of several batches as one list, newest session first."""
+    sessions = [session for part in parts for session in part]
+    sessions.sort(key=lambda s: s["started_at"] or "", reverse=True)
+    return sessions
+
+
 def turn_rows(sessions: list[Node]) -> pl.DataFrame:
     """One row per LLM call: main-agent turns (``agent_id`` null) and sub-agent calls
     (``agent_id`` = the spawning task's toolCallId, ``turn_index`` = the call's number in its

@@ -276,6 +276,11 @@ def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Exp
     )
 
 
+def newest_first(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """The audit tables of several batches as one, newest session first."""
+    return pl.concat(parts).sort("started_at", "file", descending=[True, False], nulls_last=True)
+
+
 def failing(table: pl.DataFrame, fail_on: Collection[str]) -> pl.DataFrame:
     """The rows of an ``audit`` table whose verdict is one of ``fail_on``."""
     return table.filter(pl.col("verdict").is_in(list(fail_on)))

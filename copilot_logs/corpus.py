@@ -1,97 +1,148 @@
-"""Reading many session logs at once: through the events cache, on every core when it pays."""
+"""Reading many session logs: in batches, through the events cache, on every core when it pays.
+
+Every command's core function works per file, so a command maps it over batches of files
+(``map_batches``) and keeps only its small result per batch: memory stays bounded by one batch
+(about BATCH_BYTES of input, or one larger file), not by the corpus.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from multiprocessing import get_context
+from typing import Generic, TypeVar
+
+import polars as pl
 
 from copilot_logs.envelope import Source
-from copilot_logs.parallel import balance, worker_count
+from copilot_logs.parallel import worker_count
 from copilot_logs.reader import ReadResult, ReadState, read_many
-from copilot_logs.store import EventStore, Job
+from copilot_logs.schema import DIAGNOSTICS_SCHEMA
+from copilot_logs.store import EventStore, Job, Updates
 
+T = TypeVar("T")
+
+BATCH_BYTES = 64 << 20
+"""Files are read and reduced in batches of about this much input."""
 PARALLEL_BYTES = 96 << 20
 """Below this much to parse, starting worker processes costs more than it saves."""
-SEQUENTIAL_BATCH_BYTES = 64 << 20
-"""Files read in one process are turned into frames in batches of about this much input."""
 
 OnRead = Callable[[Source], None]
 
 
-def _parse_batch(jobs: Sequence[Job]) -> tuple[ReadResult, list[ReadState | None]]:
+def _size(source: Source) -> int:
+    try:
+        return source.path.stat().st_size if source.path is not None else 0
+    except OSError:
+        return 0
+
+
+def batches(sources: Sequence[Source], limit: int | None = None) -> list[list[Source]]:
+    """Consecutive sources in batches of about ``limit`` (BATCH_BYTES) bytes, at least one
+    source each."""
+    limit = limit or BATCH_BYTES
+    groups: list[list[Source]] = [[]]
+    total = 0
+    for source in sources:
+        size = _size(source)
+        if groups[-1] and total + size > limit:
+            groups.append([])
+            total = 0
+        groups[-1].append(source)
+        total += size
+    return [group for group in groups if group]
+
+
+def _parse(jobs: Sequence[Job]) -> tuple[ReadResult, list[ReadState | None]]:
     return read_many(jobs)
 
 
-def _size(job: Job) -> int:
-    source, resume = job
-    try:
-        size = source.path.stat().st_size if source.path is not None else 0
-    except OSError:
-        return 0
-    return size - (resume.offset if resume else 0)
+@dataclass
+class BatchResult(Generic[T]):
+    """What one batch leaves behind: the mapped value and what to report about the read."""
+
+    value: T
+    diagnostics: pl.DataFrame
+    files_with_events: list[str]
+    updates: Updates = field(default_factory=dict)
 
 
-def parse(
-    jobs: Sequence[Job], on_read: OnRead | None = None
-) -> tuple[ReadResult, list[ReadState | None]]:
-    """Read each job (a source, maybe resumed), in worker processes when there is a lot."""
-    sizes = [_size(job) for job in jobs]
-    workers = worker_count(len(jobs))
-    if workers < 2 or sum(sizes) < PARALLEL_BYTES or any(s.path is None for s, _ in jobs):
-        parts, states = [], []
-        for batch in _chunks(list(jobs), sizes, SEQUENTIAL_BATCH_BYTES):
-            result, batch_states = read_many(batch)
-            parts.append(result)
-            states.extend(batch_states)
-            for source, _ in batch:
-                if on_read is not None:
-                    on_read(source)
-        return ReadResult.concat(parts), states
-    # Workers come from a fork server that imported the reader but never ran polars: forking
-    # a process whose polars thread pool has started can deadlock the child.
-    context = get_context("forkserver")
-    context.set_forkserver_preload(["copilot_logs.reader"])
-    order = {id(job): index for index, job in enumerate(jobs)}
-    states_by_index: dict[int, ReadState | None] = {}
-    results = []
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {
-            pool.submit(_parse_batch, batch): batch
-            for batch in balance(list(jobs), sizes, workers * 4)
-        }
-        for future in as_completed(futures):
-            batch = futures[future]
-            result, batch_states = future.result()
-            results.append(result)
-            for job, state in zip(batch, batch_states, strict=True):
-                states_by_index[order[id(job)]] = state
-                if on_read is not None:
-                    on_read(job[0])
-    return ReadResult.concat(results), [states_by_index[i] for i in range(len(jobs))]
+def _run_batch(
+    sources: Sequence[Source], fn: Callable[[ReadResult], T], use_cache: bool
+) -> BatchResult[T]:
+    if use_cache:
+        result, updates = EventStore().read(sources, _parse)
+    else:
+        result, updates = _parse([(s, None) for s in sources])[0], {}
+    return BatchResult(
+        fn(result),
+        result.diagnostics,
+        result.events["file"].unique().to_list(),
+        updates,
+    )
 
 
-def _chunks(jobs: list[Job], sizes: list[int], limit: int) -> list[list[Job]]:
-    """Consecutive jobs in batches of about ``limit`` bytes (at least one job each)."""
-    batches: list[list[Job]] = [[]]
-    total = 0
-    for job, size in zip(jobs, sizes, strict=True):
-        if batches[-1] and total + size > limit:
-            batches.append([])
-            total = 0
-        batches[-1].append(job)
-        total += size
-    return [batch for batch in batches if batch]
+def map_batches(
+    sources: Sequence[Source],
+    fn: Callable[[ReadResult], T],
+    *,
+    use_cache: bool = False,
+    on_read: OnRead | None = None,
+) -> Iterator[BatchResult[T]]:
+    """``fn`` applied to each batch of sources, in worker processes when there is a lot to
+    parse. ``fn`` must be picklable for that (a module-level function or a partial of one).
+    Results come in the order batches finish; the cache index is updated at the end."""
+    groups = batches(sources)
+    store = EventStore() if use_cache else None
+    to_parse = store.uncached_bytes(sources) if store is not None else sum(map(_size, sources))
+    workers = worker_count(len(groups))
+    updates: Updates = {}
+    if workers < 2 or to_parse < PARALLEL_BYTES or any(s.path is None for s in sources):
+        for group in groups:
+            done = _run_batch(group, fn, use_cache)
+            updates.update(done.updates)
+            _notify(group, on_read)
+            yield done
+    else:
+        # Workers come from a fork server that imported the reader but never ran polars:
+        # forking a process whose polars thread pool has started can deadlock the child.
+        context = get_context("forkserver")
+        context.set_forkserver_preload(["copilot_logs.corpus"])
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {pool.submit(_run_batch, group, fn, use_cache): group for group in groups}
+            for future in as_completed(futures):
+                done = future.result()
+                updates.update(done.updates)
+                _notify(futures[future], on_read)
+                yield done
+    if store is not None:
+        store.apply(updates)
+
+
+def _notify(group: Sequence[Source], on_read: OnRead | None) -> None:
+    if on_read is not None:
+        for source in group:
+            on_read(source)
+
+
+def _same(result: ReadResult) -> ReadResult:
+    return result
 
 
 def read_all(
     sources: Sequence[Source], *, use_cache: bool = False, on_read: OnRead | None = None
 ) -> ReadResult:
-    """Every source's events and diagnostics in one ReadResult.
+    """Every source's events and diagnostics in one ReadResult (memory grows with the
+    selection: commands use :func:`map_batches` instead).
 
     With ``use_cache`` unchanged files come from the events cache and grown ones are read from
     where the cache stopped (see :mod:`copilot_logs.store`).
     """
-    if not use_cache:
-        return parse([(s, None) for s in sources], on_read)[0]
-    return EventStore().read(sources, lambda jobs: parse(jobs, on_read))
+    return ReadResult.concat(
+        done.value for done in map_batches(sources, _same, use_cache=use_cache, on_read=on_read)
+    )
+
+
+def empty_diagnostics() -> pl.DataFrame:
+    return pl.DataFrame(schema=DIAGNOSTICS_SCHEMA)

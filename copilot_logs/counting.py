@@ -64,6 +64,16 @@ def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.D
     return table
 
 
+def combine(tables: list[pl.DataFrame]) -> pl.DataFrame:
+    """``count`` tables of several batches (in batch order) as one: per-session rows are kept
+    in order, other groupings are summed again (a group may span batches)."""
+    table = pl.concat(tables)
+    keys = [name for name in table.columns if name not in model.COUNT_FIELDS]
+    if keys == ["session_id"]:
+        return table
+    return table.group_by(keys).agg(pl.col(name).sum() for name in model.COUNT_FIELDS).sort(keys)
+
+
 def totals(table: pl.DataFrame) -> dict[str, int]:
     """The sum of every figure over the rows of a ``count`` table."""
     return {name: int(table[name].sum()) for name in model.COUNT_FIELDS}

@@ -67,6 +67,11 @@ def damaged_lines(diagnostics: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def newest_first(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Summaries of several batches as one table, newest session first."""
+    return pl.concat(parts).sort("started_at", descending=True, nulls_last=True)
+
+
 def summarize(result: ReadResult) -> pl.DataFrame:
     """One row per session log read, newest first."""
     annotated = model.annotate(result.events)

@@ -1161,6 +1161,36 @@ class Report:
         }
 
 
+def check_batch(
+    result: ReadResult,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The findings and the files checked of one batch of logs (for :func:`combine`)."""
+    return check(result, select=select, ignore=ignore), checked_files(result)
+
+
+def combine(
+    parts: Sequence[tuple[pl.DataFrame, pl.DataFrame]],
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    strict: bool = False,
+) -> Report:
+    """The report over several batches' :func:`check_batch` results."""
+    findings = [f for f, _ in parts] or [empty_findings()]
+    files = [f for _, f in parts]
+    return Report(
+        findings=pl.concat(findings).sort("file", "line", "code", nulls_last=False),
+        files=pl.concat(files).sort("file")
+        if files
+        else pl.DataFrame(schema={"file": pl.String, "session_id": pl.String}),
+        rules=resolve(select, ignore),
+        strict=strict,
+    )
+
+
 def validate(
     result: ReadResult,
     *,

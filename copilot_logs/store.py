@@ -1,16 +1,18 @@
-"""The events cache: every file's events and diagnostics frames, kept in one Arrow store.
+"""The events cache: every file's events and diagnostics frames, kept in Arrow segments.
 
-One store rather than a file per session, because reading thousands of small files costs far
-more than one contiguous read. Each file's rows are remembered with the file's size and
-modification time (the index is a :class:`copilot_logs.cache.JsonCache`): an unchanged file is
-served from the store; a file that only grew is read from where the cached part ended (its
-first new event must continue the parentId chain, or the whole file is read again); any other
-change means a full re-read. The store is rewritten only when something was read.
+Files are read in batches (see :mod:`copilot_logs.corpus`); what one batch read is written as
+one segment, so a later run reads a few segments instead of thousands of small files, and never
+more than the segments its batch needs. Each file's rows are remembered with the file's size
+and modification time (the index is a :class:`copilot_logs.cache.JsonCache`): an unchanged file
+is served from its segment; a file that only grew is read from where the cached part ended
+(its first new event must continue the parentId chain, or the whole file is read again); any
+other change means a full re-read. A segment none of whose files still points at it is deleted.
 """
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +26,12 @@ from copilot_logs.reader import ReadResult, ReadState, Resume
 from copilot_logs.schema import DIAGNOSTICS_SCHEMA, EVENTS_SCHEMA
 
 NAME = "events"
+VERSION = 2
 
 Job = tuple[Source, Resume | None]
 Parse = Callable[[Sequence[Job]], tuple[ReadResult, list[ReadState | None]]]
+Updates = dict[str, dict[str, Any]]
+"""Index entries by file key, as :meth:`EventStore.read` returns them."""
 
 
 @dataclass(frozen=True)
@@ -38,27 +43,73 @@ class _Stat:
 
 
 class EventStore:
-    """The store and its index in a cache folder (by default the user's cache folder)."""
+    """The segments and their index in a cache folder (by default the user's cache folder)."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder or cache_dir()
+        base = folder or cache_dir()
+        self.folder = base / f"{NAME}-v{VERSION}"
         self.index = JsonCache(NAME, self.folder)
-        self.events_path = self.folder / f"{NAME}-v1.arrow"
-        self.diagnostics_path = self.folder / f"{NAME}-diagnostics-v1.arrow"
 
-    def _load(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+    def _paths(self, segment: str) -> tuple[Path, Path]:
+        return self.folder / f"{segment}.arrow", self.folder / f"{segment}.diagnostics.arrow"
+
+    def _segment(self, segment: str, keys: list[str]) -> ReadResult | None:
+        """The rows of ``keys`` in a segment (None when it cannot be read as written)."""
+        events_path, diagnostics_path = self._paths(segment)
         try:
-            events = pl.read_ipc(self.events_path)
-            diagnostics = pl.read_ipc(self.diagnostics_path)
-            if events.schema != EVENTS_SCHEMA or diagnostics.schema != DIAGNOSTICS_SCHEMA:
-                raise ValueError("the store was written by another version")
-        except (OSError, ValueError, pl.exceptions.PolarsError):
-            self.index.entries = {}
-            return pl.DataFrame(schema=EVENTS_SCHEMA), pl.DataFrame(schema=DIAGNOSTICS_SCHEMA)
-        return events, diagnostics
+            events = pl.read_ipc(events_path)
+            diagnostics = pl.read_ipc(diagnostics_path)
+        except (OSError, pl.exceptions.PolarsError):
+            return None
+        if events.schema != EVENTS_SCHEMA or diagnostics.schema != DIAGNOSTICS_SCHEMA:
+            return None
+        mine = pl.col("file").is_in(keys)
+        return ReadResult(events.filter(mine), diagnostics.filter(mine))
 
-    def read(self, sources: Sequence[Source], parse: Parse) -> ReadResult:
-        """Every source's frames: from the store when unchanged, else via ``parse``."""
+    def _cached(self, stats: dict[str, _Stat]) -> dict[str, ReadResult]:
+        """Each key's stored rows, for the keys whose rows are all there (as many events as
+        the index says); keys missing here are read again."""
+        by_segment: dict[str, list[str]] = {}
+        for key in stats:
+            by_segment.setdefault(self.index.entries[key]["segment"], []).append(key)
+        found: dict[str, ReadResult] = {}
+        for segment, keys in by_segment.items():
+            rows = self._segment(segment, keys)
+            if rows is None:
+                continue
+            events = rows.events.partition_by("file", as_dict=True)
+            diagnostics = rows.diagnostics.partition_by("file", as_dict=True)
+            empty = ReadResult.concat([])
+            for key in keys:
+                mine_events = events.get((key,), empty.events)
+                if mine_events.height != self.index.entries[key].get("events"):
+                    continue  # the segment and the index disagree: read the file again
+                name = stats[key].source.name
+                found[key] = ReadResult(
+                    mine_events.with_columns(file=pl.lit(name)),
+                    diagnostics.get((key,), empty.diagnostics).with_columns(file=pl.lit(name)),
+                )
+        return found
+
+    def uncached_bytes(self, sources: Sequence[Source]) -> int:
+        """How much of the sources the store cannot serve (what a run would have to parse)."""
+        total = 0
+        for source in sources:
+            stamp = JsonCache.stamp(source.path) if source.path is not None else None
+            if stamp is None:
+                continue
+            key, size, mtime = stamp
+            entry = self.index.entries.get(key)
+            if entry is None or entry["size"] != size or entry["mtime_ns"] != mtime:
+                total += size - (
+                    entry["end"] if entry and entry.get("end") == entry["size"] < size else 0
+                )
+        return total
+
+    def read(self, sources: Sequence[Source], parse: Parse) -> tuple[ReadResult, Updates]:
+        """Every source's frames: from the store when unchanged, else via ``parse``; what was
+        read is written as a new segment, and the index entries to record are returned (the
+        caller applies them, so that worker processes never write the index)."""
         fresh: dict[str, _Stat] = {}
         grown: dict[str, _Stat] = {}
         misses: list[Source] = []
@@ -71,7 +122,7 @@ class EventStore:
             stat = _Stat(source, *stamp)
             stats[source] = stat
             entry = self.index.entries.get(stat.key)
-            if entry is None:
+            if entry is None or "segment" not in entry:
                 misses.append(source)
             elif entry["size"] == stat.size and entry["mtime_ns"] == stat.mtime:
                 fresh[stat.key] = stat
@@ -79,128 +130,103 @@ class EventStore:
                 grown[stat.key] = stat
             else:
                 misses.append(source)
-        events, diagnostics = self._load() if fresh or grown else (pl.DataFrame(), pl.DataFrame())
-        held = _held(events, self.index.entries, [*fresh, *grown]) if fresh or grown else {}
+        cached = self._cached({**fresh, **grown})
         for table in (fresh, grown):
-            for key in [k for k in table if k not in held]:
-                misses.append(table.pop(key).source)  # store and index disagree: read again
-        served = _rows_of(events, diagnostics, fresh)
+            for key in [k for k in table if k not in cached]:
+                misses.append(table.pop(key).source)
         jobs: list[Job] = [(source, None) for source in misses]
-        cached_parts: dict[Source, ReadResult] = {}
         for key, stat in grown.items():
-            part = _rows_of(events, diagnostics, {key: stat})
             entry = self.index.entries[key]
-            cached_parts[stat.source] = part
             resume = Resume(
                 offset=entry["end"],
                 line=entry["next_line"],
                 last_id=entry["last_id"],
-                seen_ids=frozenset(part.events["event_id"].drop_nulls().to_list()),
+                seen_ids=frozenset(cached[key].events["event_id"].drop_nulls().to_list()),
                 session_id=entry["session_id"],
             )
             jobs.append((stat.source, resume))
-        parsed, states = parse(jobs)
+        parsed, states = parse(jobs) if jobs else (ReadResult.concat([]), [])
         broken = _broken_continuations(parsed, jobs)
         if broken:
             # The new bytes do not continue the cached part: read those files whole.
             again, again_states = parse([(source, None) for source in broken])
             parsed = ReadResult.concat([_without(parsed, {s.name for s in broken}), again])
-            kept = [
-                (job, state)
-                for job, state in zip(jobs, states, strict=True)
-                if job[0] not in broken
-            ]
+            kept = [(j, st) for j, st in zip(jobs, states, strict=True) if j[0] not in broken]
             jobs = [job for job, _ in kept] + [(source, None) for source in broken]
             states = [state for _, state in kept] + again_states
             for source in broken:
-                del cached_parts[source]
-        fresh_rows = ReadResult.concat([*cached_parts.values(), parsed])
-        self._save(events, diagnostics, fresh_rows, jobs, states, stats)
-        return ReadResult.concat([served, fresh_rows])
+                grown.pop(stats[source].key)
+        read = ReadResult.concat([*(cached[key] for key in grown), parsed])
+        updates = self._write(read, jobs, states, stats)
+        return ReadResult.concat([*(cached[key] for key in fresh), read]), updates
 
-    def _save(
+    def _write(
         self,
-        events: pl.DataFrame,
-        diagnostics: pl.DataFrame,
         read: ReadResult,
         jobs: list[Job],
         states: list[ReadState | None],
         stats: dict[Source, _Stat],
-    ) -> None:
-        """Rewrite the store with what was read; a store that cannot be written is simply not
+    ) -> Updates:
+        """Write what was read as a new segment; a cache that cannot be written is simply not
         kept (the next run reads the files again)."""
-        updates = [
+        done = [
             (stats[source], state)
             for (source, _), state in zip(jobs, states, strict=True)
             if source in stats and state is not None
         ]
-        if not updates:
-            return
-        if events.width == 0:
-            events, diagnostics = self._load()
-        keys = {stat.source.name: stat.key for stat, _ in updates}
-        counts = dict(read.events.group_by("file").len().iter_rows())
+        if not done:
+            return {}
+        keys = {stat.source.name: stat.key for stat, _ in done}
 
         def keyed(frame: pl.DataFrame) -> pl.DataFrame:
             return frame.filter(pl.col("file").is_in(list(keys))).with_columns(
                 pl.col("file").replace_strict(keys, return_dtype=pl.String)
             )
 
-        stale = list(keys.values())
+        segment = uuid.uuid4().hex
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            for frame, path in (
-                (
-                    pl.concat([events.filter(~pl.col("file").is_in(stale)), keyed(read.events)]),
-                    self.events_path,
-                ),
-                (
-                    pl.concat(
-                        [diagnostics.filter(~pl.col("file").is_in(stale)), keyed(read.diagnostics)]
-                    ),
-                    self.diagnostics_path,
-                ),
+            for frame, path in zip(
+                (keyed(read.events), keyed(read.diagnostics)), self._paths(segment), strict=True
             ):
                 temporary = path.with_suffix(f".{os.getpid()}.tmp")
                 frame.write_ipc(temporary, compression="lz4")
                 temporary.replace(path)
         except OSError:
+            return {}
+        counts = dict(read.events.group_by("file").len().iter_rows())
+        return {
+            stat.key: {
+                "size": stat.size,
+                "mtime_ns": stat.mtime,
+                "end": state.end,
+                "next_line": state.next_line,
+                "last_id": state.last_id,
+                "session_id": state.session_id,
+                "events": counts.get(stat.source.name, 0),
+                "segment": segment,
+            }
+            for stat, state in done
+        }
+
+    def apply(self, updates: Updates) -> None:
+        """Record the entries reads returned, and delete the segments nothing points at."""
+        if not updates:
             return
-        for stat, state in updates:
+        replaced = {self.index.entries.get(key, {}).get("segment") for key in updates}
+        for key, entry in updates.items():
             self.index.put(
-                stat.key,
-                stat.size,
-                stat.mtime,
-                end=state.end,
-                next_line=state.next_line,
-                last_id=state.last_id,
-                session_id=state.session_id,
-                events=counts.get(stat.source.name, 0),
+                key,
+                entry["size"],
+                entry["mtime_ns"],
+                **{k: v for k, v in entry.items() if k not in ("size", "mtime_ns")},
             )
         self.index.save()
-
-
-def _held(events: pl.DataFrame, entries: dict[str, Any], keys: list[str]) -> set[str]:
-    """The keys whose rows in the store are all there (as many as the index says)."""
-    counts = dict(events.filter(pl.col("file").is_in(keys)).group_by("file").len().iter_rows())
-    return {key for key in keys if counts.get(key, 0) == entries[key].get("events")}
-
-
-def _rows_of(
-    events: pl.DataFrame, diagnostics: pl.DataFrame, stats: dict[str, _Stat]
-) -> ReadResult:
-    """The stored rows of some files, under the names the caller gave them."""
-    if not stats:
-        return ReadResult.concat([])
-    names = {key: stat.source.name for key, stat in stats.items()}
-    keys = list(names)
-
-    def pick(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.filter(pl.col("file").is_in(keys)).with_columns(
-            pl.col("file").replace_strict(names, return_dtype=pl.String)
-        )
-
-    return ReadResult(pick(events), pick(diagnostics))
+        live = {entry.get("segment") for entry in self.index.entries.values()}
+        for segment in replaced - live:
+            if isinstance(segment, str):
+                for path in self._paths(segment):
+                    path.unlink(missing_ok=True)
 
 
 def _broken_continuations(parsed: ReadResult, jobs: list[Job]) -> list[Source]:

@@ -590,7 +590,12 @@ def totals(sessions: pl.DataFrame) -> dict[str, Any]:
 
 def usage(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> UsageReport:
     """The ``usage`` command's report: rows grouped ``by``, the session rows, the totals."""
-    sessions = session_usage(result)
+    return report([session_usage(result)], by=by, zone=zone)
+
+
+def report(parts: list[pl.DataFrame], *, by: str = "session", zone: str = "UTC") -> UsageReport:
+    """The report over the session rows of several batches (see :func:`session_usage`)."""
+    sessions = pl.concat(parts).sort("started_at", descending=True, nulls_last=True)
     return UsageReport(
         by=by,
         zone=zone,

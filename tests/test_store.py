@@ -113,9 +113,29 @@ def test_store_and_index_disagreeing_means_a_fresh_read(tmp_path: Path) -> None:
     sources = sample_sources()
     read_all(sources, use_cache=True)
     store = EventStore()
-    events = pl.read_ipc(store.events_path)
-    events.head(10).write_ipc(store.events_path)  # another run rewrote the store
+    [segment] = {entry["segment"] for entry in store.index.entries.values()}
+    events_path, _ = store._paths(segment)
+    pl.read_ipc(events_path).head(10).write_ipc(events_path)  # another run rewrote it
     assert_same(read_all(sources, use_cache=True), read_all(sources))
+
+
+def test_dead_segments_are_deleted(tmp_path: Path) -> None:
+    path, _, _ = grow(tmp_path)
+    read_all([Source(path, "s")], use_cache=True)  # the grown file goes to a new segment
+    store = EventStore()
+    live = {entry["segment"] for entry in store.index.entries.values()}
+    on_disk = {p.name.split(".")[0] for p in store.folder.glob("*.arrow")}
+    assert on_disk == live
+
+
+def test_batches_give_the_same_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = sample_sources()
+    whole = read_all(sources)
+    monkeypatch.setattr(corpus, "BATCH_BYTES", 4000)
+    assert len(corpus.batches(sources)) > 3
+    assert_same(read_all(sources), whole)
+    assert_same(read_all(sources, use_cache=True), whole)
+    assert_same(read_all(sources, use_cache=True), whole)
 
 
 def test_cli_no_cache_writes_nothing(copilot_home: Path) -> None:
@@ -123,7 +143,7 @@ def test_cli_no_cache_writes_nothing(copilot_home: Path) -> None:
     assert result.exit_code == 0
     assert not (copilot_home / "cache").exists()
     CliRunner().invoke(main, ["sessions", str(SAMPLES), "--format", "json"])
-    assert EventStore().events_path.exists()
+    assert list(EventStore().folder.glob("*.arrow"))
 
 
 def test_parallel_parse_equals_sequential(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,18 +132,20 @@ def audit(
     from copilot_logs import autopilot_audit as core
     from copilot_logs.reader import ReadResult
 
-    result = load(selectors, root, since, until, latest)
-    table = core.audit(
-        result or ReadResult.concat([]),
+    judge = partial(
+        core.audit,
+        now=datetime.now(UTC),
         running_within=running_within,
         nudge_cap=nudge_cap,
         require_task_complete=require_task_complete,
     )
+    loaded = load(selectors, root, since, until, latest)
+    table = core.newest_first(loaded.map(judge) if loaded else [judge(ReadResult.concat([]))])
     shown = table if show_all else core.judged(table)
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))
-    if result is None or not core.failing(shown, fail_on).is_empty():
+    if loaded is None or not core.failing(shown, fail_on).is_empty():
         ctx.exit(int(ExitCode.FAILED))
-    ctx.exit(exit_code(result))
+    ctx.exit(exit_code(loaded))
 
 
 # --- rendering, specific to audit ------------------------------------------------------------

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,10 +76,10 @@ def count(
     from copilot_logs import counting, render
     from copilot_logs.model import COUNT_FIELDS
 
-    result = load(selectors, root, since, until, latest)
-    if result is None:
+    loaded = load(selectors, root, since, until, latest)
+    if loaded is None:
         return
-    table = counting.count(result, by=by, zone=zone)
+    table = counting.combine(loaded.map(partial(counting.count, by=by, zone=zone)))
     if fmt == "table":
         keys = [c for c in table.columns if c not in COUNT_FIELDS]
         sums = counting.totals(table)
@@ -89,7 +90,7 @@ def count(
         )
     else:
         render.write_frame(table, fmt)
-    ctx.exit(exit_code(result))
+    ctx.exit(exit_code(loaded))
 
 
 def _fast_total(sources: list[Source], include_subagents: bool) -> tuple[int, ExitCode]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -12,6 +13,8 @@ import click
 from copilot_logs.errors import ExitCode
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from copilot_logs.envelope import Source
     from copilot_logs.reader import ReadResult
 
@@ -120,37 +123,63 @@ def load(
     *,
     report: bool = True,
     zone: str | None = None,
-) -> ReadResult | None:
-    """Find and read the selected sessions, reporting damage on stderr (unless ``report`` is
-    false: validate reports it as findings).
+) -> Loaded | None:
+    """Find the selected sessions; reading happens when the command maps its core function
+    over them (:meth:`Loaded.map`), batch by batch, damage reported on stderr (unless
+    ``report`` is false: validate reports it as findings).
 
     Returns None (after saying so on stderr) when there is no session to read.
     """
     sources = find(selectors, root, since, until, latest, zone=zone)
     if not sources:
         return None
-    return read(sources, report=report)
+    return Loaded(sources, report=report)
 
 
-def read(sources: list[Source], *, report: bool = True) -> ReadResult:
-    """Read sources through the events cache (unless --no-cache), with a progress bar on a
-    terminal when there is a lot to read."""
-    from copilot_logs.corpus import read_all
+T = TypeVar("T")
 
-    total_bytes = sum(_size(s) for s in sources)
-    if not sys.stderr.isatty() or total_bytes < 64 << 20:
-        result = read_all(sources, use_cache=use_cache())
-    else:
-        from rich.progress import Progress
 
-        with Progress(transient=True, console=_stderr_console()) as progress:
-            task = progress.add_task("Reading sessions", total=len(sources))
-            result = read_all(
-                sources, use_cache=use_cache(), on_read=lambda _source: progress.advance(task)
-            )
-    if report:
-        report_damage(result)
-    return result
+class Loaded:
+    """The selected sessions, read batch by batch through the cache (unless --no-cache) when a
+    command maps its core function over them; a progress bar on a terminal when there is a
+    lot to read."""
+
+    def __init__(self, sources: list[Source], *, report: bool = True) -> None:
+        self.sources = sources
+        self.report = report
+        self.diagnostics: pl.DataFrame | None = None
+        self.files_with_events: set[str] = set()
+
+    def map(self, fn: Callable[[ReadResult], T]) -> list[T]:
+        """``fn`` over every batch (it must be picklable: a module-level function or a
+        partial of one); the batches' values, in no particular order."""
+        import polars as pl
+
+        from copilot_logs.corpus import empty_diagnostics, map_batches
+
+        values: list[T] = []
+        diagnostics = [empty_diagnostics()]
+        with _progress(self.sources) as advance:
+            for done in map_batches(self.sources, fn, use_cache=use_cache(), on_read=advance):
+                values.append(done.value)
+                diagnostics.append(done.diagnostics)
+                self.files_with_events.update(done.files_with_events)
+        self.diagnostics = pl.concat(diagnostics)
+        if self.report:
+            report_damage(self.diagnostics)
+        return values
+
+
+@contextmanager
+def _progress(sources: list[Source]) -> Iterator[Callable[[Source], None] | None]:
+    if not sys.stderr.isatty() or sum(_size(s) for s in sources) < 64 << 20:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=_stderr_console()) as progress:
+        task = progress.add_task("Reading sessions", total=len(sources))
+        yield lambda _source: progress.advance(task)
 
 
 def _size(source: Source) -> int:
@@ -166,9 +195,9 @@ def _stderr_console() -> Any:
     return Console(stderr=True)
 
 
-def report_damage(result: ReadResult) -> None:
+def report_damage(diagnostics: pl.DataFrame) -> None:
     """Each damaged line on stderr as FILE:LINE: kind: message, a few per file."""
-    rows = result.diagnostics.sort("file", "line").select("file", "line", "kind", "message")
+    rows = diagnostics.sort("file", "line").select("file", "line", "kind", "message")
     print_damage(rows.iter_rows())
 
 
@@ -188,9 +217,10 @@ def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
             )
 
 
-def exit_code(result: ReadResult) -> ExitCode:
+def exit_code(loaded: Loaded) -> ExitCode:
     """UNREADABLE when some selected file gave nothing at all, else OK."""
-    unreadable = set(result.diagnostics.filter(kind="unreadable")["file"].to_list())
-    readable = set(result.events["file"].unique().to_list())
-    empty = set(result.diagnostics["file"].unique().to_list()) - readable
+    if loaded.diagnostics is None:
+        return ExitCode.OK
+    unreadable = set(loaded.diagnostics.filter(kind="unreadable")["file"].to_list())
+    empty = set(loaded.diagnostics["file"].unique().to_list()) - loaded.files_with_events
     return ExitCode.UNREADABLE if unreadable or empty else ExitCode.OK

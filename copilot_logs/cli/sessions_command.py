@@ -30,17 +30,17 @@ def sessions(
       copilot-logs sessions ./recordings/*.jsonl
     """
     from copilot_logs import render
-    from copilot_logs.overview import summarize
+    from copilot_logs.overview import newest_first, summarize
 
-    result = load(selectors, root, since, until, latest)
-    if result is None:
+    loaded = load(selectors, root, since, until, latest)
+    if loaded is None:
         return
-    table = summarize(result)
+    table = newest_first(loaded.map(summarize))
     if fmt == "table":
         render.print_table(table, SESSION_TABLE)
     else:
         render.write_frame(table, fmt)
-    ctx.exit(exit_code(result))
+    ctx.exit(exit_code(loaded))
 
 
 SESSION_TABLE = [

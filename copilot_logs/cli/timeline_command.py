@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import click
@@ -45,16 +46,16 @@ def timeline(
       copilot-logs timeline --latest 5 --format csv
     """
     from copilot_logs import render
+    from copilot_logs.agent_loop import newest_first, turn_rows
     from copilot_logs.agent_loop import timeline as build
-    from copilot_logs.agent_loop import turn_rows
 
     if not selectors and latest is None:
         click.echo("No session given: showing the newest one (as with --latest 1).", err=True)
         latest = 1
-    result = load(selectors, root, since, until, latest)
-    if result is None:
+    loaded = load(selectors, root, since, until, latest)
+    if loaded is None:
         return
-    sessions = build(result, include_tools=not no_tools)
+    sessions = newest_first(loaded.map(partial(build, include_tools=not no_tools)))
     if fmt == "table":
         from copilot_logs.timeline_render import print_timeline
 
@@ -63,4 +64,4 @@ def timeline(
         render.write_json(sessions)
     else:
         render.write_frame(turn_rows(sessions), fmt)
-    ctx.exit(exit_code(result))
+    ctx.exit(exit_code(loaded))

@@ -79,18 +79,19 @@ def usage(
       copilot-logs usage --verbose 3fa
     """
     from copilot_logs.timezones import resolve_zone
-    from copilot_logs.usage_accounting import usage as usage_report
+    from copilot_logs.usage_accounting import report as usage_report
+    from copilot_logs.usage_accounting import session_usage
 
     zone = resolve_zone(tz)
-    result = load(selectors, root, since, until, latest, zone=zone)
-    if result is None:
+    loaded = load(selectors, root, since, until, latest, zone=zone)
+    if loaded is None:
         return
-    report = usage_report(result, by=by, zone=zone)
+    report = usage_report(loaded.map(session_usage), by=by, zone=zone)
     if verbose:
         for line in reconciliation_lines(report.sessions):
             click.echo(line, err=True)
     write_report(report, fmt, breakdown=breakdown)
-    ctx.exit(exit_code(result))
+    ctx.exit(exit_code(loaded))
 
 
 # --- rendering specific to usage -------------------------------------------------------------

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import click
@@ -67,9 +68,13 @@ def validate(
         raise click.UsageError("--statistics works with --format text or json")
     settings = config.load_settings().merged(select=select, ignore=ignore, strict=strict)
     rules.resolve(settings.select, settings.ignore)  # unknown codes fail before any reading
-    result = load(selectors, root, since, until, latest, report=False) or ReadResult.concat([])
-    report = rules.validate(
-        result, select=settings.select, ignore=settings.ignore, strict=settings.strict
+    loaded = load(selectors, root, since, until, latest, report=False)
+    check = partial(rules.check_batch, select=settings.select, ignore=settings.ignore)
+    report = rules.combine(
+        loaded.map(check) if loaded else [check(ReadResult.concat([]))],
+        select=settings.select,
+        ignore=settings.ignore,
+        strict=settings.strict,
     )
     click.echo(ci_formats.render(report, fmt, statistics=statistics), nl=False)
     if fmt == "github":
