@@ -45,7 +45,7 @@ class JsonCache:
             info = path.stat()
         except OSError:
             return None
-        return str(path.resolve()), info.st_size, info.st_mtime_ns
+        return os.path.abspath(path), info.st_size, info.st_mtime_ns
 
     def get(self, path: Path) -> tuple[dict[str, Any] | None, str, int, int] | None:
         """The entry of an unchanged file (or None), with the file's key, size and mtime."""

@@ -54,8 +54,8 @@ def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.D
         order = model.session_facts(flags).select("session_id", "started_at")
         table = (
             table.join(order, on="session_id", how="left")
+            .select("session_id", "started_at", *model.COUNT_FIELDS)
             .sort("started_at", descending=True, nulls_last=True)
-            .drop("started_at")
         )
     else:
         # Events outside any figure (session.start before the first model event, say) would
@@ -65,12 +65,12 @@ def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.D
 
 
 def combine(tables: list[pl.DataFrame]) -> pl.DataFrame:
-    """``count`` tables of several batches (in batch order) as one: per-session rows are kept
-    in order, other groupings are summed again (a group may span batches)."""
+    """``count`` tables of several batches as one: per-session rows newest first, other
+    groupings summed again (a group may span batches)."""
     table = pl.concat(tables)
+    if "started_at" in table.columns:
+        return table.sort("started_at", descending=True, nulls_last=True)
     keys = [name for name in table.columns if name not in model.COUNT_FIELDS]
-    if keys == ["session_id"]:
-        return table
     return table.group_by(keys).agg(pl.col(name).sum() for name in model.COUNT_FIELDS).sort(keys)
 
 

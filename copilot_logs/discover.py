@@ -178,12 +178,14 @@ def _unique(sources: list[Source]) -> list[Source]:
 
 
 def _narrow(sources: list[Source], selection: Selection) -> list[Source]:
-    """Apply --since / --until / --latest on the sessions' start times, newest first."""
+    """Apply --since / --until / --latest on the sessions' start times (then newest first)."""
     since, until = selection.since, selection.until
     if since is not None:
         # A session that started after `since` was written after it: older files are skipped
         # without being opened.
         sources = [s for s in sources if s.path is None or _mtime(s.path) >= since]
+    if since is None and until is None and selection.latest is None:
+        return sources  # every command orders its own output: no file needs opening here
     starts = {s: peek_start(s) for s in sources}
     if since is not None or until is not None:
         sources = [

@@ -66,30 +66,31 @@ class EventStore:
         mine = pl.col("file").is_in(keys)
         return ReadResult(events.filter(mine), diagnostics.filter(mine))
 
-    def _cached(self, stats: dict[str, _Stat]) -> dict[str, ReadResult]:
-        """Each key's stored rows, for the keys whose rows are all there (as many events as
-        the index says); keys missing here are read again."""
+    def _cached(self, stats: dict[str, _Stat]) -> tuple[ReadResult, set[str]]:
+        """The stored rows of the keys whose rows are all there (as many events as the index
+        says), under the names the caller gave the files, and those keys; the other keys are
+        read again."""
         by_segment: dict[str, list[str]] = {}
         for key in stats:
             by_segment.setdefault(self.index.entries[key]["segment"], []).append(key)
-        found: dict[str, ReadResult] = {}
+        parts: list[ReadResult] = []
+        held: set[str] = set()
         for segment, keys in by_segment.items():
             rows = self._segment(segment, keys)
             if rows is None:
                 continue
-            events = rows.events.partition_by("file", as_dict=True)
-            diagnostics = rows.diagnostics.partition_by("file", as_dict=True)
-            empty = ReadResult.concat([])
-            for key in keys:
-                mine_events = events.get((key,), empty.events)
-                if mine_events.height != self.index.entries[key].get("events"):
-                    continue  # the segment and the index disagree: read the file again
-                name = stats[key].source.name
-                found[key] = ReadResult(
-                    mine_events.with_columns(file=pl.lit(name)),
-                    diagnostics.get((key,), empty.diagnostics).with_columns(file=pl.lit(name)),
+            counts = dict(rows.events.group_by("file").len().iter_rows())
+            good = [k for k in keys if counts.get(k, 0) == self.index.entries[k].get("events")]
+            names = {key: stats[key].source.name for key in good}
+
+            def named(frame: pl.DataFrame, names: dict[str, str] = names) -> pl.DataFrame:
+                return frame.filter(pl.col("file").is_in(list(names))).with_columns(
+                    pl.col("file").replace_strict(names, return_dtype=pl.String)
                 )
-        return found
+
+            parts.append(ReadResult(named(rows.events), named(rows.diagnostics)))
+            held.update(good)
+        return ReadResult.concat(parts), held
 
     def uncached_bytes(self, sources: Sequence[Source]) -> int:
         """How much of the sources the store cannot serve (what a run would have to parse)."""
@@ -130,18 +131,26 @@ class EventStore:
                 grown[stat.key] = stat
             else:
                 misses.append(source)
-        cached = self._cached({**fresh, **grown})
+        cached, held = self._cached({**fresh, **grown})
         for table in (fresh, grown):
-            for key in [k for k in table if k not in cached]:
+            for key in [k for k in table if k not in held]:
                 misses.append(table.pop(key).source)
         jobs: list[Job] = [(source, None) for source in misses]
+        grown_names = {stat.source.name for stat in grown.values()}
+        if grown:
+            seen = (
+                cached.events.filter(pl.col("file").is_in(list(grown_names)))
+                .group_by("file")
+                .agg(pl.col("event_id").drop_nulls())
+            )
+            seen_ids = {name: frozenset(ids) for name, ids in seen.iter_rows()}
         for key, stat in grown.items():
             entry = self.index.entries[key]
             resume = Resume(
                 offset=entry["end"],
                 line=entry["next_line"],
                 last_id=entry["last_id"],
-                seen_ids=frozenset(cached[key].events["event_id"].drop_nulls().to_list()),
+                seen_ids=seen_ids.get(stat.source.name, frozenset()),
                 session_id=entry["session_id"],
             )
             jobs.append((stat.source, resume))
@@ -154,11 +163,21 @@ class EventStore:
             kept = [(j, st) for j, st in zip(jobs, states, strict=True) if j[0] not in broken]
             jobs = [job for job, _ in kept] + [(source, None) for source in broken]
             states = [state for _, state in kept] + again_states
-            for source in broken:
-                grown.pop(stats[source].key)
-        read = ReadResult.concat([*(cached[key] for key in grown), parsed])
+        broken_names = {source.name for source in broken}
+        for source in broken:
+            grown.pop(stats[source].key)
+        is_grown = pl.col("file").is_in(list(grown_names - broken_names))
+        read = ReadResult.concat(
+            [
+                ReadResult(cached.events.filter(is_grown), cached.diagnostics.filter(is_grown)),
+                parsed,
+            ]
+        )
         updates = self._write(read, jobs, states, stats)
-        return ReadResult.concat([*(cached[key] for key in fresh), read]), updates
+        # Fresh files are served as cached; grown ones come back in `read`, cached part and all.
+        stale = pl.col("file").is_in(list(grown_names))
+        served = ReadResult(cached.events.filter(~stale), cached.diagnostics.filter(~stale))
+        return ReadResult.concat([served, read]), updates
 
     def _write(
         self,
@@ -190,7 +209,7 @@ class EventStore:
                 (keyed(read.events), keyed(read.diagnostics)), self._paths(segment), strict=True
             ):
                 temporary = path.with_suffix(f".{os.getpid()}.tmp")
-                frame.write_ipc(temporary, compression="lz4")
+                frame.write_ipc(temporary, compression="uncompressed")
                 temporary.replace(path)
         except OSError:
             return {}

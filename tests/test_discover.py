@@ -60,8 +60,16 @@ def test_default_root_follows_copilot_home(monkeypatch: pytest.MonkeyPatch, tmp_
     assert default_root() == tmp_path / ".copilot" / "session-state"
 
 
-def test_whole_root_both_layouts_newest_first(root: Path) -> None:
-    assert ids(Selection(root=root)) == ["c0ffee00-cccc", "3fb00000-bbbb", "3fa85f64-aaaa"]
+def test_whole_root_both_layouts(root: Path) -> None:
+    assert sorted(ids(Selection(root=root))) == ["3fa85f64-aaaa", "3fb00000-bbbb", "c0ffee00-cccc"]
+
+
+def test_latest_orders_by_start_newest_first(root: Path) -> None:
+    assert ids(Selection(root=root, latest=3)) == [
+        "c0ffee00-cccc",
+        "3fb00000-bbbb",
+        "3fa85f64-aaaa",
+    ]
 
 
 def test_id_and_unique_prefix(root: Path) -> None:

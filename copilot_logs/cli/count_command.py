@@ -16,7 +16,7 @@ from copilot_logs.cli.options import (
     use_cache,
 )
 from copilot_logs.errors import ExitCode
-from copilot_logs.render import Column, short_id
+from copilot_logs.render import Column, local_time, short_id
 
 if TYPE_CHECKING:
     from copilot_logs.envelope import Source
@@ -106,6 +106,7 @@ def _fast_total(sources: list[Source], include_subagents: bool) -> tuple[int, Ex
 
 KEY_COLUMNS = {
     "session_id": Column("session_id", "session", 1, format=short_id),
+    "started_at": Column("started_at", "started", 4, format=local_time),
     "interaction_index": Column("interaction_index", "interaction", 1, numeric=True),
     "model": Column("model", "model", 1, max_width=24),
     "day": Column("day", "day", 1),
