@@ -81,6 +81,11 @@ def _physical_lines(
         offset += len(raw) + 1
 
 
+def _str(value: Any) -> str | None:
+    """:func:`_text` with the common case (already a string) first."""
+    return value if value is None or value.__class__ is str else _text(value)
+
+
 def _text(value: Any) -> str | None:
     """A scalar as a string (ids are sometimes numbers in old logs), else None."""
     if isinstance(value, str):
@@ -253,12 +258,12 @@ def _payload(kind: str, data: dict[str, Any]) -> tuple[Any, ...]:
     elif kind in ("abort", "session.info", "session.warning"):
         text = _preview(data.get("reason") or data.get("message"))
     return (
-        _text(data.get("turnId")),
-        _text(data.get("interactionId")),
-        _text(data.get("toolCallId")),
+        _str(data.get("turnId")),
+        _str(data.get("interactionId")),
+        _str(data.get("toolCallId")),
         tool_name,
-        _text(data.get("messageId")),
-        _text(data.get("parentToolCallId")),
+        _str(data.get("messageId")),
+        _str(data.get("parentToolCallId")),
         success,
         is_user_requested,
         is_nudge,
@@ -288,11 +293,11 @@ class _Rows:
             line,
             offset,
             length,
-            _text(obj.get("id")),
-            _text(obj.get("parentId")),
+            _str(obj.get("id")),
+            _str(obj.get("parentId")),
             kind,
             stamp if isinstance(stamp, str) else None,
-            _text(obj.get("agentId")),
+            _str(obj.get("agentId")),
         )
         data = obj.get("data")
         if kind in PAYLOAD_TYPES and isinstance(data, dict):
@@ -454,6 +459,9 @@ def _try_loads(raw: bytes) -> tuple[Any, bool] | None:
         return None
 
 
+_PAYLOAD_TYPE_BYTES = frozenset(kind.encode() for kind in PAYLOAD_TYPES)
+
+
 def _reads_payload(kind: str, _agent_id: str | None) -> bool:
     return kind in PAYLOAD_TYPES
 
@@ -471,6 +479,7 @@ class _FileReader:
         self.columns = rows
         self.diagnostics = diagnostics
         self.wants_payload = wants_payload or _reads_payload
+        self.always_decoded = _PAYLOAD_TYPE_BYTES if wants_payload is None else frozenset()
         self.seen_ids: set[str] = set(resume.seen_ids) if resume else set()
         self.last_id: str | None = resume.last_id if resume else None
         self.session_id: str | None = resume.session_id if resume else None
@@ -542,6 +551,9 @@ class _FileReader:
         Only a line :func:`copilot_logs.envelope.envelope` vouches for, whose parentId is the
         id of the event before it and whose id is new; any other line is decoded.
         """
+        type_end = raw.find(b'"', 9)
+        if raw[9:type_end] in self.always_decoded:
+            return False  # decoded anyway: checking its envelope first would be wasted work
         shape = envelope(raw)
         if shape is None or self.wants_payload(shape.type, shape.agent_id):
             return False
