@@ -30,7 +30,7 @@ def test_every_command_has_help_with_an_example() -> None:
 
 
 def test_readme_lists_exactly_the_cli_commands() -> None:
-    table = README.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    table = README.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `([a-z-]+)` \|", table, re.MULTILINE)
     assert sorted(listed) == sorted(commands())
 
@@ -38,7 +38,7 @@ def test_readme_lists_exactly_the_cli_commands() -> None:
 def test_readme_documents_every_exit_code() -> None:
     from copilot_logs.errors import ExitCode
 
-    section = README.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    section = README.split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
     for code in ExitCode:
         assert f"| {int(code)} | {code.name} |" in section
 
