@@ -227,7 +227,9 @@ def _payload(kind: str, data: dict[str, Any]) -> tuple[Any, ...]:
         is_nudge = _is_nudge(data)
     elif kind == "tool.user_requested":
         tool_name = _text(data.get("toolName"))
-        text = _preview(data.get("command") or data.get("content"))
+        arguments = data.get("arguments")
+        command = arguments.get("command") if isinstance(arguments, dict) else None
+        text = _preview(command or data.get("command") or data.get("content"))
     elif kind == "session.error":
         error = _preview(data.get("message"))
         error_code = _text(data.get("errorType"))

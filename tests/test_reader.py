@@ -281,3 +281,15 @@ def test_round_trip_any_valid_stream(contents: list[str], block: int) -> None:
     previews = result.events["text"].to_list()[1:]
     for text, preview in zip(contents, previews, strict=True):
         assert preview == (text if len(text) <= 160 else text[:159] + "…")
+
+
+def test_shell_escape_command_is_previewed() -> None:
+    from copilot_logs.synth import SessionBuilder
+
+    builder = SessionBuilder()
+    builder.user_message("go")
+    builder.user_requested_shell("git status", "clean")
+    events = read_bytes(builder.to_bytes()).events
+    requested = events.filter(pl.col("type") == "tool.user_requested")
+    assert requested["text"].to_list() == ["git status"]
+    assert requested["tool_name"].to_list() == ["bash"]
