@@ -59,7 +59,7 @@ class ReadResult:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Physical:
     number: int
     offset: int
@@ -677,9 +677,9 @@ class _FileReader:
                 number, offset, "not-an-event", f"valid JSON but not an event ({shape}); skipped"
             )
             return
-        event_id = _text(obj.get("id"))
-        missing = [key for key in ("id", "timestamp", "data") if key not in obj]
-        if missing:
+        event_id = _str(obj.get("id"))
+        if "id" not in obj or "timestamp" not in obj or "data" not in obj:
+            missing = [key for key in ("id", "timestamp", "data") if key not in obj]
             self.diagnostics.add(
                 number,
                 offset,

@@ -29,3 +29,13 @@ def test_count_real_samples(real_samples) -> None:  # type: ignore[no-untyped-de
     assert rows["7a2f9870"]["autopilot_nudges"] == 2
     assert rows["fcf48e4f"]["subagent_calls"] == 1
     assert rows["8eae0f15"]["llm_calls"] == 1
+
+
+def test_a_file_with_no_event_is_named_and_exits_3(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "notes.jsonl"
+    path.write_text('{"a": 1}\n')
+    result = CliRunner().invoke(main, ["sessions", str(path), "--format", "json"])
+    assert result.exit_code == 3
+    assert f"{path}:1: not-an-event" in result.stderr
+    assert f"{path}: no event could be read from it" in result.stderr
+    assert orjson.loads(result.stdout)[0]["status"] == "unreadable"

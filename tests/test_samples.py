@@ -12,24 +12,14 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from copilot_logs import model
 from copilot_logs.cli import main
 
 from .conftest import SAMPLES
 
 EXPECTED: dict[str, dict[str, Any]] = orjson.loads((SAMPLES / "expected.json").read_bytes())
 
-COUNT_FIELDS = (
-    "llm_calls",
-    "completed_turns",
-    "open_turns",
-    "subagent_calls",
-    "interactions",
-    "user_prompts",
-    "autopilot_nudges",
-    "tool_calls",
-    "failed_tool_calls",
-    "subagent_tool_calls",
-)
+COUNT_FIELDS = model.COUNT_FIELDS
 SESSION_FIELDS = (
     "llm_calls",
     "user_prompts",

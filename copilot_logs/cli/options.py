@@ -167,7 +167,19 @@ class Loaded:
         self.diagnostics = pl.concat(diagnostics)
         if self.report:
             report_damage(self.diagnostics)
+            for file in sorted(self.empty_files()):
+                click.echo(
+                    f"warning: {file}: no event could be read from it; is it a Copilot CLI "
+                    "session log (events.jsonl)?",
+                    err=True,
+                )
         return values
+
+    def empty_files(self) -> set[str]:
+        """Files that were selected but gave no event at all (unreadable, empty, not a log)."""
+        if self.diagnostics is None:
+            return set()
+        return set(self.diagnostics["file"].unique().to_list()) - self.files_with_events
 
 
 @contextmanager
@@ -219,8 +231,4 @@ def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
 
 def exit_code(loaded: Loaded) -> ExitCode:
     """UNREADABLE when some selected file gave nothing at all, else OK."""
-    if loaded.diagnostics is None:
-        return ExitCode.OK
-    unreadable = set(loaded.diagnostics.filter(kind="unreadable")["file"].to_list())
-    empty = set(loaded.diagnostics["file"].unique().to_list()) - loaded.files_with_events
-    return ExitCode.UNREADABLE if unreadable or empty else ExitCode.OK
+    return ExitCode.UNREADABLE if loaded.empty_files() else ExitCode.OK
