@@ -18,7 +18,6 @@ import polars as pl
 from copilot_logs.envelope import Source
 from copilot_logs.parallel import worker_count
 from copilot_logs.reader import ReadResult, ReadState, read_many
-from copilot_logs.schema import DIAGNOSTICS_SCHEMA
 from copilot_logs.store import EventStore, Job, Updates
 
 T = TypeVar("T")
@@ -142,7 +141,3 @@ def read_all(
     return ReadResult.concat(
         done.value for done in map_batches(sources, _same, use_cache=use_cache, on_read=on_read)
     )
-
-
-def empty_diagnostics() -> pl.DataFrame:
-    return pl.DataFrame(schema=DIAGNOSTICS_SCHEMA)

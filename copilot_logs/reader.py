@@ -46,17 +46,19 @@ class ReadResult:
     def concat(parts: Iterable[ReadResult]) -> ReadResult:
         import polars as pl
 
-        from copilot_logs.schema import DIAGNOSTICS_SCHEMA, EVENTS_SCHEMA
-
         parts = list(parts)
         if not parts:
-            return ReadResult(
-                pl.DataFrame(schema=EVENTS_SCHEMA), pl.DataFrame(schema=DIAGNOSTICS_SCHEMA)
-            )
+            return ReadResult.empty()
         return ReadResult(
             pl.concat([p.events for p in parts], how="vertical"),
             pl.concat([p.diagnostics for p in parts], how="vertical"),
         )
+
+    @staticmethod
+    def empty() -> ReadResult:
+        from copilot_logs.schema import empty_diagnostics, empty_events
+
+        return ReadResult(empty_events(), empty_diagnostics())
 
 
 @dataclass(slots=True)

@@ -154,7 +154,7 @@ class EventStore:
                 session_id=entry["session_id"],
             )
             jobs.append((stat.source, resume))
-        parsed, states = parse(jobs) if jobs else (ReadResult.concat([]), [])
+        parsed, states = parse(jobs) if jobs else (ReadResult.empty(), [])
         broken = _broken_continuations(parsed, jobs)
         if broken:
             # The new bytes do not continue the cached part: read those files whole.

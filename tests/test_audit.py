@@ -487,13 +487,13 @@ def test_one_row_per_session_newest_first_with_the_documented_columns() -> None:
 
 
 def test_an_empty_read_gives_an_empty_frame_with_the_columns() -> None:
-    table = audit(ReadResult.concat([]), now=LATER)
+    table = audit(ReadResult.empty(), now=LATER)
     assert table.is_empty() and table.columns == list(AUDIT_COLUMNS)
 
 
 def test_the_nudge_cap_must_be_positive() -> None:
     with pytest.raises(ValueError, match="nudge_cap"):
-        audit(ReadResult.concat([]), nudge_cap=0)
+        audit(ReadResult.empty(), nudge_cap=0)
 
 
 def test_helpers_filter_and_count_verdicts() -> None:

@@ -697,7 +697,7 @@ def test_findings_sorted_by_file_then_line() -> None:
 
 
 def test_empty_input_gives_an_empty_typed_frame() -> None:
-    found = rules.check(ReadResult.concat([]))
+    found = rules.check(ReadResult.empty())
     assert found.schema == pl.Schema(rules.FINDINGS_SCHEMA)
     assert found.is_empty()
 

@@ -493,7 +493,7 @@ def test_by_repository_and_session_views() -> None:
 
 
 def test_no_events_gives_an_empty_report() -> None:
-    report = usage.usage(ReadResult.concat([]), by="day")
+    report = usage.usage(ReadResult.empty(), by="day")
     assert report.rows.is_empty()
     assert report.totals["sessions"] == 0
     assert report.totals["models"] == []

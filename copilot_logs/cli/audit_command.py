@@ -140,7 +140,7 @@ def audit(
         require_task_complete=require_task_complete,
     )
     loaded = load(selectors, root, since, until, latest)
-    table = core.newest_first(loaded.map(judge) if loaded else [judge(ReadResult.concat([]))])
+    table = core.newest_first(loaded.map(judge) if loaded else [judge(ReadResult.empty())])
     shown = table if show_all else core.judged(table)
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))
     if loaded is None or not core.failing(shown, fail_on).is_empty():

@@ -155,7 +155,8 @@ class Loaded:
         partial of one); the batches' values, in no particular order."""
         import polars as pl
 
-        from copilot_logs.corpus import empty_diagnostics, map_batches
+        from copilot_logs.corpus import map_batches
+        from copilot_logs.schema import empty_diagnostics
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]

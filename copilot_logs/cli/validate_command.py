@@ -71,7 +71,7 @@ def validate(
     loaded = load(selectors, root, since, until, latest, report=False)
     check = partial(rules.check_batch, select=settings.select, ignore=settings.ignore)
     report = rules.combine(
-        loaded.map(check) if loaded else [check(ReadResult.concat([]))],
+        loaded.map(check) if loaded else [check(ReadResult.empty())],
         select=settings.select,
         ignore=settings.ignore,
         strict=settings.strict,
