@@ -126,7 +126,7 @@ def _subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
     return (
         agent_rows.with_columns(
             previous_at=pl.col("timestamp").shift(1).over("file", "agent_id"),
-            is_call=model._subagent_call_flag(),
+            is_call=pl.col("subagent_call"),
         )
         .filter("is_call")
         .select(
@@ -617,7 +617,7 @@ def timeline(result: ReadResult, *, include_tools: bool = True) -> list[Node]:
     main_message = MAIN & (TYPE == "assistant.message")
     models = annotated.group_by("file").agg(
         model=pl.coalesce(
-            pl.col("model").filter(main_message).drop_nulls().mode().first(),
+            pl.col("model").filter(main_message).drop_nulls().mode().sort().first(),
             pl.col("session_model").drop_nulls().last(),
         )
     )

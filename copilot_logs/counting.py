@@ -14,10 +14,11 @@ UNKNOWN = "unknown"
 
 def _keys(flags: pl.DataFrame, by: str, zone: str) -> tuple[pl.DataFrame, list[str]]:
     """Add the grouping key columns for ``by`` and name them."""
+    # A session is one log file: two copies of a session are two rows, never one merged row.
     if by == "session":
-        return flags, ["session_id"]
+        return flags, ["file", "session_id"]
     if by == "interaction":
-        return flags, ["session_id", "interaction_index"]
+        return flags, ["file", "session_id", "interaction_index"]
     if by == "day":
         day = pl.col("timestamp").dt.convert_time_zone(zone).dt.date().alias("day")
         return flags.with_columns(day), ["day"]
@@ -51,10 +52,10 @@ def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.D
         pl.col(name).sum() for name in model.COUNT_FIELDS
     )
     if by == "session":
-        order = model.session_facts(flags).select("session_id", "started_at")
+        order = model.session_facts(flags).select("file", "started_at")
         table = (
-            table.join(order, on="session_id", how="left")
-            .select("session_id", "started_at", *model.COUNT_FIELDS)
+            table.join(order, on="file", how="left")
+            .select("session_id", "started_at", *model.COUNT_FIELDS, "file")
             .sort("started_at", descending=True, nulls_last=True)
         )
     else:

@@ -170,8 +170,8 @@ def _unique(sources: list[Source]) -> list[Source]:
     kept = []
     for source in sources:
         key = source.path.resolve() if source.path is not None else None
-        if key in seen and key is not None:
-            continue
+        if key in seen:
+            continue  # the same file twice, or `-` twice: standard input can be read once
         seen.add(key)
         kept.append(source)
     return kept

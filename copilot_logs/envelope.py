@@ -90,6 +90,19 @@ def as_int(value: object) -> int | None:
     return None
 
 
+def new_subagent_call(
+    agent_id: str, message_id: object, chunk_index: object, seen: set[tuple[str, str]]
+) -> bool:
+    """Whether a sub-agent message starts a new LLM call, as ``model._subagent_call_flag``
+    decides it: the first line of its messageId, or, without a messageId, not a later chunk."""
+    if not isinstance(message_id, str):
+        return as_int(chunk_index) in (None, 0)
+    if (agent_id, message_id) in seen:
+        return False
+    seen.add((agent_id, message_id))
+    return True
+
+
 def split_lines(stream: BinaryIO, read_block: int | None = None) -> Iterator[tuple[bytes, bool]]:
     """Physical lines split on b"\\n" only, read in blocks; the flag says the line ended with a
     newline (False only for a last line cut short)."""

@@ -21,7 +21,14 @@ from typing import Any, BinaryIO
 import orjson
 
 from copilot_logs.cache import JsonCache
-from copilot_logs.envelope import DATA_KEY, ENVELOPE_TAIL, EVENT_START, TAIL_WINDOW, Source, as_int
+from copilot_logs.envelope import (
+    DATA_KEY,
+    ENVELOPE_TAIL,
+    EVENT_START,
+    TAIL_WINDOW,
+    Source,
+    new_subagent_call,
+)
 from copilot_logs.parallel import balance, worker_count
 from copilot_logs.reader import count_calls
 
@@ -64,6 +71,7 @@ def scan_stream(
     full reader keeps that event too) and `validate` reports it.
     """
     llm_calls = subagent_calls = 0
+    calls: set[tuple[str, str]] = set()
     previous = last_id.encode() if last_id is not None else None
     buffer = bytearray()
     consumed = start
@@ -88,8 +96,10 @@ def scan_stream(
                     llm_calls += 1
             elif kind == _MESSAGE and agent_id is not None:
                 data = orjson.loads(buffer[position:newline]).get("data")
-                # One call per LLM call: later chunks of a message are not new calls.
-                if as_int(data.get("chunkIndex") if isinstance(data, dict) else None) in (None, 0):
+                data = data if isinstance(data, dict) else {}
+                if new_subagent_call(
+                    agent_id.decode(), data.get("messageId"), data.get("chunkIndex"), calls
+                ):
                     subagent_calls += 1
             previous = event_id
             position = newline + 1

@@ -39,6 +39,7 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
     - ``turn_closed``: on every row of a turn, whether a turn_end closed it.
     - ``interaction_index``: 1-based count of main-agent user messages so far (0 before any).
     - ``session_model``: the model the session's model events named last (``auto`` skipped).
+    - ``subagent_call``: the line is a sub-agent LLM call (see :func:`_subagent_call_flag`).
     """
     is_start = MAIN & (TYPE == TURN_START)
     is_end = MAIN & (TYPE == TURN_END)
@@ -64,6 +65,7 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
         stray_end=is_end & (pl.col("_previous").is_null() | (pl.col("_previous") == "end")),
     )
     frame = frame.with_columns(
+        subagent_call=_subagent_call_flag(),
         during_turn=(pl.col("_marker") == "start") | pl.col("closes_turn"),
         in_turn=MAIN & ((pl.col("_marker") == "start") | pl.col("closes_turn")),
         turn_closed=pl.col("closes_turn").any().over("file", "turn_index"),
@@ -196,7 +198,7 @@ def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
         annotated.filter(pl.col("agent_id").is_not_null())
         .group_by("file", pl.col("agent_id").alias("tool_call_id"))
         .agg(
-            llm_calls=_subagent_call_flag().sum().cast(pl.Int64),
+            llm_calls=pl.col("subagent_call").sum().cast(pl.Int64),
             tool_calls=(TYPE == "tool.execution_start").sum().cast(pl.Int64),
             failed_tool_calls=((TYPE == "tool.execution_complete") & (pl.col("success") == False))  # noqa: E712
             .sum()
@@ -227,11 +229,15 @@ def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _subagent_call_flag() -> pl.Expr:
-    """A sub-agent LLM call: its assistant.message, once per call (later chunks skipped)."""
-    return (
-        pl.col("agent_id").is_not_null()
-        & (TYPE == "assistant.message")
-        & (pl.col("chunk_index").fill_null(0) == 0)
+    """A sub-agent LLM call: its assistant.message, once per call. Chunks of one call share a
+    messageId, so the first line of each messageId counts (even when chunk 0 was lost); a
+    message without messageId counts unless it is a later chunk. Needs rows in file order."""
+    message = pl.col("agent_id").is_not_null() & (TYPE == "assistant.message")
+    first_of_id = pl.struct("agent_id", "message_id").is_first_distinct().over("file")
+    return message & (
+        pl.when(pl.col("message_id").is_null())
+        .then(pl.col("chunk_index").fill_null(0) == 0)
+        .otherwise(first_of_id)
     )
 
 
@@ -243,7 +249,7 @@ def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
         llm_calls=start,
         completed_turns=start & pl.col("turn_closed"),
         open_turns=start & ~pl.col("turn_closed"),
-        subagent_calls=_subagent_call_flag(),
+        subagent_calls=pl.col("subagent_call"),
         interactions=user,
         user_prompts=user & ~pl.col("is_nudge"),
         autopilot_nudges=user & pl.col("is_nudge"),

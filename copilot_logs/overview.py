@@ -80,7 +80,7 @@ def summarize(result: ReadResult) -> pl.DataFrame:
     per_file = flags.group_by("file", maintain_order=True).agg(
         *[pl.col(name).sum() for name in model.COUNT_FIELDS],
         model=pl.coalesce(
-            pl.col("model").filter(main_message).drop_nulls().mode().first(),
+            pl.col("model").filter(main_message).drop_nulls().mode().sort().first(),
             pl.col("session_model").drop_nulls().last(),
         ),
         mode=session_mode(),

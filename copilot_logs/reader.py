@@ -26,6 +26,7 @@ from copilot_logs.envelope import (
     Source,
     as_int,
     envelope,
+    new_subagent_call,
     split_lines,
 )
 from copilot_logs.event_types import DETAIL_TYPES, NUDGE_TEXT, PREVIEW_CHARS
@@ -172,6 +173,7 @@ PAYLOAD_FIELDS = (
 and ``file`` they are the events schema's columns (a test checks it)."""
 _TYPE, _AGENT = ENVELOPE_FIELDS.index("type"), ENVELOPE_FIELDS.index("agent_id")
 _CHUNK = len(ENVELOPE_FIELDS) + PAYLOAD_FIELDS.index("chunk_index")
+_MESSAGE_ID = len(ENVELOPE_FIELDS) + PAYLOAD_FIELDS.index("message_id")
 _NO_PAYLOAD: tuple[Any, ...] = tuple(
     False if name == "is_nudge" else None for name in PAYLOAD_FIELDS
 )
@@ -743,14 +745,18 @@ def _read(
     reader = _FileReader(rows, diagnostics, resume, wants_payload)
     start, first_line = (resume.offset, resume.line) if resume else (0, 1)
     reader.run(_physical_lines(stream, offset=start, first_line=first_line))
-    if (
-        resume is None
-        and len(rows.rows) == events_before
-        and len(diagnostics.rows) == diagnostics_before
-    ):
-        # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without a
-        # row it would vanish from every frame, and the caller could not say it was read.
-        diagnostics.add(0, 0, "empty-file", "the file is empty: it holds no event")
+    if resume is None and len(rows.rows) == events_before:
+        if len(diagnostics.rows) == diagnostics_before:
+            # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without
+            # a row it would vanish from every frame, and the caller could not say it was read.
+            diagnostics.add(0, 0, "empty-file", "the file is empty: it holds no event")
+        else:
+            diagnostics.add(
+                0,
+                0,
+                "no-event",
+                "no event could be read from the file: is it a Copilot CLI session log?",
+            )
     span = _Span(
         source.name,
         reader.session_id or source.session_hint,
@@ -851,10 +857,11 @@ def count_calls(source: Source) -> Calls:
     rows, diagnostics = _Rows(), _Diagnostics()
     _read_source_into(source, None, rows, diagnostics, _count_payload)
     llm_calls = subagent_calls = 0
+    calls: set[tuple[str, str]] = set()
     for row in rows.rows:
         if row[_TYPE] == "assistant.turn_start":
             llm_calls += row[_AGENT] is None
         elif row[_TYPE] == "assistant.message" and row[_AGENT] is not None:
-            subagent_calls += row[_CHUNK] in (None, 0)
+            subagent_calls += new_subagent_call(row[_AGENT], row[_MESSAGE_ID], row[_CHUNK], calls)
     damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
     return Calls(llm_calls, subagent_calls, len(rows.rows), damage)

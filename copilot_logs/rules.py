@@ -252,9 +252,10 @@ RULES: tuple[Rule, ...] = (
         "E118",
         "empty-file",
         "error",
-        "The file is empty.",
+        "The file is empty, or holds no event at all.",
         "The CLI writes `session.start` as soon as a session begins, so a 0-byte events file "
-        "is a session whose log was lost or truncated to nothing.",
+        "is a session whose log was lost or truncated to nothing; a file whose every line is "
+        "damage (NUL padding, blank lines, text that is not an event) holds no session either.",
     ),
     Rule(
         "E119",
@@ -447,6 +448,7 @@ DIAGNOSTIC_RULES = {
     "blank-line": "E116",
     "unreadable": "E117",
     "empty-file": "E118",
+    "no-event": "E118",
 }
 OTHER_DAMAGE = "E120"
 

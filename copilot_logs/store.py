@@ -102,9 +102,8 @@ class EventStore:
             key, size, mtime = stamp
             entry = self.index.entries.get(key)
             if entry is None or entry["size"] != size or entry["mtime_ns"] != mtime:
-                total += size - (
-                    entry["end"] if entry and entry.get("end") == entry["size"] < size else 0
-                )
+                grew = entry is not None and entry.get("clean") and entry["size"] < size
+                total += size - (entry["end"] if grew and entry is not None else 0)
         return total
 
     def read(self, sources: Sequence[Source], parse: Parse) -> tuple[ReadResult, Updates]:
@@ -127,7 +126,7 @@ class EventStore:
                 misses.append(source)
             elif entry["size"] == stat.size and entry["mtime_ns"] == stat.mtime:
                 fresh[stat.key] = stat
-            elif 0 < entry["size"] < stat.size and entry.get("end") == entry["size"]:
+            elif _only_grew(entry, stat):
                 grown[stat.key] = stat
             else:
                 misses.append(source)
@@ -214,6 +213,7 @@ class EventStore:
         except OSError:
             return {}
         counts = dict(read.events.group_by("file").len().iter_rows())
+        damaged = set(read.diagnostics["file"].unique().to_list())
         return {
             stat.key: {
                 "size": stat.size,
@@ -224,6 +224,10 @@ class EventStore:
                 "session_id": state.session_id,
                 "events": counts.get(stat.source.name, 0),
                 "segment": segment,
+                # What a later run checks before reading only the bytes appended since: the
+                # cached part was whole (no damage) and its last bytes are still there.
+                "clean": stat.source.name not in damaged and state.end == stat.size,
+                "tail": _tail(stat.source.path, state.end),
             }
             for stat, state in done
         }
@@ -246,6 +250,33 @@ class EventStore:
             if isinstance(segment, str):
                 for path in self._paths(segment):
                     path.unlink(missing_ok=True)
+
+
+TAIL_BYTES = 64
+
+
+def _tail(path: Path | None, end: int) -> str | None:
+    """The last bytes before ``end`` (hex), to tell later that the file only grew."""
+    if path is None or end <= 0:
+        return None
+    try:
+        with path.open("rb") as stream:
+            stream.seek(max(0, end - TAIL_BYTES))
+            return stream.read(min(end, TAIL_BYTES)).hex()
+    except OSError:
+        return None
+
+
+def _only_grew(entry: dict[str, Any], stat: _Stat) -> bool:
+    """The file is the cached one with bytes appended: it is longer, the cached part was whole
+    and ended with a newline, and the bytes before the cached end are unchanged. (The first
+    appended event must also continue the parentId chain: checked after reading it.)"""
+    if not (
+        entry.get("clean") and 0 < entry["size"] < stat.size and entry.get("end") == entry["size"]
+    ):
+        return False
+    tail = entry.get("tail")
+    return tail is not None and _tail(stat.source.path, entry["end"]) == tail
 
 
 def _broken_continuations(parsed: ReadResult, jobs: list[Job]) -> list[Source]:

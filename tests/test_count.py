@@ -164,3 +164,53 @@ def test_empty_selection_total_is_zero(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["count", "--total", "--root", str(tmp_path)])
     assert result.exit_code == 0
     assert result.stdout == "0\n"
+
+
+def test_two_copies_of_a_session_are_two_rows(tmp_path: Path) -> None:
+    data = (SAMPLES / "c3d2e5f4-6d7f-4e80-a192-2c3d4e5f6071" / "events.jsonl").read_bytes()
+    for name in ("x", "y"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "events.jsonl").write_bytes(data)
+    runner = CliRunner()
+    args = [str(tmp_path / "x"), str(tmp_path / "y")]
+    rows = orjson.loads(runner.invoke(main, ["count", *args, "--format", "json"]).stdout)
+    assert [row["llm_calls"] for row in rows] == [5, 5]
+    assert {row["file"] for row in rows} == {str(tmp_path / n / "events.jsonl") for n in "xy"}
+    assert runner.invoke(main, ["count", "--total", *args]).stdout == "10\n"
+
+
+def subagent_lines(chunks: list[tuple[str | None, int | None]]) -> bytes:
+    """A session whose one sub-agent writes messages with these (messageId, chunkIndex)."""
+    builder = SessionBuilder()
+    builder.user_message("go")
+    record = builder.turn("delegating", [task("sub", llm_calls=1)])
+    agent = record.tool_call_ids[0]
+    for message_id, chunk in chunks:
+        data: dict[str, Any] = {"content": "part"}
+        if message_id is not None:
+            data["messageId"] = message_id
+        if chunk is not None:
+            data["chunkIndex"] = chunk
+        builder.event("assistant.message", data, agent_id=agent)
+    builder.turn("done")
+    return builder.to_bytes()
+
+
+def test_subagent_calls_are_one_per_message_id(tmp_path: Path) -> None:
+    cases = {
+        # (messageId, chunkIndex) of the extra sub-agent messages -> extra calls
+        (("m1", 0), ("m1", 1)): 1,  # two chunks of one call
+        (("m2", 1),): 1,  # chunk 0 lost: still one call
+        ((None, 0), (None, 1)): 1,  # no messageId: later chunks skipped
+        (("m3", None), ("m4", None)): 2,
+    }
+    for chunks, extra in cases.items():
+        data = subagent_lines(list(chunks))
+        path = tmp_path / "events.jsonl"
+        path.write_bytes(data)
+        frame_count = counting.count(read_bytes(data))["subagent_calls"][0]
+        total = CliRunner().invoke(
+            main, ["count", "--total", "--include-subagents", "--no-cache", str(path)]
+        )
+        assert frame_count == 1 + extra, chunks
+        assert int(total.stdout) == frame_count + 2, chunks  # plus the 2 main-agent turns

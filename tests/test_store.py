@@ -154,3 +154,36 @@ def test_parallel_parse_equals_sequential(monkeypatch: pytest.MonkeyPatch) -> No
     parallel = read_all(sources, on_read=seen.append)
     assert_same(parallel, sequential)
     assert sorted(s.name for s in seen) == sorted(s.name for s in sources)
+
+
+def test_rewritten_longer_file_with_the_same_beginning_is_read_whole(tmp_path: Path) -> None:
+    """A /rewind rewrites the file: the same first lines, then something else, longer."""
+    builder = SessionBuilder()
+    builder.user_message("go")
+    for n in range(4):
+        builder.turn(f"step {n}", [bash("ls", "a")])
+    path = builder.write(tmp_path / "s" / "events.jsonl")
+    read_all([Source(path, "s")], use_cache=True)
+    lines = builder.lines()
+    rewritten = b"\n".join(lines[:6]) + b"\n" + b"x" * (path.stat().st_size) + b"\n"
+    path.write_bytes(rewritten)
+    assert_same(read_all([Source(path, "s")], use_cache=True), read_all([Source(path, "s")]))
+
+
+def test_event_split_across_the_cached_end_is_rejoined(tmp_path: Path) -> None:
+    from copilot_logs.synth import split_line
+
+    builder = SessionBuilder()
+    builder.user_message("go")
+    builder.turn("one")
+    builder.user_message("second prompt")
+    lines = builder.lines()
+    first, second = split_line(lines[-1])
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"\n".join([*lines[:-1], first]) + b"\n")  # the writer is mid-event
+    read_all([Source(path, "s")], use_cache=True)
+    path.write_bytes(b"\n".join([*lines[:-1], first, second]) + b"\n")
+    cached = read_all([Source(path, "s")], use_cache=True)
+    assert_same(cached, read_all([Source(path, "s")]))
+    assert "split-event" in cached.diagnostics["kind"].to_list()

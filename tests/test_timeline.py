@@ -488,7 +488,7 @@ def test_cli_errors_and_empty_roots(tmp_path: Path) -> None:
     assert invoke("--width", "10").exit_code == 2
     empty = invoke("--root", str(tmp_path), "--format", "json")
     assert empty.exit_code == 0
-    assert empty.stdout == ""
+    assert empty.stdout == "[]\n"
     assert "No sessions found" in empty.stderr
 
 

@@ -143,7 +143,7 @@ def audit(
     table = core.newest_first(loaded.map(judge) if loaded else [judge(ReadResult.empty())])
     shown = table if show_all else core.judged(table)
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))
-    if loaded is None or not core.failing(shown, fail_on).is_empty():
+    if loaded is None or table.is_empty() or not core.failing(shown, fail_on).is_empty():
         ctx.exit(int(ExitCode.FAILED))
     ctx.exit(exit_code(loaded))
 

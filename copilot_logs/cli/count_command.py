@@ -11,6 +11,7 @@ from copilot_logs.cli.options import (
     find,
     format_option,
     load,
+    nothing_found,
     print_damage,
     selection_options,
     use_cache,
@@ -78,10 +79,10 @@ def count(
 
     loaded = load(selectors, root, since, until, latest)
     if loaded is None:
-        return
+        return nothing_found(fmt)
     table = counting.combine(loaded.map(partial(counting.count, by=by, zone=zone)))
     if fmt == "table":
-        keys = [c for c in table.columns if c not in COUNT_FIELDS]
+        keys = [c for c in table.columns if c not in (*COUNT_FIELDS, "file")]
         sums = counting.totals(table)
         render.print_table(
             table,

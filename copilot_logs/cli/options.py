@@ -168,12 +168,6 @@ class Loaded:
         self.diagnostics = pl.concat(diagnostics)
         if self.report:
             report_damage(self.diagnostics)
-            for file in sorted(self.empty_files()):
-                click.echo(
-                    f"warning: {file}: no event could be read from it; is it a Copilot CLI "
-                    "session log (events.jsonl)?",
-                    err=True,
-                )
         return values
 
     def empty_files(self) -> set[str]:
@@ -206,6 +200,12 @@ def _stderr_console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+def nothing_found(fmt: str) -> None:
+    """With no session to read (said on stderr), JSON output is still valid JSON: ``[]``."""
+    if fmt == "json":
+        click.echo("[]")
 
 
 def report_damage(diagnostics: pl.DataFrame) -> None:

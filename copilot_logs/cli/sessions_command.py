@@ -4,7 +4,13 @@ from pathlib import Path
 
 import click
 
-from copilot_logs.cli.options import exit_code, format_option, load, selection_options
+from copilot_logs.cli.options import (
+    exit_code,
+    format_option,
+    load,
+    nothing_found,
+    selection_options,
+)
 from copilot_logs.render import Column, human_duration, local_time, short_id, yes_no
 
 
@@ -34,7 +40,7 @@ def sessions(
 
     loaded = load(selectors, root, since, until, latest)
     if loaded is None:
-        return
+        return nothing_found(fmt)
     table = newest_first(loaded.map(summarize))
     if fmt == "table":
         render.print_table(table, SESSION_TABLE)

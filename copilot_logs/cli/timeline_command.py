@@ -5,7 +5,13 @@ from pathlib import Path
 
 import click
 
-from copilot_logs.cli.options import exit_code, format_option, load, selection_options
+from copilot_logs.cli.options import (
+    exit_code,
+    format_option,
+    load,
+    nothing_found,
+    selection_options,
+)
 
 
 @click.command()
@@ -54,7 +60,7 @@ def timeline(
         latest = 1
     loaded = load(selectors, root, since, until, latest)
     if loaded is None:
-        return
+        return nothing_found(fmt)
     sessions = newest_first(loaded.map(partial(build, include_tools=not no_tools)))
     if fmt == "table":
         from copilot_logs.timeline_render import print_timeline
