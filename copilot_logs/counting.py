@@ -78,8 +78,3 @@ def combine(tables: list[pl.DataFrame]) -> pl.DataFrame:
 def totals(table: pl.DataFrame) -> dict[str, int]:
     """The sum of every figure over the rows of a ``count`` table."""
     return {name: int(table[name].sum()) for name in model.COUNT_FIELDS}
-
-
-def total_llm_calls(table: pl.DataFrame, *, include_subagents: bool = False) -> int:
-    figures = totals(table)
-    return figures["llm_calls"] + (figures["subagent_calls"] if include_subagents else 0)

@@ -10,6 +10,7 @@ No polars is imported on this path.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -22,9 +23,7 @@ import orjson
 
 from copilot_logs.cache import JsonCache
 from copilot_logs.envelope import (
-    DATA_KEY,
     ENVELOPE_TAIL,
-    EVENT_START,
     TAIL_WINDOW,
     Source,
     new_subagent_call,
@@ -56,6 +55,8 @@ class FileTotals:
 
 SCAN_BLOCK = 8 << 20
 _TURN_START = b"assistant.turn_start"
+_HEAD = re.compile(rb'\{"type":"([^"\\]+)","data":\{')
+"""The envelope's head (``EVENT_START`` and ``DATA_KEY`` around the type), in one match."""
 _MESSAGE = b"assistant.message"
 
 
@@ -75,22 +76,23 @@ def scan_stream(
     previous = last_id.encode() if last_id is not None else None
     buffer = bytearray()
     consumed = start
+    head, tail_of = _HEAD.match, ENVELOPE_TAIL.search
     while block := stream.read(SCAN_BLOCK):
         buffer += block
         position = 0
-        while (newline := buffer.find(b"\n", position)) != -1:
-            if not buffer.startswith(EVENT_START, position):
+        find = buffer.find
+        while (newline := find(b"\n", position)) != -1:
+            shape = head(buffer, position, newline)
+            if shape is None:
                 return None
-            type_end = buffer.find(b'"', position + 9, newline)
-            if type_end < 0 or not buffer.startswith(DATA_KEY, type_end):
-                return None
-            tail = ENVELOPE_TAIL.search(buffer, max(position, newline - TAIL_WINDOW), newline)
+            window = newline - TAIL_WINDOW
+            tail = tail_of(buffer, window if window > position else position, newline)
             if tail is None:
                 return None
             agent_id, event_id, _stamp, parent_id = tail.groups()
             if parent_id != previous or not event_id:
                 return None
-            kind = buffer[position + 9 : type_end]
+            kind = shape.group(1)
             if kind == _TURN_START:
                 if agent_id is None:
                     llm_calls += 1

@@ -808,14 +808,6 @@ def read_many(
     return ReadResult(rows.frame(spans), diagnostics.frame(spans)), states
 
 
-def read_with_state(
-    source: Source, resume: Resume | None = None
-) -> tuple[ReadResult, ReadState | None]:
-    """:func:`read_source`, also telling how far the read got."""
-    result, states = read_many([(source, resume)])
-    return result, states[0]
-
-
 def read_source(source: Source) -> ReadResult:
     """Read one session log; an unreadable file becomes a diagnostic, never an exception."""
     return read_many([(source, None)])[0]

@@ -7,7 +7,6 @@ snake_case field names; times are ISO-8601 UTC strings with a ``Z``.
 from __future__ import annotations
 
 import csv
-import io
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -201,12 +200,6 @@ def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:
         values = [_format(c, row.get(c.field)).replace("|", "\\|") for c in columns]
         lines.append("| " + " | ".join(values) + " |")
     return "\n".join(lines) + "\n"
-
-
-def to_text(write: Callable[[IO[str]], None]) -> str:
-    buffer = io.StringIO()
-    write(buffer)
-    return buffer.getvalue()
 
 
 # --- CI formats ------------------------------------------------------------------------------

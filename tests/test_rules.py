@@ -11,7 +11,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from copilot_logs import rules, synth
-from copilot_logs.corpus import read_all as read_sources
+from copilot_logs.corpus import read_all
 from copilot_logs.envelope import Source
 from copilot_logs.reader import ReadResult, read_bytes, read_source
 from copilot_logs.rules import RULES, Report, UnknownRuleError
@@ -195,7 +195,7 @@ def e109_flat() -> tuple[ReadResult, list[int | None]]:
 
 def e109_miss() -> ReadResult:
     # A copy under a folder that is not a session id claims nothing.
-    return read_sources(
+    return read_all(
         [
             Source(Path("/logs/run-1/events.jsonl"), "run-1"),
             Source(Path(f"/logs/{SESSION}/events.jsonl"), SESSION),
@@ -869,7 +869,7 @@ def test_checked_files_lists_files_with_no_event() -> None:
 
 def test_real_samples_have_no_findings(real_samples: Path) -> None:
     paths = sorted(real_samples.glob("*.jsonl"))
-    result = read_sources([Source(path, path.stem) for path in paths])
+    result = read_all([Source(path, path.stem) for path in paths])
     found = rules.check(result)
     assert found.is_empty(), found.to_dicts()
     # Their shutdowns record eventsFileSizeBytes, and it is each shutdown line's offset.
@@ -882,7 +882,7 @@ def test_real_samples_have_no_findings(real_samples: Path) -> None:
 def test_bundled_samples_validate_without_errors_except_the_damaged_one() -> None:
     from copilot_logs.discover import Selection, find_sources
 
-    result = read_sources(find_sources(Selection(selectors=[str(SAMPLES)])))
+    result = read_all(find_sources(Selection(selectors=[str(SAMPLES)])))
     found = rules.check(result).with_columns(
         folder=pl.col("file").str.extract(r"sample_sessions/([0-9a-f]{8})")
     )
