@@ -529,7 +529,9 @@ def machine() -> dict[str, Any]:
             done = subprocess.run(argv, capture_output=True, text=True, check=False)
         except OSError:
             return ""
-        return (done.stdout or done.stderr).strip().splitlines()[0] if done.returncode == 0 else ""
+        lines = (done.stdout or done.stderr).strip().splitlines()
+        # A clean `git status --porcelain` prints nothing at all.
+        return lines[0] if done.returncode == 0 and lines else ""
 
     def package(name: str) -> str:
         try:
