@@ -29,7 +29,7 @@ from copilot_logs.envelope import (
     new_subagent_call,
 )
 from copilot_logs.parallel import balance, worker_count
-from copilot_logs.reader import count_calls
+from copilot_logs.reader import Resume, count_calls
 
 PARALLEL_BYTES = 32 << 20
 """Below this much input, starting worker processes costs more than it saves."""
@@ -53,6 +53,20 @@ class FileTotals:
     """Where the counted bytes began: after an earlier scan's end when the file only grew."""
 
 
+@dataclass
+class Stopped:
+    """Where a scan met a line it cannot vouch for, and what it had counted before it: the
+    full reader goes on from there (with the ids seen, so a replayed line is still caught)."""
+
+    llm_calls: int
+    subagent_calls: int
+    offset: int
+    line: int
+    last_id: bytes | None
+    seen: set[bytes]
+    calls: set[tuple[str, str]]
+
+
 SCAN_BLOCK = 8 << 20
 _TURN_START = b"assistant.turn_start"
 _HEAD = re.compile(rb'\{"type":"([^"\\]+)","data":\{')
@@ -62,9 +76,10 @@ _MESSAGE = b"assistant.message"
 
 def scan_stream(
     stream: BinaryIO, *, start: int = 0, last_id: str | None = None
-) -> FileTotals | None:
-    """Main-agent turn starts and sub-agent LLM calls of a stream, or None when some line
-    needs the full reader. ``start``/``last_id`` continue a scan where an earlier one ended.
+) -> FileTotals | Stopped:
+    """Main-agent turn starts and sub-agent LLM calls of a stream, or where it stopped at a
+    line that needs the full reader. ``start``/``last_id`` continue a scan where an earlier
+    one ended.
 
     Lines are checked in place in the read buffer (no copy per line). The parentId chain
     check also catches replayed lines: a replay's parentId is never the id just before it.
@@ -73,10 +88,16 @@ def scan_stream(
     """
     llm_calls = subagent_calls = 0
     calls: set[tuple[str, str]] = set()
+    seen: set[bytes] = set()
     previous = last_id.encode() if last_id is not None else None
     buffer = bytearray()
     consumed = start
-    head, tail_of = _HEAD.match, ENVELOPE_TAIL.search
+    lines = 0
+    head, tail_of, remember = _HEAD.match, ENVELOPE_TAIL.search, seen.add
+
+    def stopped(at: int) -> Stopped:
+        return Stopped(llm_calls, subagent_calls, at, lines + 1, previous, seen, calls)
+
     while block := stream.read(SCAN_BLOCK):
         buffer += block
         position = 0
@@ -84,14 +105,14 @@ def scan_stream(
         while (newline := find(b"\n", position)) != -1:
             shape = head(buffer, position, newline)
             if shape is None:
-                return None
+                return stopped(consumed + position)
             window = newline - TAIL_WINDOW
             tail = tail_of(buffer, window if window > position else position, newline)
             if tail is None:
-                return None
+                return stopped(consumed + position)
             agent_id, event_id, _stamp, parent_id = tail.groups()
             if parent_id != previous or not event_id:
-                return None
+                return stopped(consumed + position)
             kind = shape.group(1)
             if kind == _TURN_START:
                 if agent_id is None:
@@ -103,14 +124,15 @@ def scan_stream(
                     agent_id.decode(), data.get("messageId"), data.get("chunkIndex"), calls
                 ):
                     subagent_calls += 1
+            remember(event_id)
             previous = event_id
             position = newline + 1
+            lines += 1
         consumed += position
         del buffer[:position]
-    if buffer:
-        return None  # a last line with no newline: cut off, or still being written
-    if consumed == 0:
-        return None  # an empty file: the full reader reports it
+    if buffer or consumed == 0:
+        # A last line with no newline (cut off, or still being written), or an empty file.
+        return stopped(consumed)
     return FileTotals(
         llm_calls,
         subagent_calls,
@@ -120,7 +142,10 @@ def scan_stream(
     )
 
 
-def scan_file(path: Path, *, start: int = 0, last_id: str | None = None) -> FileTotals | None:
+def scan_file(
+    path: Path, *, start: int = 0, last_id: str | None = None
+) -> FileTotals | Stopped | None:
+    """:func:`scan_stream` of a file (None when it cannot be opened)."""
     try:
         with path.open("rb") as stream:
             stream.seek(start)
@@ -130,22 +155,36 @@ def scan_file(path: Path, *, start: int = 0, last_id: str | None = None) -> File
 
 
 def count_file(source: Source, *, start: int = 0, last_id: str | None = None) -> FileTotals:
-    """A file's totals: by the envelope scan when it vouches for every line (continuing from
-    ``start`` when given), else by the full reader, which recovers and reports damage."""
-    if source.path is not None:
-        totals = scan_file(source.path, start=start, last_id=last_id)
-        if totals is None and start:
-            totals = scan_file(source.path)
-        if totals is not None:
-            return totals
-    calls = count_calls(source)
+    """A file's totals: by the envelope scan as far as it vouches for the lines (continuing
+    from ``start`` when given), and by the full reader, which recovers and reports damage,
+    from the first line it does not."""
+    scanned = scan_file(source.path, start=start, last_id=last_id) if source.path else None
+    if isinstance(scanned, Stopped) and start:
+        scanned = scan_file(source.path) if source.path else None  # read it all again
+    if isinstance(scanned, FileTotals):
+        return scanned
+    if scanned is None or scanned.offset == 0:
+        calls = count_calls(source)
+        before = (0, 0)
+    else:
+        resume = Resume(
+            offset=scanned.offset,
+            line=scanned.line,
+            last_id=scanned.last_id.decode() if scanned.last_id is not None else None,
+            seen_ids=frozenset(event_id.decode() for event_id in scanned.seen),
+            session_id=None,
+        )
+        calls = count_calls(source, resume, scanned.calls)
+        before = (scanned.llm_calls, scanned.subagent_calls)
     return FileTotals(
-        calls.llm_calls,
-        calls.subagent_calls,
+        before[0] + calls.llm_calls,
+        before[1] + calls.subagent_calls,
         -1,
         None,
         calls.damage,
-        unreadable=calls.events == 0 and bool(calls.damage),
+        unreadable=calls.events == 0
+        and (scanned is None or scanned.line == 1)
+        and bool(calls.damage),
     )
 
 

@@ -843,13 +843,20 @@ def _count_payload(kind: str, agent_id: str | None) -> bool:
     return kind == "assistant.message" and agent_id is not None
 
 
-def count_calls(source: Source) -> Calls:
+def count_calls(
+    source: Source,
+    resume: Resume | None = None,
+    calls: set[tuple[str, str]] | None = None,
+) -> Calls:
     """Main-agent turn starts and sub-agent LLM calls of a file, read with full recovery but
-    without building frames (so without polars): only the lines that need it are decoded."""
+    without building frames (so without polars): only the lines that need it are decoded.
+
+    ``resume`` continues where an envelope scan stopped (its ``calls``: the sub-agent
+    messageIds it already counted); the figures are then those of the rest of the file."""
     rows, diagnostics = _Rows(), _Diagnostics()
-    _read_source_into(source, None, rows, diagnostics, _count_payload)
+    _read_source_into(source, resume, rows, diagnostics, _count_payload)
     llm_calls = subagent_calls = 0
-    calls: set[tuple[str, str]] = set()
+    calls = calls if calls is not None else set()
     for row in rows.rows:
         if row[_TYPE] == "assistant.turn_start":
             llm_calls += row[_AGENT] is None

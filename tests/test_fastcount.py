@@ -41,9 +41,11 @@ def full_count(data: bytes) -> tuple[int, int]:
 
 
 def scan(data: bytes, tmp_path: Path) -> fastcount.FileTotals | None:
+    """The scan's totals when it vouches for the whole file, else None."""
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
-    return fastcount.scan_file(path)
+    totals = fastcount.scan_file(path)
+    return totals if isinstance(totals, fastcount.FileTotals) else None
 
 
 @settings(max_examples=30, deadline=None)
@@ -65,7 +67,7 @@ def test_scan_equals_full_reader_on_every_clean_sample(tmp_path: Path) -> None:
     vouched = 0
     for path in files:
         totals = fastcount.scan_file(path)
-        if totals is not None:
+        if isinstance(totals, fastcount.FileTotals):
             vouched += 1
             assert (totals.llm_calls, totals.subagent_calls) == full_count(path.read_bytes()), path
     assert vouched >= len(files) - 1  # only the damaged sample is left to the reader
@@ -256,3 +258,23 @@ def test_total_never_imports_polars(tmp_path: Path) -> None:
         check=True,
     )
     assert out.stdout.split() == [str(3 + full_count(damaged("split"))[0]), "False"]
+
+
+def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = damaged("cut")
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    offsets: list[int] = []
+    real = fastcount.count_calls
+
+    def spy(source: Source, resume: Any = None, calls: Any = None) -> Any:
+        offsets.append(resume.offset if resume else 0)
+        return real(source, resume, calls)
+
+    monkeypatch.setattr(fastcount, "count_calls", spy)
+    totals = fastcount.count_file(Source(path, "s"))
+    assert offsets == [data.rindex(b"\n") + 1]  # only the cut last line was read again
+    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    assert [kind for _, kind, _ in totals.damage] == ["cut-line"]
