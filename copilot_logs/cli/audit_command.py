@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import exit_code, format_option, load, selection_options
+from copilot_logs.cli.options import Picked, exit_code, format_option, load, selection_options
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import Column, local_time, short_id
 
@@ -100,11 +100,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozense
 @click.pass_context
 def audit(
     ctx: click.Context,
-    selectors: tuple[str, ...],
-    root: Path | None,
-    since: str | None,
-    until: str | None,
-    latest: int | None,
+    picked: Picked,
     fail_on: frozenset[str],
     require_task_complete: bool,
     show_all: bool,
@@ -139,7 +135,7 @@ def audit(
         nudge_cap=nudge_cap,
         require_task_complete=require_task_complete,
     )
-    loaded = load(selectors, root, since, until, latest)
+    loaded = load(picked)
     table = core.newest_first(loaded.map(judge) if loaded else [judge(ReadResult.empty())])
     shown = table if show_all else core.judged(table)
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from copilot_logs.cli.options import (
+    Picked,
     exit_code,
     find,
     format_option,
@@ -43,11 +43,7 @@ if TYPE_CHECKING:
 @click.pass_context
 def count(
     ctx: click.Context,
-    selectors: tuple[str, ...],
-    root: Path | None,
-    since: str | None,
-    until: str | None,
-    latest: int | None,
+    picked: Picked,
     total: bool,
     include_subagents: bool,
     by: str,
@@ -71,13 +67,13 @@ def count(
 
     zone = resolve_zone(tz)
     if total:
-        calls, code = _fast_total(find(selectors, root, since, until, latest), include_subagents)
+        calls, code = _fast_total(find(picked), include_subagents)
         click.echo(str(calls))
         ctx.exit(code)
     from copilot_logs import counting, render
     from copilot_logs.model import COUNT_FIELDS
 
-    loaded = load(selectors, root, since, until, latest)
+    loaded = load(picked)
     if loaded is None:
         return nothing_found(fmt)
     table = counting.combine(loaded.map(partial(counting.count, by=by, zone=zone)))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -36,8 +38,34 @@ def use_cache() -> bool:
     return not (ctx is not None and ctx.meta.get(NO_CACHE))
 
 
+@dataclass(frozen=True)
+class Picked:
+    """What the shared options chose: the selectors and --root, --since, --until, --latest."""
+
+    selectors: tuple[str, ...] = ()
+    root: Path | None = None
+    since: str | None = None
+    until: str | None = None
+    latest: int | None = None
+
+
 def selection_options(function: F) -> F:
-    """SELECTORS plus --root, --since, --until, --latest, read the same way by every command."""
+    """SELECTORS plus --root, --since, --until, --latest and --no-cache, read the same way by
+    every command: the command receives them as one ``picked`` argument (a :class:`Picked`)."""
+
+    @functools.wraps(function)
+    def command(
+        *args: Any,
+        selectors: tuple[str, ...],
+        root: Path | None,
+        since: str | None,
+        until: str | None,
+        latest: int | None,
+        **kwargs: Any,
+    ) -> Any:
+        picked = Picked(selectors, root, since, until, latest)
+        return function(*args, picked=picked, **kwargs)
+
     decorators = [
         click.argument("selectors", nargs=-1, metavar="[SESSION|PREFIX|PATH|-]..."),
         click.option(
@@ -65,9 +93,10 @@ def selection_options(function: F) -> F:
             help="Read every file again instead of using the cache under ~/.cache/copilot-logs.",
         ),
     ]
+    wrapped: Any = command
     for decorator in reversed(decorators):
-        function = decorator(function)
-    return function
+        wrapped = decorator(wrapped)
+    return cast(F, wrapped)
 
 
 def format_option(*choices: str, default: str = "table") -> Callable[[F], F]:
@@ -81,15 +110,7 @@ def format_option(*choices: str, default: str = "table") -> Callable[[F], F]:
     )
 
 
-def find(
-    selectors: tuple[str, ...],
-    root: Path | None,
-    since: str | None,
-    until: str | None,
-    latest: int | None,
-    *,
-    zone: str | None = None,
-) -> list[Source]:
+def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
     """The selected session logs, newest first; says so on stderr when there is none.
 
     ``zone`` (an IANA name) is where a bare --since/--until date starts and ends (local time
@@ -101,36 +122,27 @@ def find(
 
     day_zone = ZoneInfo(zone) if zone else None
     selection = Selection(
-        selectors=selectors,
-        root=root,
-        since=parse_when(since, zone=day_zone) if since else None,
-        until=parse_when(until, end_of_day=True, zone=day_zone) if until else None,
-        latest=latest,
+        selectors=picked.selectors,
+        root=picked.root,
+        since=parse_when(picked.since, zone=day_zone) if picked.since else None,
+        until=parse_when(picked.until, end_of_day=True, zone=day_zone) if picked.until else None,
+        latest=picked.latest,
     )
     sources = find_sources(selection)
     if not sources:
-        where = ", ".join(selectors) if selectors else str(selection.resolved_root)
+        where = ", ".join(picked.selectors) if picked.selectors else str(selection.resolved_root)
         click.echo(f"No sessions found in {where}.", err=True)
     return sources
 
 
-def load(
-    selectors: tuple[str, ...],
-    root: Path | None,
-    since: str | None,
-    until: str | None,
-    latest: int | None,
-    *,
-    report: bool = True,
-    zone: str | None = None,
-) -> Loaded | None:
+def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loaded | None:
     """Find the selected sessions; reading happens when the command maps its core function
     over them (:meth:`Loaded.map`), batch by batch, damage reported on stderr (unless
     ``report`` is false: validate reports it as findings).
 
     Returns None (after saying so on stderr) when there is no session to read.
     """
-    sources = find(selectors, root, since, until, latest, zone=zone)
+    sources = find(picked, zone=zone)
     if not sources:
         return None
     return Loaded(sources, report=report)

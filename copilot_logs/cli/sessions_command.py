@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from copilot_logs.cli.options import (
+    Picked,
     exit_code,
     format_option,
     load,
@@ -20,11 +19,7 @@ from copilot_logs.render import Column, human_duration, local_time, short_id, ye
 @click.pass_context
 def sessions(
     ctx: click.Context,
-    selectors: tuple[str, ...],
-    root: Path | None,
-    since: str | None,
-    until: str | None,
-    latest: int | None,
+    picked: Picked,
     fmt: str,
 ) -> None:
     """List sessions, newest first, with their calls, tools, nudges and status.
@@ -38,7 +33,7 @@ def sessions(
     from copilot_logs import render
     from copilot_logs.overview import newest_first, summarize
 
-    loaded = load(selectors, root, since, until, latest)
+    loaded = load(picked)
     if loaded is None:
         return nothing_found(fmt)
     table = newest_first(loaded.map(summarize))

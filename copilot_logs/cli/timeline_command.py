@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
-from pathlib import Path
 
 import click
 
 from copilot_logs.cli.options import (
+    Picked,
     exit_code,
     format_option,
     load,
@@ -27,11 +28,7 @@ from copilot_logs.cli.options import (
 @click.pass_context
 def timeline(
     ctx: click.Context,
-    selectors: tuple[str, ...],
-    root: Path | None,
-    since: str | None,
-    until: str | None,
-    latest: int | None,
+    picked: Picked,
     no_tools: bool,
     width: int | None,
     fmt: str,
@@ -55,10 +52,10 @@ def timeline(
     from copilot_logs.agent_loop import newest_first, turn_rows
     from copilot_logs.agent_loop import timeline as build
 
-    if not selectors and latest is None:
+    if not picked.selectors and picked.latest is None:
         click.echo("No session given: showing the newest one (as with --latest 1).", err=True)
-        latest = 1
-    loaded = load(selectors, root, since, until, latest)
+        picked = replace(picked, latest=1)
+    loaded = load(picked)
     if loaded is None:
         return nothing_found(fmt)
     sessions = newest_first(loaded.map(partial(build, include_tools=not no_tools)))

@@ -2,12 +2,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import exit_code, format_option, load, selection_options
+from copilot_logs.cli.options import Picked, exit_code, format_option, load, selection_options
 from copilot_logs.render import Column, human_duration, short_id
 
 if TYPE_CHECKING:
@@ -47,11 +46,7 @@ if TYPE_CHECKING:
 @click.pass_context
 def usage(
     ctx: click.Context,
-    selectors: tuple[str, ...],
-    root: Path | None,
-    since: str | None,
-    until: str | None,
-    latest: int | None,
+    picked: Picked,
     by: str,
     tz: str | None,
     breakdown: bool,
@@ -83,7 +78,7 @@ def usage(
     from copilot_logs.usage_accounting import session_usage
 
     zone = resolve_zone(tz)
-    loaded = load(selectors, root, since, until, latest, zone=zone)
+    loaded = load(picked, zone=zone)
     if loaded is None:
         return
     report = usage_report(loaded.map(session_usage), by=by, zone=zone)

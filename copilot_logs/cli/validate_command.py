@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 
 import click
 
-from copilot_logs.cli.options import format_option, load, selection_options
+from copilot_logs.cli.options import Picked, format_option, load, selection_options
 from copilot_logs.errors import ExitCode
 
 
@@ -34,11 +33,7 @@ from copilot_logs.errors import ExitCode
 @click.pass_context
 def validate(
     ctx: click.Context,
-    selectors: tuple[str, ...],
-    root: Path | None,
-    since: str | None,
-    until: str | None,
-    latest: int | None,
+    picked: Picked,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     strict: bool | None,
@@ -68,7 +63,7 @@ def validate(
         raise click.UsageError("--statistics works with --format text or json")
     settings = config.load_settings().merged(select=select, ignore=ignore, strict=strict)
     rules.resolve(settings.select, settings.ignore)  # unknown codes fail before any reading
-    loaded = load(selectors, root, since, until, latest, report=False)
+    loaded = load(picked, report=False)
     check = partial(rules.check_batch, select=settings.select, ignore=settings.ignore)
     report = rules.combine(
         loaded.map(check) if loaded else [check(ReadResult.empty())],
