@@ -30,13 +30,6 @@ PARALLEL_BYTES = 96 << 20
 OnRead = Callable[[Source], None]
 
 
-def _size(source: Source) -> int:
-    try:
-        return source.path.stat().st_size if source.path is not None else 0
-    except OSError:
-        return 0
-
-
 def batches(sources: Sequence[Source], limit: int | None = None) -> list[list[Source]]:
     """Consecutive sources in batches of about ``limit`` (BATCH_BYTES) bytes, at least one
     source each."""
@@ -44,7 +37,7 @@ def batches(sources: Sequence[Source], limit: int | None = None) -> list[list[So
     groups: list[list[Source]] = [[]]
     total = 0
     for source in sources:
-        size = _size(source)
+        size = source.size
         if groups[-1] and total + size > limit:
             groups.append([])
             total = 0
@@ -94,7 +87,7 @@ def map_batches(
     Results come in the order batches finish; the cache index is updated at the end."""
     groups = batches(sources)
     store = EventStore() if use_cache else None
-    to_parse = store.uncached_bytes(sources) if store is not None else sum(map(_size, sources))
+    to_parse = store.uncached_bytes(sources) if store is not None else sum(s.size for s in sources)
     workers = worker_count(len(groups))
     updates: Updates = {}
     if workers < 2 or to_parse < PARALLEL_BYTES or any(s.path is None for s in sources):

@@ -20,7 +20,7 @@ from typing import BinaryIO, NamedTuple
 READ_BLOCK = 1 << 20
 
 EVENT_START = b'{"type":"'
-DATA_KEY = b'","data":{'
+ENVELOPE_HEAD = re.compile(rb'\{"type":"([^"\\]+)","data":\{')
 ENVELOPE_TAIL = re.compile(
     rb'\},(?:"agentId":"([^"\\]*)",)?"id":"([^"\\]*)","timestamp":"([^"\\]*)",'
     rb'"parentId":(?:null|"([^"\\]*)")\}\Z'
@@ -40,6 +40,14 @@ class Source:
     def name(self) -> str:
         return str(self.path) if self.path is not None else "<stdin>"
 
+    @property
+    def size(self) -> int:
+        """Bytes on disk now (0 for stdin or a file that cannot be stat'ed)."""
+        try:
+            return self.path.stat().st_size if self.path is not None else 0
+        except OSError:
+            return 0
+
 
 class Envelope(NamedTuple):
     type: str
@@ -51,13 +59,11 @@ class Envelope(NamedTuple):
 
 def envelope(raw: bytes) -> Envelope | None:
     """The envelope of a whole, well-shaped line; None when the line must be decoded."""
-    if not raw.startswith(EVENT_START):
+    head = ENVELOPE_HEAD.match(raw)
+    if head is None:
         return None
-    type_end = raw.find(b'"', 9)
-    if type_end < 0 or not raw.startswith(DATA_KEY, type_end):
-        return None
-    kind = raw[9:type_end]
-    if not kind.isascii() or b"\\" in kind:
+    kind = head.group(1)
+    if not kind.isascii():
         return None
     tail = ENVELOPE_TAIL.search(raw, max(0, len(raw) - TAIL_WINDOW))
     if tail is None:

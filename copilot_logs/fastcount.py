@@ -10,7 +10,6 @@ No polars is imported on this path.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -23,6 +22,7 @@ import orjson
 
 from copilot_logs.cache import JsonCache
 from copilot_logs.envelope import (
+    ENVELOPE_HEAD,
     ENVELOPE_TAIL,
     TAIL_WINDOW,
     Source,
@@ -69,8 +69,6 @@ class Stopped:
 
 SCAN_BLOCK = 8 << 20
 _TURN_START = b"assistant.turn_start"
-_HEAD = re.compile(rb'\{"type":"([^"\\]+)","data":\{')
-"""The envelope's head (``EVENT_START`` and ``DATA_KEY`` around the type), in one match."""
 _MESSAGE = b"assistant.message"
 
 
@@ -93,7 +91,7 @@ def scan_stream(
     buffer = bytearray()
     consumed = start
     lines = 0
-    head, tail_of, remember = _HEAD.match, ENVELOPE_TAIL.search, seen.add
+    head, tail_of, remember = ENVELOPE_HEAD.match, ENVELOPE_TAIL.search, seen.add
 
     def stopped(at: int) -> Stopped:
         return Stopped(llm_calls, subagent_calls, at, lines + 1, previous, seen, calls)

@@ -191,7 +191,7 @@ class Loaded:
 
 @contextmanager
 def _progress(sources: list[Source]) -> Iterator[Callable[[Source], None] | None]:
-    if not sys.stderr.isatty() or sum(_size(s) for s in sources) < 64 << 20:
+    if not sys.stderr.isatty() or sum(s.size for s in sources) < 64 << 20:
         yield None
         return
     from rich.progress import Progress
@@ -199,13 +199,6 @@ def _progress(sources: list[Source]) -> Iterator[Callable[[Source], None] | None
     with Progress(transient=True, console=_stderr_console()) as progress:
         task = progress.add_task("Reading sessions", total=len(sources))
         yield lambda _source: progress.advance(task)
-
-
-def _size(source: Source) -> int:
-    try:
-        return source.path.stat().st_size if source.path is not None else 0
-    except OSError:
-        return 0
 
 
 def _stderr_console() -> Any:
