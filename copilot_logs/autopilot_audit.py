@@ -116,7 +116,49 @@ def audit(
     nudge_cap: int = DEFAULT_NUDGE_CAP,
     require_task_complete: bool = False,
 ) -> pl.DataFrame:
-    """One row per session read (columns :data:`AUDIT_COLUMNS`), newest first.
+    r"""One row per session read (columns :data:`AUDIT_COLUMNS`), newest first: the
+    :func:`facts` of ``result``, :func:`judge`\ d."""
+    return judge(
+        [facts(result)],
+        now=now,
+        running_within=running_within,
+        nudge_cap=nudge_cap,
+        require_task_complete=require_task_complete,
+    )
+
+
+def facts(result: ReadResult) -> pl.DataFrame:
+    """Per session read, what its verdict is decided from (where its judged task's last
+    task_complete, error, nudge, LLM call, abort and shutdown sit, and its counts). Nothing in
+    it depends on the options or the time, so a batch's facts can be cached."""
+    annotated = model.annotate(result.events).with_columns(
+        task_index=_PROMPT.cum_sum().over("file").cast(pl.Int64),
+        autopilot_work=autopilot_work().over("file"),
+    )
+    tasks = _tasks(annotated)
+    per_file = _per_file(annotated)
+    judged = tasks.join(
+        per_file.select("file", task_index="judged_task"), on=["file", "task_index"], how="inner"
+    )
+    return (
+        model.session_facts(annotated)
+        .select("file", "started_at", "repository")
+        .join(per_file, on="file", how="left")
+        .join(judged, on="file", how="left")
+        .join(_last_failed_tools(annotated), on="file", how="left")
+    )
+
+
+def judge(
+    parts: list[pl.DataFrame],
+    *,
+    now: datetime | None = None,
+    running_within: timedelta = DEFAULT_RUNNING_WITHIN,
+    nudge_cap: int = DEFAULT_NUDGE_CAP,
+    require_task_complete: bool = False,
+) -> pl.DataFrame:
+    """The audit table (columns :data:`AUDIT_COLUMNS`, newest first) of the :func:`facts` of
+    one or more batches.
 
     ``now`` (default: the current time) and ``running_within`` decide ``running``;
     ``require_task_complete`` judges interactive sessions too instead of calling them
@@ -127,29 +169,14 @@ def audit(
     now = now or datetime.now(UTC)
     # A naive `now` is taken as UTC, like every timestamp in the logs.
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-    annotated = model.annotate(result.events).with_columns(
-        task_index=_PROMPT.cum_sum().over("file").cast(pl.Int64),
-        autopilot_work=autopilot_work().over("file"),
-    )
-    tasks = _tasks(annotated)
-    per_file = _per_file(annotated)
-    judged = tasks.join(
-        per_file.select("file", task_index="judged_task"), on=["file", "task_index"], how="inner"
-    )
-    table = (
-        model.session_facts(annotated)
-        .select("file", "started_at", "repository")
-        .join(per_file, on="file", how="left")
-        .join(judged, on="file", how="left")
-        .join(_last_failed_tools(annotated), on="file", how="left")
-    )
     verdict = _verdict(
         interactive=(pl.col("mode") == INTERACTIVE) & pl.lit(not require_task_complete),
         nudge_cap=nudge_cap,
         recent=pl.col("last_event_at") >= pl.lit(now - running_within),
     )
     return (
-        table.with_columns(verdict=verdict)
+        pl.concat(parts, how="vertical_relaxed")
+        .with_columns(verdict=verdict)
         .with_columns(
             line=pl.when(pl.col("verdict").is_in([COMPLETED, COMPLETION_REJECTED]))
             .then(pl.col("tc_line"))
@@ -274,11 +301,6 @@ def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Exp
         .then(cut_short)
         .otherwise(pl.lit(MISSING_TASK_COMPLETE))
     )
-
-
-def newest_first(parts: list[pl.DataFrame]) -> pl.DataFrame:
-    """The audit tables of several batches as one, newest session first."""
-    return pl.concat(parts).sort("started_at", "file", descending=[True, False], nulls_last=True)
 
 
 def failing(table: pl.DataFrame, fail_on: Collection[str]) -> pl.DataFrame:

@@ -18,6 +18,7 @@ import polars as pl
 from copilot_logs.envelope import Source
 from copilot_logs.parallel import worker_count
 from copilot_logs.reader import ReadResult, ReadState, read_many
+from copilot_logs.result_cache import ResultCache
 from copilot_logs.store import EventStore, Job, Updates
 
 T = TypeVar("T")
@@ -32,7 +33,8 @@ OnRead = Callable[[Source], None]
 
 def batches(sources: Sequence[Source], limit: int | None = None) -> list[list[Source]]:
     """Consecutive sources in batches of about ``limit`` (BATCH_BYTES) bytes, at least one
-    source each."""
+    source each. (A new or grown file seldom moves more than one or two batch ends: the
+    results cache still serves the other batches.)"""
     limit = limit or BATCH_BYTES
     groups: list[list[Source]] = [[]]
     total = 0
@@ -81,33 +83,72 @@ def map_batches(
     *,
     use_cache: bool = False,
     on_read: OnRead | None = None,
+    remember: bool = True,
 ) -> Iterator[BatchResult[T]]:
     """``fn`` applied to each batch of sources, in worker processes when there is a lot to
     parse. ``fn`` must be picklable for that (a module-level function or a partial of one).
-    Results come in the order batches finish; the cache index is updated at the end."""
-    groups = batches(sources)
+    Results come in the order batches finish; the cache index is updated at the end.
+
+    With ``use_cache`` the batches are read through the events cache (:mod:`copilot_logs.store`)
+    and, unless ``remember`` is false, a batch whose files and function are unchanged since an
+    earlier run is served from the results cache (:mod:`copilot_logs.result_cache`) unread.
+    """
+    memo = ResultCache(fn) if use_cache and remember else None
+    pending: list[list[Source]] = []
+    keys: list[str | None] = []
+    for group in batches(sources):
+        key = memo.key(group) if memo is not None else None
+        hit = memo.get(key) if memo is not None else None
+        if isinstance(hit, BatchResult):
+            _notify(group, on_read)
+            yield hit
+        else:
+            pending.append(group)
+            keys.append(key)
+    for index, done in _computed(pending, fn, use_cache, on_read):
+        if memo is not None:
+            memo.put(keys[index], BatchResult(done.value, done.diagnostics, done.files_with_events))
+        yield done
+    if memo is not None and pending:
+        memo.prune()
+
+
+def _computed(
+    groups: list[list[Source]],
+    fn: Callable[[ReadResult], T],
+    use_cache: bool,
+    on_read: OnRead | None,
+) -> Iterator[tuple[int, BatchResult[T]]]:
+    """``fn`` of each group (with the group's index), read through the events cache when
+    ``use_cache``, in the order they finish. The events cache index is updated at the end."""
+    if not groups:
+        return
     store = EventStore() if use_cache else None
+    sources = [source for group in groups for source in group]
     to_parse = store.uncached_bytes(sources) if store is not None else sum(s.size for s in sources)
     workers = worker_count(len(groups))
     updates: Updates = {}
     if workers < 2 or to_parse < PARALLEL_BYTES or any(s.path is None for s in sources):
-        for group in groups:
+        for index, group in enumerate(groups):
             done = _run_batch(group, fn, use_cache)
             updates.update(done.updates)
             _notify(group, on_read)
-            yield done
+            yield index, done
     else:
         # Workers come from a fork server that imported the reader but never ran polars:
         # forking a process whose polars thread pool has started can deadlock the child.
         context = get_context("forkserver")
         context.set_forkserver_preload(["copilot_logs.corpus"])
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_run_batch, group, fn, use_cache): group for group in groups}
+            futures = {
+                pool.submit(_run_batch, group, fn, use_cache): index
+                for index, group in enumerate(groups)
+            }
             for future in as_completed(futures):
                 done = future.result()
                 updates.update(done.updates)
-                _notify(futures[future], on_read)
-                yield done
+                _notify(groups[futures[future]], on_read)
+                yield futures[future], done
     if store is not None:
         store.apply(updates)
 
@@ -132,5 +173,8 @@ def read_all(
     where the cache stopped (see :mod:`copilot_logs.store`).
     """
     return ReadResult.concat(
-        done.value for done in map_batches(sources, _same, use_cache=use_cache, on_read=on_read)
+        done.value
+        for done in map_batches(
+            sources, _same, use_cache=use_cache, on_read=on_read, remember=False
+        )
     )

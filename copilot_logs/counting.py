@@ -70,7 +70,7 @@ def combine(tables: list[pl.DataFrame]) -> pl.DataFrame:
     groupings summed again (a group may span batches)."""
     table = pl.concat(tables)
     if "started_at" in table.columns:
-        return table.sort("started_at", descending=True, nulls_last=True)
+        return table.sort("started_at", "file", descending=[True, False], nulls_last=True)
     keys = [name for name in table.columns if name not in model.COUNT_FIELDS]
     return table.group_by(keys).agg(pl.col(name).sum() for name in model.COUNT_FIELDS).sort(keys)
 

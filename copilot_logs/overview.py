@@ -69,7 +69,7 @@ def damaged_lines(diagnostics: pl.DataFrame) -> pl.DataFrame:
 
 def newest_first(parts: list[pl.DataFrame]) -> pl.DataFrame:
     """Summaries of several batches as one table, newest session first."""
-    return pl.concat(parts).sort("started_at", descending=True, nulls_last=True)
+    return pl.concat(parts).sort("started_at", "file", descending=[True, False], nulls_last=True)
 
 
 def summarize(result: ReadResult) -> pl.DataFrame:

@@ -4,7 +4,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,15 +127,14 @@ def audit(
     from copilot_logs import autopilot_audit as core
     from copilot_logs.reader import ReadResult
 
-    judge = partial(
-        core.audit,
+    loaded = load(picked)
+    table = core.judge(
+        loaded.map(core.facts) if loaded else [core.facts(ReadResult.empty())],
         now=datetime.now(UTC),
         running_within=running_within,
         nudge_cap=nudge_cap,
         require_task_complete=require_task_complete,
     )
-    loaded = load(picked)
-    table = core.newest_first(loaded.map(judge) if loaded else [judge(ReadResult.empty())])
     shown = table if show_all else core.judged(table)
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))
     if loaded is None or table.is_empty() or not core.failing(shown, fail_on).is_empty():
