@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple, Protocol
 
 READ_BLOCK = 1 << 20
 
@@ -109,7 +109,13 @@ def new_subagent_call(
     return True
 
 
-def split_lines(stream: BinaryIO, read_block: int | None = None) -> Iterator[tuple[bytes, bool]]:
+class Readable(Protocol):
+    """What the line splitter reads from: an open binary file, stdin, or a wrapper."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def split_lines(stream: Readable, read_block: int | None = None) -> Iterator[tuple[bytes, bool]]:
     """Physical lines split on b"\\n" only, read in blocks; the flag says the line ended with a
     newline (False only for a last line cut short)."""
     block_size = read_block or READ_BLOCK

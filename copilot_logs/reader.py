@@ -8,6 +8,7 @@ damaged physical line with its number and byte offset.
 
 from __future__ import annotations
 
+import codecs
 import io
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,18 +19,30 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 if TYPE_CHECKING:
     import polars as pl
 
+import msgspec
 import orjson
 
 from copilot_logs.envelope import (
     EVENT_START,
     Envelope,
+    Readable,
     Source,
-    as_int,
     envelope,
     new_subagent_call,
     split_lines,
 )
-from copilot_logs.event_types import DETAIL_TYPES, NUDGE_TEXT, PREVIEW_CHARS
+from copilot_logs.event_types import DETAIL_TYPES
+from copilot_logs.payload import (
+    EVENT_LINES,
+    NO_PAYLOAD,
+    PAYLOAD_FIELDS,
+    PAYLOAD_TYPES,
+    as_str,
+    as_text,
+    detail,
+    from_dict,
+    payload,
+)
 
 MAX_REJOIN_LINES = 16
 """How many following physical lines an event split by raw newlines may span."""
@@ -76,66 +89,12 @@ def _ordered(shape: Envelope) -> tuple[str | None, ...]:
 
 
 def _physical_lines(
-    stream: BinaryIO, read_block: int | None = None, *, offset: int = 0, first_line: int = 1
+    stream: Readable, read_block: int | None = None, *, offset: int = 0, first_line: int = 1
 ) -> Iterator[_Physical]:
     """Physical lines with their 1-based numbers and byte offsets."""
     for number, (raw, terminated) in enumerate(split_lines(stream, read_block), start=first_line):
         yield _Physical(number, offset, raw, terminated)
         offset += len(raw) + 1
-
-
-def _str(value: Any) -> str | None:
-    """:func:`_text` with the common case (already a string) first."""
-    return value if value is None or value.__class__ is str else _text(value)
-
-
-def _text(value: Any) -> str | None:
-    """A scalar as a string (ids are sometimes numbers in old logs), else None."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return str(value)
-    return None
-
-
-def _preview(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    return value if len(value) <= PREVIEW_CHARS else value[: PREVIEW_CHARS - 1] + "…"
-
-
-def _bool(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _error_fields(error: Any) -> tuple[str | None, str | None]:
-    if isinstance(error, dict):
-        return _preview(error.get("message")), _text(error.get("code"))
-    return _preview(error), None
-
-
-def _tool_requests(value: Any) -> list[tuple[str | None, str | None]] | None:
-    if not isinstance(value, list):
-        return None
-    return [
-        (_text(r.get("toolCallId")), _text(r.get("name"))) for r in value if isinstance(r, dict)
-    ]
-
-
-def _is_nudge(data: dict[str, Any]) -> bool:
-    if data.get("isAutopilotContinuation") is True:
-        return True
-    content = data.get("content")
-    transformed = data.get("transformedContent")
-    if isinstance(content, str) and content.startswith(NUDGE_TEXT):
-        return True
-    if content == "" or content is None:
-        if isinstance(transformed, str) and NUDGE_TEXT in transformed:
-            return True
-        return data.get("agentMode") == "autopilot"
-    return False
 
 
 ENVELOPE_FIELDS = (
@@ -148,142 +107,10 @@ ENVELOPE_FIELDS = (
     "timestamp",
     "agent_id",
 )
-PAYLOAD_FIELDS = (
-    "turn_id",
-    "interaction_id",
-    "tool_call_id",
-    "tool_name",
-    "message_id",
-    "parent_tool_call_id",
-    "success",
-    "is_user_requested",
-    "is_nudge",
-    "agent_mode",
-    "model",
-    "output_tokens",
-    "chunk_index",
-    "text",
-    "error",
-    "error_code",
-    "outcome",
-    "tool_requests",
-    "detail",
-)
-"""The columns :func:`_payload` fills, in its order; with the envelope's and ``session_id``
-and ``file`` they are the events schema's columns (a test checks it)."""
 _TYPE, _AGENT = ENVELOPE_FIELDS.index("type"), ENVELOPE_FIELDS.index("agent_id")
 _CHUNK = len(ENVELOPE_FIELDS) + PAYLOAD_FIELDS.index("chunk_index")
 _MESSAGE_ID = len(ENVELOPE_FIELDS) + PAYLOAD_FIELDS.index("message_id")
-_NO_PAYLOAD: tuple[Any, ...] = tuple(
-    False if name == "is_nudge" else None for name in PAYLOAD_FIELDS
-)
-
-# The types whose payload some command reads. Every other type (system prompts, permission and
-# hook events, notifications, types added by newer CLIs) is kept with its envelope only, so its
-# payload, often the largest part of a log, never needs decoding.
-PAYLOAD_TYPES = frozenset(
-    {
-        "assistant.turn_start",
-        "assistant.turn_end",
-        "assistant.message",
-        "tool.execution_start",
-        "tool.execution_complete",
-        "tool.user_requested",
-        "user.message",
-        "session.error",
-        "session.auto_mode_resolved",
-        "abort",
-        *DETAIL_TYPES,
-    }
-)
-
-
-def _payload(kind: str, data: dict[str, Any]) -> tuple[Any, ...]:
-    """The typed payload columns of one event, in PAYLOAD_FIELDS order."""
-    tool_name = model = text = error = error_code = outcome = agent_mode = None
-    success = is_user_requested = None
-    is_nudge = False
-    output_tokens = chunk_index = None
-    requests = None
-    if kind == "assistant.message":
-        model = _text(data.get("model"))
-        text = _preview(data.get("content"))
-        output_tokens = as_int(data.get("outputTokens"))
-        chunk_index = as_int(data.get("chunkIndex"))
-        requests = _tool_requests(data.get("toolRequests"))
-    elif kind == "tool.execution_start":
-        tool_name = _text(data.get("toolName"))
-        model = _text(data.get("model"))
-        arguments = data.get("arguments")
-        if arguments is not None:
-            text = _preview(orjson.dumps(arguments).decode())
-    elif kind == "tool.execution_complete":
-        model = _text(data.get("model"))
-        success = _bool(data.get("success"))
-        is_user_requested = _bool(data.get("isUserRequested"))
-        error, error_code = _error_fields(data.get("error"))
-        result = data.get("result")
-        if isinstance(result, dict):
-            text = _preview(result.get("content"))
-    elif kind == "user.message":
-        text = _preview(data.get("content"))
-        agent_mode = _text(data.get("agentMode"))
-        is_nudge = _is_nudge(data)
-    elif kind == "tool.user_requested":
-        tool_name = _text(data.get("toolName"))
-        arguments = data.get("arguments")
-        command = arguments.get("command") if isinstance(arguments, dict) else None
-        text = _preview(command or data.get("command") or data.get("content"))
-    elif kind == "session.error":
-        error = _preview(data.get("message"))
-        error_code = _text(data.get("errorType"))
-        text = error
-    elif kind == "session.task_complete":
-        text = _preview(data.get("summary"))
-        success = _bool(data.get("success"))
-        outcome = _text(data.get("outcome"))
-    elif kind == "session.mode_changed":
-        agent_mode = _text(data.get("newMode"))
-    elif kind == "session.model_change":
-        model = _text(data.get("newModel"))
-    elif kind == "session.auto_mode_resolved":
-        model = _text(data.get("chosenModel"))
-    elif kind == "session.start":
-        model = _text(data.get("selectedModel"))
-    elif kind == "session.shutdown":
-        model = _text(data.get("currentModel"))
-    elif kind == "subagent.started":
-        model = _text(data.get("model"))
-        tool_name = _text(data.get("agentName"))
-        text = _preview(data.get("agentDisplayName") or data.get("agentName"))
-    elif kind in ("subagent.completed", "subagent.failed"):
-        model = _text(data.get("model"))
-        tool_name = _text(data.get("agentName"))
-        success = kind == "subagent.completed"
-        error, error_code = _error_fields(data.get("error"))
-    elif kind in ("abort", "session.info", "session.warning"):
-        text = _preview(data.get("reason") or data.get("message"))
-    return (
-        _str(data.get("turnId")),
-        _str(data.get("interactionId")),
-        _str(data.get("toolCallId")),
-        tool_name,
-        _str(data.get("messageId")),
-        _str(data.get("parentToolCallId")),
-        success,
-        is_user_requested,
-        is_nudge,
-        agent_mode,
-        model,
-        output_tokens,
-        chunk_index,
-        text,
-        error,
-        error_code,
-        outcome,
-        requests,
-        orjson.dumps(data).decode() if kind in DETAIL_TYPES else None,
-    )
+__all__ = ["ENVELOPE_FIELDS", "PAYLOAD_FIELDS", "PAYLOAD_TYPES", "ReadResult", "read_many"]
 
 
 class _Rows:
@@ -293,27 +120,29 @@ class _Rows:
         self.rows: list[tuple[Any, ...]] = []
 
     def add(self, obj: dict[str, Any], line: int, offset: int, length: int) -> None:
+        """An event the line reader decoded."""
         kind = obj["type"]
         stamp = obj.get("timestamp")
         envelope = (
             line,
             offset,
             length,
-            _str(obj.get("id")),
-            _str(obj.get("parentId")),
+            as_str(obj.get("id")),
+            as_str(obj.get("parentId")),
             kind,
             stamp if isinstance(stamp, str) else None,
-            _str(obj.get("agentId")),
+            as_str(obj.get("agentId")),
         )
         data = obj.get("data")
         if kind in PAYLOAD_TYPES and isinstance(data, dict):
-            self.rows.append(envelope + _payload(kind, data))
+            extra = orjson.dumps(data).decode() if kind in DETAIL_TYPES else None
+            self.rows.append(envelope + payload(kind, from_dict(data), extra))
         else:
-            self.rows.append(envelope + _NO_PAYLOAD)
+            self.rows.append(envelope + NO_PAYLOAD)
 
     def add_envelope(self, envelope: tuple[Any, ...]) -> None:
         """An event verified from its envelope alone (a type whose payload is not read)."""
-        self.rows.append(envelope + _NO_PAYLOAD)
+        self.rows.append(envelope + NO_PAYLOAD)
 
     def frame(self, spans: list[_Span]) -> pl.DataFrame:
         """All rows as one events frame; ``spans`` say which file each run of rows is from."""
@@ -472,6 +301,32 @@ def _reads_payload(kind: str, _agent_id: str | None) -> bool:
     return kind in PAYLOAD_TYPES
 
 
+CLEAN_BLOCK = 8 << 20
+"""Bytes the reader decodes at a time when the lines are clean (memory stays bounded by a few
+blocks whatever the file's size)."""
+
+
+def _valid_utf8(view: memoryview) -> bool:
+    try:
+        codecs.utf_8_decode(view, "strict", True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+class _Prefixed:
+    """A stream that gives ``head`` and then the rest of ``stream``."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self.head, self.stream = head, stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self.head:
+            head, self.head = self.head, b""
+            return head
+        return self.stream.read(size)
+
+
 class _FileReader:
     """Turns the physical lines of one file into events and diagnostics."""
 
@@ -491,6 +346,75 @@ class _FileReader:
         self.session_id: str | None = resume.session_id if resume else None
         self.end = resume.offset if resume else 0
         self.next_line = resume.line if resume else 1
+
+    def clean_prefix(self, stream: BinaryIO) -> bytes | None:
+        """Read the stream in blocks of whole lines as long as every line of a block is an
+        event of the shape the CLI writes (see :meth:`_clean_block`); returns the bytes from
+        the first block it cannot vouch for (the line reader goes on from there, with the rest
+        of the stream), or None when it read everything."""
+        pending = b""
+        while True:
+            more = stream.read(CLEAN_BLOCK)
+            block = pending + more if pending else more
+            if not more:
+                return block or None
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                pending = block  # one line longer than a block: read on
+                continue
+            if not self._clean_block(block, cut):
+                return block
+            pending = block[cut:]
+
+    def _clean_block(self, block: bytes, cut: int) -> bool:
+        """Add the lines of ``block`` before ``cut`` (whole lines) in one go, if each is a
+        well-formed event on its own line: valid UTF-8, no CR, no blank line, an envelope of the
+        usual types, an id not seen before. Adds nothing and returns False otherwise."""
+        view = memoryview(block)[:cut]
+        ends = []
+        find = block.find
+        at = find(b"\n", 0, cut)
+        while at != -1:
+            ends.append(at)
+            at = find(b"\n", at + 1, cut)
+        try:
+            if not block.isascii() and not _valid_utf8(view):
+                return False
+            events = EVENT_LINES.decode_lines(view)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        if len(events) != len(ends) or any(view[end - 1] == 13 for end in ends):
+            return False
+        ids = [event.id for event in events]
+        if len(set(ids)) != len(ids) or not self.seen_ids.isdisjoint(ids):
+            return False
+        rows = self.columns.rows
+        offset, number, start = self.end, self.next_line, 0
+        for event, end in zip(events, ends, strict=True):
+            kind = event.type
+            envelope = (
+                number,
+                offset + start,
+                end - start,
+                event.id,
+                event.parentId,
+                kind,
+                event.timestamp,
+                event.agentId,
+            )
+            if kind in PAYLOAD_TYPES:
+                extra = detail(view[start:end]) if kind in DETAIL_TYPES else None
+                rows.append(envelope + payload(kind, event.data, extra))
+                if kind == "session.start" and self.session_id is None:
+                    self.session_id = as_text(event.data.sessionId)
+            else:
+                rows.append(envelope + NO_PAYLOAD)
+            number += 1
+            start = end + 1
+        self.seen_ids.update(ids)
+        self.last_id = ids[-1]
+        self.end, self.next_line = offset + len(view), number
+        return True
 
     def run(self, lines: Iterator[_Physical]) -> None:
         held: _Physical | None = None
@@ -681,7 +605,7 @@ class _FileReader:
                 number, offset, "not-an-event", f"valid JSON but not an event ({shape}); skipped"
             )
             return
-        event_id = _str(obj.get("id"))
+        event_id = as_str(obj.get("id"))
         if "id" not in obj or "timestamp" not in obj or "data" not in obj:
             missing = [key for key in ("id", "timestamp", "data") if key not in obj]
             self.diagnostics.add(
@@ -706,7 +630,7 @@ class _FileReader:
         if self.session_id is None and obj["type"] == "session.start":
             data = obj.get("data")
             if isinstance(data, dict):
-                self.session_id = _text(data.get("sessionId"))
+                self.session_id = as_text(data.get("sessionId"))
         self.columns.add(obj, number, offset, length)
 
 
@@ -743,8 +667,18 @@ def _read(
     """Read one stream into shared row lists; returns its span and how far it got."""
     events_before, diagnostics_before = len(rows.rows), len(diagnostics.rows)
     reader = _FileReader(rows, diagnostics, resume, wants_payload)
-    start, first_line = (resume.offset, resume.line) if resume else (0, 1)
-    reader.run(_physical_lines(stream, offset=start, first_line=first_line))
+    if wants_payload is None:
+        # Clean blocks are decoded whole; from the first block with anything to report on, the
+        # line reader goes on, where the clean part ended.
+        rest = reader.clean_prefix(stream)
+        if rest is not None:
+            lines = _physical_lines(
+                _Prefixed(rest, stream), offset=reader.end, first_line=reader.next_line
+            )
+            reader.run(lines)
+    else:
+        start, first_line = (resume.offset, resume.line) if resume else (0, 1)
+        reader.run(_physical_lines(stream, offset=start, first_line=first_line))
     if resume is None and len(rows.rows) == events_before:
         if len(diagnostics.rows) == diagnostics_before:
             # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without

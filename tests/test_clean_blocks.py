@@ -1,0 +1,213 @@
+"""The reader decodes clean blocks of lines whole and hands the rest to the line reader: the
+frames are the same as reading every line one by one, whatever the damage and wherever the
+block boundaries fall."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from copilot_logs import reader, synth
+from copilot_logs.envelope import Source
+from copilot_logs.reader import ReadResult, read_bytes, read_many
+from copilot_logs.synth import SessionBuilder, bash, edit, glob, grep, view
+
+from .conftest import REAL_SAMPLES, SAMPLES
+
+
+def line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn the clean-block lane off: every line goes through the line reader."""
+
+    def nothing_clean(self: object, stream: BinaryIO) -> bytes | None:
+        return stream.read() or None
+
+    monkeypatch.setattr(reader._FileReader, "clean_prefix", nothing_clean)
+
+
+def assert_same(left: ReadResult, right: ReadResult) -> None:
+    assert_frame_equal(left.events, right.events)
+    assert_frame_equal(left.diagnostics, right.diagnostics)
+
+
+def both_ways(data: bytes, block: int | None = None) -> tuple[ReadResult, ReadResult]:
+    with pytest.MonkeyPatch.context() as patch:
+        if block is not None:
+            patch.setattr(reader, "CLEAN_BLOCK", block)
+        fast = read_bytes(data, "s.jsonl")
+        line_by_line(patch)
+        slow = read_bytes(data, "s.jsonl")
+    return fast, slow
+
+
+def session(seed: int) -> SessionBuilder:
+    b = SessionBuilder(seed=seed)
+    b.user_message("How does caching work? « ünïcödé » 🚀")
+    b.turn("Searching.", [grep("Cache", "src/cache.ts:1"), glob("src/**/*.ts")], parallel=True)
+    b.turn("Reading.", [view("src/cache.ts", "export class Cache {}" * 40)])
+    b.user_requested_shell("git status", "nothing to commit")
+    b.usage_checkpoint()
+    b.shutdown()
+    b.resume()
+    b.mode_changed("autopilot")
+    b.model_change("claude-sonnet-4.5")
+    b.user_message("Fix it.")
+    b.subagent_run("Run the tests.", llm_calls=2, tool_calls=1)
+    b.turn("Fixing.", [edit("src/a.ts", "a", "b"), bash("npm test", "x" * 3000, success=False)])
+    b.session_error("rate limited", "rate_limit", 429)
+    b.nudge()
+    b.task_complete_turn("Fixed.")
+    b.abort("user initiated")
+    b.info("rewind", "Rewound 2 events")
+    b.shutdown()
+    return b
+
+
+DAMAGE = st.sampled_from(
+    [
+        "none",
+        "crlf",
+        "utf8",
+        "blank",
+        "split",
+        "glued",
+        "duplicate",
+        "not-an-event",
+        "nul",
+        "numeric-id",
+        "no-data",
+        "odd-payload",
+    ]
+)
+
+
+def damaged(lines: list[bytes], kind: str, at: int) -> bytes:
+    """``lines`` with one damage at about line ``at`` (left as they are where that damage
+    does not apply, e.g. a split where no free text is)."""
+    lines = list(lines)
+    at = at % len(lines)
+    with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
+        _damage(lines, kind, at)
+    return synth.join_lines(lines)
+
+
+def _damage(lines: list[bytes], kind: str, at: int) -> None:
+    target = lines[at]
+    if kind == "crlf":
+        lines[at] = synth.crlf(target)
+    elif kind == "utf8":
+        # In a field no command reads: only a check of the whole line can see it.
+        obj = orjson.loads(target)
+        obj["data"]["unread"] = "x"
+        lines[at] = orjson.dumps(obj).replace(b'"unread":"x"', b'"unread":"\xff"')
+    elif kind == "blank":
+        lines.insert(at, synth.blank_line(b"  "))
+    elif kind == "split":
+        lines[at : at + 1] = list(synth.split_line(target))
+    elif kind == "glued":
+        lines[at] = synth.glue_truncated(lines[at - 1], target)
+    elif kind == "duplicate":
+        lines.insert(at, lines[at - 1])
+    elif kind == "not-an-event":
+        lines.insert(at, synth.not_an_event("array"))
+    elif kind == "nul":
+        lines[at] = b"\x00" * 8 + target
+    elif kind == "numeric-id":
+        obj = orjson.loads(target)
+        obj["id"] = 12345
+        lines[at] = orjson.dumps(obj)
+    elif kind == "no-data":
+        obj = orjson.loads(target)
+        obj.pop("data")
+        lines[at] = orjson.dumps(obj)
+    elif kind == "odd-payload":
+        obj = orjson.loads(target)
+        obj["data"].update(
+            toolRequests=[1, {"toolCallId": 7, "name": None}],
+            result="text",
+            arguments={"command": ["not", "a", "string"]},
+            content={"not": "a string"},
+            turnId=3.5,
+            success="yes",
+        )
+        lines[at] = orjson.dumps(obj)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 1000),
+    damage=st.lists(st.tuples(DAMAGE, st.integers(1, 500)), max_size=3),
+    block=st.sampled_from([None, 1, 200, 1000, 5000]),
+    unterminated=st.booleans(),
+)
+def test_clean_blocks_read_the_same_as_line_by_line(
+    seed: int, damage: list[tuple[str, int]], block: int | None, unterminated: bool
+) -> None:
+    data = synth.join_lines(session(seed).lines())
+    for kind, at in damage:
+        data = damaged(data.rstrip(b"\n").split(b"\n"), kind, at)
+    if unterminated:
+        data = data.rstrip(b"\n")
+    fast, slow = both_ways(data, block)
+    assert_same(fast, slow)
+
+
+def test_invalid_utf8_in_an_unread_field_is_still_reported() -> None:
+    lines = session(1).lines()
+    data = damaged(lines, "utf8", 3)
+    result = read_bytes(data, "s.jsonl")
+    assert result.diagnostics.select("line", "kind").rows() == [(4, "invalid-utf8")]
+    assert result.events.height == len(lines)
+
+
+def test_damage_after_clean_blocks_is_found_at_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader, "CLEAN_BLOCK", 1000)
+    lines = session(2).lines()
+    at = len(lines) - 3
+    result = read_bytes(damaged(lines, "crlf", at), "s.jsonl")
+    assert result.diagnostics.select("line", "kind").rows() == [(at + 1, "crlf")]
+    assert result.events["line"].to_list() == list(range(1, len(lines) + 1))
+
+
+def test_a_resumed_read_is_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    b = session(3)
+    lines = b.lines()
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(synth.join_lines(lines[:10]))
+    first, states = read_many([(Source(path, "s"), None)])
+    state = states[0]
+    assert state is not None
+    path.write_bytes(synth.join_lines(lines))
+    resume = reader.Resume(
+        offset=state.end,
+        line=state.next_line,
+        last_id=state.last_id,
+        seen_ids=frozenset(first.events["event_id"].to_list()),
+        session_id=state.session_id,
+    )
+    fast = read_many([(Source(path, "s"), resume)])
+    line_by_line(monkeypatch)
+    slow = read_many([(Source(path, "s"), resume)])
+    assert_same(fast[0], slow[0])
+    assert fast[1] == slow[1]
+    assert fast[0].events["line"].to_list() == list(range(11, len(lines) + 1))
+
+
+@pytest.mark.parametrize("folder", [SAMPLES, REAL_SAMPLES], ids=["sample_sessions", "real-samples"])
+def test_bundled_and_real_logs_read_the_same(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not here")
+    jobs = [(Source(p, p.stem), None) for p in sorted(folder.rglob("*.jsonl"))]
+    fast, fast_states = read_many(jobs)
+    line_by_line(monkeypatch)
+    slow, slow_states = read_many(jobs)
+    assert_same(fast, slow)
+    assert fast_states == slow_states
+    assert fast.events.filter(pl.col("detail").is_not_null()).height > 0
