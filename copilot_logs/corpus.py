@@ -23,7 +23,7 @@ from copilot_logs.store import EventStore, Job, Updates
 
 T = TypeVar("T")
 
-BATCH_BYTES = 64 << 20
+BATCH_BYTES = 24 << 20
 """Files are read and reduced in batches of about this much input."""
 PARALLEL_BYTES = 96 << 20
 """Below this much to parse, starting worker processes costs more than it saves."""
@@ -138,7 +138,7 @@ def _computed(
         # Workers come from a fork server that imported the reader but never ran polars:
         # forking a process whose polars thread pool has started can deadlock the child.
         context = get_context("forkserver")
-        context.set_forkserver_preload(["copilot_logs.corpus"])
+        context.set_forkserver_preload(["copilot_logs.worker"])
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             futures = {
                 pool.submit(_run_batch, group, fn, use_cache): index

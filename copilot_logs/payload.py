@@ -3,10 +3,12 @@
 ``data`` differs per event type and between CLI versions; only a few of its fields are ever
 read. :class:`Data` names them, and msgspec decodes straight into it, skipping every other
 field (system prompts, tool outputs beyond their first characters, arguments) without building
-Python objects for them. Every field accepts any JSON value: a payload of an unexpected shape
-is read as far as it makes sense, never rejected. :func:`payload` turns one decoded ``data``
-into the columns of :data:`PAYLOAD_FIELDS`, whichever way the line was read (a whole clean
-file at once, or line by line with damage recovery: see :mod:`copilot_logs.reader`).
+Python objects for them; the long texts (message content, tool output, arguments) are kept as
+raw JSON, of which only the first characters are ever decoded. Every field accepts any JSON
+value: a payload of an unexpected shape is read as far as it makes sense, never rejected.
+:func:`payload` turns one decoded ``data`` into the columns of :data:`PAYLOAD_FIELDS`,
+whichever way the line was read (a whole clean block of lines at once, or line by line with
+damage recovery: see :mod:`copilot_logs.reader`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from copilot_logs.event_types import DETAIL_TYPES, NUDGE_TEXT, PREVIEW_CHARS
 JSONScalar = str | int | float | bool | None
 
 
+_ABSENT = msgspec.Raw(b"")
+"""The value of a raw field the payload does not have."""
+
+
 class Request(msgspec.Struct):
     """One entry of an assistant message's ``toolRequests``."""
 
@@ -32,7 +38,7 @@ class Request(msgspec.Struct):
 class Result(msgspec.Struct):
     """A tool's ``result``."""
 
-    content: Any = None
+    content: msgspec.Raw = _ABSENT
 
 
 class Data(msgspec.Struct):
@@ -48,18 +54,18 @@ class Data(msgspec.Struct):
     # Per type: see payload().
     toolName: Any = None
     model: Any = None
-    content: Any = None
+    content: msgspec.Raw = _ABSENT
     outputTokens: Any = None
     chunkIndex: Any = None
     toolRequests: list[Request | list[Any] | JSONScalar] | dict[str, Any] | JSONScalar = None
-    arguments: Any = None
+    arguments: msgspec.Raw = _ABSENT
     success: Any = None
     isUserRequested: Any = None
     error: Any = None
     result: Result | list[Any] | JSONScalar = None
     agentMode: Any = None
     isAutopilotContinuation: Any = None
-    transformedContent: Any = None
+    transformedContent: msgspec.Raw = _ABSENT
     summary: Any = None
     outcome: Any = None
     message: Any = None
@@ -97,6 +103,10 @@ class RawData(msgspec.Struct):
 EVENT_LINES = msgspec.json.Decoder(Event)
 """``EVENT_LINES.decode_lines(buffer)``: every line of a clean file as an :class:`Event`."""
 _DATA = msgspec.json.Decoder(Data)
+_STRING = msgspec.json.Decoder(str)
+TEXT_HEAD = 1024
+"""Bytes of a long raw JSON text decoded to preview it: more than PREVIEW_CHARS characters
+unless most are escapes (then the whole text is decoded)."""
 _RAW_DATA = msgspec.json.Decoder(RawData)
 
 PAYLOAD_FIELDS = (
@@ -195,14 +205,55 @@ def _tool_requests(value: Any) -> list[tuple[str | None, str | None]] | None:
     return [(as_text(r.toolCallId), as_text(r.name)) for r in value if isinstance(r, Request)]
 
 
-def _is_nudge(data: Data) -> bool:
+def _is(raw: msgspec.Raw, *literals: bytes) -> bool:
+    """The raw JSON is one of ``literals`` (b"" when the field is absent)."""
+    return len(raw) <= 4 and memoryview(raw).tobytes() in literals
+
+
+def raw_value(raw: msgspec.Raw) -> Any:
+    """A raw field decoded (None when absent)."""
+    return msgspec.json.decode(raw) if raw else None
+
+
+def raw_preview(raw: msgspec.Raw) -> str | None:
+    """:func:`preview` of a raw field, decoding only the head of a long string."""
+    view = memoryview(raw)
+    if not view or view[0] != 0x22:  # absent, or not a string
+        return None
+    if len(view) <= TEXT_HEAD:
+        return preview(_STRING.decode(raw))
+    head = view[:TEXT_HEAD].tobytes()
+    # The head may end inside an escape or a multi-byte character: cut it a little shorter.
+    for cut in range(len(head), len(head) - 8, -1):
+        try:
+            text = _STRING.decode(head[:cut] + b'"')
+        except msgspec.DecodeError:
+            continue
+        if len(text) > PREVIEW_CHARS:
+            return text[: PREVIEW_CHARS - 1] + "…"
+        break
+    return preview(_STRING.decode(raw))
+
+
+def raw_json_preview(raw: msgspec.Raw) -> str | None:
+    """The start of a raw field's JSON text (tool arguments), as a preview."""
+    if _is(raw, b"", b"null"):
+        return None
+    return preview(memoryview(raw)[:TEXT_HEAD].tobytes().decode(errors="ignore"))
+
+
+def _is_nudge(data: Data, content: str | None) -> bool:
+    """``content`` is the preview of ``data.content``."""
     if data.isAutopilotContinuation is True:
         return True
-    content, transformed = data.content, data.transformedContent
-    if isinstance(content, str) and content.startswith(NUDGE_TEXT):
+    if content is not None and content.startswith(NUDGE_TEXT):
         return True
-    if content == "" or content is None:
-        if isinstance(transformed, str) and NUDGE_TEXT in transformed:
+    if _is(data.content, b"", b"null", b'""'):
+        transformed = memoryview(data.transformedContent).tobytes()
+        if transformed[:1] == b'"' and (
+            NUDGE_TEXT.encode() in transformed
+            or (b"\\" in transformed and NUDGE_TEXT in raw_value(data.transformedContent))
+        ):
             return True
         return bool(data.agentMode == "autopilot")
     return False
@@ -218,31 +269,30 @@ def payload(kind: str, data: Data, detail: str | None) -> tuple[Any, ...]:
     requests = None
     if kind == "assistant.message":
         model = as_text(data.model)
-        text = preview(data.content)
+        text = raw_preview(data.content)
         output_tokens = as_int(data.outputTokens)
         chunk_index = as_int(data.chunkIndex)
         requests = _tool_requests(data.toolRequests)
     elif kind == "tool.execution_start":
         tool_name = as_text(data.toolName)
         model = as_text(data.model)
-        if data.arguments is not None:
-            text = preview(orjson.dumps(data.arguments).decode())
+        text = raw_json_preview(data.arguments)
     elif kind == "tool.execution_complete":
         model = as_text(data.model)
         success = _bool(data.success)
         is_user_requested = _bool(data.isUserRequested)
         error, error_code = _error_fields(data.error)
         if isinstance(data.result, Result):
-            text = preview(data.result.content)
+            text = raw_preview(data.result.content)
     elif kind == "user.message":
-        text = preview(data.content)
+        text = raw_preview(data.content)
         agent_mode = as_text(data.agentMode)
-        is_nudge = _is_nudge(data)
+        is_nudge = _is_nudge(data, text)
     elif kind == "tool.user_requested":
         tool_name = as_text(data.toolName)
-        arguments = data.arguments
+        arguments = raw_value(data.arguments)
         command = arguments.get("command") if isinstance(arguments, dict) else None
-        text = preview(command or data.command or data.content)
+        text = preview(command or data.command or raw_value(data.content))
     elif kind == "session.error":
         error = preview(data.message)
         error_code = as_text(data.errorType)

@@ -301,7 +301,7 @@ def _reads_payload(kind: str, _agent_id: str | None) -> bool:
     return kind in PAYLOAD_TYPES
 
 
-CLEAN_BLOCK = 8 << 20
+CLEAN_BLOCK = 2 << 20
 """Bytes the reader decodes at a time when the lines are clean (memory stays bounded by a few
 blocks whatever the file's size)."""
 

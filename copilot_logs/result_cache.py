@@ -28,8 +28,9 @@ from copilot_logs.envelope import Source
 
 NAME = "results"
 VERSION = 1
-MAX_ENTRIES = 512
-"""About 30 GB of logs' worth of batches; older entries are deleted when a run writes."""
+MAX_ENTRIES = 1024
+"""About 24 GB of logs' worth of batches of one command (each entry is tens of KB); the least
+recently used beyond are deleted when a run writes."""
 
 _PACKAGE = Path(__file__).resolve().parent
 

@@ -1,0 +1,82 @@
+"""Payload columns from raw JSON: a long text's preview is decoded from its head alone, and
+equals the preview of the whole decoded text whatever escapes or characters it holds."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from copilot_logs.event_types import NUDGE_TEXT, PREVIEW_CHARS
+from copilot_logs.payload import TEXT_HEAD, from_dict, payload, preview, raw_preview
+
+TEXT = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3 * TEXT_HEAD
+)
+LONG = st.builds(
+    lambda unit, n, tail: unit * n + tail,
+    st.sampled_from(["a", "é", "€", "😀", '"', "\\", "\n", "\u2028", "\x01", "ab\\u"]),
+    st.integers(150, 1200),
+    TEXT,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(TEXT, LONG), ascii_only=st.booleans())
+def test_the_preview_of_raw_json_equals_the_preview_of_the_text(
+    text: str, ascii_only: bool
+) -> None:
+    # orjson writes UTF-8; json.dumps(ensure_ascii=True) writes every non-ASCII character as
+    # an escape, astral ones as surrogate pairs: both must give the same preview.
+    raw = json.dumps(text, ensure_ascii=True).encode() if ascii_only else orjson.dumps(text)
+    assert raw_preview(msgspec.Raw(raw)) == preview(text)
+
+
+@given(value=st.one_of(st.none(), st.integers(), st.booleans(), st.lists(st.integers())))
+def test_a_raw_value_that_is_no_text_has_no_preview(value: object) -> None:
+    assert raw_preview(msgspec.Raw(json.dumps(value).encode())) is None
+
+
+def test_long_texts_are_previewed_from_their_head() -> None:
+    text = "x" * (PREVIEW_CHARS - 1) + "y" * 10_000
+    assert raw_preview(msgspec.Raw(orjson.dumps(text))) == "x" * (PREVIEW_CHARS - 1) + "…"
+
+
+def user_message(**data: object) -> tuple[object, ...]:
+    return payload("user.message", from_dict(data), None)
+
+
+def test_nudges_are_found_in_raw_content() -> None:
+    is_nudge = 8
+    long_tail = " and more" * 500
+    assert user_message(content=NUDGE_TEXT + long_tail)[is_nudge] is True
+    assert user_message(content="", transformedContent="x" * 5000 + NUDGE_TEXT)[is_nudge] is True
+    escaped = json.dumps("é" + NUDGE_TEXT, ensure_ascii=True)
+    data = msgspec.json.decode(
+        b'{"content":"","transformedContent":' + escaped.encode() + b"}",
+        type=type(from_dict({})),
+    )
+    assert payload("user.message", data, None)[is_nudge] is True
+    assert user_message(content="please go on", transformedContent=NUDGE_TEXT)[is_nudge] is False
+    assert user_message(content=None, agentMode="autopilot")[is_nudge] is True
+    assert user_message(content="hi", agentMode="autopilot")[is_nudge] is False
+
+
+def test_tool_arguments_are_previewed_as_json() -> None:
+    data = from_dict({"toolName": "bash", "arguments": {"command": "ls -la " + "x" * 2000}})
+    text = payload("tool.execution_start", data, None)[13]
+    assert text is not None
+    assert text.startswith('{"command":"ls -la xxx')
+    assert len(text) == PREVIEW_CHARS and text.endswith("…")
+    assert payload("tool.execution_start", from_dict({"arguments": None}), None)[13] is None
+
+
+def test_a_text_of_exactly_the_preview_length_is_kept_whole() -> None:
+    # 160 characters written as 1,023 bytes of escapes: the head holds all of it.
+    text = "😀" * 13 + "\x01" * 144 + "abc"
+    raw = json.dumps(text, ensure_ascii=True).encode()
+    assert (len(text), len(raw)) == (PREVIEW_CHARS, TEXT_HEAD + 1)
+    assert raw_preview(msgspec.Raw(raw)) == text
