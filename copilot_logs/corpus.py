@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from typing import Generic, TypeVar
 
 import polars as pl
 
+from copilot_logs import parallel
 from copilot_logs.envelope import Source
-from copilot_logs.parallel import worker_count
+from copilot_logs.parallel import bytes_to_parse, worker_context, worker_count
 from copilot_logs.reader import ReadResult, ReadState, read_many
 from copilot_logs.result_cache import ResultCache
 from copilot_logs.store import EventStore, Job, Updates
@@ -25,8 +25,6 @@ T = TypeVar("T")
 
 BATCH_BYTES = 24 << 20
 """Files are read and reduced in batches of about this much input."""
-PARALLEL_BYTES = 96 << 20
-"""Below this much to parse, starting worker processes costs more than it saves."""
 
 OnRead = Callable[[Source], None]
 
@@ -125,21 +123,20 @@ def _computed(
         return
     store = EventStore() if use_cache else None
     sources = [source for group in groups for source in group]
-    to_parse = store.uncached_bytes(sources) if store is not None else sum(s.size for s in sources)
     workers = worker_count(len(groups))
     updates: Updates = {}
-    if workers < 2 or to_parse < PARALLEL_BYTES or any(s.path is None for s in sources):
+    if (
+        workers < 2
+        or any(s.path is None for s in sources)
+        or bytes_to_parse(sources, use_cache) < parallel.PARALLEL_BYTES
+    ):
         for index, group in enumerate(groups):
             done = _run_batch(group, fn, use_cache)
             updates.update(done.updates)
             _notify(group, on_read)
             yield index, done
     else:
-        # Workers come from a fork server that imported the reader but never ran polars:
-        # forking a process whose polars thread pool has started can deadlock the child.
-        context = get_context("forkserver")
-        context.set_forkserver_preload(["copilot_logs.worker"])
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=worker_context()) as pool:
             futures = {
                 pool.submit(_run_batch, group, fn, use_cache): index
                 for index, group in enumerate(groups)

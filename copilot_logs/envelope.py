@@ -12,12 +12,9 @@ these, and is then decoded by the full reader, which reports it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
-
-READ_BLOCK = 1 << 20
 
 EVENT_START = b'{"type":"'
 ENVELOPE_HEAD = re.compile(rb'\{"type":"([^"\\]+)","data":\{')
@@ -113,22 +110,3 @@ class Readable(Protocol):
     """What the line splitter reads from: an open binary file, stdin, or a wrapper."""
 
     def read(self, size: int = -1, /) -> bytes: ...
-
-
-def split_lines(stream: Readable, read_block: int | None = None) -> Iterator[tuple[bytes, bool]]:
-    """Physical lines split on b"\\n" only, read in blocks; the flag says the line ended with a
-    newline (False only for a last line cut short)."""
-    block_size = read_block or READ_BLOCK
-    pending: list[bytes] = []
-    while block := stream.read(block_size):
-        parts = block.split(b"\n")
-        if pending:
-            pending.append(parts[0])
-            parts[0] = b"".join(pending)
-            pending = []
-        pending.append(parts.pop())
-        for raw in parts:
-            yield raw, True
-    tail = b"".join(pending)
-    if tail:
-        yield tail, False

@@ -1,16 +1,53 @@
-"""Spreading files over worker processes: both cores when there are many files."""
+"""Worker processes: both cores when there is a lot to parse (no polars here, so that the
+workers can be started before this process imports it)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from multiprocessing import get_context
+from multiprocessing.context import ForkServerContext
 from typing import TypeVar
 
+from copilot_logs.envelope import Source
+
 T = TypeVar("T")
+
+PARALLEL_BYTES = 96 << 20
+"""Below this much to parse, starting worker processes costs more than it saves."""
 
 
 def worker_count(jobs: int) -> int:
     return max(1, min(os.cpu_count() or 1, jobs))
+
+
+def worker_context() -> ForkServerContext:
+    """Workers come from a fork server that imported the reader but never ran polars: forking a
+    process whose polars thread pool has started can deadlock the child."""
+    context = get_context("forkserver")
+    context.set_forkserver_preload(["copilot_logs.worker"])
+    return context
+
+
+def bytes_to_parse(sources: Sequence[Source], use_cache: bool) -> int:
+    """How much of the sources a read would parse: what the events cache cannot serve."""
+    if not use_cache:
+        return sum(source.size for source in sources)
+    from copilot_logs.store import EventStore
+
+    return EventStore().uncached_bytes(sources)
+
+
+def start_workers_early(sources: Sequence[Source], use_cache: bool) -> None:
+    """When the sources will be parsed by worker processes, start their fork server now: it
+    imports polars on the other core while this process imports it too."""
+    if worker_count(2) < 2 or any(source.path is None for source in sources):
+        return
+    if bytes_to_parse(sources, use_cache) >= PARALLEL_BYTES:
+        from multiprocessing import forkserver
+
+        worker_context()
+        forkserver.ensure_running()
 
 
 def balance(items: Sequence[T], sizes: Sequence[int], count: int) -> list[list[T]]:

@@ -202,7 +202,7 @@ def _error_fields(error: Any) -> tuple[str | None, str | None]:
 def _tool_requests(value: Any) -> list[tuple[str | None, str | None]] | None:
     if not isinstance(value, list):
         return None
-    return [(as_text(r.toolCallId), as_text(r.name)) for r in value if isinstance(r, Request)]
+    return [(as_str(r.toolCallId), as_str(r.name)) for r in value if isinstance(r, Request)]
 
 
 def _is(raw: msgspec.Raw, *literals: bytes) -> bool:
@@ -259,6 +259,9 @@ def _is_nudge(data: Data, content: str | None) -> bool:
     return False
 
 
+_TURN_TYPES = frozenset({"assistant.turn_start", "assistant.turn_end"})
+
+
 def payload(kind: str, data: Data, detail: str | None) -> tuple[Any, ...]:
     """The payload columns of one event of a PAYLOAD_TYPES type, in PAYLOAD_FIELDS order;
     ``detail`` is its whole ``data`` as JSON for DETAIL_TYPES, else None."""
@@ -267,12 +270,9 @@ def payload(kind: str, data: Data, detail: str | None) -> tuple[Any, ...]:
     is_nudge = False
     output_tokens = chunk_index = None
     requests = None
-    if kind == "assistant.message":
-        model = as_text(data.model)
-        text = raw_preview(data.content)
-        output_tokens = as_int(data.outputTokens)
-        chunk_index = as_int(data.chunkIndex)
-        requests = _tool_requests(data.toolRequests)
+    # The most frequent types first; turn events have only the ids below.
+    if kind in _TURN_TYPES:
+        pass
     elif kind == "tool.execution_start":
         tool_name = as_text(data.toolName)
         model = as_text(data.model)
@@ -284,6 +284,12 @@ def payload(kind: str, data: Data, detail: str | None) -> tuple[Any, ...]:
         error, error_code = _error_fields(data.error)
         if isinstance(data.result, Result):
             text = raw_preview(data.result.content)
+    elif kind == "assistant.message":
+        model = as_text(data.model)
+        text = raw_preview(data.content)
+        output_tokens = as_int(data.outputTokens)
+        chunk_index = as_int(data.chunkIndex)
+        requests = _tool_requests(data.toolRequests)
     elif kind == "user.message":
         text = raw_preview(data.content)
         agent_mode = as_text(data.agentMode)

@@ -29,7 +29,6 @@ from copilot_logs.envelope import (
     Source,
     envelope,
     new_subagent_call,
-    split_lines,
 )
 from copilot_logs.event_types import DETAIL_TYPES
 from copilot_logs.payload import (
@@ -86,15 +85,6 @@ class _Physical:
 def _ordered(shape: Envelope) -> tuple[str | None, ...]:
     """An envelope in ENVELOPE_FIELDS order (after line, offset, length)."""
     return (shape.event_id, shape.parent_id, shape.type, shape.timestamp, shape.agent_id)
-
-
-def _physical_lines(
-    stream: Readable, read_block: int | None = None, *, offset: int = 0, first_line: int = 1
-) -> Iterator[_Physical]:
-    """Physical lines with their 1-based numbers and byte offsets."""
-    for number, (raw, terminated) in enumerate(split_lines(stream, read_block), start=first_line):
-        yield _Physical(number, offset, raw, terminated)
-        offset += len(raw) + 1
 
 
 ENVELOPE_FIELDS = (
@@ -314,19 +304,6 @@ def _valid_utf8(view: memoryview) -> bool:
     return True
 
 
-class _Prefixed:
-    """A stream that gives ``head`` and then the rest of ``stream``."""
-
-    def __init__(self, head: bytes, stream: BinaryIO) -> None:
-        self.head, self.stream = head, stream
-
-    def read(self, size: int = -1) -> bytes:
-        if self.head:
-            head, self.head = self.head, b""
-            return head
-        return self.stream.read(size)
-
-
 class _FileReader:
     """Turns the physical lines of one file into events and diagnostics."""
 
@@ -346,25 +323,41 @@ class _FileReader:
         self.session_id: str | None = resume.session_id if resume else None
         self.end = resume.offset if resume else 0
         self.next_line = resume.line if resume else 1
+        self.held: _Physical | None = None
+        """A line that did not parse, waiting for the next (maybe one event split by raw
+        newlines)."""
+        self.clean_lane = wants_payload is None
+        """Whether clean blocks are decoded whole (every payload is read then)."""
 
-    def clean_prefix(self, stream: BinaryIO) -> bytes | None:
-        """Read the stream in blocks of whole lines as long as every line of a block is an
-        event of the shape the CLI writes (see :meth:`_clean_block`); returns the bytes from
-        the first block it cannot vouch for (the line reader goes on from there, with the rest
-        of the stream), or None when it read everything."""
+    def lines(self, stream: Readable) -> Iterator[_Physical]:
+        """The physical lines of the stream for :meth:`run`, read in blocks of whole lines.
+
+        A block whose every line is an event of the shape the CLI writes is added in one go
+        (see :meth:`_clean_block`) and yields nothing; the lines of any other block are yielded
+        one by one, for the line reader to recover and report. While the line reader holds a
+        line (an event split over several lines), blocks are yielded line by line too.
+        """
+        offset, number = self.end, self.next_line
         pending = b""
         while True:
             more = stream.read(CLEAN_BLOCK)
             block = pending + more if pending else more
             if not more:
-                return block or None
+                if block:
+                    yield _Physical(number, offset, block, False)
+                return
             cut = block.rfind(b"\n") + 1
             if cut == 0:
                 pending = block  # one line longer than a block: read on
                 continue
-            if not self._clean_block(block, cut):
-                return block
             pending = block[cut:]
+            if self.clean_lane and self.held is None and self._clean_block(block, cut):
+                offset, number = self.end, self.next_line
+                continue
+            for raw in block[: cut - 1].split(b"\n"):
+                yield _Physical(number, offset, raw, True)
+                offset += len(raw) + 1
+                number += 1
 
     def _clean_block(self, block: bytes, cut: int) -> bool:
         """Add the lines of ``block`` before ``cut`` (whole lines) in one go, if each is a
@@ -417,20 +410,20 @@ class _FileReader:
         return True
 
     def run(self, lines: Iterator[_Physical]) -> None:
-        held: _Physical | None = None
         for physical in lines:
             if physical.terminated:
                 self.end = physical.offset + len(physical.raw) + 1
                 self.next_line = physical.number + 1
-            if held is not None:
-                physical_or_none = self._continue_split(held, physical, lines)
-                held = None
+            if self.held is not None:
+                physical_or_none = self._continue_split(self.held, physical, lines)
+                self.held = None
                 if physical_or_none is None:
                     continue
                 physical = physical_or_none
-            held = self._line(physical)
-        if held is not None:
-            self._unparsable(held, last=True)
+            self.held = self._line(physical)
+        if self.held is not None:
+            self._unparsable(self.held, last=True)
+            self.held = None
 
     def _clean(self, physical: _Physical) -> bytes | None:
         """Strip what damage adds around a line; None when nothing is left."""
@@ -667,18 +660,7 @@ def _read(
     """Read one stream into shared row lists; returns its span and how far it got."""
     events_before, diagnostics_before = len(rows.rows), len(diagnostics.rows)
     reader = _FileReader(rows, diagnostics, resume, wants_payload)
-    if wants_payload is None:
-        # Clean blocks are decoded whole; from the first block with anything to report on, the
-        # line reader goes on, where the clean part ended.
-        rest = reader.clean_prefix(stream)
-        if rest is not None:
-            lines = _physical_lines(
-                _Prefixed(rest, stream), offset=reader.end, first_line=reader.next_line
-            )
-            reader.run(lines)
-    else:
-        start, first_line = (resume.offset, resume.line) if resume else (0, 1)
-        reader.run(_physical_lines(stream, offset=start, first_line=first_line))
+    reader.run(reader.lines(stream))
     if resume is None and len(rows.rows) == events_before:
         if len(diagnostics.rows) == diagnostics_before:
             # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without

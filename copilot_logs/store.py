@@ -16,14 +16,14 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from copilot_logs.cache import JsonCache, cache_dir
 from copilot_logs.envelope import Source
 from copilot_logs.reader import ReadResult, ReadState, Resume
-from copilot_logs.schema import DIAGNOSTICS_SCHEMA, EVENTS_SCHEMA
+
+if TYPE_CHECKING:
+    import polars as pl
 
 NAME = "events"
 VERSION = 2
@@ -55,6 +55,10 @@ class EventStore:
 
     def _segment(self, segment: str, keys: list[str]) -> ReadResult | None:
         """The rows of ``keys`` in a segment (None when it cannot be read as written)."""
+        import polars as pl
+
+        from copilot_logs.schema import DIAGNOSTICS_SCHEMA, EVENTS_SCHEMA
+
         events_path, diagnostics_path = self._paths(segment)
         try:
             events = pl.read_ipc(events_path)
@@ -70,6 +74,8 @@ class EventStore:
         """The stored rows of the keys whose rows are all there (as many events as the index
         says), under the names the caller gave the files, and those keys; the other keys are
         read again."""
+        import polars as pl
+
         by_segment: dict[str, list[str]] = {}
         for key in stats:
             by_segment.setdefault(self.index.entries[key]["segment"], []).append(key)
@@ -110,6 +116,8 @@ class EventStore:
         """Every source's frames: from the store when unchanged, else via ``parse``; what was
         read is written as a new segment, and the index entries to record are returned (the
         caller applies them, so that worker processes never write the index)."""
+        import polars as pl
+
         fresh: dict[str, _Stat] = {}
         grown: dict[str, _Stat] = {}
         misses: list[Source] = []
@@ -187,6 +195,8 @@ class EventStore:
     ) -> Updates:
         """Write what was read as a new segment; a cache that cannot be written is simply not
         kept (the next run reads the files again)."""
+        import polars as pl
+
         done = [
             (stats[source], state)
             for (source, _), state in zip(jobs, states, strict=True)
@@ -282,6 +292,8 @@ def _only_grew(entry: dict[str, Any], stat: _Stat) -> bool:
 def _broken_continuations(parsed: ReadResult, jobs: list[Job]) -> list[Source]:
     """Resumed sources whose appended part does not continue the cached one: its first
     event's parentId is not the cached part's last event id."""
+    import polars as pl
+
     resumed = {source.name: (source, resume) for source, resume in jobs if resume is not None}
     if not resumed:
         return []
@@ -299,5 +311,7 @@ def _broken_continuations(parsed: ReadResult, jobs: list[Job]) -> list[Source]:
 
 
 def _without(result: ReadResult, names: set[str]) -> ReadResult:
+    import polars as pl
+
     keep = ~pl.col("file").is_in(list(names))
     return ReadResult(result.events.filter(keep), result.diagnostics.filter(keep))

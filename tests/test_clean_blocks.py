@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import BinaryIO
 
 import orjson
 import polars as pl
@@ -25,11 +24,7 @@ from .conftest import REAL_SAMPLES, SAMPLES
 
 def line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn the clean-block lane off: every line goes through the line reader."""
-
-    def nothing_clean(self: object, stream: BinaryIO) -> bytes | None:
-        return stream.read() or None
-
-    monkeypatch.setattr(reader._FileReader, "clean_prefix", nothing_clean)
+    monkeypatch.setattr(reader._FileReader, "_clean_block", lambda *args: False)
 
 
 def assert_same(left: ReadResult, right: ReadResult) -> None:
@@ -211,3 +206,22 @@ def test_bundled_and_real_logs_read_the_same(folder: Path, monkeypatch: pytest.M
     assert_same(fast, slow)
     assert fast_states == slow_states
     assert fast.events.filter(pl.col("detail").is_not_null()).height > 0
+
+
+def test_blocks_after_a_damaged_one_are_decoded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader, "CLEAN_BLOCK", 1000)
+    outcomes: list[bool] = []
+    clean_block = reader._FileReader._clean_block
+
+    def spy(self: reader._FileReader, block: bytes, cut: int) -> bool:
+        outcomes.append(clean_block(self, block, cut))
+        return outcomes[-1]
+
+    monkeypatch.setattr(reader._FileReader, "_clean_block", spy)
+    lines = session(4).lines()
+    result = read_bytes(damaged(lines, "crlf", 5), "s.jsonl")
+    assert result.events.height == len(lines)
+    assert result.diagnostics.select("line", "kind").rows() == [(6, "crlf")]
+    first_damaged = outcomes.index(False)
+    after = outcomes[first_damaged + 1 :]
+    assert after.count(True) > after.count(False)

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
-from copilot_logs import corpus, reader
+from copilot_logs import corpus, parallel, reader
 from copilot_logs.cli import main
 from copilot_logs.corpus import read_all
 from copilot_logs.envelope import Source
@@ -149,10 +149,10 @@ def test_cli_no_cache_writes_nothing(copilot_home: Path) -> None:
 def test_parallel_parse_equals_sequential(monkeypatch: pytest.MonkeyPatch) -> None:
     sources = sample_sources()
     sequential = read_all(sources)
-    monkeypatch.setattr(corpus, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(parallel, "PARALLEL_BYTES", 0)
     seen: list[Source] = []
-    parallel = read_all(sources, on_read=seen.append)
-    assert_same(parallel, sequential)
+    in_workers = read_all(sources, on_read=seen.append)
+    assert_same(in_workers, sequential)
     assert sorted(s.name for s in seen) == sorted(s.name for s in sources)
 
 

@@ -145,6 +145,9 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     sources = find(picked, zone=zone)
     if not sources:
         return None
+    from copilot_logs.parallel import start_workers_early
+
+    start_workers_early(sources, use_cache())
     return Loaded(sources, report=report)
 
 
