@@ -124,10 +124,10 @@ def audit(
       copilot-logs audit --since 2026-08-01 --fail-on nudge-cap,errored --format markdown
       copilot-logs audit ./events.jsonl --require-task-complete --format json
     """
+    loaded = load(picked)
     from copilot_logs import autopilot_audit as core
     from copilot_logs.reader import ReadResult
 
-    loaded = load(picked)
     table = core.judge(
         loaded.map(core.facts) if loaded else [core.facts(ReadResult.empty())],
         now=datetime.now(UTC),

@@ -70,10 +70,10 @@ def count(
         calls, code = _fast_total(find(picked), include_subagents)
         click.echo(str(calls))
         ctx.exit(code)
+    loaded = load(picked)
     from copilot_logs import counting, render
     from copilot_logs.model import COUNT_FIELDS
 
-    loaded = load(picked)
     if loaded is None:
         return nothing_found(fmt)
     table = counting.combine(loaded.map(partial(counting.count, by=by, zone=zone)))

@@ -140,7 +140,10 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     over them (:meth:`Loaded.map`), batch by batch, damage reported on stderr (unless
     ``report`` is false: validate reports it as findings).
 
-    Returns None (after saying so on stderr) when there is no session to read.
+    Returns None (after saying so on stderr) when there is no session to read. Commands call
+    it before importing their core (and so polars): when the selection is big enough for
+    worker processes, their fork server starts here and imports polars on the other core
+    meanwhile.
     """
     sources = find(picked, zone=zone)
     if not sources:

@@ -30,10 +30,10 @@ def sessions(
       copilot-logs sessions --since 2026-08-01 --format json
       copilot-logs sessions ./recordings/*.jsonl
     """
+    loaded = load(picked)
     from copilot_logs import render
     from copilot_logs.overview import newest_first, summarize
 
-    loaded = load(picked)
     if loaded is None:
         return nothing_found(fmt)
     table = newest_first(loaded.map(summarize))

@@ -48,14 +48,14 @@ def timeline(
       copilot-logs timeline ./events.jsonl --width 100
       copilot-logs timeline --latest 5 --format csv
     """
-    from copilot_logs import render
-    from copilot_logs.agent_loop import newest_first, turn_rows
-    from copilot_logs.agent_loop import timeline as build
-
     if not picked.selectors and picked.latest is None:
         click.echo("No session given: showing the newest one (as with --latest 1).", err=True)
         picked = replace(picked, latest=1)
     loaded = load(picked)
+    from copilot_logs import render
+    from copilot_logs.agent_loop import newest_first, turn_rows
+    from copilot_logs.agent_loop import timeline as build
+
     if loaded is None:
         return nothing_found(fmt)
     sessions = newest_first(loaded.map(partial(build, include_tools=not no_tools)))

@@ -74,11 +74,12 @@ def usage(
       copilot-logs usage --verbose 3fa
     """
     from copilot_logs.timezones import resolve_zone
-    from copilot_logs.usage_accounting import report as usage_report
-    from copilot_logs.usage_accounting import session_usage
 
     zone = resolve_zone(tz)
     loaded = load(picked, zone=zone)
+    from copilot_logs.usage_accounting import report as usage_report
+    from copilot_logs.usage_accounting import session_usage
+
     if loaded is None:
         return
     report = usage_report(loaded.map(session_usage), by=by, zone=zone)
