@@ -103,11 +103,32 @@ _MESSAGE_ID = len(ENVELOPE_FIELDS) + PAYLOAD_FIELDS.index("message_id")
 __all__ = ["ENVELOPE_FIELDS", "PAYLOAD_FIELDS", "PAYLOAD_TYPES", "ReadResult", "read_many"]
 
 
+FLUSH_ROWS = 50_000
+"""Rows kept as Python tuples before they are turned into a frame chunk (see _Rows.flush)."""
+
+
 class _Rows:
-    """One tuple per event (envelope then payload columns); columns are made once, at the end."""
+    """One tuple per event (envelope then payload columns), turned into columns in chunks:
+    at the end of a batch, and every FLUSH_ROWS rows of a long file when frames are built."""
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
+        self.chunks: list[pl.DataFrame] = []
+        self.flushed = 0
+
+    @property
+    def count(self) -> int:
+        """Rows added so far."""
+        return self.flushed + len(self.rows)
+
+    def flush(self) -> None:
+        """Turn the rows held as tuples into a frame chunk (without session_id and file, which
+        are known once each file is read): Python tuples take several times the memory of the
+        columns."""
+        if self.rows:
+            self.chunks.append(self._chunk())
+            self.flushed += len(self.rows)
+            self.rows = []
 
     def add(self, obj: dict[str, Any], line: int, offset: int, length: int) -> None:
         """An event the line reader decoded."""
@@ -134,8 +155,7 @@ class _Rows:
         """An event verified from its envelope alone (a type whose payload is not read)."""
         self.rows.append(envelope + NO_PAYLOAD)
 
-    def frame(self, spans: list[_Span]) -> pl.DataFrame:
-        """All rows as one events frame; ``spans`` say which file each run of rows is from."""
+    def _chunk(self) -> pl.DataFrame:
         import polars as pl
 
         from copilot_logs.schema import EVENTS_SCHEMA
@@ -149,12 +169,29 @@ class _Rows:
         )
         stamps = columns.pop("timestamp")
         requests = columns.pop("tool_requests")
-        columns["session_id"] = _spread(spans, "session_id", "events")
-        columns["file"] = _spread(spans, "name", "events")
         columns["timestamp"] = [None] * height
         columns["tool_requests"] = [None] * height
-        frame = pl.DataFrame(columns, schema=EVENTS_SCHEMA)
+        schema = {k: v for k, v in EVENTS_SCHEMA.items() if k not in _SPAN_COLUMNS}
+        frame = pl.DataFrame(columns, schema=schema)
         return frame.with_columns(_parse_timestamps(stamps), _requests_column(requests))
+
+    def frame(self, spans: list[_Span]) -> pl.DataFrame:
+        """All rows as one events frame; ``spans`` say which file each run of rows is from."""
+        import polars as pl
+
+        from copilot_logs.schema import EVENTS_SCHEMA
+
+        self.flush()
+        if not self.chunks:
+            self.chunks.append(self._chunk())  # no event: an empty frame with the columns
+        body = self.chunks[0] if len(self.chunks) == 1 else pl.concat(self.chunks)
+        return body.with_columns(
+            pl.Series("session_id", _spread(spans, "session_id", "events"), dtype=pl.String),
+            pl.Series("file", _spread(spans, "name", "events"), dtype=pl.String),
+        ).select(list(EVENTS_SCHEMA))
+
+
+_SPAN_COLUMNS = ("session_id", "file")
 
 
 @dataclass
@@ -351,6 +388,8 @@ class _FileReader:
                 pending = block  # one line longer than a block: read on
                 continue
             pending = block[cut:]
+            if self.clean_lane and len(self.columns.rows) >= FLUSH_ROWS:
+                self.columns.flush()
             if self.clean_lane and self.held is None and self._clean_block(block, cut):
                 offset, number = self.end, self.next_line
                 continue
@@ -658,10 +697,10 @@ def _read(
     wants_payload: Callable[[str, str | None], bool] | None = None,
 ) -> tuple[_Span, ReadState]:
     """Read one stream into shared row lists; returns its span and how far it got."""
-    events_before, diagnostics_before = len(rows.rows), len(diagnostics.rows)
+    events_before, diagnostics_before = rows.count, len(diagnostics.rows)
     reader = _FileReader(rows, diagnostics, resume, wants_payload)
     reader.run(reader.lines(stream))
-    if resume is None and len(rows.rows) == events_before:
+    if resume is None and rows.count == events_before:
         if len(diagnostics.rows) == diagnostics_before:
             # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without
             # a row it would vanish from every frame, and the caller could not say it was read.
@@ -676,7 +715,7 @@ def _read(
     span = _Span(
         source.name,
         reader.session_id or source.session_hint,
-        len(rows.rows) - events_before,
+        rows.count - events_before,
         len(diagnostics.rows) - diagnostics_before,
     )
     return span, ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
