@@ -1,15 +1,20 @@
 """Bytes on disk -> an events frame and a diagnostics frame, one file at a time.
 
-The reader streams: it holds one read block and the line being assembled, never the file. It
-splits on ``b"\\n"`` only (a raw U+2028 inside a string is not a line break), parses each line
-with orjson, and recovers every event the known kinds of damage leave behind, reporting each
-damaged physical line with its number and byte offset.
+The reader streams: it holds one block of lines (CLEAN_BLOCK bytes) and the line being
+assembled, never the file. It splits on ``b"\\n"`` only (a raw U+2028 inside a string is not a
+line break). A block whose every line is an event of the usual shape is decoded whole by msgspec
+into the fields commands read (:mod:`copilot_logs.payload`); the lines of any other block go
+through the line reader, which parses each with orjson and recovers every event the known kinds
+of damage leave behind, reporting each damaged physical line with its number and byte offset.
+Both ways give the same rows (a property test checks it).
 """
 
 from __future__ import annotations
 
 import codecs
 import io
+import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -302,22 +307,68 @@ class _Diagnostics:
         )
 
 
-def _loads(raw: bytes) -> tuple[Any, bool]:
-    """Parse one JSON text; the flag says invalid UTF-8 had to be replaced first."""
+_REPAIRS = {
+    "invalid-utf8": "invalid UTF-8 bytes, replaced by U+FFFD",
+    "lone-surrogate": "a lone UTF-16 surrogate escape (a string cut inside a character such as "
+    "an emoji), replaced by U+FFFD",
+}
+"""What :func:`_loads` may have to mend to read a line, and how it is reported."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _loads(raw: bytes) -> tuple[Any, tuple[str, ...]]:
+    """Parse one JSON text, with what had to be mended first (keys of _REPAIRS): invalid UTF-8
+    bytes, and lone surrogate escapes (valid JSON that strict parsers refuse)."""
     try:
-        return orjson.loads(raw), False
+        return orjson.loads(raw), ()
     except orjson.JSONDecodeError:
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return orjson.loads(raw.decode("utf-8", "replace")), True
-        raise
+        pass
+    repairs: tuple[str, ...] = ()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text, repairs = raw.decode("utf-8", "replace"), ("invalid-utf8",)
+    try:
+        return orjson.loads(text), repairs
+    except orjson.JSONDecodeError:
+        if "\\u" not in text:
+            raise
+    mended, found = _mend(json.loads(text, parse_constant=_no_constant))
+    if not found:
+        raise orjson.JSONDecodeError("not valid JSON", text, 0)
+    return mended, (*repairs, "lone-surrogate")
 
 
-def _try_loads(raw: bytes) -> tuple[Any, bool] | None:
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _mend(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone surrogate replaced by U+FFFD (pairs are joined), and whether
+    there was one."""
+    if isinstance(value, str):
+        if not _SURROGATE.search(value):
+            return value, False
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), True
+    if isinstance(value, dict):
+        found = False
+        mended = {}
+        for key, item in value.items():
+            new_key, key_found = _mend(key)
+            mended[new_key], item_found = _mend(item)
+            found = found or key_found or item_found
+        return mended, found
+    if isinstance(value, list):
+        items = [_mend(item) for item in value]
+        return [item for item, _ in items], any(found for _, found in items)
+    return value, False
+
+
+def _try_loads(raw: bytes) -> tuple[Any, tuple[str, ...]] | None:
     try:
         return _loads(raw)
-    except orjson.JSONDecodeError:
+    except ValueError:  # orjson's and json's decode errors alike
         return None
 
 
@@ -499,7 +550,7 @@ class _FileReader:
             return None
         parsed = _try_loads(raw)
         if parsed is not None:
-            self._event(parsed[0], physical, len(physical.raw), replaced=parsed[1])
+            self._event(parsed[0], physical, len(physical.raw), repairs=parsed[1])
             return None
         physical.raw = raw
         if not physical.terminated:
@@ -553,7 +604,7 @@ class _FileReader:
                         "split-event",
                         f"continues the event split at line {held.number}; rejoined",
                     )
-                self._event(parsed[0], held, span, replaced=parsed[1])
+                self._event(parsed[0], held, span, repairs=parsed[1])
                 return None
             last = followers[-1]
             stripped = last.raw.lstrip(b"\x00")
@@ -582,7 +633,7 @@ class _FileReader:
             return
         parsed = _try_loads(raw)
         if parsed is not None:
-            self._event(parsed[0], physical, len(physical.raw), replaced=parsed[1])
+            self._event(parsed[0], physical, len(physical.raw), repairs=parsed[1])
             return
         physical.raw = raw
         self._unparsable(physical, last=not physical.terminated)
@@ -605,7 +656,7 @@ class _FileReader:
                     parsed[0],
                     _Physical(physical.number, physical.offset + start, raw[start:], True),
                     len(raw) - start,
-                    replaced=parsed[1],
+                    repairs=parsed[1],
                 )
                 return
             start = raw.find(EVENT_START, start + 1)
@@ -625,12 +676,12 @@ class _FileReader:
                 f"not valid JSON ({len(raw)} bytes); the line was skipped",
             )
 
-    def _event(self, obj: Any, physical: _Physical, length: int, *, replaced: bool) -> None:
+    def _event(
+        self, obj: Any, physical: _Physical, length: int, *, repairs: tuple[str, ...]
+    ) -> None:
         number, offset = physical.number, physical.offset
-        if replaced:
-            self.diagnostics.add(
-                number, offset, "invalid-utf8", "invalid UTF-8 bytes, replaced by U+FFFD"
-            )
+        for repair in repairs:
+            self.diagnostics.add(number, offset, repair, _REPAIRS[repair])
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             shape = type(obj).__name__ if not isinstance(obj, dict) else "object without type"
             self.diagnostics.add(

@@ -274,6 +274,16 @@ RULES: tuple[Rule, ...] = (
         "what the reader found.",
     ),
     Rule(
+        "E121",
+        "lone-surrogate",
+        "warning",
+        "A string holds a lone UTF-16 surrogate escape.",
+        "JSON.stringify writes a string cut inside a surrogate pair (an emoji, say) with a lone "
+        "`\\udXXX` escape: valid JSON, but not Unicode text, so strict parsers (orjson, "
+        "msgspec, serde) reject the whole line. The reader replaces the lone half with U+FFFD "
+        "and keeps the event.",
+    ),
+    Rule(
         "T201",
         "orphan-turn-end",
         "error",
@@ -443,6 +453,7 @@ DIAGNOSTIC_RULES = {
     "truncated-event": "E111",
     "split-event": "E112",
     "invalid-utf8": "E113",
+    "lone-surrogate": "E121",
     "crlf": "E114",
     "nul-bytes": "E115",
     "blank-line": "E116",

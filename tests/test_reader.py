@@ -293,3 +293,18 @@ def test_shell_escape_command_is_previewed() -> None:
     requested = events.filter(pl.col("type") == "tool.user_requested")
     assert requested["text"].to_list() == ["git status"]
     assert requested["tool_name"].to_list() == ["bash"]
+
+
+def test_lone_surrogate_escapes_are_mended_and_reported() -> None:
+    """JSON.stringify writes a string cut inside an emoji with a lone \\udXXX escape: valid
+    JSON that strict parsers refuse. The event is kept, the lone half becomes U+FFFD."""
+    lines = clean_lines(3)
+    cut = event("user.message", 4, {"content": "cut here"})
+    pair = event("user.message", 5, {"content": "a pair"})
+    lines.append(line(cut).replace(b"cut here", b"cut \\ud83d here"))
+    lines.append(line(pair).replace(b"a pair", b"a pair \\ud83d\\ude00"))
+    lines.append(line(event("user.message", 6, {"content": "x"})).replace(b'"x"', b"NaN"))
+    result = read_bytes(join(lines))
+    assert kinds_at(result.diagnostics) == [(4, "lone-surrogate"), (6, "invalid-json")]
+    texts = result.events["text"].to_list()
+    assert texts[3:] == ["cut \ufffd here", "a pair 😀"]

@@ -243,6 +243,22 @@ def e113_miss() -> ReadResult:
     return read(b.to_bytes())
 
 
+def e121() -> tuple[ReadResult, list[int | None]]:
+    b = builder()
+    b.user_message("cut here")
+    lines = b.lines()
+    lines[3] = lines[3].replace(b"cut here", b"cut \\ud83d here")
+    return read(lines), [4]
+
+
+def e121_miss() -> ReadResult:
+    b = builder()
+    b.user_message("an emoji 😀 whole")
+    lines = b.lines()
+    lines[3] = lines[3].replace("😀".encode(), b"\\ud83d\\ude00")
+    return read(lines)
+
+
 def e114() -> tuple[ReadResult, list[int | None]]:
     lines = builder().lines()
     return read([lines[0], synth.crlf(lines[1])]), [2]
@@ -567,6 +583,7 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "E111": [e111],
     "E112": [e112],
     "E113": [e113],
+    "E121": [e121],
     "E114": [e114],
     "E115": [e115],
     "E116": [e116],
@@ -607,6 +624,7 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "E111": [clean_result],
     "E112": [e101_miss],
     "E113": [e113_miss],
+    "E121": [e121_miss],
     "E114": [clean_result],
     "E115": [clean_result],
     "E116": [clean_result],
