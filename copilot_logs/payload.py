@@ -274,18 +274,18 @@ def payload(kind: str, data: Data, detail: str | None) -> tuple[Any, ...]:
     if kind in _TURN_TYPES:
         pass
     elif kind == "tool.execution_start":
-        tool_name = as_text(data.toolName)
-        model = as_text(data.model)
+        tool_name = as_str(data.toolName)
+        model = as_str(data.model)
         text = raw_json_preview(data.arguments)
     elif kind == "tool.execution_complete":
-        model = as_text(data.model)
+        model = as_str(data.model)
         success = _bool(data.success)
         is_user_requested = _bool(data.isUserRequested)
         error, error_code = _error_fields(data.error)
         if isinstance(data.result, Result):
             text = raw_preview(data.result.content)
     elif kind == "assistant.message":
-        model = as_text(data.model)
+        model = as_str(data.model)
         text = raw_preview(data.content)
         output_tokens = as_int(data.outputTokens)
         chunk_index = as_int(data.chunkIndex)
