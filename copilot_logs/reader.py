@@ -315,6 +315,7 @@ _REPAIRS = {
 """What :func:`_loads` may have to mend to read a line, and how it is reported."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _loads(raw: bytes) -> tuple[Any, tuple[str, ...]]:
@@ -329,11 +330,12 @@ def _loads(raw: bytes) -> tuple[Any, tuple[str, ...]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text, repairs = raw.decode("utf-8", "replace"), ("invalid-utf8",)
-    try:
-        return orjson.loads(text), repairs
-    except orjson.JSONDecodeError:
-        if "\\u" not in text:
-            raise
+        try:
+            return orjson.loads(text), repairs
+        except orjson.JSONDecodeError:
+            pass
+    if not _SURROGATE_ESCAPE.search(text):
+        raise orjson.JSONDecodeError("not valid JSON", text, 0)
     mended, found = _mend(json.loads(text, parse_constant=_no_constant))
     if not found:
         raise orjson.JSONDecodeError("not valid JSON", text, 0)
