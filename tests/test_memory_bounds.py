@@ -1,8 +1,9 @@
 """Peak memory is bounded on any input: a file with a 50 MB line, and a file of 200,000 events.
 
-Each case runs ``python -m copilot_logs count --total FILE`` in a child process and checks the
-count it prints and its peak resident set, as the kernel records it (``ru_maxrss``), against
-the issue's bound of 250 MB. Nothing here measures time.
+Each case runs ``python -m copilot_logs count --total FILE`` (and, on the long line,
+``sessions``: the full reader) in a child process and checks the count it prints and its peak
+resident set, as the kernel records it (``ru_maxrss``), against the issue's bound of 250 MB.
+Nothing here measures time.
 
 Why the peak RSS and not an address-space limit (``RLIMIT_AS``): polars' allocator and thread
 pool reserve address space they never touch (on the 2-core machine these figures were taken
@@ -22,6 +23,8 @@ import gc
 import subprocess
 import sys
 from pathlib import Path
+
+import orjson
 
 from benchmarks.peak import launched, read_report
 from copilot_logs.synth import SessionBuilder, bash, view
@@ -43,11 +46,17 @@ def main_turns(builder: SessionBuilder) -> int:
 
 def count_total(path: Path, report: Path) -> tuple[int, float]:
     """The integer ``count --total`` prints for ``path`` and the command's peak RSS in MB."""
-    command = [sys.executable, "-m", "copilot_logs", "count", "--total", str(path)]
+    out, peak_mb = run(["count", "--total", str(path)], report)
+    return int(out), peak_mb
+
+
+def run(args: list[str], report: Path) -> tuple[bytes, float]:
+    """What ``copilot-logs ARGS`` prints on stdout (without the cache) and its peak RSS in MB."""
+    command = [sys.executable, "-m", "copilot_logs", *args, "--no-cache"]
     done = subprocess.run(launched(command, report), capture_output=True, timeout=300, check=False)
     peak = read_report(report)
     assert peak.returncode == 0, done.stderr.decode(errors="replace")
-    return int(done.stdout), peak.max_rss_mb
+    return done.stdout, peak.max_rss_mb
 
 
 def test_a_50_mb_line_among_normal_events_is_counted_within_the_memory_bound(
@@ -77,6 +86,11 @@ def test_a_50_mb_line_among_normal_events_is_counted_within_the_memory_bound(
 
     assert llm_calls == expected == 4
     assert peak_mb < RSS_LIMIT_MB, f"peak RSS {peak_mb:.0f} MB on a {longest >> 20} MB line"
+
+    # The full reader too (what every other command reads with): the same bound.
+    out, peak_mb = run(["sessions", str(path), "--format", "json"], tmp_path / "peak")
+    assert [row["llm_calls"] for row in orjson.loads(out)] == [4]
+    assert peak_mb < RSS_LIMIT_MB, f"sessions: peak RSS {peak_mb:.0f} MB on a long line"
 
 
 def test_a_file_of_200000_events_is_counted_within_the_memory_bound(tmp_path: Path) -> None:
