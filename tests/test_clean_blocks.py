@@ -225,3 +225,12 @@ def test_blocks_after_a_damaged_one_are_decoded_whole(monkeypatch: pytest.Monkey
     first_damaged = outcomes.index(False)
     after = outcomes[first_damaged + 1 :]
     assert after.count(True) > after.count(False)
+
+
+def test_rows_turned_into_chunks_give_the_same_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = [(Source(p, p.stem), None) for p in sorted(SAMPLES.rglob("*.jsonl"))]
+    whole, _ = read_many(jobs)
+    monkeypatch.setattr(reader, "FLUSH_ROWS", 7)
+    monkeypatch.setattr(reader, "CLEAN_BLOCK", 500)
+    chunked, _ = read_many(jobs)
+    assert_same(chunked, whole)

@@ -187,3 +187,27 @@ def test_event_split_across_the_cached_end_is_rejoined(tmp_path: Path) -> None:
     cached = read_all([Source(path, "s")], use_cache=True)
     assert_same(cached, read_all([Source(path, "s")]))
     assert "split-event" in cached.diagnostics["kind"].to_list()
+
+
+def test_workers_start_early_only_when_there_is_a_lot_to_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from multiprocessing import forkserver
+
+    started: list[bool] = []
+    monkeypatch.setattr(forkserver, "ensure_running", lambda: started.append(True))
+    monkeypatch.setattr(parallel, "worker_count", lambda jobs: 2)
+    sources = sample_sources()
+    total = sum(s.size for s in sources)
+    monkeypatch.setattr(parallel, "PARALLEL_BYTES", total + 1)
+    parallel.start_workers_early(sources, use_cache=False)
+    assert started == []
+    monkeypatch.setattr(parallel, "PARALLEL_BYTES", total)
+    parallel.start_workers_early([*sources, Source(None, "stdin")], use_cache=False)
+    assert started == []  # standard input is read here, never by a worker
+    parallel.start_workers_early(sources, use_cache=False)
+    assert started == [True]
+    read_all(sources, use_cache=True)  # now cached: nothing left to parse
+    started.clear()
+    parallel.start_workers_early(sources, use_cache=True)
+    assert started == []
