@@ -101,7 +101,7 @@ class RawData(msgspec.Struct):
 
 
 EVENT_LINES = msgspec.json.Decoder(Event)
-"""``EVENT_LINES.decode_lines(buffer)``: every line of a clean file as an :class:`Event`."""
+"""``EVENT_LINES.decode_lines(buffer)``: every line of a clean block as an :class:`Event`."""
 _DATA = msgspec.json.Decoder(Data)
 _STRING = msgspec.json.Decoder(str)
 TEXT_HEAD = 1024

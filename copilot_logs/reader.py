@@ -336,7 +336,11 @@ def _loads(raw: bytes) -> tuple[Any, tuple[str, ...]]:
             pass
     if not _SURROGATE_ESCAPE.search(text):
         raise orjson.JSONDecodeError("not valid JSON", text, 0)
-    mended, found = _mend(json.loads(text, parse_constant=_no_constant))
+    try:
+        mended, found = _mend(json.loads(text, parse_constant=_no_constant))
+        orjson.dumps(mended)  # what orjson cannot hold either (a 100-bit integer) stays invalid
+    except (ValueError, TypeError, RecursionError):
+        found = False
     if not found:
         raise orjson.JSONDecodeError("not valid JSON", text, 0)
     return mended, (*repairs, "lone-surrogate")
