@@ -128,7 +128,7 @@ def _computed(
     if (
         workers < 2
         or any(s.path is None for s in sources)
-        or bytes_to_parse(sources, use_cache) < parallel.PARALLEL_BYTES
+        or bytes_to_parse(sources, store) < parallel.PARALLEL_BYTES
     ):
         for index, group in enumerate(groups):
             done = _run_batch(group, fn, use_cache)

@@ -7,9 +7,12 @@ import os
 from collections.abc import Sequence
 from multiprocessing import get_context
 from multiprocessing.context import ForkServerContext
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from copilot_logs.envelope import Source
+
+if TYPE_CHECKING:
+    from copilot_logs.store import EventStore
 
 T = TypeVar("T")
 
@@ -29,13 +32,12 @@ def worker_context() -> ForkServerContext:
     return context
 
 
-def bytes_to_parse(sources: Sequence[Source], use_cache: bool) -> int:
-    """How much of the sources a read would parse: what the events cache cannot serve."""
-    if not use_cache:
+def bytes_to_parse(sources: Sequence[Source], store: EventStore | None) -> int:
+    """How much of the sources a read would parse: what the events cache (None: no cache)
+    cannot serve."""
+    if store is None:
         return sum(source.size for source in sources)
-    from copilot_logs.store import EventStore
-
-    return EventStore().uncached_bytes(sources)
+    return store.uncached_bytes(sources)
 
 
 def start_workers_early(sources: Sequence[Source], use_cache: bool) -> None:
@@ -43,7 +45,9 @@ def start_workers_early(sources: Sequence[Source], use_cache: bool) -> None:
     imports polars on the other core while this process imports it too."""
     if worker_count(2) < 2 or any(source.path is None for source in sources):
         return
-    if bytes_to_parse(sources, use_cache) >= PARALLEL_BYTES:
+    from copilot_logs.store import EventStore
+
+    if bytes_to_parse(sources, EventStore() if use_cache else None) >= PARALLEL_BYTES:
         from multiprocessing import forkserver
 
         worker_context()

@@ -156,9 +156,14 @@ PAYLOAD_TYPES = frozenset(
 )
 
 
+def from_json(encoded: bytes) -> Data:
+    """A ``data`` object given as JSON text, as :class:`Data`."""
+    return _DATA.decode(encoded)
+
+
 def from_dict(data: dict[str, Any]) -> Data:
-    """A ``data`` object already decoded by the line reader, as :class:`Data`."""
-    return _DATA.decode(orjson.dumps(data))
+    """A ``data`` object already decoded, as :class:`Data`."""
+    return from_json(orjson.dumps(data))
 
 
 def detail(line: bytes | memoryview) -> str:

@@ -44,7 +44,7 @@ from copilot_logs.payload import (
     as_str,
     as_text,
     detail,
-    from_dict,
+    from_json,
     payload,
 )
 
@@ -151,8 +151,9 @@ class _Rows:
         )
         data = obj.get("data")
         if kind in PAYLOAD_TYPES and isinstance(data, dict):
-            extra = orjson.dumps(data).decode() if kind in DETAIL_TYPES else None
-            self.rows.append(envelope + payload(kind, from_dict(data), extra))
+            encoded = orjson.dumps(data)  # once, for both the typed fields and `detail`
+            extra = encoded.decode() if kind in DETAIL_TYPES else None
+            self.rows.append(envelope + payload(kind, from_json(encoded), extra))
         else:
             self.rows.append(envelope + NO_PAYLOAD)
 
