@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis profiles, chosen by HYPOTHESIS_PROFILE. `default` (make test) keeps hypothesis's
+# example counts, and the fuzz tests (tests/test_fuzz.py) run FUZZ_EXAMPLES each so the suite
+# stays quick; `fuzz` (make fuzz) runs many more of both. With CI set, examples are
+# derandomized so a CI run is repeatable.
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+_CI = bool(os.environ.get("CI"))
+settings.register_profile("default", deadline=None, suppress_health_check=_SLOW_OK, derandomize=_CI)
+settings.register_profile(
+    "fuzz", max_examples=1_000, deadline=None, suppress_health_check=_SLOW_OK, derandomize=_CI
+)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+settings.load_profile(PROFILE)
+#: Examples of each fuzz test: a few under `make test`, the profile's many under `make fuzz`.
+FUZZ_EXAMPLES = 6 if PROFILE == "default" else settings.default.max_examples
 
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT / "sample_sessions"
