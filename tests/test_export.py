@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +174,64 @@ def test_turns_hold_main_turns_and_subagent_calls(samples: Path, tmp_path: Path)
     assert sub["tool_calls"].sum() > 0
 
 
+def envelope(kind: str, data: dict[str, Any], number: int, agent: str | None = None) -> str:
+    line: dict[str, Any] = {"type": kind, "data": data}
+    if agent:
+        line["agentId"] = agent
+    line.update(
+        id=f"e{number}",
+        timestamp=f"2026-08-05T10:00:{number:02d}.000Z",
+        parentId=f"e{number - 1}" if number > 1 else None,
+    )
+    return json.dumps(line, separators=(",", ":"))
+
+
+def test_a_chunked_subagent_reply_is_one_call(tmp_path: Path) -> None:
+    """Chunks of one sub-agent reply share a messageId: one call, its tools in it."""
+    agent = "call_task"
+    lines = [
+        ("session.start", {"sessionId": "s1", "startTime": "2026-08-05T10:00:01.000Z"}, None),
+        ("user.message", {"content": "go"}, None),
+        ("assistant.turn_start", {"turnId": "0"}, None),
+        ("subagent.started", {"toolCallId": agent, "agentName": "task"}, agent),
+        ("assistant.message", {"messageId": "m1", "content": "a", "chunkIndex": 0}, agent),
+        ("assistant.message", {"messageId": "m1", "content": "b", "chunkIndex": 1}, agent),
+        ("tool.execution_start", {"toolCallId": "t1", "toolName": "bash"}, agent),
+        ("tool.execution_complete", {"toolCallId": "t1", "success": False}, agent),
+        ("assistant.message", {"messageId": "m2", "content": "done"}, agent),
+        ("subagent.completed", {"toolCallId": agent, "agentName": "task"}, agent),
+        ("assistant.turn_end", {"turnId": "0"}, None),
+    ]
+    log = tmp_path / "s1.jsonl"
+    log.write_text("".join(envelope(k, d, n, a) + "\n" for n, (k, d, a) in enumerate(lines, 1)))
+    turns = cl.frames(cl.read(log))["turns"].sort("line")
+    assert turns.select("agent_id", "turn_index", "call_index", "line").rows() == [
+        (None, 1, 1, 3),
+        (agent, 1, 1, 5),
+        (agent, 1, 2, 9),
+    ]
+    assert turns["messages"].to_list() == [0, 2, 1]
+    assert turns["tool_calls"].to_list() == [0, 1, 0]
+    assert turns["failed_tool_calls"].to_list() == [0, 1, 0]
+
+
+def test_rows_of_a_second_session_in_one_file_take_its_day(samples: Path) -> None:
+    """A log holding two sessions: each row lands on its own session's start day."""
+    result = api.read(samples / "d4c3f605-7e80-4f91-b2a3-3d4e5f607182.jsonl")
+    events = result.events.sort("line")
+    half = events.height // 2
+    later = pl.col("timestamp") + pl.duration(days=3)
+    second = events.slice(half).with_columns(session_id=pl.lit("second"), timestamp=later)
+    tables = export.frames(ReadResult(pl.concat([events.head(half), second]), result.diagnostics))
+    first_day = tables["sessions"]["date"][0]
+    for table in ("events", "turns", "tools"):
+        days = dict(tables[table].group_by("session_id").agg(pl.col("date").unique()).iter_rows())
+        assert days == {
+            events["session_id"][0]: [first_day],
+            "second": [first_day + timedelta(days=3)],
+        }
+
+
 def test_turns_agree_with_count(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     run("export", out, samples)
@@ -289,17 +348,26 @@ def test_incremental_export_equals_a_fresh_one(samples: Path, tmp_path: Path) ->
     )
 
 
-def test_same_size_and_mtime_but_new_bytes_is_rewritten(samples: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["head", "tail"])
+def test_same_size_and_mtime_but_new_bytes_is_rewritten(
+    samples: Path, tmp_path: Path, where: str
+) -> None:
     out = tmp_path / "out"
     run("export", out, samples)
-    log = samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" / "events.jsonl"
+    log = samples / "d4c3f605-7e80-4f91-b2a3-3d4e5f607182.jsonl"  # over twice HASHED_BYTES
+    assert log.stat().st_size > 2 * export.HASHED_BYTES
     info = log.stat()
-    data = log.read_bytes()
-    log.write_bytes(data.replace(b'"type":"user.message"', b'"type":"user.massage"', 1))
+    lines = log.read_bytes().splitlines(keepends=True)
+    index = 1 if where == "head" else len(lines) - 1
+    old_type = json.loads(lines[index])["type"].encode()
+    new_type = old_type.upper()
+    lines[index] = lines[index].replace(b'"type":"' + old_type, b'"type":"' + new_type, 1)
+    log.write_bytes(b"".join(lines))
     os.utime(log, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert log.stat().st_size == info.st_size
     # --no-cache: the events cache of today's reader keys on size and mtime alone (issue 12).
     assert "1 written" in run("export", out, samples, "--no-cache").stderr
-    assert "user.massage" in scan(out, "events")["type"].to_list()
+    assert new_type.decode() in scan(out, "events")["type"].to_list()
 
 
 def test_gone_logs_are_removed_and_other_files_kept(samples: Path, tmp_path: Path) -> None:
@@ -487,3 +555,13 @@ def test_docs_duckdb_examples_run(exported: dict[str, Any]) -> None:
         m["requests"] or 0 for row in usage for m in row["models"]
     )
     assert sum(row[1] for row in results[2]) == len(scan(Path("copilot-parquet"), "tools"))
+
+
+def test_out_deleted_is_written_whole_again(samples: Path, tmp_path: Path) -> None:
+    """Nothing cached may stand in for writing: a deleted OUT comes back whole."""
+    out = tmp_path / "out"
+    run("export", out, samples)
+    expected = sorted(p.relative_to(out) for p in out.rglob("*"))
+    shutil.rmtree(out)
+    assert "11 written" in run("export", out, samples).stderr
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == expected

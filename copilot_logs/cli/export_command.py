@@ -24,8 +24,7 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
     Examples:
       copilot-logs export ./copilot-parquet
       copilot-logs export ./copilot-parquet --since 2026-08-01
-      duckdb -c "SELECT model, count(*) FROM read_parquet('copilot-parquet/turns/**/*.parquet',
-        hive_partitioning = true) GROUP BY model"
+      copilot-logs export ./copilot-parquet ./recordings/*.jsonl
     """
     loaded = load(picked)
     from copilot_logs import export as core
@@ -35,9 +34,10 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
     plan = core.prepare(out, loaded.sources)
     todo = Loaded(plan.changed)
     summary = core.finish(plan, todo.map(core.batch_writer(plan), remember=False))
+    logs = summary.written + summary.unchanged
     click.echo(
-        f"Exported {summary.written + summary.unchanged} logs to {out}: {summary.written} "
-        f"written, {summary.unchanged} unchanged, {summary.removed} removed.",
+        f"Exported {logs} log{'' if logs == 1 else 's'} to {out}: {summary.written} written, "
+        f"{summary.unchanged} unchanged, {summary.removed} removed.",
         err=True,
     )
     ctx.exit(exit_code(todo))
