@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -217,9 +218,10 @@ def write_batch(result: ReadResult, *, out: str, keys: Mapping[str, str]) -> dic
     root = Path(out)
     tables = frames(result)
     readable = set(result.events["file"].unique().to_list())
-    days: dict[str, set[Any]] = {}
-    for file, day in tables["sessions"].select("file", PARTITION).iter_rows():
-        days.setdefault(file, set()).add(day)
+    days: dict[str, set[Any]] = {}  # every log gets a file in every table for each of its days
+    for table in tables.values():
+        for file, day in table.select("file", PARTITION).unique().iter_rows():
+            days.setdefault(file, set()).add(day)
     written = {file: Written([], file in readable) for file in days}
     for name, table in tables.items():
         parts = table.partition_by("file", PARTITION, as_dict=True)
@@ -410,6 +412,4 @@ def _remove(out: Path, relative: str) -> None:
 
 def batch_writer(plan: Plan) -> Callable[[ReadResult], dict[str, Written]]:
     """The function to map over batches of ``plan.changed`` (picklable: a partial)."""
-    from functools import partial
-
     return partial(write_batch, out=str(plan.out), keys=plan.keys)

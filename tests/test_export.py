@@ -215,14 +215,21 @@ def test_a_chunked_subagent_reply_is_one_call(tmp_path: Path) -> None:
     assert turns["failed_tool_calls"].to_list() == [0, 1, 0]
 
 
-def test_rows_of_a_second_session_in_one_file_take_its_day(samples: Path) -> None:
-    """A log holding two sessions: each row lands on its own session's start day."""
-    result = api.read(samples / "d4c3f605-7e80-4f91-b2a3-3d4e5f607182.jsonl")
+def test_rows_of_a_second_session_in_one_file_take_its_day(samples: Path, tmp_path: Path) -> None:
+    """A log holding two sessions: each row lands on its own session's start day, and is
+    written there."""
+    log = samples / "d4c3f605-7e80-4f91-b2a3-3d4e5f607182.jsonl"
+    result = api.read(log)
     events = result.events.sort("line")
     half = events.height // 2
     later = pl.col("timestamp") + pl.duration(days=3)
     second = events.slice(half).with_columns(session_id=pl.lit("second"), timestamp=later)
-    tables = export.frames(ReadResult(pl.concat([events.head(half), second]), result.diagnostics))
+    two = ReadResult(pl.concat([events.head(half), second]), result.diagnostics)
+    tables = export.frames(two)
+    out = tmp_path / "out"
+    written = export.write_batch(two, out=str(out), keys={str(log): "key"})
+    assert len(written[str(log)].files) == 2 * len(export.TABLES)
+    assert_same_tables(out, tables)
     first_day = tables["sessions"]["date"][0]
     for table in ("events", "turns", "tools"):
         days = dict(tables[table].group_by("session_id").agg(pl.col("date").unique()).iter_rows())
@@ -565,3 +572,20 @@ def test_out_deleted_is_written_whole_again(samples: Path, tmp_path: Path) -> No
     shutil.rmtree(out)
     assert "11 written" in run("export", out, samples).stderr
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == expected
+
+
+def test_a_manifest_never_removes_files_outside_out(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    victims = [tmp_path / "victim.parquet", out / "notes.txt"]
+    for victim in victims:
+        victim.write_text("keep me")
+    manifest = out / export.MANIFEST
+    document = json.loads(manifest.read_text())
+    document["sources"]["gone.jsonl"] = {
+        "source": None,
+        "files": ["../victim.parquet", str(victims[0]), "notes.txt"],
+    }
+    manifest.write_text(json.dumps(document))
+    assert "1 removed" in run("export", out, samples).stderr
+    assert all(victim.read_text() == "keep me" for victim in victims)
