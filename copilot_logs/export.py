@@ -320,7 +320,7 @@ def prepare(out: Path, sources: Iterable[Source]) -> Plan:
         print_ = fingerprint(source)
         prints[source.name] = print_
         entry = previous.get(source.name)
-        same = print_ is not None and isinstance(entry, dict) and entry.get("source") == print_
+        same = print_ is not None and entry is not None and entry["source"] == print_
         (unchanged if same else changed).append(source)
     keys = {s.name: file_key(s.name, s.session_hint) for s in (*changed, *unchanged)}
     return Plan(out, changed, unchanged, previous, prints, keys)
@@ -347,10 +347,15 @@ def _previous(out: Path) -> dict[str, Any]:
     sources = document.get("sources")
     if not isinstance(sources, dict):
         raise ExportError(f"{manifest}: has no sources; delete it and export again")
-    if document.get("version") != VERSION:
-        # Written by another version: every source is exported again, its files replaced.
-        return {name: {**entry, "source": None} for name, entry in sources.items()}
-    return sources
+    fresh = document.get("version") == VERSION
+    # An entry of another version, or malformed, is exported again (its listed files replaced).
+    entries = {}
+    for name, entry in sources.items():
+        if isinstance(entry, dict):
+            files = _files(entry)
+            whole = fresh and files and len(files) == len(entry["files"])
+            entries[name] = {"source": entry.get("source") if whole else None, "files": files}
+    return entries
 
 
 def finish(plan: Plan, written: Iterable[Mapping[str, Written]]) -> Summary:
@@ -371,13 +376,7 @@ def finish(plan: Plan, written: Iterable[Mapping[str, Written]]) -> Summary:
             "files": result.files,
         }
     kept = {f for entry in entries.values() for f in entry["files"]}
-    stale = {
-        f
-        for entry in plan.previous.values()
-        if isinstance(entry, dict)
-        for f in _files(entry)
-        if f not in kept
-    }
+    stale = {f for entry in plan.previous.values() for f in entry["files"] if f not in kept}
     for relative in sorted(stale):
         _remove(plan.out, relative)
     document = {"format": FORMAT, "version": VERSION, "sources": entries}

@@ -589,3 +589,19 @@ def test_a_manifest_never_removes_files_outside_out(samples: Path, tmp_path: Pat
     manifest.write_text(json.dumps(document))
     assert "1 removed" in run("export", out, samples).stderr
     assert all(victim.read_text() == "keep me" for victim in victims)
+
+
+def test_malformed_manifest_entries_are_exported_again(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    manifest = out / export.MANIFEST
+    document = json.loads(manifest.read_text())
+    names = sorted(document["sources"])
+    document["sources"][names[0]] = "not an entry"
+    document["sources"][names[1]] = {"source": document["sources"][names[1]]["source"]}
+    document["sources"][names[2]]["files"] = 7
+    manifest.write_text(json.dumps(document))
+    result = run("export", out, samples)
+    assert result.exit_code == 0
+    assert "3 written, 8 unchanged" in result.stderr
+    assert_same_tables(out, cl.frames(cl.read(samples)))
