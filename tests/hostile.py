@@ -332,3 +332,111 @@ FILE_NAMES = (
     .map("".join)
     .filter(lambda name: name not in (".", "..") and len(os.fsencode(name)) <= 200)
 )
+
+
+# --- hand-made hostile logs, checked on every run --------------------------------------------
+
+
+def with_raw(line: bytes, edits: dict[tuple[str | int, ...], bytes]) -> bytes:
+    """``line`` with the value at each path (keys into the event) replaced by raw JSON text."""
+    event = orjson.loads(line)
+    for number, path in enumerate(edits):
+        container = event
+        for key in path[:-1]:
+            container = container[key]
+        container[path[-1]] = f"{_MARK}{number}"
+    out: bytes = orjson.dumps(event)
+    for number, raw in enumerate(edits.values()):
+        out = out.replace(orjson.dumps(f"{_MARK}{number}"), raw, 1)
+    return out
+
+
+def _plain_session(seed: int) -> SessionBuilder:
+    b = SessionBuilder(seed=seed)
+    b.user_message("fix the build")
+    b.turn("looking", [ToolCall("bash", {"command": "make"}, result="ok")])
+    b.shutdown()
+    b.resume()
+    b.user_message("and the tests")
+    b.task_complete_turn("done")
+    b.shutdown()
+    return b
+
+
+def _edit(lines: Lines, edits: dict[str, dict[tuple[str | int, ...], bytes]]) -> Lines:
+    """Lines with raw values put in: ``edits`` maps an event type to its paths and values."""
+    damaged = []
+    for line in lines:
+        kind = orjson.loads(line)["type"]
+        damaged.append(with_raw(line, edits[kind]) if kind in edits else line)
+    return damaged
+
+
+def known_logs() -> dict[str, bytes]:
+    """One hostile log per kind of trouble, named: what a reader must survive on every run,
+    not only when hypothesis happens to draw it."""
+    lines = _plain_session(1).lines()
+    other = _plain_session(2).lines()
+    metrics = ("data", "modelMetrics", "gpt-5-mini")
+    logs = {
+        "int-past-int64": _edit(
+            lines,
+            {
+                "assistant.message": {("data", "outputTokens"): HOSTILE_NUMBERS[7]},
+                "session.shutdown": {(*metrics, "usage", "inputTokens"): HOSTILE_NUMBERS[5]},
+            },
+        ),
+        "float-past-double": _edit(
+            lines,
+            {
+                "session.shutdown": {
+                    (*metrics, "requests", "cost"): b"1e999",
+                    ("data", "totalPremiumRequests"): b"-1e999",
+                    ("data", "totalNanoAiu"): HOSTILE_NUMBERS[8],
+                }
+            },
+        ),
+        "times-past-double": _edit(
+            lines,
+            {
+                "session.start": {("data", "startTime"): b"1e999"},
+                "assistant.turn_start": {("timestamp",): b"1e999"},
+            },
+        ),
+        "resume-counts-huge": _edit(
+            lines,
+            {
+                "session.resume": {
+                    ("data", "eventCount"): HOSTILE_NUMBERS[7],
+                    ("data", "eventsFileSizeBytes"): b"1e999",
+                }
+            },
+        ),
+        "deep-nesting": _edit(
+            lines,
+            {
+                "tool.execution_start": {("data", "arguments"): DEEP[0]},
+                "assistant.turn_end": {("data",): DEEP[1]},
+            },
+        ),
+        "wrong-types": _edit(
+            lines,
+            {
+                "assistant.turn_start": {("data", "turnId"): b"[1]"},
+                "user.message": {("data",): b'"text"'},
+                "session.shutdown": {("data", "modelMetrics"): b"[1e999]"},
+            },
+        ),
+        "bom-on-every-line": [BOM + line for line in lines],
+        "two-sessions-interleaved": [
+            line for pair in zip(lines, other, strict=False) for line in pair
+        ],
+        "bad-encodings": _edit(
+            lines,
+            {"user.message": {("data", "content"): b'"\xe9t\xe9 \xff \\ud800 \xed\xa0\x80"'}},
+        ),
+    }
+    known = {name: b"".join(line + b"\n" for line in damaged) for name, damaged in logs.items()}
+    known["utf-16"] = known["bom-on-every-line"].decode("utf-8").encode("utf-16")
+    known["nul-tail-crlf-blank"] = b"".join(line + b"\r\n\n" for line in lines) + b"\x00" * 64
+    return known

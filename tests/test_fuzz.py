@@ -35,7 +35,7 @@ from copilot_logs.errors import ExitCode
 from copilot_logs.synth import SessionBuilder, bash
 
 from .conftest import FUZZ_EXAMPLES
-from .hostile import CONTROLS, EVERYTHING, FILE_NAMES, hostile_logs
+from .hostile import CONTROLS, EVERYTHING, FILE_NAMES, hostile_logs, known_logs
 
 EXIT_CODES = {int(code) for code in ExitCode}
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
@@ -175,6 +175,16 @@ def written(log: bytes, name: str, *, flat: bool) -> Iterator[Path]:
 @given(log=hostile_logs(), name=FILE_NAMES, flat=st.booleans())
 def test_hostile_log_through_every_format(command: str, log: bytes, name: str, flat: bool) -> None:
     with written(log, name, flat=flat) as root:
+        run_everything(command, [str(root)])
+
+
+KNOWN = known_logs()
+
+
+@pytest.mark.parametrize("command", LOG_COMMANDS)
+@pytest.mark.parametrize("name", sorted(KNOWN))
+def test_known_hostile_log_through_every_format(command: str, name: str) -> None:
+    with written(KNOWN[name], name, flat=True) as root:
         run_everything(command, [str(root)])
 
 
