@@ -282,3 +282,12 @@ def test_controls_cover_c0_del_and_c1() -> None:
     assert len(set(CONTROLS)) == 65
     assert all(RAW_CONTROL.match(c) or c in "\t\n" for c in CONTROLS)
     assert os.fsencode(WORST_NAME)  # a name the file system takes (no NUL, no slash)
+
+
+@pytest.mark.parametrize("fmt", _formats("rules"))
+def test_rules_with_a_hostile_code(fmt: str) -> None:
+    """`rules` reads no log, but echoes the code it was given: that echo is escaped too."""
+    args = ("rules", EVERYTHING, "--format", fmt)
+    result = invoke(*args)
+    check(result, fmt, args)
+    assert result.exit_code == ExitCode.USAGE
