@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 # Hypothesis profiles, chosen by HYPOTHESIS_PROFILE. `default` (make test) keeps hypothesis's
 # example counts, and the fuzz tests (tests/test_fuzz.py) run FUZZ_EXAMPLES each so the suite
@@ -21,8 +21,16 @@ settings.register_profile(
 )
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
 settings.load_profile(PROFILE)
-#: Examples of each fuzz test: a few under `make test`, the profile's many under `make fuzz`.
-FUZZ_EXAMPLES = 6 if PROFILE == "default" else settings.default.max_examples
+#: The fuzz tests' settings. Under `make test`: a few examples, and a failure is shown as drawn
+#: (shrinking a hostile log takes minutes); under `make fuzz`: the profile's many, shrunk.
+FUZZ_SETTINGS = (
+    settings(
+        max_examples=6,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+    )
+    if PROFILE == "default"
+    else settings()
+)
 
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT / "sample_sessions"

@@ -27,14 +27,14 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from copilot_logs.cli import main
 from copilot_logs.errors import ExitCode
 from copilot_logs.synth import SessionBuilder, bash
 
-from .conftest import FUZZ_EXAMPLES
+from .conftest import FUZZ_SETTINGS
 from .hostile import CONTROLS, EVERYTHING, FILE_NAMES, hostile_logs, known_logs
 
 EXIT_CODES = {int(code) for code in ExitCode}
@@ -127,6 +127,24 @@ def check(result: Result, fmt: str, args: tuple[str, ...]) -> None:
     assert not [line for line in lines_of(result.stderr) if line.lstrip().startswith("::")], shown
 
 
+def _variants(command: str) -> list[tuple[str, ...]]:
+    """Every other choice and flag of ``command`` (--by model, --breakdown, --all, ...), each
+    alone: they show other fields of the log (models, repositories) in other layouts."""
+    found = main.get_command(click.Context(main), command)
+    assert found is not None
+    variants: list[tuple[str, ...]] = []
+    for param in found.params:
+        if not isinstance(param, click.Option) or param.name in ("fmt", "total", "help"):
+            continue
+        if param.is_flag and not param.expose_value:
+            continue  # --no-cache: run_everything runs with and without it
+        if param.is_flag:
+            variants.append((param.opts[0],))
+        elif isinstance(param.type, click.Choice):
+            variants.extend((param.opts[0], str(choice)) for choice in param.type.choices)
+    return variants
+
+
 def run_everything(command: str, selectors: list[str]) -> None:
     """``command`` in every format; json also without the cache, and from it (twice: the
     second read is a cache hit), which must all give the same answer."""
@@ -139,6 +157,10 @@ def run_everything(command: str, selectors: list[str]) -> None:
     for fmt in _formats(command):
         args = (command, *selectors, "--format", fmt)
         check(invoke(*args), fmt, args)
+    for variant in _variants(command):
+        for fmt in {_formats(command)[0], "json"} & set(_formats(command)):
+            args = (command, *selectors, *variant, "--format", fmt)
+            check(invoke(*args), fmt, args)
     if "json" in _formats(command):
         answers = []
         for extra in (["--no-cache"], [], []):
@@ -171,7 +193,7 @@ def written(log: bytes, name: str, *, flat: bool) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("command", LOG_COMMANDS)
-@settings(max_examples=FUZZ_EXAMPLES)
+@FUZZ_SETTINGS
 @given(log=hostile_logs(), name=FILE_NAMES, flat=st.booleans())
 def test_hostile_log_through_every_format(command: str, log: bytes, name: str, flat: bool) -> None:
     with written(log, name, flat=flat) as root:
@@ -192,7 +214,7 @@ WORST_NAME = "".join(c for c in CONTROLS if c != "\x00") + "\x1b]52;c;aGFja2Vk\x
 
 
 @pytest.mark.parametrize("command", LOG_COMMANDS)
-@settings(max_examples=FUZZ_EXAMPLES)
+@FUZZ_SETTINGS
 @given(log=hostile_logs(st.just(EVERYTHING)))
 def test_every_control_character_in_every_field(command: str, log: bytes) -> None:
     """Every text field holds every C0 and C1 control and every escape at once; the file name
@@ -262,7 +284,7 @@ def _good_figures(command: str, selectors: list[str], good_root: Path) -> Any:
     return _good_part(command, _json(result.stdout), good_root)
 
 
-@settings(max_examples=FUZZ_EXAMPLES)
+@FUZZ_SETTINGS
 @given(log=hostile_logs(), name=FILE_NAMES, flat=st.booleans())
 def test_one_bad_file_never_hides_the_good_ones(
     good_root: Path, log: bytes, name: str, flat: bool
