@@ -440,3 +440,13 @@ def known_logs() -> dict[str, bytes]:
     known["utf-16"] = known["bom-on-every-line"].decode("utf-8").encode("utf-16")
     known["nul-tail-crlf-blank"] = b"".join(line + b"\r\n\n" for line in lines) + b"\x00" * 64
     return known
+
+
+@st.composite
+def damaged_sessions(draw: st.DrawFn, text: st.SearchStrategy[str] = HOSTILE_TEXT) -> bytes:
+    """One hostile session whose first line (its session.start) is whole: everything after it
+    may be damaged. Ends with a newline, so what follows it in a stream starts a line."""
+    first, *rest = draw(sessions(text)).lines()
+    for damage in draw(st.lists(st.sampled_from(LINE_DAMAGES), max_size=4), label="damages"):
+        rest = damage(draw, rest) if rest else rest
+    return b"".join(line + b"\n" for line in [first, *rest])

@@ -35,7 +35,14 @@ from copilot_logs.errors import ExitCode
 from copilot_logs.synth import SessionBuilder, bash
 
 from .conftest import FUZZ_SETTINGS
-from .hostile import CONTROLS, EVERYTHING, FILE_NAMES, hostile_logs, known_logs
+from .hostile import (
+    CONTROLS,
+    EVERYTHING,
+    FILE_NAMES,
+    damaged_sessions,
+    hostile_logs,
+    known_logs,
+)
 
 EXIT_CODES = {int(code) for code in ExitCode}
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
@@ -313,3 +320,25 @@ def test_rules_with_a_hostile_code(fmt: str) -> None:
     result = invoke(*args)
     check(result, fmt, args)
     assert result.exit_code == ExitCode.USAGE
+
+
+@FUZZ_SETTINGS
+@given(bad=damaged_sessions())
+def test_one_bad_session_in_a_stream_never_hides_the_others(bad: bytes) -> None:
+    """`cat good bad good`: a damaged session between two good ones (its own session.start
+    whole) leaves the good sessions' rows as they are without it."""
+    good = []
+    for number, session_id in enumerate(GOOD_IDS):
+        b = SessionBuilder(session_id=session_id, seed=number)
+        b.user_message(f"good prompt {number}")
+        b.turn("working", [bash("make test", "ok")])
+        b.shutdown()
+        good.append(b.to_bytes())
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "stream.jsonl"
+        for command in ("count", "sessions"):
+            path.write_bytes(good[0] + good[1])
+            alone = _good_figures(command, [str(path)], path)
+            assert len(alone) == len(GOOD_IDS), (command, alone)
+            path.write_bytes(good[0] + bad + good[1])
+            assert _good_figures(command, [str(path)], path) == alone, command
