@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import click
 
@@ -24,7 +25,7 @@ from copilot_logs.cli.options import (
     metavar="N",
     help="Lay the terminal view out for N columns [default: the terminal's width].",
 )
-@format_option("table", "json", "ndjson", "csv")
+@format_option("table", "json", "ndjson", "csv", "svg")
 @click.pass_context
 def timeline(
     ctx: click.Context,
@@ -39,7 +40,8 @@ def timeline(
     its start, duration and a bar proportional to the longest turn), the tools each turn ran
     and how they went, the sub-agents its task calls spawned, and the errors, compactions,
     resumes, mode and model changes and aborts where they happened. With no SESSION, shows
-    the newest session. json gives the nested tree; ndjson and csv one row per LLM call.
+    the newest session. json gives the nested tree; ndjson and csv one row per LLM call;
+    svg the picture of one session (the one in `copilot-logs report`) for a pull request.
 
     \b
     Examples:
@@ -47,6 +49,7 @@ def timeline(
       copilot-logs timeline 3fa --no-tools
       copilot-logs timeline ./events.jsonl --width 100
       copilot-logs timeline --latest 5 --format csv
+      copilot-logs timeline 3fa --format svg > timeline.svg
     """
     if not picked.selectors and picked.latest is None:
         click.echo("No session given: showing the newest one (as with --latest 1).", err=True)
@@ -65,6 +68,20 @@ def timeline(
         print_timeline(sessions, width=width, show_tools=not no_tools)
     elif fmt == "json":
         render.write_json(sessions)
+    elif fmt == "svg":
+        click.echo(_one_svg(sessions), nl=False)
     else:
         render.write_frame(turn_rows(sessions), fmt)
     ctx.exit(exit_code(loaded))
+
+
+def _one_svg(sessions: list[dict[str, Any]]) -> str:
+    """The standalone SVG of the one session selected; several is a usage error."""
+    from copilot_logs.svg_render import timeline_svg
+
+    if len(sessions) != 1:
+        raise click.UsageError(
+            f"--format svg draws one session and {len(sessions)} were selected: "
+            "name one (an id, a prefix or a file) or add --latest 1"
+        )
+    return timeline_svg(sessions[0], standalone=True) + "\n"
