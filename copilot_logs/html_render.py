@@ -46,8 +46,8 @@ a{color:var(--accent)}
   margin:10px 0;
   overflow-x:auto;
 }
-table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
-th,td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
+table{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}
+th,td{padding:3px 7px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
 td.num,th.num{text-align:right}
 td.note{white-space:normal;min-width:280px}
 th button{

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import polars as pl
@@ -62,7 +62,7 @@ def drawn_files(sources: Iterable[Source], limit: int) -> frozenset[str]:
     known = [(s, peek_start(s)) for s in sources]
     order = sorted(
         known,
-        key=lambda pair: (pair[0].path is None, pair[1] is not None, pair[1] or datetime.min),
+        key=lambda pair: (pair[0].path is None, pair[1] or datetime.min.replace(tzinfo=UTC)),
         reverse=True,
     )
     return frozenset(source.name for source, _ in order[:limit])

@@ -32,6 +32,9 @@ BAR = 12
 AXIS_H = 26
 MIN_BAR = 2.0
 MAX_TOOL_LANES = 4
+IDLE_MIN_MS = 30_000
+IDLE_FRACTION = 0.1
+BREAK_W = 44
 PREVIEW = 160
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 
@@ -172,18 +175,85 @@ def span_ms(session: Node) -> int:
     return max(1000, *ends)
 
 
+@dataclass(frozen=True)
+class Scale:
+    """Milliseconds since the start -> x. Long idle stretches (nothing running: the user
+    away, a session resumed hours later) are cut to a narrow break so the work stays
+    readable; ``breaks`` says where, and how long each really was."""
+
+    pieces: list[tuple[float, float, float, float]]
+    """(first ms, last ms, first x, last x) of each stretch, breaks included, in order."""
+    breaks: list[tuple[float, float, int]]
+    """(first x, last x, idle ms) of each break."""
+
+    def x(self, ms: float) -> float:
+        for first, last, x0, x1 in self.pieces:
+            if ms <= last:
+                return x0 + (max(ms, first) - first) / ((last - first) or 1) * (x1 - x0)
+        return self.pieces[-1][3]
+
+
+def _intervals(session: Node) -> Iterator[tuple[int, int]]:
+    """When something was going on: turns, finished tools, sub-agent runs, events."""
+    for interaction in session["interactions"]:
+        if interaction["offset_ms"] is not None:
+            yield interaction["offset_ms"], _end(interaction, "duration_ms") or 0
+        for turn in interaction["turns"]:
+            if turn["offset_ms"] is not None:
+                yield turn["offset_ms"], _end(turn, "elapsed_ms", "duration_ms") or 0
+            for tool in turn.get("tools", []):
+                if tool["offset_ms"] is not None and tool["status"] != "open":
+                    yield tool["offset_ms"], _end(tool, "duration_ms") or 0
+        for run in _runs(interaction):
+            if run["offset_ms"] is not None:
+                yield run["offset_ms"], _end(run, "duration_ms") or 0
+            for call in run["calls"]:
+                if call["offset_ms"] is not None:
+                    yield call["offset_ms"], _end(call, "duration_ms") or 0
+    for event in _walk_events(session):
+        if event["offset_ms"] is not None:
+            yield event["offset_ms"], event["offset_ms"]
+
+
+def scale(session: Node, span: int) -> Scale:
+    """A linear axis, but with each idle stretch longer than IDLE_FRACTION of the span (and
+    at least IDLE_MIN_MS) cut to BREAK_W pixels."""
+    threshold = max(IDLE_MIN_MS, span * IDLE_FRACTION)
+    gaps: list[tuple[int, int]] = []
+    reached = 0
+    for start, end in sorted(_intervals(session)):
+        if start - reached > threshold:
+            gaps.append((reached, start))
+        reached = max(reached, end)
+    if span - reached > threshold:
+        gaps.append((reached, span))
+    plot_w = WIDTH - LABEL_W - RIGHT
+    kept = span - sum(b - a for a, b in gaps)
+    per_ms = (plot_w - BREAK_W * len(gaps)) / max(kept, 1)
+    pieces: list[tuple[float, float, float, float]] = []
+    breaks: list[tuple[float, float, int]] = []
+    x, at = float(LABEL_W), 0
+    for first, last in [*gaps, (span, span)]:
+        busy_w = (first - at) * per_ms
+        pieces.append((at, first, x, x + busy_w))
+        x += busy_w
+        if last > first:
+            pieces.append((first, last, x, x + BREAK_W))
+            breaks.append((x, x + BREAK_W, last - first))
+            x += BREAK_W
+        at = last
+    return Scale(pieces, breaks)
+
+
 @dataclass
 class _Canvas:
     span: int
+    scale: Scale
     parts: list[str] = field(default_factory=list)
     y: float = 0.0
 
-    @property
-    def plot_w(self) -> float:
-        return WIDTH - LABEL_W - RIGHT
-
     def x(self, ms: float) -> float:
-        return LABEL_W + max(0.0, min(ms, self.span)) / self.span * self.plot_w
+        return self.scale.x(max(0.0, min(ms, self.span)))
 
     def bar(
         self,
@@ -223,20 +293,52 @@ class _Canvas:
 
 
 def _axis(canvas: _Canvas, top: float, bottom: float) -> None:
-    step = tick_step(canvas.span)
-    ink, muted = COLOURS["ink"][0], COLOURS["grid"][1]
-    for tick in range(0, canvas.span + 1, step):
+    kept = canvas.span - sum(idle for _, _, idle in canvas.scale.breaks)
+    step = tick_step(kept)
+    ink, muted, grid = COLOURS["ink"][0], COLOURS["grid"][1], COLOURS["grid"][0]
+    label_y = top + AXIS_H - 10
+    taken = [(x0 + x1) / 2 for x0, x1, _ in canvas.scale.breaks]
+    ticks = sorted(
+        {
+            tick
+            for first, last, _, _ in _busy_pieces(canvas.scale)
+            for tick in [int(first), *range(-(-int(first) // step) * step, int(last) + 1, step)]
+        }
+    )
+    for tick in ticks:
         x = canvas.x(tick)
         canvas.parts.append(
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + AXIS_H - 6:.1f}" y2="{bottom:.1f}" '
-            f'stroke="{COLOURS["grid"][0]}"/>'
-            f'<text x="{x:.1f}" y="{top + AXIS_H - 10:.1f}" text-anchor="middle" '
-            f'font-size="11" fill="{muted}">{_tick_label(tick)}</text>'
+            f'stroke="{grid}"/>'
+        )
+        if all(abs(x - other) > 48 for other in taken):
+            taken.append(x)
+            canvas.parts.append(
+                f'<text x="{x:.1f}" y="{label_y:.1f}" text-anchor="middle" font-size="11" '
+                f'fill="{muted}">{_tick_label(tick)}</text>'
+            )
+    for x0, x1, idle in canvas.scale.breaks:
+        middle = (x0 + x1) / 2
+        canvas.parts.append(
+            f'<g class="mark idle" tabindex="0"><title>{duration(idle)} without activity '
+            f"(not to scale)</title>"
+            f'<rect x="{x0:.1f}" y="{top + AXIS_H - 6:.1f}" width="{x1 - x0:.1f}" '
+            f'height="{bottom - top - AXIS_H + 6:.1f}" fill="#f3f4f6"/>'
+            f'<path d="M{x0 + 6:.1f} {top + AXIS_H - 6:.1f}l4 {bottom - top - AXIS_H + 6:.1f}'
+            f'M{x1 - 10:.1f} {top + AXIS_H - 6:.1f}l4 {bottom - top - AXIS_H + 6:.1f}" '
+            f'stroke="{muted}" stroke-dasharray="2 3"/>'
+            f'<text x="{middle:.1f}" y="{label_y:.1f}" text-anchor="middle" font-size="11" '
+            f'font-style="italic" fill="{ink}">+{duration(idle)}</text></g>'
         )
     canvas.parts.append(
-        f'<text x="{LABEL_W - 8}" y="{top + AXIS_H - 10:.1f}" text-anchor="end" font-size="11" '
+        f'<text x="{LABEL_W - 8}" y="{label_y:.1f}" text-anchor="end" font-size="11" '
         f'fill="{ink}">time since start</text>'
     )
+
+
+def _busy_pieces(scale: Scale) -> list[tuple[float, float, float, float]]:
+    breaks = {x0 for x0, _, _ in scale.breaks}
+    return [piece for piece in scale.pieces if piece[2] not in breaks]
 
 
 def _interaction_tip(node: Node) -> str:
@@ -585,7 +687,8 @@ def session_title(session: Node) -> str:
 def timeline_svg(session: Node, *, standalone: bool = False) -> str:
     """One session's timeline; ``standalone`` makes a whole .svg file (with a heading and
     the legend) instead of an element for a page."""
-    canvas = _Canvas(span=span_ms(session))
+    span = span_ms(session)
+    canvas = _Canvas(span=span, scale=scale(session, span))
     top = 0.0
     if standalone:
         canvas.parts.append(
@@ -599,7 +702,7 @@ def timeline_svg(session: Node, *, standalone: bool = False) -> str:
     _main_lanes(canvas, session)
     _subagent_lanes(canvas, session)
     _event_lane(canvas, session)
-    axis = _Canvas(span=canvas.span)
+    axis = _Canvas(span=canvas.span, scale=canvas.scale)
     _axis(axis, top, canvas.y - 6)
     canvas.parts[grid_at:grid_at] = axis.parts  # the grid under the marks
     height = canvas.y + 4

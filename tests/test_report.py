@@ -196,6 +196,16 @@ def test_a_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1 and "no such file or folder" in result.stderr
 
 
+def test_an_unwritable_output_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    target = tmp_path / "no" / "r.html"
+    result = run("report", str(SAMPLES), "-o", str(target))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: -o {target}: cannot write the report there")
+    assert result.stderr.count("\n") == 1  # said before reading: no damage warnings either
+    result = run("report", str(SAMPLES), "-o", str(tmp_path))
+    assert result.exit_code == 2 and "is a directory" in result.stderr
+
+
 # --- timeline --format svg --------------------------------------------------------------------
 
 
@@ -265,3 +275,21 @@ def test_timeline_svg_wants_one_session(tmp_path: Path) -> None:
 def test_axis_steps_are_round_and_few(span: int, step: int) -> None:
     assert tick_step(span) == step
     assert span / step <= 10
+
+
+def test_a_long_idle_stretch_is_cut_to_a_marked_break(tmp_path: Path) -> None:
+    builder = SessionBuilder()
+    builder.user_message("First.")
+    builder.turn("One.")
+    builder.advance(2 * 3_600_000)
+    builder.user_message("Back after two hours.")
+    builder.turn("Two.")
+    builder.shutdown()
+    root = svg_of(builder.write(tmp_path / "s.jsonl"))
+    (idle,) = marks(root, "idle")
+    title = idle.find(f"{SVG}title")
+    assert title is not None and title.text is not None and title.text.startswith("2h00m")
+    first, second = marks(root, "turn")
+    # On a linear axis a turn of a second or two in a two-hour session is a sliver.
+    assert float(first.get("width") or 0) > 50 and float(second.get("width") or 0) > 50
+    assert float(first.get("x") or 0) < float(second.get("x") or 0) <= 1200

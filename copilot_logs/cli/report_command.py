@@ -3,10 +3,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from copilot_logs.cli.options import Picked, exit_code, load, selection_options
+from copilot_logs.errors import CopilotLogsError
 
 DEFAULT_OUTPUT = "copilot-logs-report.html"
 
@@ -51,6 +53,9 @@ def report(
     from copilot_logs.timezones import resolve_zone
 
     zone = resolve_zone(tz)
+    to_file = str(output) != "-"
+    if to_file and not output.parent.is_dir():  # said before reading, not after
+        _cannot_write(output, "no such folder")
     loaded = load(picked, zone=zone)
     if loaded is None:
         return
@@ -71,13 +76,23 @@ def report(
         ignore=settings.ignore,
     )
     page = html_render.page(data)
-    if str(output) == "-":
+    if not to_file:
         click.echo(page, nl=False)
     else:
-        output.write_text(page, encoding="utf-8")
+        try:
+            output.write_text(page, encoding="utf-8")
+        except OSError as error:
+            _cannot_write(output, error.strerror or str(error))
         click.echo(
             f"Wrote {output} ({len(page.encode()) / 1024:,.0f} KB): {len(data.sessions)} "
             f"sessions, {len(data.timelines)} timelines.",
             err=True,
         )
     ctx.exit(exit_code(loaded))
+
+
+def _cannot_write(output: Path, reason: str) -> NoReturn:
+    raise CopilotLogsError(
+        f"-o {output}: cannot write the report there ({reason}); "
+        "name a file in an existing, writable folder, or - for stdout"
+    )
