@@ -4,7 +4,7 @@ Nothing is fetched: the style, the one script and the pictures (SVG from
 :mod:`copilot_logs.svg_render`) are inside the file. The page carries its own
 Content-Security-Policy, which allows no source at all but this style and this script (by
 their sha256, computed here), so no text from a log can run in it even if escaping failed.
-Every text from a log goes through :func:`svg_render.text`.
+Every text from a log goes through :func:`svg_render.text` or :func:`svg_render.attr`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,15 @@ from zoneinfo import ZoneInfo
 
 from copilot_logs.render import human_duration, short_id, yes_no
 from copilot_logs.report import Report, Row
-from copilot_logs.svg_render import calls_chart, duration, legend, preview, text, timeline_svg
+from copilot_logs.svg_render import (
+    attr,
+    calls_chart,
+    duration,
+    legend,
+    preview,
+    text,
+    timeline_svg,
+)
 
 STYLE = """
 :root{color-scheme:light;--ink:#111827;--muted:#4b5563;--line:#e5e7eb;--accent:#1d4ed8}
@@ -250,11 +258,11 @@ def _cell(column: Column, row: Row, anchors: dict[tuple[str, str], str]) -> str:
         shown = f"{value:,}"
     body = text(shown)
     if column.field == "session_id":
-        body = f'<span title="{text(value)}">{text(short_id(value))}</span>'
+        body = f'<span title="{attr(value)}">{text(short_id(value))}</span>'
         anchor = anchors.get((str(value), str(row.get("file"))))
         if anchor:
-            body = f'<a href="#{anchor}" title="{text(value)}">{text(short_id(value))}</a>'
-    return f'<td{classes} data-v="{text(_sort_value(value))}">{body}</td>'
+            body = f'<a href="#{anchor}" title="{attr(value)}">{text(short_id(value))}</a>'
+    return f'<td{classes} data-v="{attr(_sort_value(value))}">{body}</td>'
 
 
 def table(
@@ -277,7 +285,7 @@ def table(
     ]
     kind = ' class="sortable"' if sortable else ""
     return (
-        f'<table{kind} aria-label="{text(label)}"><thead><tr>{"".join(heads)}</tr></thead>'
+        f'<table{kind} aria-label="{attr(label)}"><thead><tr>{"".join(heads)}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )
 
@@ -340,7 +348,7 @@ def _timeline(session: dict[str, Any], anchor: str, zone: str) -> str:
     )
     return (
         f'<article class="card session-timeline" id="{anchor}" '
-        f'data-session="{text(session["session_id"])}">'
+        f'data-session="{attr(session["session_id"])}">'
         f"<h3>Session {text(session['session_id'])}</h3>"
         f'<p class="facts">{text(where)}<br>{text(" · ".join(facts))}<br>'
         f"{text(session['file'])}</p>{timeline_svg(session)}</article>"

@@ -10,8 +10,9 @@ browser shows them on hover and a page's script on focus.
 Colours are presentation attributes, not CSS: the picture looks the same inline in the
 report, under its Content-Security-Policy, and as a standalone ``.svg`` file.
 
-Log text is untrusted: every text and attribute goes through :func:`text`, which shows
-control and bidi characters as visible escapes and escapes markup.
+Log text is untrusted: every text goes through :func:`text` (element content) or :func:`attr`
+(attribute values), which show control and bidi characters as visible escapes and escape
+markup.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ MAX_TOOL_LANES = 4
 IDLE_MIN_MS = 30_000
 IDLE_FRACTION = 0.1
 BREAK_W = 44
-PREVIEW = 160
+PREVIEW = 100
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 
 COLOURS = {
@@ -75,7 +76,12 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def text(value: Any) -> str:
-    """Untrusted text ready for markup (element text or a quoted attribute)."""
+    """Untrusted text ready for an element's content."""
+    return html.escape(_UNSAFE.sub(_visible, str(value)), quote=False)
+
+
+def attr(value: Any) -> str:
+    """Untrusted text ready for a double-quoted attribute value."""
     return html.escape(_UNSAFE.sub(_visible, str(value)), quote=True)
 
 
@@ -274,7 +280,7 @@ class _Canvas:
         self.parts.append(
             f'<rect class="mark {kind}" tabindex="0" x="{x0:.1f}" y="{y:.1f}" '
             f'width="{width:.1f}" height="{height:.1f}" rx="2" fill="{fill}" '
-            f'stroke="{stroke}" stroke-width="1"{dash}><title>{text(tip)}</title></rect>'
+            f'stroke="{stroke}"{dash}><title>{text(tip)}</title></rect>'
         )
 
     def label(self, y: float, words: str, *, weight: str = "normal", tip: str = "") -> None:
@@ -381,7 +387,7 @@ def _tool_tip(tool: Node, where: str) -> str:
         f"at +{duration(tool['offset_ms'])}, took {duration(tool.get('duration_ms'))}",
     ]
     if tool.get("arguments"):
-        lines.append(f"arguments: {preview(tool['arguments'], 120)}")
+        lines.append(f"arguments: {preview(tool['arguments'], 80)}")
     if tool.get("error"):
         lines.append(f"error: {preview(tool['error'])}")
     return "\n".join(lines)
@@ -669,7 +675,7 @@ def _svg(body: str, height: float, title: str, *, standalone: bool) -> str:
     xmlns = ' xmlns="http://www.w3.org/2000/svg"' if standalone else ""
     return (
         f'<svg{xmlns} class="timeline" viewBox="0 0 {WIDTH} {height:.0f}" width="{WIDTH}" '
-        f'height="{height:.0f}" role="img" font-family="{FONT}" aria-label="{text(title)}">'
+        f'height="{height:.0f}" role="img" font-family="{FONT}" aria-label="{attr(title)}">'
         f"<title>{text(title)}</title>{body}</svg>"
     )
 

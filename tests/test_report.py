@@ -143,6 +143,7 @@ def test_log_text_shows_as_text_and_never_as_markup(tmp_path: Path) -> None:
     assert "\x1b" not in raw and "\u202e" not in raw
     assert "\\x1b[31mred\\u202egnp.exe" in titles  # visible escapes instead
     assert 'bad<id>"x' in "".join(page.texts["h3"])
+    assert [a["data-session"] for a in page.all("article")] == ['bad<id>"x']  # attribute kept whole
     assert "<b>denied</b>" in titles
 
 
