@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
+from copilot_logs.synth import SessionBuilder, view
 from tests.conftest import PROJECT, SAMPLES
 from tests.test_report import EXPECTED, HOSTILE_PROMPT, Page, hostile_session
 
@@ -131,6 +132,48 @@ def test_real_samples_render_in_chromium(
     page = report(tmp_path, str(real_samples))
     check_rendered(open_page(browser, page, tmp_path), session_ids(real_samples))
     screenshot(browser, page, tmp_path, "real-samples", capsys)
+
+
+def test_edge_case_real_logs_render_in_chromium(browser: str, tmp_path: Path) -> None:
+    edge = PROJECT.parent / "shared" / "real-samples-edge"
+    if not edge.is_dir():
+        pytest.skip("../shared/real-samples-edge is not beside this checkout")
+    page = report(tmp_path, str(edge))
+    # One file there holds two session.start lines: how many sessions it makes is the
+    # reader's call, so the oracle is the `sessions` command's list.
+    listed = CliRunner().invoke(main, ["sessions", str(edge), "--format", "json"])
+    check_rendered(
+        open_page(browser, page, tmp_path), {row["session_id"] for row in json.loads(listed.stdout)}
+    )
+
+
+def test_focusing_a_mark_shows_its_details(browser: str, tmp_path: Path) -> None:
+    """Keyboard users get what a mouse hover gives: the focused mark's details, shown (a mark
+    takes focus, and the page answers the focus event)."""
+    focus_failed_tool = """
+      var mark = document.querySelector('.mark.tool_failed');
+      mark.focus();
+      // A headless window may not hold system focus, and then focus() sends no event:
+      // send the one a Tab press would.
+      mark.dispatchEvent(new FocusEvent('focusin', {bubbles: true}));
+      var tip = document.getElementById('tip');
+      document.body.setAttribute('data-focused', document.activeElement === mark ? 'yes' : 'no');
+      document.body.setAttribute('data-tip', tip.hidden ? 'hidden' : tip.textContent);
+    """
+    builder = SessionBuilder()
+    builder.user_message("Fix it.")
+    builder.turn("Looking.", [view("a.py", error="no such file")])
+    builder.turn("Done.")
+    builder.shutdown()
+    builder.write_to(tmp_path / "logs")
+    page = _with_script(report(tmp_path, str(tmp_path / "logs")), focus_failed_tool)
+    opened = open_page(browser, page, tmp_path)
+    assert opened.console == []
+    dom = Page(opened.dom)
+    (body,) = dom.all("body")
+    assert body["data-focused"] == "yes"
+    assert body["data-tip"].startswith("view (failed), turn 1\n")
+    assert "no such file" in body["data-tip"] and '{"path":"a.py"}' in body["data-tip"]
 
 
 def test_hostile_log_text_stays_text_in_the_browser(browser: str, tmp_path: Path) -> None:

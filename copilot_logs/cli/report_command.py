@@ -84,8 +84,8 @@ def report(
         except OSError as error:
             _cannot_write(output, error.strerror or str(error))
         click.echo(
-            f"Wrote {output} ({len(page.encode()) / 1024:,.0f} KB): {len(data.sessions)} "
-            f"sessions, {len(data.timelines)} timelines.",
+            f"Wrote {output} ({len(page.encode()) / 1024:,.0f} KB): "
+            f"{_count(len(data.sessions), 'session')}, {_count(len(data.timelines), 'timeline')}.",
             err=True,
         )
     ctx.exit(exit_code(loaded))
@@ -96,3 +96,7 @@ def _cannot_write(output: Path, reason: str) -> NoReturn:
         f"-o {output}: cannot write the report there ({reason}); "
         "name a file in an existing, writable folder, or - for stdout"
     )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
