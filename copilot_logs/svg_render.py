@@ -460,6 +460,13 @@ def _main_lanes(canvas: _Canvas, session: Node) -> None:
             _interaction_tip(node),
             kind=f"interaction {node['trigger']}",
         )
+        left, right = canvas.x(node["offset_ms"]), canvas.x(end)
+        if right - left > 34:  # room for its number inside
+            canvas.parts.append(
+                f'<text x="{left + 9:.1f}" y="{canvas.y + BAR - 2.5:.1f}" font-size="10" '
+                f'fill="{stroke}" aria-hidden="true" pointer-events="none">'
+                f"#{node['interaction_index']}</text>"
+            )
         if node["trigger"] == "nudge":
             x = canvas.x(node["offset_ms"])
             canvas.parts.append(
