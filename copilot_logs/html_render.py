@@ -168,6 +168,10 @@ def policy(style: str = STYLE, script: str = SCRIPT) -> str:
     )
 
 
+Anchors = dict[tuple[str, str], str]
+"""(session id, file) -> the id of the session's timeline in the page."""
+
+
 @dataclass(frozen=True)
 class Column:
     field: str
@@ -248,7 +252,7 @@ def _sort_value(value: Any) -> str:
     return str(value)
 
 
-def _cell(column: Column, row: Row, anchors: dict[tuple[str, str], str]) -> str:
+def _cell(column: Column, row: Row, anchors: Anchors) -> str:
     value = row.get(column.field)
     classes = ' class="num"' if column.numeric else ""
     if column.field == "note":
@@ -270,7 +274,7 @@ def table(
     columns: list[Column],
     *,
     sortable: bool = False,
-    anchors: dict[tuple[str, str], str] | None = None,
+    anchors: Anchors | None = None,
     label: str,
 ) -> str:
     heads = []
@@ -311,7 +315,7 @@ def _card(body: str) -> str:
     return f'<div class="card">{body}</div>'
 
 
-def _audit(report: Report, anchors: dict[tuple[str, str], str]) -> str:
+def _audit(report: Report, anchors: Anchors) -> str:
     if not report.audited:
         return (
             '<p class="empty">No autopilot session among these (interactive ones are not '
@@ -355,74 +359,80 @@ def _timeline(session: dict[str, Any], anchor: str, zone: str) -> str:
     )
 
 
+def _or_empty(rows: list[Row], body: str, empty: str) -> str:
+    return _card(body) if rows else f'<p class="empty">{empty}</p>'
+
+
+def _overview(report: Report, anchors: Anchors) -> str:
+    """The tables and the chart: every session."""
+    sessions = table(
+        report.sessions, SESSION_COLUMNS, sortable=True, anchors=anchors, label="sessions"
+    )
+    hint = "Click a heading to sort; a linked session has its timeline below."
+    return "".join(
+        [
+            _section(
+                "sessions",
+                f"Sessions ({len(report.sessions)})",
+                f'<p class="meta">{hint}</p>' + _card(sessions),
+            ),
+            _section(
+                "calls",
+                "LLM calls per day",
+                _or_empty(report.calls_by_day, calls_chart(report.calls_by_day), "No LLM call."),
+            ),
+            _section("audit", "Autopilot audit", _audit(report, anchors)),
+            _section(
+                "validate",
+                "Validate findings by rule",
+                _or_empty(
+                    report.findings_by_rule,
+                    table(report.findings_by_rule, RULE_COLUMNS, label="findings by rule"),
+                    "No finding: every log keeps its invariants.",
+                ),
+            ),
+            _section(
+                "usage",
+                "Usage per model",
+                _or_empty(
+                    report.usage_by_model,
+                    table(report.usage_by_model, USAGE_COLUMNS, label="usage per model"),
+                    "No usage recorded (no session.shutdown).",
+                ),
+            ),
+        ]
+    )
+
+
+def _timelines(report: Report, anchors: Anchors) -> str:
+    """The pictures: the newest sessions only."""
+    sessions, drawn = len(report.sessions), len(report.timelines)
+    more = (
+        f" The other {sessions - drawn} are in the tables only (--timelines N draws more)."
+        if sessions > drawn
+        else ""
+    )
+    key = _card(
+        '<svg class="legend" viewBox="0 0 1200 44" width="1200" height="44" role="img" '
+        f'aria-label="legend">{legend()}</svg>'
+    )
+    pictures = "".join(
+        _timeline(session, anchors[(str(session["session_id"]), str(session["file"]))], report.zone)
+        for session in report.timelines
+    )
+    return _section(
+        "timelines",
+        f"Timelines ({drawn} newest of {sessions})",
+        f'<p class="meta">Hover or focus (Tab) a mark for its details.{more}</p>{key}{pictures}',
+    )
+
+
 def page(report: Report) -> str:
     """The whole HTML document."""
     anchors = {
         (str(s["session_id"]), str(s["file"])): f"t{n}"
         for n, s in enumerate(report.timelines, start=1)
     }
-    sessions = len(report.sessions)
-    drawn = len(report.timelines)
-    timelines = "".join(
-        _timeline(session, anchors[(str(session["session_id"]), str(session["file"]))], report.zone)
-        for session in report.timelines
-    )
-    more = (
-        f" The other {sessions - drawn} are in the tables only (--timelines N draws more)."
-        if sessions > drawn
-        else ""
-    )
-    body = "".join(
-        [
-            _section(
-                "sessions",
-                f"Sessions ({sessions})",
-                '<p class="meta">Click a heading to sort; a linked session has its timeline '
-                "below.</p>"
-                + _card(
-                    table(
-                        report.sessions,
-                        SESSION_COLUMNS,
-                        sortable=True,
-                        anchors=anchors,
-                        label="sessions",
-                    )
-                ),
-            ),
-            _section(
-                "calls",
-                "LLM calls per day",
-                _card(calls_chart(report.calls_by_day))
-                if report.calls_by_day
-                else '<p class="empty">No LLM call.</p>',
-            ),
-            _section("audit", "Autopilot audit", _audit(report, anchors)),
-            _section(
-                "validate",
-                "Validate findings by rule",
-                _card(table(report.findings_by_rule, RULE_COLUMNS, label="findings by rule"))
-                if report.findings_by_rule
-                else '<p class="empty">No finding: every log keeps its invariants.</p>',
-            ),
-            _section(
-                "usage",
-                "Usage per model",
-                _card(table(report.usage_by_model, USAGE_COLUMNS, label="usage per model"))
-                if report.usage_by_model
-                else '<p class="empty">No usage recorded (no session.shutdown).</p>',
-            ),
-            _section(
-                "timelines",
-                f"Timelines ({drawn} newest of {sessions})",
-                f'<p class="meta">Hover or focus (Tab) a mark for its details.{more}</p>'
-                + _card(
-                    f'<svg class="legend" viewBox="0 0 1200 44" width="1200" height="44" '
-                    f'role="img" aria-label="legend">{legend()}</svg>'
-                )
-                + timelines,
-            ),
-        ]
-    )
     generated = report.generated_at.strftime("%Y-%m-%d %H:%M %Z")
     return (
         "<!DOCTYPE html>\n"
@@ -432,12 +442,12 @@ def page(report: Report) -> str:
         "<title>copilot-logs report</title>"
         f"<style>{STYLE}</style></head><body>"
         "<header><h1>Copilot CLI sessions</h1>"
-        f'<p class="meta">{sessions} sessions · generated {text(generated)} · times in '
-        f"{text(report.zone)} · by copilot-logs report</p>"
+        f'<p class="meta">{len(report.sessions)} sessions · generated {text(generated)} · '
+        f"times in {text(report.zone)} · by copilot-logs report</p>"
         '<nav><a href="#sessions">sessions</a><a href="#calls">LLM calls per day</a>'
         '<a href="#audit">audit</a><a href="#validate">validate</a><a href="#usage">usage</a>'
         '<a href="#timelines">timelines</a></nav></header>'
-        f"<main>{body}</main>"
+        f"<main>{_overview(report, anchors)}{_timelines(report, anchors)}</main>"
         '<div id="tip" role="tooltip" hidden></div>'
         f"<script>{SCRIPT}</script></body></html>\n"
     )

@@ -441,25 +441,16 @@ def _draw_tool(canvas: _Canvas, tool: Node, y: float, height: float, where: str)
         )
 
 
-def _main_lanes(canvas: _Canvas, session: Node) -> None:
-    interactions = session["interactions"]
-    # Interactions.
+def _interaction_lane(canvas: _Canvas, session: Node) -> None:
     canvas.label(canvas.y, "interactions", weight="bold")
-    for node in interactions:
+    for node in session["interactions"]:
         if node["offset_ms"] is None:
             continue
         fill, stroke = COLOURS.get(node["trigger"], COLOURS["none"])
         end = node["offset_ms"] + (node.get("duration_ms") or 0)
-        canvas.bar(
-            node["offset_ms"],
-            end,
-            canvas.y,
-            BAR,
-            fill,
-            stroke,
-            _interaction_tip(node),
-            kind=f"interaction {node['trigger']}",
-        )
+        tip = _interaction_tip(node)
+        kind = f"interaction {node['trigger']}"
+        canvas.bar(node["offset_ms"], end, canvas.y, BAR, fill, stroke, tip, kind=kind)
         left, right = canvas.x(node["offset_ms"]), canvas.x(end)
         if right - left > 34:  # room for its number inside
             canvas.parts.append(
@@ -468,40 +459,50 @@ def _main_lanes(canvas: _Canvas, session: Node) -> None:
                 f"#{node['interaction_index']}</text>"
             )
         if node["trigger"] == "nudge":
-            x = canvas.x(node["offset_ms"])
             canvas.parts.append(
-                f'<path d="M{x:.1f} {canvas.y - 1:.1f}l5 7l-5 7l-5-7z" fill="{stroke}" '
+                f'<path d="M{left:.1f} {canvas.y - 1:.1f}l5 7l-5 7l-5-7z" fill="{stroke}" '
                 'aria-hidden="true"/>'
             )
     canvas.y += ROW
-    # Main-agent LLM calls.
+
+
+def _turn_lane(canvas: _Canvas, session: Node) -> list[tuple[Node, str]]:
+    """The main agent's turns; returns their tools (and those outside any turn), each with
+    where it ran."""
     canvas.lane_rule(canvas.y - 4)
     canvas.label(canvas.y, "LLM calls (main)", weight="bold")
     tools: list[tuple[Node, str]] = []
     number = 0
-    for node in interactions:
+    for node in session["interactions"]:
         index = node["interaction_index"]
         tools.extend((t, f"interaction #{index}, outside a turn") for t in node.get("tools", []))
         for turn in node["turns"]:
             number += 1
+            tools.extend((t, f"turn {turn['turn_index']}") for t in turn.get("tools", []))
             if turn["offset_ms"] is None:
                 continue
-            colour = COLOURS["turn"][number % 2]
+            colour = COLOURS["turn"][number % 2]  # neighbours told apart by shade
             fill, stroke = COLOURS["open"] if turn["open"] else (colour, colour)
+            end = _end(turn, "elapsed_ms", "duration_ms")
+            tip = _turn_tip(turn, index)
+            kind = "turn open" if turn["open"] else "turn"
             canvas.bar(
                 turn["offset_ms"],
-                _end(turn, "elapsed_ms", "duration_ms"),
+                end,
                 canvas.y,
                 BAR,
                 fill,
                 stroke,
-                _turn_tip(turn, index),
+                tip,
                 dashed=turn["open"],
-                kind="turn open" if turn["open"] else "turn",
+                kind=kind,
             )
-            tools.extend((t, f"turn {turn['turn_index']}") for t in turn.get("tools", []))
     canvas.y += ROW
-    # Their tools, overlapping ones on sub-lanes.
+    return tools
+
+
+def _tool_lane(canvas: _Canvas, tools: list[tuple[Node, str]]) -> None:
+    """The tools on one lane, overlapping ones on sub-lanes."""
     where = {id(tool): place for tool, place in tools}
     placed = _pack([tool for tool, _ in tools], canvas.span)
     lanes = max((lane for lane, _ in placed), default=-1) + 1
@@ -512,71 +513,73 @@ def _main_lanes(canvas: _Canvas, session: Node) -> None:
     canvas.y += max(1, lanes) * 10 + 10
 
 
-def _subagent_lanes(canvas: _Canvas, session: Node) -> None:
-    for interaction in session["interactions"]:
-        for run in _runs(interaction):
-            canvas.lane_rule(canvas.y - 4)
-            name = run.get("agent_name") or "sub-agent"
-            status = run.get("status") or "?"
-            canvas.label(
-                canvas.y,
-                f"↳ {name}",
-                tip=f"sub-agent {name} ({status})",
-            )
-            fill, stroke = COLOURS["subagent"]
-            if status == "failed":
-                stroke = COLOURS["tool_failed"][0]
-            ends = [_end(call, "duration_ms") or 0 for call in run["calls"]]
-            end = _end(run, "duration_ms") if run.get("duration_ms") is not None else None
-            if run.get("offset_ms") is not None:
-                tip = [
-                    f"Sub-agent {name} ({status}), interaction #{interaction['interaction_index']}",
-                    f"at +{duration(run['offset_ms'])}, took {duration(run.get('duration_ms'))}",
-                    f"{run['llm_calls']} LLM calls, {run['tool_calls']} tools "
-                    f"({run['failed_tool_calls']} failed)",
-                ]
-                if run.get("error"):
-                    tip.append(f"error: {preview(run['error'])}")
-                if run.get("prompt"):
-                    tip.append(f"“{preview(run['prompt'])}”")
-                canvas.bar(
-                    run["offset_ms"],
-                    end if end is not None else max(ends, default=None),
-                    canvas.y - 2,
-                    BAR + 8,
-                    fill,
-                    stroke,
-                    "\n".join(tip),
-                    kind="subagent",
-                )
-            run_tools = list(run.get("tools", []))
-            for call in run["calls"]:
-                if call["offset_ms"] is not None:
-                    call_fill, call_stroke = (
-                        COLOURS["open"] if call["open"] else COLOURS["subagent_call"]
-                    )
-                    call_tip = (
-                        f"{name} call {call['call_index']} (turn id {call['turn_id']})\n"
-                        f"at +{duration(call['offset_ms'])}, took {duration(call['duration_ms'])}\n"
-                        f"model {call.get('model') or '?'}, {call['tool_calls']} tools "
-                        f"({call['failed_tool_calls']} failed)"
-                        + (f"\n“{preview(call['text'])}”" if call.get("text") else "")
-                    )
-                    canvas.bar(
-                        call["offset_ms"],
-                        _end(call, "duration_ms"),
-                        canvas.y,
-                        7,
-                        call_fill,
-                        call_stroke,
-                        call_tip,
-                        kind="subagent-call",
-                    )
-                run_tools.extend(call.get("tools", []))
-            for tool in run_tools:
-                if tool.get("offset_ms") is not None:
-                    _draw_tool(canvas, tool, canvas.y + 9, 5, f"sub-agent {name}")
-            canvas.y += ROW + 6
+def _run_tip(run: Node, name: str, interaction: int) -> str:
+    lines = [
+        f"Sub-agent {name} ({run.get('status') or '?'}), interaction #{interaction}",
+        f"at +{duration(run['offset_ms'])}, took {duration(run.get('duration_ms'))}",
+        f"{run['llm_calls']} LLM calls, {run['tool_calls']} tools "
+        f"({run['failed_tool_calls']} failed)",
+    ]
+    if run.get("error"):
+        lines.append(f"error: {preview(run['error'])}")
+    if run.get("prompt"):
+        lines.append(f"“{preview(run['prompt'])}”")
+    return "\n".join(lines)
+
+
+def _call_tip(call: Node, name: str) -> str:
+    lines = [
+        f"{name} call {call['call_index']} (turn id {call['turn_id']})",
+        f"at +{duration(call['offset_ms'])}, took {duration(call['duration_ms'])}",
+        f"model {call.get('model') or '?'}, {call['tool_calls']} tools "
+        f"({call['failed_tool_calls']} failed)",
+    ]
+    if call.get("text"):
+        lines.append(f"“{preview(call['text'])}”")
+    return "\n".join(lines)
+
+
+def _subagent_lane(canvas: _Canvas, run: Node, interaction: int) -> None:
+    """One sub-agent run: its span, its LLM calls on top, its tools below."""
+    canvas.lane_rule(canvas.y - 4)
+    name = run.get("agent_name") or "sub-agent"
+    canvas.label(canvas.y, f"↳ {name}", tip=f"sub-agent {name} ({run.get('status') or '?'})")
+    fill, stroke = COLOURS["subagent"]
+    if run.get("status") == "failed":
+        stroke = COLOURS["tool_failed"][0]
+    if run.get("offset_ms") is not None:
+        ends = [_end(call, "duration_ms") or 0 for call in run["calls"]]
+        end = _end(run, "duration_ms") if run.get("duration_ms") is not None else None
+        canvas.bar(
+            run["offset_ms"],
+            end if end is not None else max(ends, default=None),
+            canvas.y - 2,
+            BAR + 8,
+            fill,
+            stroke,
+            _run_tip(run, name, interaction),
+            kind="subagent",
+        )
+    tools = list(run.get("tools", []))
+    for call in run["calls"]:
+        tools.extend(call.get("tools", []))
+        if call["offset_ms"] is None:
+            continue
+        call_fill, call_stroke = COLOURS["open"] if call["open"] else COLOURS["subagent_call"]
+        canvas.bar(
+            call["offset_ms"],
+            _end(call, "duration_ms"),
+            canvas.y,
+            7,
+            call_fill,
+            call_stroke,
+            _call_tip(call, name),
+            kind="subagent-call",
+        )
+    for tool in tools:
+        if tool.get("offset_ms") is not None:
+            _draw_tool(canvas, tool, canvas.y + 9, 5, f"sub-agent {name}")
+    canvas.y += ROW + 6
 
 
 def _event_tip(event: Node) -> str:
@@ -712,8 +715,11 @@ def timeline_svg(session: Node, *, standalone: bool = False) -> str:
         top = 26.0
     grid_at = len(canvas.parts)
     canvas.y = top + AXIS_H
-    _main_lanes(canvas, session)
-    _subagent_lanes(canvas, session)
+    _interaction_lane(canvas, session)
+    _tool_lane(canvas, _turn_lane(canvas, session))
+    for interaction in session["interactions"]:
+        for run in _runs(interaction):
+            _subagent_lane(canvas, run, interaction["interaction_index"])
     _event_lane(canvas, session)
     axis = _Canvas(span=canvas.span, scale=canvas.scale)
     _axis(axis, top, canvas.y - 6)

@@ -129,6 +129,37 @@ def test_calls_per_day_add_up_to_the_sessions_calls(tmp_path: Path) -> None:
     assert {t[:10] for t in days} == set(by_day)
 
 
+def table_rows(html: str, label: str) -> list[list[str]]:
+    """The data-v values of each row of the table with this aria-label."""
+    body = html.split(f'aria-label="{label}">')[1].split("</table>")[0]
+    return [re.findall(r'data-v="([^"]*)"', row) for row in re.findall(r"<tr>(.*?)</tr>", body)][1:]
+
+
+def test_usage_audit_and_findings_are_those_of_the_logs(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    run("report", str(SAMPLES), "-o", str(out))
+    html = out.read_text()
+    usage = table_rows(html, "usage per model")  # model, sessions, requests, premium, ...
+    known = [e for e in EXPECTED.values() if e["requests"] is not None]
+    assert sum(int(row[2]) for row in usage) == sum(e["requests"] for e in known)
+    assert sum(float(row[3]) for row in usage) == pytest.approx(
+        sum(e["premium_requests"] for e in known)
+    )
+    assert {row[0] for row in usage} == {m for e in EXPECTED.values() for m in e["models"]}
+
+    audited = {row[0]: row[1] for row in table_rows(html, "audit")}
+    autopilot = {sid: e for sid, e in EXPECTED.items() if e["mode"] == "autopilot"}
+    assert audited == {
+        sid: "completed" if e["task_complete"] else "nudge-cap" for sid, e in autopilot.items()
+    }
+
+    statistics = json.loads(
+        run("validate", str(SAMPLES), "--statistics", "--format", "json").stdout
+    )["statistics"]
+    shown = {row[0]: int(row[3]) for row in table_rows(html, "findings by rule")}
+    assert shown == {rule["code"]: rule["count"] for rule in statistics}
+
+
 def test_log_text_shows_as_text_and_never_as_markup(tmp_path: Path) -> None:
     hostile_session(tmp_path / "logs")
     out = tmp_path / "r.html"
