@@ -28,6 +28,7 @@ from copilot_logs.envelope import (
     Source,
     new_subagent_call,
 )
+from copilot_logs.logfile import open_log
 from copilot_logs.parallel import balance, worker_count
 from copilot_logs.reader import Resume, count_calls
 
@@ -145,7 +146,7 @@ def scan_file(
 ) -> FileTotals | Stopped | None:
     """:func:`scan_stream` of a file (None when it cannot be opened)."""
     try:
-        with path.open("rb") as stream:
+        with open_log(path) as stream:  # never blocks on a named pipe
             stream.seek(start)
             return scan_stream(stream, start=start, last_id=last_id)
     except OSError:

@@ -37,6 +37,7 @@ from copilot_logs.envelope import (
     new_subagent_call,
 )
 from copilot_logs.event_types import DETAIL_TYPES
+from copilot_logs.logfile import open_log, why_unreadable
 from copilot_logs.payload import (
     EVENT_LINES,
     NO_PAYLOAD,
@@ -903,13 +904,13 @@ def _read_source_into(
 
         return _read(sys.stdin.buffer, source, rows, diagnostics, None, wants_payload)[0], None
     try:
-        with source.path.open("rb") as stream:
+        with open_log(source.path) as stream:
             if resume is not None:
                 stream.seek(resume.offset)
             return _read(stream, source, rows, diagnostics, resume, wants_payload)
     except OSError as exc:
         before = len(diagnostics.rows)
-        diagnostics.add(0, 0, "unreadable", f"cannot read the file: {exc.strerror or exc}")
+        diagnostics.add(0, 0, "unreadable", why_unreadable(source.path, exc))
         return _Span(source.name, source.session_hint, 0, len(diagnostics.rows) - before), None
 
 
