@@ -60,7 +60,10 @@ def read(
         until=parse_when(until, end_of_day=True) if until else None,
         latest=latest,
     )
-    return read_all(find_sources(selection), use_cache=cache)
+    from copilot_logs.window import started_within
+
+    read = read_all(find_sources(selection), use_cache=cache)
+    return started_within(read, selection.since, selection.until)  # standard input's sessions
 
 
 def read_file(path: str | Path) -> ReadResult:

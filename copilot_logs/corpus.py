@@ -16,6 +16,7 @@ import polars as pl
 
 from copilot_logs import parallel
 from copilot_logs.envelope import Source
+from copilot_logs.errors import failed_on_session
 from copilot_logs.parallel import bytes_to_parse, worker_context, worker_count
 from copilot_logs.reader import ReadResult, ReadState, read_many
 from copilot_logs.result_cache import ResultCache
@@ -69,16 +70,8 @@ UNPROCESSABLE = "unprocessable"
 def unprocessable(file: str, session_id: str) -> pl.DataFrame:
     """The diagnostic of a file whose events a command failed on (the exception being
     handled is named in it)."""
-    import sys
-
-    error = sys.exception()
-    what = f"{type(error).__name__}: {error}" if error is not None else "an error"
-    message = (
-        f"copilot-logs failed on this session ({what[:200]}); it is left out, the other "
-        "sessions were read: please report it"
-    )
     return pl.DataFrame(
-        [(session_id, file, 0, 0, UNPROCESSABLE, message, None)],
+        [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None)],
         schema=DIAGNOSTICS_SCHEMA,
         orient="row",
     )

@@ -211,7 +211,10 @@ def _resolved(path: Path) -> Path:
 
 
 def _narrow(sources: list[Source], selection: Selection) -> list[Source]:
-    """Apply --since / --until / --latest on the sessions' start times (then newest first)."""
+    """Apply --since / --until / --latest on the sessions' start times (then newest first).
+
+    Standard input passes: its start is known only once read (see :mod:`copilot_logs.window`).
+    """
     since, until = selection.since, selection.until
     if since is not None:
         # A session that started after `since` was written after it: older files are skipped

@@ -19,9 +19,10 @@ LIMIT = 1 << 63
 MAX_SHOWN = 3
 """Fields named in one diagnostic; the rest are counted."""
 
-_BIG_NUMBER = re.compile(r"[0-9]{19}|[0-9][eE]")
-"""What a number of at least LIMIT looks like in JSON text written by orjson: 19 digits or
-more, or an exponent. Only a prefilter: a match is checked on the decoded value."""
+_BIG_NUMBER = re.compile(r"[:,\[]-?(?:[0-9]{19}|[0-9.]+[eE])")
+"""What a number of at least LIMIT looks like in compact JSON written by orjson (a value after
+``:``, ``,`` or ``[``): 19 digits or more, or an exponent. Only a prefilter: a match is checked
+on the decoded value."""
 
 
 def out_of_range(value: Any) -> bool:

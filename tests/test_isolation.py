@@ -154,3 +154,31 @@ def test_a_file_whose_reading_raises_is_left_out_alone(monkeypatch: pytest.Monke
 
 def events_per_file_unpoisoned(result: ReadResult) -> dict[str, int]:
     return dict(result.events.group_by("file").len().iter_rows())
+
+
+def test_count_total_leaves_out_only_the_session_it_fails_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from copilot_logs import fastcount
+
+    root = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, root)
+    without = tmp_path / "without"
+    shutil.copytree(SAMPLES, without, ignore=shutil.ignore_patterns(POISONED))
+    expected = CliRunner().invoke(main, ["count", "--total", str(without)])
+    original = fastcount.count_file
+
+    def count_file(source: Source, **kwargs: Any) -> Any:
+        if source.session_hint == POISONED:
+            raise ValueError("a value no rule foresaw")
+        return original(source, **kwargs)
+
+    monkeypatch.setattr(fastcount, "count_file", count_file)
+    result = CliRunner().invoke(main, ["count", "--total", "--no-cache", str(root)])
+    assert result.exit_code == ExitCode.UNREADABLE
+    assert int(result.stdout) == int(expected.stdout)
+    poisoned = root / POISONED / "events.jsonl"
+    assert [x for x in result.stderr.splitlines() if "unprocessable" in x] == [
+        f"warning: {poisoned}:0: unprocessable: copilot-logs failed on this session (ValueError: "
+        "a value no rule foresaw); it is left out, the other sessions were read: please report it"
+    ]
