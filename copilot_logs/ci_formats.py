@@ -16,7 +16,7 @@ from urllib.parse import quote
 import orjson
 
 from copilot_logs.render import github_annotation
-from copilot_logs.sanitize import one_line
+from copilot_logs.sanitize import json_text, one_line
 
 if TYPE_CHECKING:
     from copilot_logs.rules import Report, Rule
@@ -101,7 +101,7 @@ def json(report: Report, *, statistics: bool = False) -> str:
         else {"findings": report.findings.to_dicts()}
     )
     body["summary"] = report.summary()
-    return orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_text(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode()) + "\n"
 
 
 def github(report: Report) -> str:
@@ -224,7 +224,7 @@ def sarif(report: Report) -> str:
             }
         ],
     }
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_text(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()) + "\n"
 
 
 MACHINE_FORMATS = ("json", "sarif")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from copilot_logs import output
-from copilot_logs.sanitize import markdown_cell, one_line
+from copilot_logs.sanitize import json_text, markdown_cell, one_line
 
 if TYPE_CHECKING:
     import polars as pl
@@ -46,13 +46,12 @@ def records(frame: pl.DataFrame) -> list[dict[str, Any]]:
 
 def write_json(value: Any) -> None:
     text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
-    output.write_exact(text + "\n")
+    output.write_exact(json_text(text) + "\n")
 
 
 def write_ndjson(rows: Sequence[dict[str, Any]]) -> None:
-    output.write_exact(
-        "".join(orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS).decode() + "\n" for row in rows)
-    )
+    lines = (orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS).decode() + "\n" for row in rows)
+    output.write_exact(json_text("".join(lines)))
 
 
 def _cell(value: Any) -> str:

@@ -23,6 +23,8 @@ _CONTROL_OR_BREAK = re.compile(f"[{_HIDDEN}\n]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
 # GitHub Actions runs `::command::` at the start of a line (after blanks) and `##[command]`
 # anywhere in it; Azure Pipelines runs `##vso[`.
+# What JSON may hold raw inside a string and a terminal or a CI could act on.
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|##\\[")
 _SGR = r"\x1b\[[0-9;]*m"  # the only escape sequence the rich tables may write (colours)
 _SGR_SPLIT = re.compile(f"({_SGR})")
 _WORKFLOW_COMMAND = re.compile(rf"^((?:\s|{_SGR})*):(?=:)")
@@ -44,9 +46,11 @@ def _escape(match: re.Match[str]) -> str:
 
 def one_line(text: str) -> str:
     """A field that must stay on one line (a name, a path, a message, a table cell): tabs
-    become spaces, line breaks and every other control character visible escapes, and a
-    ``##[`` command is broken (``#\\x23[``)."""
-    return _V1_COMMAND.sub(r"#\\x23", _CONTROL_OR_BREAK.sub(_escape, text.replace("\t", " ")))
+    become spaces, line breaks and every other control character visible escapes, and the
+    commands of :func:`inert` broken already (a table cell may begin a line: escaping it
+    before the layout keeps the columns aligned)."""
+    escaped = _V1_COMMAND.sub(r"#\\x23", _CONTROL_OR_BREAK.sub(_escape, text.replace("\t", " ")))
+    return _WORKFLOW_COMMAND.sub(r"\1\\x3a", escaped, count=1)
 
 
 def multiline(text: str) -> str:
@@ -69,6 +73,20 @@ def inert(text: str, *, workflow_commands: bool = False) -> str:
     if workflow_commands:
         return text
     return "\n".join(_WORKFLOW_COMMAND.sub(r"\1\\x3a", line) for line in text.split("\n"))
+
+
+def json_text(text: str) -> str:
+    """JSON text (as orjson writes it) whose strings hold no raw character a terminal or a CI
+    acts on: DEL, C1, U+2028/9 and the bidi controls as ``\\u`` escapes, the ``[`` of ``##[``
+    as ``\\u005b``. It decodes to the very same values (the text stays exact)."""
+    return _JSON_RAW.sub(_json_escape, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    found = match.group()
+    if found == "##[":
+        return "##\\u005b"
+    return f"\\u{ord(found):04x}"
 
 
 def markdown_cell(text: str) -> str:

@@ -20,7 +20,7 @@ from click.testing import CliRunner, Result
 
 from copilot_logs.cli import main
 from copilot_logs.cli.options import print_damage
-from copilot_logs.sanitize import inert, markdown_cell, multiline, one_line
+from copilot_logs.sanitize import inert, json_text, markdown_cell, multiline, one_line
 from copilot_logs.synth import SessionBuilder, ToolCall
 from tests.conftest import PROJECT
 
@@ -150,7 +150,12 @@ def test_a_line_that_would_be_a_workflow_command_is_defused(tmp_path: Path) -> N
     b.write_to(tmp_path)
     out = run("count", "--by", "repository", "--root", str(tmp_path)).stdout
     assert_inert(out)
-    assert "\\x3a:error title=x::owned" in out
+    header, row, _total = out.splitlines()
+    assert row.startswith("\\x3a:error title=x::owned ")
+    # Escaped before the layout: the columns still line up.
+    calls = re.search(r"\s(\d+)\s", row)
+    assert calls is not None
+    assert calls.end(1) == header.index("llm calls") + len("llm calls")
 
 
 def test_junit_is_valid_xml_for_any_session_id(hostile_file: Path) -> None:
@@ -163,17 +168,27 @@ def test_junit_is_valid_xml_for_any_session_id(hostile_file: Path) -> None:
     assert failure is not None and "E101" in (failure.text or "")
 
 
-def test_sarif_and_json_keep_the_exact_text(hostile_file: Path) -> None:
-    sarif = json.loads(run("validate", str(hostile_file), "--format", "sarif").stdout)
-    assert sarif["runs"][0]["results"]
-    sessions = orjson.loads(run("sessions", str(hostile_file), "--format", "json").stdout)
-    assert sessions[0]["repository"] == REPOSITORY
-    rows = list(
-        csv.DictReader(io.StringIO(run("sessions", str(hostile_file), "--format", "csv").stdout))
-    )
-    assert rows[0]["repository"] == REPOSITORY
-    lines = run("timeline", str(hostile_file), "--format", "ndjson").stdout.splitlines()
-    assert orjson.loads(lines[0])["model"] == "gpt" + HOSTILE
+def test_machine_formats_keep_the_exact_text(hostile_file: Path) -> None:
+    """json, ndjson, csv and sarif hold the text as logged; JSON writes what a terminal or a CI
+    would act on (C1, bidi controls, ``##[``) as ``\\u`` escapes, which decode to the same."""
+    runs = {
+        fmt: run(*args, str(hostile_file), "--format", fmt).stdout
+        for fmt, args in {
+            "json": ("sessions",),
+            "ndjson": ("timeline",),
+            "csv": ("sessions",),
+            "sarif": ("validate",),
+        }.items()
+    }
+    assert orjson.loads(runs["json"])[0]["repository"] == REPOSITORY
+    assert orjson.loads(runs["ndjson"].splitlines()[0])["model"] == "gpt" + HOSTILE
+    assert next(csv.DictReader(io.StringIO(runs["csv"])))["repository"] == REPOSITORY
+    assert json.loads(runs["sarif"])["runs"][0]["results"]
+    for fmt in ("json", "ndjson", "sarif"):
+        assert_inert(runs[fmt])
+    sessions = run("validate", str(hostile_file), "--format", "json").stdout
+    assert_inert(sessions)
+    assert orjson.loads(sessions)["findings"][0]["file"] == str(hostile_file)
 
 
 def test_markdown_cells_stay_one_cell_on_one_line(tmp_path: Path) -> None:
@@ -239,10 +254,15 @@ def test_the_escaping_functions() -> None:
     assert one_line("a\tb\nc\x1b[2J\x9b\u202e\x7f") == "a b\\nc\\x1b[2J\\x9b\\u202e\\x7f"
     assert multiline("a\tb\nc\r\x00") == "a\tb\nc\\r\\x00"
     assert one_line("Ünïcödé 日本 🚀 \\n") == "Ünïcödé 日本 🚀 \\n"
+    assert one_line(" ::x::y ##[z] a::b") == " \\x3a:x::y #\\x23[z] a::b"
     assert inert("ok\n  ::error::x\n\u3000::y") == "ok\n  \\x3a:error::x\n\u3000\\x3a:y"
     assert multiline("a ##[group]y\n##vso[x]") == "a #\\x23[group]y\n#\\x23vso[x]"
     assert inert("::notice::fine", workflow_commands=True) == "::notice::fine"
     assert markdown_cell("a|b\\") == "a\\|b\\\\"
+    value = {"s": "x\x9b\x7f\u202e##[error] \u2028 é 日本 \x1b"}
+    encoded = json_text(orjson.dumps(value).decode())
+    assert encoded == '{"s":"x\\u009b\\u007f\\u202e##\\u005berror] \\u2028 é 日本 \\u001b"}'
+    assert json.loads(encoded) == value
 
 
 # --- one bad line, many reports -----------------------------------------------------------------
