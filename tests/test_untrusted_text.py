@@ -210,6 +210,8 @@ def test_error_lines_escape_what_the_user_or_a_path_holds(tmp_path: Path) -> Non
     missing = run("sessions", str(tmp_path / "gone\x1b[2J\n::error::x"))
     assert missing.exit_code == 2
     assert missing.stderr.startswith("Error: ")
+    assert len(missing.stderr.splitlines()) == 1
+    assert "gone\\x1b[2J\\n::error::x" in missing.stderr
     assert_inert(missing.stderr)
     bad_choice = run("sessions", "--format", "\x1b]52;c;aGk=\x07")
     assert bad_choice.exit_code == 2
@@ -353,7 +355,7 @@ def test_machine_formats_keep_their_shape_with_no_session(tmp_path: Path, comman
 # --- nothing prints another way ----------------------------------------------------------------
 
 WRITES = re.compile(
-    r"click\.(echo|secho)|(^|[^\w.])print\(|sys\.(stdout|stderr)|Console\(|os\.write\("
+    r"click\.(echo|secho)|(^|[^\w.])print\(|sys\.(__)?(stdout|stderr)|Console\(|os\.write\("
 )
 
 

@@ -60,7 +60,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CopilotLogsError as error:
-            output.echo(f"Error: {error}", err=True)
+            output.echo(f"Error: {one_line(str(error))}", err=True)
             ctx.exit(int(error.exit_code))
         except click.ClickException as error:
             raise _escaped(error) from None
