@@ -20,18 +20,18 @@ _HIDDEN = (
 )
 _CONTROL = re.compile(f"[{_HIDDEN}]")
 _CONTROL_OR_BREAK = re.compile(f"[{_HIDDEN}\n]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # GitHub Actions runs `::command::` at the start of a line (after blanks) and `##[command]`
 # anywhere in it; Azure Pipelines runs `##vso[`.
-# What JSON may hold raw inside a string and a terminal or a CI could act on.
-_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|##\\[")
 _SGR = r"\x1b\[[0-9;]*m"  # the only escape sequence the rich tables may write (colours)
 _SGR_SPLIT = re.compile(f"({_SGR})")
 _WORKFLOW_COMMAND = re.compile(rf"^((?:\s|{_SGR})*):(?=:)")
 _V1_COMMAND = re.compile(r"##(?=\[|vso\[)")
+# What JSON may hold raw inside a string and a terminal or a CI could act on.
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|(?<=##)\\[|(?<=##vso)\\[")
 
 
-def escape_char(char: str) -> str:
+def _escape_char(char: str) -> str:
     r"""One character as a visible escape: ``\n``, ``\x1b``, ``\x9b``, ``\u202e``."""
     named = _NAMED.get(char)
     if named:
@@ -41,7 +41,7 @@ def escape_char(char: str) -> str:
 
 
 def _escape(match: re.Match[str]) -> str:
-    return escape_char(match.group())
+    return _escape_char(match.group())
 
 
 def one_line(text: str) -> str:
@@ -77,16 +77,13 @@ def inert(text: str, *, workflow_commands: bool = False) -> str:
 
 def json_text(text: str) -> str:
     """JSON text (as orjson writes it) whose strings hold no raw character a terminal or a CI
-    acts on: DEL, C1, U+2028/9 and the bidi controls as ``\\u`` escapes, the ``[`` of ``##[``
-    as ``\\u005b``. It decodes to the very same values (the text stays exact)."""
+    acts on: DEL, C1, U+2028/9, the bidi controls and the ``[`` of ``##[`` as ``\\u``
+    escapes. It decodes to the very same values (the text stays exact)."""
     return _JSON_RAW.sub(_json_escape, text)
 
 
 def _json_escape(match: re.Match[str]) -> str:
-    found = match.group()
-    if found == "##[":
-        return "##\\u005b"
-    return f"\\u{ord(found):04x}"
+    return f"\\u{ord(match.group()):04x}"
 
 
 def markdown_cell(text: str) -> str:

@@ -240,12 +240,15 @@ def test_the_width_is_bounded(hostile_file: Path) -> None:
 
 def test_normal_text_is_not_mangled(tmp_path: Path) -> None:
     repository = "café/日本語-🚀-Ωμέγα"
-    b = SessionBuilder(seed=6, repository=repository, model="claude-sonnet-4.5")
+    b = SessionBuilder(
+        seed=6, repository=repository, branch="feature\tnaïve", model="claude-sonnet-4.5"
+    )
     b.user_message("Explain\tthis: naïve façade, 中文 and 😀")
     b.turn("Sure — here it is.")
     b.write_to(tmp_path)
     table = run("sessions", "--root", str(tmp_path)).stdout
     assert repository in table
+    assert "feature naïve" in table  # a tab in a cell is a space: the columns stay put
     tree = run("timeline", "--root", str(tmp_path), "--width", "200").stdout
     assert "Explain this: naïve façade, 中文 and 😀" in tree
     assert "Sure — here it is." in tree
@@ -265,6 +268,7 @@ def test_the_escaping_functions() -> None:
     encoded = json_text(orjson.dumps(value).decode())
     assert encoded == '{"s":"x\\u009b\\u007f\\u202e##\\u005berror] \\u2028 é 日本 \\u001b"}'
     assert json.loads(encoded) == value
+    assert json_text('["##vso[task]", "# #[", "##x"]') == '["##vso\\u005btask]", "# #[", "##x"]'
 
 
 # --- one bad line, many reports -----------------------------------------------------------------
