@@ -11,17 +11,18 @@ Colours are presentation attributes, not CSS: the picture looks the same inline 
 report, under its Content-Security-Policy, and as a standalone ``.svg`` file.
 
 Log text is untrusted: every text goes through :func:`text` (element content) or :func:`attr`
-(attribute values), which show control and bidi characters as visible escapes and escape
-markup.
+(attribute values), which show control and bidi characters as visible escapes
+(``sanitize.multiline``) and escape markup.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from copilot_logs.sanitize import multiline
 
 Node = dict[str, Any]
 
@@ -63,26 +64,15 @@ EVENT_STYLE = {
 }
 OTHER_EVENT = ("dot", "#6b7280", "other event")
 
-# C0 and C1 controls (tab and newline kept), DEL, bidi overrides and isolates, and the two
-# XML non-characters: shown as visible escapes so they neither break the XML nor reorder text.
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffe\uffff\ud800-\udfff]"
-)
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
 
 def text(value: Any) -> str:
-    """Untrusted text ready for an element's content."""
-    return html.escape(_UNSAFE.sub(_visible, str(value)), quote=False)
+    """Untrusted text ready for an element's content (also valid XML 1.0)."""
+    return html.escape(multiline(str(value)), quote=False)
 
 
 def attr(value: Any) -> str:
     """Untrusted text ready for a double-quoted attribute value."""
-    return html.escape(_UNSAFE.sub(_visible, str(value)), quote=True)
+    return html.escape(multiline(str(value)), quote=True)
 
 
 def preview(value: Any, limit: int = PREVIEW) -> str:

@@ -7,6 +7,7 @@ from typing import NoReturn
 
 import click
 
+from copilot_logs import output
 from copilot_logs.cli.options import Picked, exit_code, load, selection_options
 from copilot_logs.errors import CopilotLogsError
 
@@ -18,6 +19,7 @@ DEFAULT_OUTPUT = "copilot-logs-report.html"
 @click.option(
     "-o",
     "--output",
+    "path",
     type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
     default=DEFAULT_OUTPUT,
     show_default=True,
@@ -33,9 +35,7 @@ DEFAULT_OUTPUT = "copilot-logs-report.html"
 )
 @click.option("--tz", metavar="ZONE", help="IANA time zone for days and times [default: local].")
 @click.pass_context
-def report(
-    ctx: click.Context, picked: Picked, output: Path, timelines: int, tz: str | None
-) -> None:
+def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: str | None) -> None:
     """Write one self-contained HTML page to open in a browser or attach to a CI run.
 
     It holds the sessions table (sortable), LLM calls per day, the autopilot audit verdicts,
@@ -53,9 +53,9 @@ def report(
     from copilot_logs.timezones import resolve_zone
 
     zone = resolve_zone(tz)
-    to_file = str(output) != "-"
-    if to_file and not output.parent.is_dir():  # said before reading, not after
-        _cannot_write(output, "no such folder")
+    to_file = str(path) != "-"
+    if to_file and not path.parent.is_dir():  # said before reading, not after
+        _cannot_write(path, "no such folder")
     loaded = load(picked, zone=zone)
     if loaded is None:
         return
@@ -77,23 +77,23 @@ def report(
     )
     page = html_render.page(data)
     if not to_file:
-        click.echo(page, nl=False)
+        output.write_exact(page)
     else:
         try:
-            output.write_text(page, encoding="utf-8")
+            path.write_text(page, encoding="utf-8")
         except OSError as error:
-            _cannot_write(output, error.strerror or str(error))
-        click.echo(
-            f"Wrote {output} ({len(page.encode()) / 1024:,.0f} KB): "
+            _cannot_write(path, error.strerror or str(error))
+        output.echo(
+            f"Wrote {path} ({len(page.encode()) / 1024:,.0f} KB): "
             f"{_count(len(data.sessions), 'session')}, {_count(len(data.timelines), 'timeline')}.",
             err=True,
         )
     ctx.exit(exit_code(loaded))
 
 
-def _cannot_write(output: Path, reason: str) -> NoReturn:
+def _cannot_write(path: Path, reason: str) -> NoReturn:
     raise CopilotLogsError(
-        f"-o {output}: cannot write the report there ({reason}); "
+        f"-o {path}: cannot write the report there ({reason}); "
         "name a file in an existing, writable folder, or - for stdout"
     )
 
