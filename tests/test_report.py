@@ -292,6 +292,14 @@ def test_timeline_svg_wants_one_session(tmp_path: Path) -> None:
     result = run("timeline", str(SAMPLES), "--format", "svg")
     assert result.exit_code == 2
     assert "draws one session" in result.stderr and "11 were selected" in result.stderr
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    result = run("timeline", str(tmp_path / "empty.jsonl"), "--format", "svg")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert "empty" in result.stderr
+    (tmp_path / "none").mkdir()
+    result = run("timeline", "--root", str(tmp_path / "none"), "--format", "svg")
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert "No sessions found" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,7 @@ def timeline(
     from copilot_logs.agent_loop import newest_first, turn_rows
     from copilot_logs.agent_loop import timeline as build
 
-    if loaded is None and fmt in HUMAN_FORMATS:
+    if loaded is None and fmt in (*HUMAN_FORMATS, "svg"):
         return
     sessions = newest_first(read_each(loaded, partial(build, include_tools=not no_tools)))
     if fmt == "table":
@@ -72,7 +72,8 @@ def timeline(
     elif fmt == "json":
         render.write_json(sessions)
     elif fmt == "svg":
-        output.write_exact(_one_svg(sessions))
+        if sessions:  # none: what could not be read was said on stderr
+            output.write_exact(_one_svg(sessions))
     else:
         render.write_frame(turn_rows(sessions), fmt)
     ctx.exit(exit_code(loaded))
@@ -82,7 +83,7 @@ def _one_svg(sessions: list[dict[str, Any]]) -> str:
     """The standalone SVG of the one session selected; several is a usage error."""
     from copilot_logs.svg_render import timeline_svg
 
-    if len(sessions) != 1:
+    if len(sessions) > 1:
         raise click.UsageError(
             f"--format svg draws one session and {len(sessions)} were selected: "
             "name one (an id, a prefix or a file) or add --latest 1"
