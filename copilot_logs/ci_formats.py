@@ -41,7 +41,7 @@ def display_path(file: str) -> str:
         return file
     try:
         relative = Path(file).resolve().relative_to(Path.cwd().resolve())
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a link loop (3.11)
         return file
     return relative.as_posix()
 

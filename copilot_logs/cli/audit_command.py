@@ -226,7 +226,7 @@ def _annotation_path(file: str) -> str:
         return file
     try:
         return Path(file).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a link loop (3.11)
         return file
 
 

@@ -22,7 +22,7 @@ from copilot_logs.errors import ExitCode
 from copilot_logs.render import Column, local_time, short_id
 
 if TYPE_CHECKING:
-    from copilot_logs.envelope import Source
+    pass
 
 
 @click.command()
@@ -69,7 +69,9 @@ def count(
 
     zone = resolve_zone(tz)
     if total:
-        calls, code = _fast_total(find(picked), include_subagents)
+        windowed = "-" in picked.selectors and (picked.since or picked.until)
+        counter = _windowed_total if windowed else _fast_total
+        calls, code = counter(picked, include_subagents)
         output.echo(str(calls))
         ctx.exit(code)
     loaded = load(picked)
@@ -92,15 +94,28 @@ def count(
     ctx.exit(exit_code(loaded))
 
 
-def _fast_total(sources: list[Source], include_subagents: bool) -> tuple[int, ExitCode]:
+def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:
     """Cached, envelope-scanned or fully read, whichever each file allows (polars is never
     imported); damage goes to stderr as with every command."""
     from copilot_logs.fastcount import scan_sources
 
-    scan = scan_sources(sources, use_cache=use_cache())
+    scan = scan_sources(find(picked), use_cache=use_cache())
     print_damage(scan.damage)
     calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
     return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
+
+
+def _windowed_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:
+    """The total when --since/--until must be applied to standard input: by the full reader,
+    since a stream's sessions start only once they are read."""
+    loaded = load(picked)
+    if loaded is None:
+        return 0, ExitCode.OK
+    from copilot_logs import counting
+
+    sums = counting.totals(counting.combine(loaded.map(counting.count)))
+    calls = sums["llm_calls"] + (sums["subagent_calls"] if include_subagents else 0)
+    return calls, exit_code(loaded)
 
 
 KEY_COLUMNS = {

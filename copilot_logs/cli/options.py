@@ -16,8 +16,11 @@ from copilot_logs.errors import ExitCode
 from copilot_logs.sanitize import one_line
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import polars as pl
 
+    from copilot_logs.discover import Selection
     from copilot_logs.envelope import Source
     from copilot_logs.reader import ReadResult
 
@@ -111,24 +114,31 @@ def format_option(*choices: str, default: str = "table") -> Callable[[F], F]:
     )
 
 
-def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
-    """The selected session logs, newest first; says so on stderr when there is none.
+def choose(picked: Picked, *, zone: str | None = None) -> Selection:
+    """What the shared options chose, with --since/--until as UTC times.
 
     ``zone`` (an IANA name) is where a bare --since/--until date starts and ends (local time
     when None).
     """
     from zoneinfo import ZoneInfo
 
-    from copilot_logs.discover import Selection, find_sources, parse_when
+    from copilot_logs.discover import Selection, parse_when
 
     day_zone = ZoneInfo(zone) if zone else None
-    selection = Selection(
+    return Selection(
         selectors=picked.selectors,
         root=picked.root,
         since=parse_when(picked.since, zone=day_zone) if picked.since else None,
         until=parse_when(picked.until, end_of_day=True, zone=day_zone) if picked.until else None,
         latest=picked.latest,
     )
+
+
+def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
+    """The selected session logs, newest first; says so on stderr when there is none."""
+    from copilot_logs.discover import find_sources
+
+    selection = choose(picked, zone=zone)
     sources = find_sources(selection)
     if not sources:
         where = ", ".join(picked.selectors) if picked.selectors else str(selection.resolved_root)
@@ -152,7 +162,8 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     from copilot_logs.parallel import start_workers_early
 
     start_workers_early(sources, use_cache())
-    return Loaded(sources, report=report)
+    chosen = choose(picked, zone=zone)
+    return Loaded(sources, report=report, since=chosen.since, until=chosen.until)
 
 
 T = TypeVar("T")
@@ -163,15 +174,26 @@ class Loaded:
     command maps its core function over them; a progress bar on a terminal when there is a
     lot to read."""
 
-    def __init__(self, sources: list[Source], *, report: bool = True) -> None:
+    def __init__(
+        self,
+        sources: list[Source],
+        *,
+        report: bool = True,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> None:
         self.sources = sources
         self.report = report
+        self.window = (since, until)
+        """--since/--until, applied to standard input once it is read (files on disk were
+        chosen by them before reading)."""
         self.diagnostics: pl.DataFrame | None = None
         self.files_with_events: set[str] = set()
 
-    def map(self, fn: Callable[[ReadResult], T]) -> list[T]:
+    def map(self, fn: Callable[[ReadResult], T], *, remember: bool = True) -> list[T]:
         """``fn`` over every batch (it must be picklable: a module-level function or a
-        partial of one); the batches' values, in no particular order."""
+        partial of one); the batches' values, in no particular order. ``remember=False`` for a
+        function whose work is its side effect (export writes files): it always runs."""
         import polars as pl
 
         from copilot_logs.corpus import map_batches
@@ -179,8 +201,15 @@ class Loaded:
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
+        if any(s.path is None for s in self.sources) and self.window != (None, None):
+            from copilot_logs import window
+
+            since, until = self.window
+            fn = functools.partial(window.then, fn=fn, since=since, until=until)
         with _progress(self.sources) as advance:
-            for done in map_batches(self.sources, fn, use_cache=use_cache(), on_read=advance):
+            for done in map_batches(
+                self.sources, fn, use_cache=use_cache(), on_read=advance, remember=remember
+            ):
                 values.append(done.value)
                 diagnostics.append(done.diagnostics)
                 self.files_with_events.update(done.files_with_events)

@@ -46,7 +46,8 @@ def validate(
     Every finding names a rule (`copilot-logs rules` lists them) and points at a file, line and
     event id. Settings may be pinned in `[tool.copilot-logs]` of the nearest pyproject.toml
     (select, ignore, strict). Exits 0 when no finding reaches the failing severity (errors; with
-    --strict warnings too), 1 when one does, 2 on usage errors.
+    --strict warnings too), 1 when one does, 2 on usage errors, 3 when a file gave no event
+    (unreadable, empty, or one copilot-logs failed on).
 
     \b
     Examples:
@@ -79,4 +80,6 @@ def validate(
         output.echo(text, nl=False, workflow_commands=fmt == "github")
     if fmt == "github":
         output.echo(ci_formats.summary_line(report), err=True)
+    if loaded is not None and loaded.empty_files():
+        ctx.exit(ExitCode.UNREADABLE)  # its findings say which file, and why
     ctx.exit(ExitCode.FAILED if report.failed else ExitCode.OK)
