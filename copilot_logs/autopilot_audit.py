@@ -19,8 +19,9 @@ task. On that task the last word wins, checked in this order:
    call: nothing ran after it, so it ended the task. An error the agent recovered from is still
    reported (``session_error``) but does not decide the verdict.
 3. ``interrupted``: the task was aborted (an ``abort`` after its last LLM call) or its last
-   turn is open; ``user-quit`` when that open turn is followed by a ``session.shutdown`` (the
-   user ended the session while the turn ran, e.g. at a permission prompt).
+   turn is open; ``user-quit`` when that open turn is followed by a routine
+   ``session.shutdown`` (the user ended the session while the turn ran, e.g. at a permission
+   prompt).
 4. ``nudge-cap``: the loop ended with no task_complete after at least ``nudge_cap`` nudges
    in the task (the cap is counted per task, as the CLI counts it per prompt).
 5. ``interrupted``: the loop ended but no ``session.shutdown`` (nor a later prompt) followed:
@@ -212,6 +213,11 @@ def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
         turn_open=~pl.col("turn_closed").filter(_TURN).last().fill_null(True),
         abort_line=pl.col("line").filter(MAIN & (TYPE == "abort")).max(),
         shutdown_line=pl.col("line").filter(_SHUTDOWN).max(),
+        shutdown_type=pl.col("detail")
+        .filter(_SHUTDOWN)
+        .last()
+        .str.json_path_match("$.shutdownType")
+        .fill_null("routine"),
     )
 
 
@@ -299,7 +305,11 @@ def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Exp
         .then(pl.lit(ERRORED))
         .when(aborted)
         .then(pl.lit(INTERRUPTED))
-        .when(pl.col("turn_open") & _after("shutdown_line", "turn_line"))
+        .when(
+            pl.col("turn_open")
+            & _after("shutdown_line", "turn_line")
+            & (pl.col("shutdown_type") == "routine")
+        )
         .then(pl.lit(USER_QUIT))
         .when(pl.col("turn_open"))
         .then(cut_short)

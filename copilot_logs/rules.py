@@ -326,8 +326,9 @@ RULES: tuple[Rule, ...] = (
         "A turn was still open when the session shut down: the user ended the session.",
         "A routine `session.shutdown` after a turn that has no `assistant.turn_end` means the "
         "user quit while the turn ran, typically at a `permission.requested` prompt for one "
-        "of its tools. The log is whole: it was neither cut off nor is it still running "
-        "(T204 does not fire). Reported so the open turn is not mistaken for damage.",
+        "of its tools (a shutdown of another `shutdownType`, such as `error`, is named in the "
+        "message). The log is whole: it was neither cut off nor is it still running (T204 "
+        "does not fire). Reported so the open turn is not mistaken for damage.",
     ),
     Rule(
         "X301",
@@ -584,6 +585,10 @@ def _prepare(events: pl.DataFrame) -> pl.DataFrame:
         .then(pl.col("line"))
         .backward_fill()
         .over(*SESSION),
+        _shutdown_type=pl.when(TYPE == "session.shutdown")
+        .then(pl.col("detail").str.json_path_match("$.shutdownType").fill_null("routine"))
+        .backward_fill()
+        .over(*SESSION),
         _turn_end_line=pl.col("line").filter(pl.col("closes_turn")).first().over(turn_key),
     )
     return frame.with_columns(
@@ -772,15 +777,25 @@ def _turns_unclosed(ctx: _Context) -> pl.DataFrame:
     )
 
 
+def _why_shut_down() -> pl.Expr:
+    """What a shutdown after an open turn or tool means: the user quit (a routine shutdown,
+    or one that names no type), or the session ended some other way (``error``)."""
+    return (
+        pl.when(pl.col("_shutdown_type") == "routine")
+        .then(pl.lit("the user ended the session while it ran (e.g. at a permission prompt)"))
+        .otherwise(pl.format("the session shut down ({}) while it ran", "_shutdown_type"))
+    )
+
+
 def _turns_open_at_shutdown(ctx: _Context) -> pl.DataFrame:
     left_open = _open_last_turn(ctx).filter(pl.col("_shutdown_after").is_not_null())
     return _found(
         left_open,
         pl.format(
-            "the turn (turnId {}) was still open when the session shut down (line {}): the "
-            "user ended the session while it ran (e.g. at a permission prompt)",
+            "the turn (turnId {}) was still open when the session shut down (line {}): {}",
             _text(pl.col("turn_id")),
             "_shutdown_after",
+            _why_shut_down(),
         ),
     )
 
@@ -910,11 +925,11 @@ def _tools_open_at_shutdown(ctx: _Context) -> pl.DataFrame:
     return _found(
         runs,
         pl.format(
-            "{} ({}) was still running when the session shut down (line {}): the user ended "
-            "the session before it completed (e.g. at a permission prompt)",
+            "{} ({}) was still running when the session shut down (line {}): {}",
             _text(pl.col("tool_name")),
             "tool_call_id",
             "_shutdown_after",
+            _why_shut_down(),
         ),
     )
 

@@ -185,6 +185,7 @@ def test_a_turn_left_open_at_shutdown_is_not_called_cut_off(tmp_path: Path) -> N
         ("X307", "info"),
     ]
     assert all("cut off" not in f["message"] for f in report["findings"])
+    assert all("the user ended the session" in f["message"] for f in report["findings"])
     assert report["summary"]["failed"] is False
     (row,) = cli("sessions", str(path))
     assert (row["status"], row["open_turns"]) == ("ended", 1)
@@ -199,6 +200,22 @@ def test_a_turn_cut_off_without_shutdown_is_still_reported_as_such(tmp_path: Pat
     assert report["summary"]["failed"] is True
     (row,) = cli("sessions", str(path))
     assert row["status"] == "open"
+    (audited,) = cli("audit", str(path), "--require-task-complete", "--running-within", "0")
+    assert audited["verdict"] == "interrupted"
+
+
+def test_a_shutdown_on_an_error_with_a_turn_open_is_not_called_a_user_quit(
+    tmp_path: Path,
+) -> None:
+    b = SessionBuilder(session_id=FIRST, seed=3)
+    b.user_message("create out.txt")
+    b.turn("Creating it.", [bash("echo written > out.txt", never_completes=True)], end=False)
+    b.shutdown(shutdown_type="error")
+    path = b.write(tmp_path / "error.jsonl")
+    messages = {f["code"]: f["message"] for f in cli("validate", str(path))["findings"]}
+    assert sorted(messages) == ["T205", "X307"]
+    assert all("shut down (error) while it ran" in m for m in messages.values())
+    assert all("user" not in m for m in messages.values())
     (audited,) = cli("audit", str(path), "--require-task-complete", "--running-within", "0")
     assert audited["verdict"] == "interrupted"
 
