@@ -205,6 +205,7 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
             line=pl.coalesce("start_line", "complete_line"),
         )
         .drop("complete_agent_id", "complete_turn_index")
+        .select("file", "tool_call_id", "session_id", pl.exclude(*keys))
         .sort(*SESSION, "line")
     )
 
