@@ -198,7 +198,7 @@ def judge(
 
 
 def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per file and task: where its last task_complete, error, nudge, LLM call, abort and
+    """Per session and task: where its last task_complete, error, nudge, LLM call, abort and
     shutdown sit, and what the last task_complete said."""
     summary = pl.coalesce(pl.col("detail").str.json_path_match("$.summary"), pl.col("text"))
     return annotated.group_by(*SESSION, "task_index", maintain_order=True).agg(
@@ -222,8 +222,8 @@ def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per file: mode, counts, the cost after the first nudge, the task to judge, and whether
-    the file is still open (no shutdown after its last work)."""
+    """Per session: mode, counts, the cost after the first nudge, the task to judge, and whether
+    the session is still open (no shutdown after its last work)."""
     flags = model.count_flags(annotated)
     first_nudge = pl.col("line").filter(_NUDGE).min()
     after_first_nudge = (pl.col("line") > first_nudge).fill_null(False)
@@ -255,7 +255,7 @@ def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _last_failed_tools(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per file, the main agent's last failed tool call (by completion) and its error."""
+    """Per session, the main agent's last failed tool call (by completion) and its error."""
     failed = model.tools(annotated).filter(
         pl.col("agent_id").is_null()
         & (pl.col("success") == False)  # noqa: E712

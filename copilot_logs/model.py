@@ -34,7 +34,7 @@ COUNT_FIELDS = (
 
 
 def annotate(events: pl.DataFrame) -> pl.DataFrame:
-    """Add the per-file sequence columns every derived frame uses.
+    """Add the per-session sequence columns every derived frame uses.
 
     - ``turn_index``: 1-based index of the main-agent turn the event falls in (0 before any);
       an event belongs to it only while ``in_turn`` is true.

@@ -10,7 +10,7 @@ Decisions, each kept where it is applied:
 
 - **Resumes.** A resumed session appends a second shutdown to the same file. In CLI 1.0.7x a
   later shutdown is cumulative (take the last); some older versions reset per segment (sum
-  them). Per file: ``cumulative`` when the file holds ``session.usage_checkpoint`` lines, or
+  them). Per session: ``cumulative`` when the session holds ``session.usage_checkpoint`` lines, or
   when every later shutdown is at least the one before it for every model (request count and
   every token figure); else ``per-segment``. One shutdown is ``single``; none is ``none``.
 - **Unknown is None, never 0.** A session without a shutdown (crashed, running, or older than
@@ -138,7 +138,7 @@ class UsageReport:
     totals: dict[str, Any]
 
 
-# --- one file's shutdowns -> one row of figures ------------------------------------------------
+# --- one session's shutdowns -> one row of figures ---------------------------------------------
 
 
 def _number(value: Any) -> float | None:
