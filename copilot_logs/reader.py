@@ -445,7 +445,7 @@ class _FileReader:
         self.session_id: str | None = resume.session_id if resume else None
         """The session the rows read now belong to (the last session.start's sessionId)."""
         self.first_session_id = self.session_id
-        """The session of the rows before any later session.start (see :meth:`_session`)."""
+        """The session of the first rows (None: the file's hint; see :meth:`_session`)."""
         self.sessions: list[_SessionMark] = []
         self.rows_before = rows.count
         self.diagnostics_before = len(diagnostics.rows)
@@ -757,12 +757,14 @@ class _FileReader:
         self.columns.add(obj, number, offset, length)
 
     def _session(self, session_id: str | None) -> None:
-        """A session.start with ``session_id`` is about to be added. The first one names the
-        rows before it too; one with another id starts a new session (two logs in one file,
-        or ``cat a b``), so that nothing of two sessions is merged."""
+        """A session.start with ``session_id`` is about to be added. One with another id than
+        the session under way starts a new session (two logs in one file, or ``cat a b``), so
+        that nothing of two sessions is merged. Events before a file's first session.start
+        keep the file's hint (they belong to no session the log names); when it is the first
+        event, it names the span, and damage reported before it joins its session."""
         if not session_id or session_id == self.session_id:
             return
-        if self.session_id is None:
+        if self.session_id is None and self.columns.count == self.rows_before:
             self.session_id = self.first_session_id = session_id
             return
         self.sessions.append(

@@ -145,13 +145,36 @@ def test_lines_appended_to_a_cached_later_session_stay_in_it(tmp_path: Path) -> 
     assert {r["session_id"]: r["status"] for r in rows} == {FIRST: "ended", SECOND: "ended"}
 
 
-def test_lines_before_the_first_session_start_belong_to_it(tmp_path: Path) -> None:
+def test_events_before_the_first_session_start_keep_the_files_hint(tmp_path: Path) -> None:
+    """A log whose session.start is lost, followed by another log (``cat a b``): the first
+    log's events are not merged into the second session; they keep the file's name."""
+    first, second = two_sessions()
+    headless = first.lines()[1:]
+    path = tmp_path / "spliced.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in headless) + second.to_bytes())
+    rows = {r["session_id"]: r["llm_calls"] for r in cli("sessions", str(path))}
+    assert rows == {"spliced": 3, SECOND: 1}
+    codes = {(f["code"], f["session_id"]) for f in cli("validate", str(path))["findings"]}
+    assert ("E108", "spliced") in codes  # its first event is not a session.start
+
+
+def test_a_session_folder_with_an_event_before_its_start_is_one_session(tmp_path: Path) -> None:
     first, _ = two_sessions()
     lines = first.lines()
-    # A stray line ahead of session.start (a damaged head) stays with the first session.
-    path = tmp_path / "head.jsonl"
-    path.write_bytes(b"".join(line + b"\n" for line in [lines[1], lines[0], *lines[2:]]))
-    assert [r["session_id"] for r in cli("sessions", str(path))] == [FIRST]
+    folder = tmp_path / FIRST
+    folder.mkdir()
+    swapped = [lines[1], lines[0], *lines[2:]]
+    (folder / "events.jsonl").write_bytes(b"".join(line + b"\n" for line in swapped))
+    rows = cli("sessions", str(folder))
+    assert [(r["session_id"], r["llm_calls"]) for r in rows] == [(FIRST, 3)]
+
+
+def test_damage_before_the_first_session_start_joins_its_session(tmp_path: Path) -> None:
+    first, _ = two_sessions()
+    path = tmp_path / "damaged-head.jsonl"
+    path.write_bytes(b"{not json\n" + first.to_bytes())
+    rows = cli("sessions", str(path))
+    assert [(r["session_id"], r["damaged_lines"], r["llm_calls"]) for r in rows] == [(FIRST, 1, 3)]
 
 
 # --- a turn and a tool left open at a routine shutdown ---------------------------------------
