@@ -284,6 +284,45 @@ RULES: tuple[Rule, ...] = (
         "and keeps the event.",
     ),
     Rule(
+        "E122",
+        "out-of-range-number",
+        "warning",
+        "A number too large for a 64-bit column (2^63 or more, or 1e999) was read as null.",
+        "JSON puts no bound on numbers, but token counts, sizes and costs are stored in 64-bit "
+        "columns, and a number like 1e999 is infinity as a double. The reader keeps the event "
+        "and reads such a number as null; the message names the field. Figures built on that "
+        "field leave it out.",
+    ),
+    Rule(
+        "E123",
+        "too-deep",
+        "error",
+        "A line nests JSON too deep to read (about 1,000 levels).",
+        "No event the CLI writes nests more than a few levels. A line nested about 1,000 levels "
+        "deep cannot be read by the JSON parsers without exhausting their stack: the reader "
+        "skips it, like a line that is not JSON.",
+    ),
+    Rule(
+        "E124",
+        "byte-order-mark",
+        "warning",
+        "The file starts with a UTF-8 byte order mark.",
+        "The CLI writes UTF-8 without a byte order mark. One at the start means the file went "
+        "through an editor or tool that added it; the reader ignores it and reads every event, "
+        "but byte offsets (and so `eventsFileSizeBytes`) are off by three bytes, and `jq` "
+        "refuses the first line.",
+    ),
+    Rule(
+        "E125",
+        "unprocessable-session",
+        "error",
+        "copilot-logs failed on this session's events; the other sessions were still read.",
+        "Each session is processed on its own. When a command fails on one session's events "
+        "(content no other rule foresaw), that session is left out, reported here, and the "
+        "command's exit code is 3; please report the message with the file, if you can share "
+        "it.",
+    ),
+    Rule(
         "T201",
         "orphan-turn-end",
         "error",
@@ -496,6 +535,10 @@ DIAGNOSTIC_RULES = {
     "unreadable": "E117",
     "empty-file": "E118",
     "no-event": "E118",
+    "out-of-range-number": "E122",
+    "too-deep": "E123",
+    "bom": "E124",
+    "unprocessable": "E125",
 }
 OTHER_DAMAGE = "E120"
 
@@ -1103,10 +1146,21 @@ def _continuity_file_size(ctx: _Context) -> pl.DataFrame:
     # own first line: the file it was written to began there.
     later_session = pl.col("session_id") != pl.col("session_id").first().over("file")
     base = pl.when(later_session).then(pl.col("offset").min().over(*SESSION)).otherwise(0)
+    # A byte order mark (E124) was added in front of what the CLI wrote: not counted.
+    marks = ctx.diagnostics.filter(pl.col("kind") == "bom").select("file").unique()
     marked = (
         ctx.events.with_columns(_base=base)
         .filter(TYPE.is_in(["session.resume", "session.shutdown"]))
-        .with_columns(_claimed=_number("$.eventsFileSizeBytes"), offset=pl.col("offset") - "_base")
+        .join(marks.with_columns(_mark=pl.lit(3, pl.Int64)), on="file", how="left")
+        .with_columns(
+            _claimed=_number("$.eventsFileSizeBytes"),
+            # A later session's bytes count from its own first line, the first's from the
+            # file's start (after a byte order mark).
+            offset=pl.col("offset")
+            - pl.when(pl.col("_base") > 0)
+            .then(pl.col("_base"))
+            .otherwise(pl.col("_mark").fill_null(0)),
+        )
     )
     wrong = marked.filter(
         pl.col("_claimed").is_not_null() & (pl.col("_claimed") != pl.col("offset"))

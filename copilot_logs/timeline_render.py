@@ -9,17 +9,17 @@ to the terminal width (or ``--width``); the preview text is what gives way.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import IO, Any
+from typing import Any
 
-from rich.console import Console
 from rich.segment import Segment, Segments
 from rich.text import Text
 
+from copilot_logs import output
 from copilot_logs.render import human_duration
+from copilot_logs.sanitize import one_line
 
 Node = dict[str, Any]
 
@@ -59,23 +59,24 @@ def print_timeline(
     *,
     width: int | None = None,
     show_tools: bool = True,
-    out: IO[str] | None = None,
 ) -> None:
-    console = Console(file=out or sys.stdout, width=width, highlight=False)
     for number, session in enumerate(sessions):
-        if number:
-            console.print()
-        # Every line already fits: hand rich the segments, skipping its wrapping pass, which
-        # dominates the time on long sessions.
-        segments: list[Segment] = []
-        for line in session_lines(session, console.width, show_tools=show_tools):
-            segments.extend(line.render(console))
-            segments.append(Segment.line())
-        console.print(Segments(segments), soft_wrap=True)
+        with output.rich_console(width=width) as console:
+            if number:
+                console.print()
+            # Every line already fits: hand rich the segments, skipping its wrapping pass,
+            # which dominates the time on long sessions.
+            segments: list[Segment] = []
+            for line in session_lines(session, console.width, show_tools=show_tools):
+                segments.extend(line.render(console))
+                segments.append(Segment.line())
+            console.print(Segments(segments), soft_wrap=True)
 
 
 def session_lines(session: Node, width: int, *, show_tools: bool = True) -> Iterator[Text]:
-    """The lines of one session's view, each at most ``width`` cells."""
+    """The lines of one session's view, each at most ``width`` cells. Every text of the log
+    is shown on one line, its control characters as visible escapes."""
+    session = _shown(session)
     yield _fit(_title(session), width)
     yield _fit(_summary(session), width)
     roots = [_event_line(e) for e in session["events"]]
@@ -189,6 +190,18 @@ def _count(number: int, noun: str) -> str:
 
 def _preview(text: str | None) -> str:
     return " ".join((text or "").split())
+
+
+def _shown(value: Any) -> Any:
+    """Every string of a session's tree as it may be shown: runs of blanks and line breaks as
+    one space, other control characters as visible escapes."""
+    if isinstance(value, str):
+        return one_line(_preview(value))
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
 
 
 # --- the lines of each kind of node --------------------------------------------------------

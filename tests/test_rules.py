@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -257,6 +258,65 @@ def e121_miss() -> ReadResult:
     lines = b.lines()
     lines[3] = lines[3].replace("😀".encode(), b"\\ud83d\\ude00")
     return read(lines)
+
+
+def e122() -> tuple[ReadResult, list[int | None]]:
+    b = builder()
+    b.user_message("hi")
+    b.turn("ok")
+    lines = b.lines()
+    message = next(i for i, raw in enumerate(lines) if b'"assistant.message"' in raw)
+    lines[message] = re.sub(rb'"outputTokens":\d+', b'"outputTokens":1e999', lines[message])
+    return read(lines), [message + 1]
+
+
+def e122_miss() -> ReadResult:
+    b = builder()
+    b.user_message("hi")
+    b.turn("ok")
+    lines = b.lines()
+    message = next(i for i, raw in enumerate(lines) if b'"assistant.message"' in raw)
+    # The largest number a 64-bit column holds is in range.
+    lines[message] = re.sub(
+        rb'"outputTokens":\d+', b'"outputTokens":9223372036854775807', lines[message]
+    )
+    return read(lines)
+
+
+def e123() -> tuple[ReadResult, list[int | None]]:
+    lines = builder().lines()
+    deep = b"[" * 1100 + b"]" * 1100
+    lines.append(b'{"type":"session.info","data":{"nested":' + deep + b'},"id":"d"}')
+    return read(lines), [3]
+
+
+def e123_miss() -> ReadResult:
+    lines = builder().lines()
+    deep = b"[" * 300 + b"]" * 300  # deeper than orjson writes, not than the reader reads
+    lines.append(b'{"type":"session.info","data":{"nested":' + deep + b'},"id":"d"}')
+    result = read(lines)
+    assert result.events["event_id"].to_list()[-1] == "d"
+    return result
+
+
+def e124() -> tuple[ReadResult, list[int | None]]:
+    return read(b"\xef\xbb\xbf" + builder().to_bytes()), [1]
+
+
+def e124_miss() -> ReadResult:
+    b = builder()
+    b.user_message("\ufeff a BOM inside a string is text")
+    return read(b.to_bytes())
+
+
+def e125() -> tuple[ReadResult, list[int | None]]:
+    result = read(builder().to_bytes())
+    failed = pl.DataFrame(
+        [(SESSION, "log.jsonl", 0, 0, "unprocessable", "ValueError: boom", None)],
+        schema=DIAGNOSTICS_SCHEMA,
+        orient="row",
+    )
+    return ReadResult(result.events, failed), [None]
 
 
 def e114() -> tuple[ReadResult, list[int | None]]:
@@ -649,6 +709,10 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "E112": [e112],
     "E113": [e113],
     "E121": [e121],
+    "E122": [e122],
+    "E123": [e123],
+    "E124": [e124],
+    "E125": [e125],
     "E114": [e114],
     "E115": [e115],
     "E116": [e116],
@@ -693,6 +757,10 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "E112": [e101_miss],
     "E113": [e113_miss],
     "E121": [e121_miss],
+    "E122": [e122_miss],
+    "E123": [e123_miss],
+    "E124": [e124_miss],
+    "E125": [clean_result],
     "E114": [clean_result],
     "E115": [clean_result],
     "E116": [clean_result],

@@ -96,6 +96,23 @@ def test_a_later_sessions_own_damage_is_still_found(tmp_path: Path) -> None:
     assert not any(sid == FIRST for _, sid in codes)
 
 
+def test_a_second_session_in_a_block_the_fast_reader_hands_back_is_still_its_own(
+    tmp_path: Path,
+) -> None:
+    """A block holding the second session.start and a number no column holds goes back to the
+    line reader: the second session still begins at its start, and owns its damage."""
+    first, second = two_sessions()
+    lines = [json.loads(line) for line in second.lines()]
+    reply = next(e for e in lines if e["type"] == "assistant.message")
+    reply["data"]["outputTokens"] = 2**70
+    path = tmp_path / "spliced.jsonl"
+    path.write_bytes(first.to_bytes() + "".join(json.dumps(e) + "\n" for e in lines).encode())
+    rows = {
+        r["session_id"]: (r["llm_calls"], r["damaged_lines"]) for r in cli("sessions", str(path))
+    }
+    assert rows == {FIRST: (3, 0), SECOND: (1, 1)}
+
+
 def test_junit_gives_each_session_of_a_file_its_own_case(tmp_path: Path) -> None:
     import xml.etree.ElementTree as ET
 

@@ -276,8 +276,9 @@ def test_one_damage_gives_its_rule_at_its_line(
     damaged, expected = damage(data, b.lines(), b.events)
 
     result = CliRunner().invoke(main, ["validate", "-", "--format", "json"], input=damaged)
-    assert result.exit_code == 1, result.output
     findings = orjson.loads(result.stdout)["findings"]
+    gave_no_event = any(f["code"] == "E118" for f in findings)  # a cut left nothing to read
+    assert result.exit_code == (3 if gave_no_event else 1), result.output
     found = {(f["code"], f["line"]) for f in findings}
     assert expected <= found, (damage.__name__, sorted(found))
 

@@ -5,12 +5,14 @@ from functools import partial
 
 import click
 
+from copilot_logs import output
 from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
     Picked,
     exit_code,
     format_option,
     load,
-    nothing_found,
+    read_each,
     selection_options,
 )
 
@@ -20,9 +22,10 @@ from copilot_logs.cli.options import (
 @click.option("--no-tools", is_flag=True, help="Leave out the tool executions (counts stay).")
 @click.option(
     "--width",
-    type=click.IntRange(min=40),
+    type=click.IntRange(min=40, max=output.MAX_WIDTH),
     metavar="N",
-    help="Lay the terminal view out for N columns [default: the terminal's width].",
+    help=f"Lay the terminal view out for N columns, 40 to {output.MAX_WIDTH} [default: the "
+    "terminal's width].",
 )
 @format_option("table", "json", "ndjson", "csv")
 @click.pass_context
@@ -49,16 +52,16 @@ def timeline(
       copilot-logs timeline --latest 5 --format csv
     """
     if not picked.selectors and picked.latest is None:
-        click.echo("No session given: showing the newest one (as with --latest 1).", err=True)
+        output.echo("No session given: showing the newest one (as with --latest 1).", err=True)
         picked = replace(picked, latest=1)
     loaded = load(picked)
     from copilot_logs import render
     from copilot_logs.agent_loop import newest_first, turn_rows
     from copilot_logs.agent_loop import timeline as build
 
-    if loaded is None:
-        return nothing_found(fmt)
-    sessions = newest_first(loaded.map(partial(build, include_tools=not no_tools)))
+    if loaded is None and fmt in HUMAN_FORMATS:
+        return
+    sessions = newest_first(read_each(loaded, partial(build, include_tools=not no_tools)))
     if fmt == "table":
         from copilot_logs.timeline_render import print_timeline
 

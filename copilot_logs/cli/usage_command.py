@@ -6,7 +6,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, format_option, load, selection_options
+from copilot_logs import output
+from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
+    Picked,
+    exit_code,
+    format_option,
+    load,
+    read_each,
+    selection_options,
+)
 from copilot_logs.render import Column, human_duration, short_id
 
 if TYPE_CHECKING:
@@ -80,12 +89,12 @@ def usage(
     from copilot_logs.usage_accounting import report as usage_report
     from copilot_logs.usage_accounting import session_usage
 
-    if loaded is None:
+    if loaded is None and fmt in HUMAN_FORMATS:
         return
-    report = usage_report(loaded.map(session_usage), by=by, zone=zone)
+    report = usage_report(read_each(loaded, session_usage), by=by, zone=zone)
     if verbose:
         for line in reconciliation_lines(report.sessions):
-            click.echo(line, err=True)
+            output.echo(line, err=True)
     write_report(report, fmt, breakdown=breakdown)
     ctx.exit(exit_code(loaded))
 
@@ -260,6 +269,6 @@ def write_report(report: UsageReport, fmt: str, *, breakdown: bool = False) -> N
             import polars as pl
 
             table = pl.concat([frame, pl.DataFrame([totals], schema=frame.schema)])
-            click.echo(render.markdown_table(table, columns), nl=False)
+            output.echo(render.markdown_table(table, columns), nl=False)
         else:
             render.print_table(frame, columns, totals=totals)
