@@ -331,8 +331,22 @@ def test_a_closed_pipe_keeps_the_exit_code_and_prints_no_traceback(
 # --- the same shape with and without sessions ------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["sessions", "count", "timeline", "usage", "audit"])
-def test_machine_formats_keep_their_shape_with_no_session(tmp_path: Path, command: str) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("sessions",),
+        ("count",),
+        ("count", "--by", "interaction"),
+        ("timeline",),
+        ("usage",),
+        ("usage", "--by", "model", "--breakdown"),
+        ("audit",),
+    ],
+    ids=" ".join,
+)
+def test_machine_formats_keep_their_shape_with_no_session(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
     full = tmp_path / "full"
     b = SessionBuilder(seed=8)
     b.user_message("hi")
@@ -341,25 +355,27 @@ def test_machine_formats_keep_their_shape_with_no_session(tmp_path: Path, comman
     b.write_to(full)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with_one = run(command, "--root", str(full), "--format", "json")
-    with_none = run(command, "--root", str(empty), "--format", "json")
-    assert "No sessions found" in with_none.stderr
-    shape_one, shape_none = orjson.loads(with_one.stdout), orjson.loads(with_none.stdout)
+
+    def output(root: Path, fmt: str) -> str:
+        return run(*command, "--root", str(root), "--format", fmt).stdout
+
+    assert "No sessions found" in run(*command, "--root", str(empty)).stderr
+    shape_one, shape_none = orjson.loads(output(full, "json")), orjson.loads(output(empty, "json"))
     assert type(shape_one) is type(shape_none)
     if isinstance(shape_one, dict):
         assert shape_one.keys() == shape_none.keys()
         assert shape_none["rows"] == []
     else:
         assert shape_none == []
-    header = run(command, "--root", str(full), "--format", "csv").stdout.splitlines()[0]
-    assert run(command, "--root", str(empty), "--format", "csv").stdout == header + "\n"
-    assert run(command, "--root", str(empty), "--format", "ndjson").stdout == ""
+    assert output(empty, "csv") == output(full, "csv").splitlines()[0] + "\n"
+    assert output(empty, "ndjson") == ""
 
 
 # --- nothing prints another way ----------------------------------------------------------------
 
 WRITES = re.compile(
     r"click\.(echo|secho)|(^|[^\w.])print\(|sys\.(__)?(stdout|stderr)|Console\(|os\.write\("
+    r"|rich\.(print|get_console)|import print\b"
 )
 
 
@@ -378,3 +394,4 @@ def test_only_the_output_module_writes_to_the_terminal() -> None:
     # The pattern finds what it is meant to find.
     assert WRITES.search('click.echo("x")') and WRITES.search("    print(x)")
     assert WRITES.search("Console(file=sys.stdout)") and not WRITES.search("console.print(t)")
+    assert WRITES.search("from rich import print") and WRITES.search("rich.print(x)")
