@@ -324,7 +324,7 @@ _NAME_CHARS = st.one_of(
     st.sampled_from([c for c in CONTROLS if c != "\x00"]),
     st.sampled_from(["\x1b[31m", "\x9b2J", "\n::error::x", ":", "|", ",", "%", " ", "[/]"]),
     st.sampled_from([os.fsdecode(bytes([b])) for b in (0xFF, 0xE9, 0xC0, 0x80)]),
-    st.characters(exclude_characters="/\x00", exclude_categories=("Cs",)),
+    st.characters(exclude_characters="/\x00", exclude_categories=["Cs"]),
 )
 
 FILE_NAMES = (

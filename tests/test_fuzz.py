@@ -62,7 +62,7 @@ def _formats(command: str) -> list[str]:
     assert found is not None
     options = [p for p in found.params if p.name == "fmt"]
     if not options:
-        return []  # export writes Parquet files, and says what it did in text
+        return []  # export and report write files, and say what they did in text
     assert isinstance(options[0].type, click.Choice)
     return [str(choice) for choice in options[0].type.choices]
 
@@ -98,7 +98,7 @@ def check_stdout(fmt: str, stdout: str) -> None:
     elif fmt == "csv":
         rows = list(csv.reader(io.StringIO(stdout, newline=""), strict=True))
         assert all(len(row) == len(rows[0]) for row in rows), rows
-    elif fmt == "junit":
+    elif fmt in ("junit", "svg"):
         ElementTree.fromstring(stdout)
     elif fmt == "github":
         # Workflow commands, whole (their text escaped), and maybe a summary line.
@@ -152,14 +152,30 @@ def _variants(command: str) -> list[tuple[str, ...]]:
     return variants
 
 
+#: Commands that write files (no --format): their arguments, given a fresh folder OUT.
+WRITERS = {
+    "export": lambda out, selectors, extra: ("export", str(out / "parquet"), *selectors, *extra),
+    "report": lambda out, selectors, extra: (
+        "report",
+        *selectors,
+        *extra,
+        "--output",
+        str(out / "report.html"),
+    ),
+}
+
+
 def run_everything(command: str, selectors: list[str]) -> None:
     """``command`` in every format; json also without the cache, and from it (twice: the
     second read is a cache hit), which must all give the same answer."""
-    if command == "export":
+    if command in WRITERS:
         with tempfile.TemporaryDirectory() as out:
             for extra in (["--no-cache"], []):
-                args = ("export", str(Path(out) / "parquet"), *selectors, *extra)
+                args = WRITERS[command](Path(out), selectors, extra)
                 check(invoke(*args), "text", args)
+            for page in Path(out).glob("*.html"):
+                # Log text is escaped in the page: the element a hostile field holds is not.
+                assert "<x/>" not in page.read_text(errors="replace"), args
         return
     for fmt in _formats(command):
         args = (command, *selectors, "--format", fmt)
@@ -234,9 +250,9 @@ def test_hostile_logs_from_standard_input() -> None:
     """`-` reads the same hostile bytes from stdin (no file, no cache)."""
     log = ("\n".join(["{" * 1000, '{"type":"x' + EVERYTHING + '"}', "1e999"]) + "\n").encode()
     for command in LOG_COMMANDS:
-        if command == "export":
+        if command in WRITERS:
             with tempfile.TemporaryDirectory() as out:
-                args = ("export", str(Path(out) / "parquet"), "-")
+                args = WRITERS[command](Path(out), ["-"], [])
                 check(invoke(*args, stdin=log), "text", args)
         for fmt in _formats(command):
             args = (command, "-", "--format", fmt)
