@@ -261,12 +261,15 @@ def test_hostile_logs_from_standard_input() -> None:
 
 # --- one bad file never hides the good ones --------------------------------------------------
 
+#: Seeds the hostile sessions never draw (tests/hostile.py draws 0..65536): the good sessions'
+#: event ids are their own, not replays of a hostile session's.
+GOOD_SEED = 1 << 20
 GOOD_IDS = ("900d0000-0000-4000-8000-000000000001", "900d0000-0000-4000-8000-000000000002")
 
 
 def _good_sessions(root: Path) -> None:
     for number, session_id in enumerate(GOOD_IDS):
-        b = SessionBuilder(session_id=session_id, seed=number)
+        b = SessionBuilder(session_id=session_id, seed=GOOD_SEED + number)
         b.user_message(f"good prompt {number}")
         b.turn("working", [bash("make test", "ok")])
         b.task_complete_turn("all good")
@@ -345,7 +348,7 @@ def test_one_bad_session_in_a_stream_never_hides_the_others(bad: bytes) -> None:
     whole) leaves the good sessions' rows as they are without it."""
     good = []
     for number, session_id in enumerate(GOOD_IDS):
-        b = SessionBuilder(session_id=session_id, seed=number)
+        b = SessionBuilder(session_id=session_id, seed=GOOD_SEED + number)
         b.user_message(f"good prompt {number}")
         b.turn("working", [bash("make test", "ok")])
         b.shutdown()
