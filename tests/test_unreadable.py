@@ -235,3 +235,22 @@ def test_open_log_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
         logfile.open_log(fifo)  # returns at once: nothing writes to the pipe
     with pytest.raises(logfile.NotALogFile, match="folder"):
         logfile.open_log(tmp_path)
+
+
+def test_a_sessions_folder_we_may_not_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "s"
+    shutil.copytree(SAMPLES, root)
+    real_iterdir = Path.iterdir
+
+    def iterdir(self: Path) -> Any:
+        if self == root:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    result = run("sessions", "--root", str(root))
+    assert result.exit_code == ExitCode.UNREADABLE
+    assert result.stderr.splitlines() == [
+        f"Error: cannot list {root}: Permission denied; check the folder's permissions, or "
+        "name the sessions to read"
+    ]
