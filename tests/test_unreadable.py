@@ -254,3 +254,14 @@ def test_a_sessions_folder_we_may_not_list(tmp_path: Path, monkeypatch: pytest.M
         f"Error: cannot list {root}: Permission denied; check the folder's permissions, or "
         "name the sessions to read"
     ]
+
+
+def test_export_reports_unreadable_paths_and_never_waits_on_a_pipe(
+    odd_root: tuple[Path, dict[str, Path], PipeWatch], tmp_path: Path
+) -> None:
+    root, bad, watch = odd_root
+    result = run("export", str(tmp_path / "out"), str(root))
+    assert not watch.blocked
+    assert result.exit_code == ExitCode.UNREADABLE
+    for path in bad.values():
+        assert f"warning: {shown(path)}:0: unreadable: " in result.stderr
