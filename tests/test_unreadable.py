@@ -98,7 +98,7 @@ ADVICE = {
     "named pipe": "it is a named pipe (FIFO), not a regular file; give its content on standard",
     "broken link in a session folder": "a broken symbolic link",
     "socket": "it is a socket, not a regular file",
-    "name that is not UTF-8": "the file name is not valid UTF-8: rename the file to read it",
+    "name that is not UTF-8": "its path is not valid UTF-8 (shown with \\x escapes): rename it",
 }
 
 
