@@ -5,14 +5,16 @@ from typing import TYPE_CHECKING
 
 import click
 
+from copilot_logs import output
 from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
     Picked,
     exit_code,
     find,
     format_option,
     load,
-    nothing_found,
     print_damage,
+    read_each,
     selection_options,
     use_cache,
 )
@@ -70,15 +72,15 @@ def count(
         windowed = "-" in picked.selectors and (picked.since or picked.until)
         counter = _windowed_total if windowed else _fast_total
         calls, code = counter(picked, include_subagents)
-        click.echo(str(calls))
+        output.echo(str(calls))
         ctx.exit(code)
     loaded = load(picked)
     from copilot_logs import counting, render
     from copilot_logs.model import COUNT_FIELDS
 
-    if loaded is None:
-        return nothing_found(fmt)
-    table = counting.combine(loaded.map(partial(counting.count, by=by, zone=zone)))
+    if loaded is None and fmt in HUMAN_FORMATS:
+        return
+    table = counting.combine(read_each(loaded, partial(counting.count, by=by, zone=zone)))
     if fmt == "table":
         keys = [c for c in table.columns if c not in (*COUNT_FIELDS, "file")]
         sums = counting.totals(table)
