@@ -1,39 +1,30 @@
-"""Reading many session logs: in batches, through the events cache, on every core when it pays.
+"""Reading many session logs: in batches, through the store, on several cores when it pays.
 
 Every command's core function works per file, so a command maps it over batches of files
 (``map_batches``) and keeps only its small result per batch: memory stays bounded by one batch
-(about BATCH_BYTES of input, or one larger file), not by the corpus.
+per worker (see :func:`copilot_logs.parallel.plan`), or one larger file, not by the corpus.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from concurrent.futures import as_completed
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import polars as pl
 
-from copilot_logs import parallel
+from copilot_logs import parallel, store
 from copilot_logs.envelope import Source
-from copilot_logs.parallel import bytes_to_parse, worker_context, worker_count
-from copilot_logs.reader import ReadResult, ReadState, read_many
-from copilot_logs.result_cache import ResultCache
-from copilot_logs.store import EventStore, Job, Updates
+from copilot_logs.reader import ReadResult, read_many
 
 T = TypeVar("T")
-
-BATCH_BYTES = 24 << 20
-"""Files are read and reduced in batches of about this much input."""
 
 OnRead = Callable[[Source], None]
 
 
-def batches(sources: Sequence[Source], limit: int | None = None) -> list[list[Source]]:
-    """Consecutive sources in batches of about ``limit`` (BATCH_BYTES) bytes, at least one
-    source each. (A new or grown file seldom moves more than one or two batch ends: the
-    results cache still serves the other batches.)"""
-    limit = limit or BATCH_BYTES
+def batches(sources: Sequence[Source], limit: int) -> list[list[Source]]:
+    """Consecutive sources in batches of about ``limit`` bytes, at least one source each."""
     groups: list[list[Source]] = [[]]
     total = 0
     for source in sources:
@@ -46,10 +37,6 @@ def batches(sources: Sequence[Source], limit: int | None = None) -> list[list[So
     return [group for group in groups if group]
 
 
-def _parse(jobs: Sequence[Job]) -> tuple[ReadResult, list[ReadState | None]]:
-    return read_many(jobs)
-
-
 @dataclass
 class BatchResult(Generic[T]):
     """What one batch leaves behind: the mapped value and what to report about the read."""
@@ -57,22 +44,20 @@ class BatchResult(Generic[T]):
     value: T
     diagnostics: pl.DataFrame
     files_with_events: list[str]
-    updates: Updates = field(default_factory=dict)
+
+
+def read_batch(sources: Sequence[Source], use_cache: bool) -> ReadResult:
+    """The frames of a batch: through the store, or read afresh (``use_cache`` false)."""
+    if use_cache:
+        return store.read(sources)
+    return read_many([(source, None) for source in sources])[0]
 
 
 def _run_batch(
     sources: Sequence[Source], fn: Callable[[ReadResult], T], use_cache: bool
 ) -> BatchResult[T]:
-    if use_cache:
-        result, updates = EventStore().read(sources, _parse)
-    else:
-        result, updates = _parse([(s, None) for s in sources])[0], {}
-    return BatchResult(
-        fn(result),
-        result.diagnostics,
-        result.events["file"].unique().to_list(),
-        updates,
-    )
+    result = read_batch(sources, use_cache)
+    return BatchResult(fn(result), result.diagnostics, result.events["file"].unique().to_list())
 
 
 def map_batches(
@@ -81,73 +66,34 @@ def map_batches(
     *,
     use_cache: bool = False,
     on_read: OnRead | None = None,
-    remember: bool = True,
 ) -> Iterator[BatchResult[T]]:
     """``fn`` applied to each batch of sources, in worker processes when there is a lot to
     parse. ``fn`` must be picklable for that (a module-level function or a partial of one).
-    Results come in the order batches finish; the cache index is updated at the end.
+    Results come in the order batches finish.
 
-    With ``use_cache`` the batches are read through the events cache (:mod:`copilot_logs.store`)
-    and, unless ``remember`` is false, a batch whose files and function are unchanged since an
-    earlier run is served from the results cache (:mod:`copilot_logs.result_cache`) unread.
+    With ``use_cache`` the batches are read through the store (:mod:`copilot_logs.store`):
+    unchanged files come from their entries, grown ones are read from where their entry
+    stopped, and what was read is written back.
     """
-    memo = ResultCache(fn) if use_cache and remember else None
-    pending: list[list[Source]] = []
-    keys: list[str | None] = []
-    for group in batches(sources):
-        key = memo.key(group) if memo is not None else None
-        hit = memo.get(key) if memo is not None else None
-        if isinstance(hit, BatchResult):
-            _notify(group, on_read)
-            yield hit
-        else:
-            pending.append(group)
-            keys.append(key)
-    for index, done in _computed(pending, fn, use_cache, on_read):
-        if memo is not None:
-            memo.put(keys[index], BatchResult(done.value, done.diagnostics, done.files_with_events))
-        yield done
-    if memo is not None and pending:
-        memo.prune()
-
-
-def _computed(
-    groups: list[list[Source]],
-    fn: Callable[[ReadResult], T],
-    use_cache: bool,
-    on_read: OnRead | None,
-) -> Iterator[tuple[int, BatchResult[T]]]:
-    """``fn`` of each group (with the group's index), read through the events cache when
-    ``use_cache``, in the order they finish. The events cache index is updated at the end."""
-    if not groups:
+    if not sources:
         return
-    store = EventStore() if use_cache else None
-    sources = [source for group in groups for source in group]
-    workers = worker_count(len(groups))
-    updates: Updates = {}
-    if (
-        workers < 2
-        or any(s.path is None for s in sources)
-        or bytes_to_parse(sources, store) < parallel.PARALLEL_BYTES
-    ):
-        for index, group in enumerate(groups):
+    stdin = any(source.path is None for source in sources)
+    to_read = 0 if stdin else parallel.to_read(sources, use_cache)
+    plan = parallel.plan(to_read)
+    groups = batches(sources, plan.batch_bytes)
+    if plan.workers < 2 or len(groups) < 2:
+        for group in groups:
             done = _run_batch(group, fn, use_cache)
-            updates.update(done.updates)
             _notify(group, on_read)
-            yield index, done
+            yield done
     else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=worker_context()) as pool:
-            futures = {
-                pool.submit(_run_batch, group, fn, use_cache): index
-                for index, group in enumerate(groups)
-            }
+        with parallel.executor(plan.workers, frames=True) as pool:
+            futures = {pool.submit(_run_batch, group, fn, use_cache): group for group in groups}
             for future in as_completed(futures):
-                done = future.result()
-                updates.update(done.updates)
-                _notify(groups[futures[future]], on_read)
-                yield futures[future], done
-    if store is not None:
-        store.apply(updates)
+                _notify(futures[future], on_read)
+                yield future.result()
+    if use_cache and (to_read or stdin):
+        store.prune()
 
 
 def _notify(group: Sequence[Source], on_read: OnRead | None) -> None:
@@ -166,12 +112,9 @@ def read_all(
     """Every source's events and diagnostics in one ReadResult (memory grows with the
     selection: commands use :func:`map_batches` instead).
 
-    With ``use_cache`` unchanged files come from the events cache and grown ones are read from
-    where the cache stopped (see :mod:`copilot_logs.store`).
+    With ``use_cache`` unchanged files come from the store and grown ones are read from
+    where their entry stopped (see :mod:`copilot_logs.store`).
     """
     return ReadResult.concat(
-        done.value
-        for done in map_batches(
-            sources, _same, use_cache=use_cache, on_read=on_read, remember=False
-        )
+        done.value for done in map_batches(sources, _same, use_cache=use_cache, on_read=on_read)
     )
