@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import as_completed
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import polars as pl
 
@@ -46,18 +46,28 @@ class BatchResult(Generic[T]):
     files_with_events: list[str]
 
 
-def read_batch(sources: Sequence[Source], use_cache: bool) -> ReadResult:
-    """The frames of a batch: through the store, or read afresh (``use_cache`` false)."""
-    if use_cache:
-        return store.read(sources)
-    return read_many([(source, None) for source in sources])[0]
-
-
 def _run_batch(
     sources: Sequence[Source], fn: Callable[[ReadResult], T], use_cache: bool
 ) -> BatchResult[T]:
-    result = read_batch(sources, use_cache)
-    return BatchResult(fn(result), result.diagnostics, result.events["file"].unique().to_list())
+    """``fn`` of a batch. Through the store (``use_cache``): answered from the entries alone
+    when they all hold ``fn``'s value (a value that splits by file is kept per log), else
+    computed from the frames, and the entries written with the value."""
+    if not use_cache:
+        result = read_many([(source, None) for source in sources])[0]
+        return BatchResult(fn(result), result.diagnostics, _with_events(result))
+    key = store.describe(fn)
+    recalled = store.recall(sources, key) if key is not None else None
+    if recalled is not None:
+        value = cast(T, recalled.value)
+        return BatchResult(value, recalled.diagnostics, recalled.files_with_events)
+    result, pending = store.read(sources)
+    value = fn(result)
+    store.keep(pending, key, value)
+    return BatchResult(value, result.diagnostics, _with_events(result))
+
+
+def _with_events(result: ReadResult) -> list[str]:
+    return result.events["file"].unique().to_list()
 
 
 def map_batches(

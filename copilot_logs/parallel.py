@@ -96,7 +96,7 @@ def to_read(sources: Sequence[Source], use_cache: bool) -> int:
     for source in sources:
         found = store.find(source)
         if found.state is store.State.FRESH and found.header and found.header.body:
-            continue
+            continue  # (a fresh entry without frames, written by count --total, is read)
         grown = found.state is store.State.GROWN and found.header and found.header.body
         total += source.size - (found.header.end if grown and found.header else 0)
     return total

@@ -38,10 +38,11 @@ import struct
 import tempfile
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -95,9 +96,13 @@ class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     messages: list[tuple[str, str]]
     damage: list[tuple[Count, str, str]]
     unreadable: bool
-    body: tuple[Count, Count, Count, Count] | None
-    """Events IPC length, diagnostics IPC length, CRC-32 of the body, events rows; None when
-    the entry holds only the counts."""
+    body: tuple[Count, Count, Count, Count, Count] | None
+    """The frames at the start of the body: events IPC length and CRC-32, diagnostics IPC
+    length and CRC-32, events rows; None when the entry holds only the counts."""
+    results: list[tuple[str, bool, list[tuple[Count, Count]]]]
+    """What commands computed from the frames, after them in the body: the function's
+    description, whether its value is a tuple of frames, and each frame's IPC length and
+    CRC-32 (see :func:`recall`)."""
 
 
 _DECODER = msgspec.json.Decoder(Header)
@@ -133,6 +138,42 @@ def code_stamp() -> str:
         info = path.stat()
         digest.update(f"\n{path.relative_to(_PACKAGE)}:{info.st_size}:{info.st_mtime_ns}".encode())
     return digest.hexdigest()
+
+
+def describe(fn: Callable[..., Any]) -> str | None:
+    """A stable text naming ``fn`` and its bound options, or None when it has none (a lambda,
+    a closure, an option that has no stable text): such a function's values are not kept."""
+    if isinstance(fn, functools.partial):
+        inner = describe(fn.func)
+        texts = [_stable(value) for value in fn.args]
+        names = [""] * len(texts)
+        for name, value in sorted(fn.keywords.items()):
+            texts.append(_stable(value))
+            names.append(f"{name}=")
+        if inner is None or None in texts:
+            return None
+        return f"{inner}({', '.join(f'{n}{t}' for n, t in zip(names, texts, strict=True))})"
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not module or not name or "<" in name:
+        return None
+    return f"{module}.{name}"
+
+
+def _stable(value: object) -> str | None:
+    """The text of an option value that is the same in every process (set order is not)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool | int | float | str | date | datetime | timedelta):
+        return repr(value)
+    if isinstance(value, set | frozenset | tuple | list):
+        items = [_stable(item) for item in value]
+        if None in items:
+            return None
+        texts = [item for item in items if item is not None]
+        if isinstance(value, set | frozenset):
+            return "{" + ", ".join(sorted(texts)) + "}"
+        return "[" + ", ".join(texts) + "]"
+    return None
 
 
 def entry_path(log: Path) -> Path:
@@ -250,14 +291,18 @@ def load_frames(source: Source, found: Found) -> ReadResult | None:
     header = found.header
     if header is None or header.body is None or source.path is None:
         return None
-    events_length, diagnostics_length, crc, rows = header.body
+    events_length, events_crc, diagnostics_length, diagnostics_crc, rows = header.body
     try:
         with entry_path(source.path).open("rb") as stream:
             stream.seek(found.body_at)
-            body = stream.read(events_length + diagnostics_length + 1)
+            body = stream.read(events_length + diagnostics_length)
     except OSError:
         return None
-    if len(body) != events_length + diagnostics_length or zlib.crc32(body) != crc:
+    if (
+        len(body) != events_length + diagnostics_length
+        or zlib.crc32(body[:events_length]) != events_crc
+        or zlib.crc32(body[events_length:]) != diagnostics_crc
+    ):
         return None
     try:
         events = pl.read_ipc(io.BytesIO(body[:events_length]))
@@ -320,7 +365,17 @@ def progress_of(result: ReadResult, state: ReadState, size: int) -> Progress:
     )
 
 
-def write(source: Source, stamp: Stamp, progress: Progress, frames: ReadResult | None) -> bool:
+Stored = tuple[bool, list[bytes]]
+"""A command's value for one log: whether it is a tuple of frames, and each frame's IPC."""
+
+
+def write(
+    source: Source,
+    stamp: Stamp,
+    progress: Progress,
+    frames: ReadResult | None,
+    results: dict[str, Stored] | None = None,
+) -> bool:
     """Write the entry of a log read at ``stamp``; False when it cannot be written (the store
     is a cache: the next run reads the log again)."""
     if source.path is None:
@@ -333,7 +388,17 @@ def write(source: Source, stamp: Stamp, progress: Progress, frames: ReadResult |
         events = _ipc(frames.events)
         diagnostics = _ipc(frames.diagnostics)
         body = events + diagnostics
-        shape = (len(events), len(diagnostics), zlib.crc32(body), frames.events.height)
+        shape = (
+            len(events),
+            zlib.crc32(events),
+            len(diagnostics),
+            zlib.crc32(diagnostics),
+            frames.events.height,
+        )
+    described = []
+    for key, (is_tuple, blobs) in sorted((results or {}).items()) if frames is not None else ():
+        described.append((key, is_tuple, [(len(blob), zlib.crc32(blob)) for blob in blobs]))
+        body += b"".join(blobs)
     header = Header(
         version=VERSION,
         code=code_stamp(),
@@ -352,6 +417,7 @@ def write(source: Source, stamp: Stamp, progress: Progress, frames: ReadResult |
         damage=list(progress.damage),
         unreadable=progress.unreadable,
         body=shape,
+        results=described,
     )
     raw = _ENCODER.encode(header)
     prefix = PREFIX.pack(MAGIC, len(raw), zlib.crc32(raw))
@@ -459,12 +525,26 @@ def clear() -> None:
     shutil.rmtree(folder().parent, ignore_errors=True)
 
 
-def read(sources: Sequence[Source]) -> ReadResult:
+@dataclass
+class Pending:
+    """An entry to write once the command's value for the batch is known (see :func:`keep`)."""
+
+    source: Source
+    stamp: Stamp
+    progress: Progress
+    frames: ReadResult
+    found: Found | None = None
+    """The entry that was served (None: the log was read now, so the entry must be written)."""
+
+
+def read(sources: Sequence[Source]) -> tuple[ReadResult, list[Pending]]:
     """Every source's frames: from its entry when the log is unchanged, read from where the
-    entry stopped when it only grew, read whole otherwise; what was read is written back."""
+    entry stopped when it only grew, read whole otherwise; and the entries to write (pass them
+    to :func:`keep`)."""
     from copilot_logs.reader import ReadResult, Resume
 
     served: list[ReadResult] = []
+    pending: list[Pending] = []
     jobs: list[tuple[Source, Resume | None, Found, ReadResult | None]] = []
     for source in sources:
         found = find(source)
@@ -473,28 +553,47 @@ def read(sources: Sequence[Source]) -> ReadResult:
             jobs.append((source, None, found, None))
         elif found.state is State.FRESH:
             served.append(cached)
+            if found.stamp is not None:
+                progress = _progress_of_header(found.header)
+                pending.append(Pending(source, found.stamp, progress, cached, found))
         else:
             header = found.header
             seen = frozenset(cached.events["event_id"].drop_nulls().to_list())
             resume = Resume(header.end, header.next_line, header.last_id, seen, header.session_id)
             jobs.append((source, resume, found, cached))
-    read_now = _read_and_write(jobs)
-    return ReadResult.concat([*served, *read_now])
+    read_now, written = _read(jobs)
+    return ReadResult.concat([*served, *read_now]), pending + written
 
 
-def _read_and_write(
+def _progress_of_header(header: Header) -> Progress:
+    return Progress(
+        end=header.end,
+        next_line=header.next_line,
+        last_id=header.last_id,
+        session_id=header.session_id,
+        clean=header.clean,
+        llm_calls=header.llm_calls,
+        subagent_calls=header.subagent_calls,
+        messages=header.messages,
+        damage=header.damage,
+        unreadable=header.unreadable,
+    )
+
+
+def _read(
     jobs: list[tuple[Source, Resume | None, Found, ReadResult | None]],
-) -> list[ReadResult]:
+) -> tuple[list[ReadResult], list[Pending]]:
     """Read the jobs' logs (grown ones from where their entry stopped: read whole again when
-    the new part does not continue the old one) and write their entries."""
+    the new part does not continue the old one)."""
     from copilot_logs.reader import ReadResult, read_many
 
     if not jobs:
-        return []
+        return [], []
     parsed, states = read_many([(source, resume) for source, resume, _, _ in jobs])
     events = _by_file(parsed.events)
     diagnostics = _by_file(parsed.diagnostics)
     done: list[ReadResult] = []
+    pending: list[Pending] = []
     again: list[tuple[Source, Resume | None, Found, ReadResult | None]] = []
     for (source, resume, found, cached), state in zip(jobs, states, strict=True):
         mine = _part(events, diagnostics, source.name, parsed)
@@ -506,8 +605,133 @@ def _read_and_write(
             mine = ReadResult.concat([cached, mine])
         done.append(mine)
         if found.stamp is not None and state is not None:
-            write(source, found.stamp, progress_of(mine, state, found.stamp.size), mine)
-    return done + _read_and_write(again)
+            progress = progress_of(mine, state, found.stamp.size)
+            pending.append(Pending(source, found.stamp, progress, mine))
+    more, more_pending = _read(again)
+    return done + more, pending + more_pending
+
+
+def keep(pending: list[Pending], key: str | None = None, value: object = None) -> None:
+    """Write the pending entries, each with its rows of ``value`` (what the function described
+    by ``key`` computed from the batch's frames) when the value splits by file."""
+    for item in pending:
+        rows = _rows_of(value, item.source.name) if key is not None else None
+        found = item.found
+        if found is not None and (rows is None or found.header is None):
+            continue  # served as it is: nothing new to keep
+        results = _stored_results(item.source, found) if found is not None else {}
+        if rows is not None and key is not None:
+            results[key] = rows
+        write(item.source, item.stamp, item.progress, item.frames, results)
+
+
+def _rows_of(value: object, name: str) -> Stored | None:
+    """One log's rows of a command's value: a frame, or a tuple of frames, each with a
+    ``file`` column (else the value does not split by file and is not kept)."""
+    import polars as pl
+
+    frames = value if isinstance(value, tuple) else (value,)
+    if not frames or not all(
+        isinstance(frame, pl.DataFrame) and "file" in frame.columns for frame in frames
+    ):
+        return None
+    blobs = [_ipc(frame.filter(pl.col("file") == name)) for frame in frames]
+    return isinstance(value, tuple), blobs
+
+
+def _stored_results(source: Source, found: Found) -> dict[str, Stored]:
+    """The results an entry already holds (kept when another command's are added)."""
+    header = found.header
+    if header is None or header.body is None or source.path is None:
+        return {}
+    start = found.body_at + header.body[0] + header.body[2]
+    lengths = [length for _, _, parts in header.results for length, _ in parts]
+    try:
+        with entry_path(source.path).open("rb") as stream:
+            stream.seek(start)
+            raw = stream.read(sum(lengths))
+    except OSError:
+        return {}
+    stored: dict[str, Stored] = {}
+    at = 0
+    for key, is_tuple, parts in header.results:
+        blobs = []
+        for length, crc in parts:
+            blob = raw[at : at + length]
+            at += length
+            if len(blob) != length or zlib.crc32(blob) != crc:
+                return {}
+            blobs.append(blob)
+        stored[key] = (is_tuple, blobs)
+    return stored
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A batch answered from the entries alone: the value and what to report about the read."""
+
+    value: object
+    diagnostics: pl.DataFrame
+    files_with_events: list[str]
+
+
+def recall(sources: Sequence[Source], key: str) -> Recalled | None:
+    """The value the function described by ``key`` gave for these logs, from their entries,
+    without loading their events; None unless every log is unchanged and its entry holds it."""
+    import polars as pl
+
+    values: list[tuple[bool, list[pl.DataFrame]]] = []
+    diagnostics: list[pl.DataFrame] = []
+    with_events: list[str] = []
+    for source in sources:
+        found = find(source)
+        header = found.header
+        if found.state is not State.FRESH or header is None or header.body is None:
+            return None
+        stored = _stored_results(source, found).get(key)
+        frames = _diagnostics_of(source, found)
+        if stored is None or frames is None:
+            return None
+        name = pl.lit(source.name, dtype=pl.String)
+        try:
+            parts = [pl.read_ipc(io.BytesIO(blob)).with_columns(file=name) for blob in stored[1]]
+        except (OSError, pl.exceptions.PolarsError):
+            return None
+        values.append((stored[0], parts))
+        diagnostics.append(frames)
+        if header.body[4]:
+            with_events.append(source.name)
+    if not values or len({(is_tuple, len(parts)) for is_tuple, parts in values}) != 1:
+        return None
+    is_tuple, _ = values[0]
+    columns = list(zip(*(parts for _, parts in values), strict=True))
+    joined = [pl.concat(list(column), how="vertical") for column in columns]
+    value: object = tuple(joined) if is_tuple else joined[0]
+    return Recalled(value, pl.concat(diagnostics, how="vertical"), with_events)
+
+
+def _diagnostics_of(source: Source, found: Found) -> pl.DataFrame | None:
+    """The diagnostics frame of an entry alone (it is small: the events are not read)."""
+    import polars as pl
+
+    from copilot_logs.schema import DIAGNOSTICS_SCHEMA
+
+    header = found.header
+    if header is None or header.body is None or source.path is None:
+        return None
+    events_length, _, diagnostics_length, diagnostics_crc, _ = header.body
+    try:
+        with entry_path(source.path).open("rb") as stream:
+            stream.seek(found.body_at + events_length)
+            raw = stream.read(diagnostics_length)
+        if len(raw) != diagnostics_length or zlib.crc32(raw) != diagnostics_crc:
+            return None
+        frame = pl.read_ipc(io.BytesIO(raw))
+    except (OSError, pl.exceptions.PolarsError):
+        return None
+    if frame.schema != DIAGNOSTICS_SCHEMA:
+        return None
+    return frame.with_columns(file=pl.lit(source.name, dtype=pl.String))
 
 
 def _by_file(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:

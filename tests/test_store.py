@@ -310,13 +310,13 @@ def other_body(body: bytes, header: dict[str, Any]) -> bytes:
     import io
     import zlib
 
-    events_length, _, _, rows = header["body"]
+    events_length, _, diagnostics_length, diagnostics_crc, rows = header["body"]
     events = pl.read_ipc(io.BytesIO(body[:events_length])).with_columns(extra=pl.lit(1))
     buffer = io.BytesIO()
     events.write_ipc(buffer)
-    new = buffer.getvalue() + body[events_length:]
-    header["body"] = [len(buffer.getvalue()), len(body) - events_length, zlib.crc32(new), rows]
-    return new
+    new = buffer.getvalue()
+    header["body"] = [len(new), zlib.crc32(new), diagnostics_length, diagnostics_crc, rows]
+    return new + body[events_length:]
 
 
 DAMAGES = {
@@ -488,3 +488,79 @@ def test_cache_info_and_clear(copilot_home: Path) -> None:
     assert not store.folder().exists()
     again = msgspec.json.decode(runner.invoke(main, ["cache", "info", "--format", "json"]).stdout)
     assert (again["entries"], again["bytes"]) == (0, 0)
+
+
+# --- A command's value per log: a warm run reads no events ------------------------------------
+
+COMMANDS = [
+    ["sessions", "--format", "json"],
+    ["count", "--format", "json"],
+    ["count", "--by", "day", "--tz", "UTC", "--format", "json"],
+    ["audit", "--format", "json", "--all"],
+    ["validate", "--format", "json"],
+    ["usage", "--format", "json"],
+    ["timeline", "--format", "json"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:3]))
+def test_a_warm_run_equals_a_cold_one(command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = CliRunner()
+    cold = runner.invoke(main, [*command, str(SAMPLES), "--no-cache"])
+    first = runner.invoke(main, [*command, str(SAMPLES)])
+    second = runner.invoke(main, [*command, str(SAMPLES)])
+    for run in (first, second):
+        assert (run.exit_code, run.stdout, run.stderr) == (cold.exit_code, cold.stdout, cold.stderr)
+
+
+def test_values_that_split_by_file_are_answered_without_the_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner = CliRunner()
+    cold = runner.invoke(main, ["sessions", str(SAMPLES), "--format", "json", "--no-cache"])
+    runner.invoke(main, ["sessions", str(SAMPLES), "--format", "json"])
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "read", lambda *a, **k: pytest.fail("the events were read"))
+        warm = runner.invoke(main, ["sessions", str(SAMPLES), "--format", "json"])
+    assert (warm.stdout, warm.stderr, warm.exit_code) == (cold.stdout, cold.stderr, cold.exit_code)
+    # Another command's value is added to the same entries, the first one's kept.
+    runner.invoke(main, ["count", str(SAMPLES), "--format", "json", "--tz", "UTC"])
+    for entry in entries():
+        assert [key for key, _, _ in header_of(entry)[0]["results"]] == [
+            "copilot_logs.counting.count(by='session', zone='UTC')",
+            "copilot_logs.overview.summarize",
+        ]
+
+
+def test_a_damaged_value_is_computed_again(tmp_path: Path) -> None:
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(turns_log(3))
+    assert llm_calls([str(path)]) == 3
+    entry = store.entry_path(path)
+    raw = entry.read_bytes()
+    entry.write_bytes(flip(raw, len(raw) - 50))  # inside the kept value, at the end
+    assert (
+        store.recall([Source(path, "s")], "copilot_logs.counting.count(by='session', zone='UTC')")
+        is None
+    )
+    assert llm_calls([str(path)]) == 3
+
+
+def test_functions_are_described_the_same_in_every_process() -> None:
+    from functools import partial
+
+    from copilot_logs import counting
+
+    described = store.describe(partial(counting.count, by="day", zone="UTC"))
+    assert described == "copilot_logs.counting.count(by='day', zone='UTC')"
+    code = (
+        "from functools import partial; from copilot_logs import counting, store\n"
+        "print(store.describe(partial(counting.count, by='day', zone='UTC')))"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert other.stdout.strip() == described
+    assert store.describe(lambda result: result) is None
+    assert store.describe(partial(counting.count, by=object())) is None
+    ordered_sets = {store.describe(partial(counting.count, by={"a", "b", "c"})) for _ in range(5)}
+    assert len(ordered_sets) == 1
