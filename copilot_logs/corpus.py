@@ -47,7 +47,7 @@ class BatchResult(Generic[T]):
 
 
 def _run_batch(
-    sources: Sequence[Source], fn: Callable[[ReadResult], T], use_cache: bool
+    sources: Sequence[Source], fn: Callable[[ReadResult], T], use_cache: bool, remember: bool
 ) -> BatchResult[T]:
     """``fn`` of a batch. Through the store (``use_cache``): answered from the entries alone
     when they all hold ``fn``'s value (a value that splits by file is kept per log), else
@@ -55,7 +55,7 @@ def _run_batch(
     if not use_cache:
         result = read_many([(source, None) for source in sources])[0]
         return BatchResult(fn(result), result.diagnostics, _with_events(result))
-    key = store.describe(fn)
+    key = store.describe(fn) if remember else None
     recalled = store.recall(sources, key) if key is not None else None
     if recalled is not None:
         value = cast(T, recalled.value)
@@ -76,6 +76,7 @@ def map_batches(
     *,
     use_cache: bool = False,
     on_read: OnRead | None = None,
+    remember: bool = True,
 ) -> Iterator[BatchResult[T]]:
     """``fn`` applied to each batch of sources, in worker processes when there is a lot to
     parse. ``fn`` must be picklable for that (a module-level function or a partial of one).
@@ -83,7 +84,9 @@ def map_batches(
 
     With ``use_cache`` the batches are read through the store (:mod:`copilot_logs.store`):
     unchanged files come from their entries, grown ones are read from where their entry
-    stopped, and what was read is written back.
+    stopped, and what was read is written back; unless ``remember`` is false (a function
+    whose work is a side effect, such as export's), ``fn``'s value is kept in the entries when
+    it splits by file, and a later run with the same logs is answered from them.
     """
     if not sources:
         return
@@ -93,12 +96,14 @@ def map_batches(
     groups = batches(sources, plan.batch_bytes)
     if plan.workers < 2 or len(groups) < 2:
         for group in groups:
-            done = _run_batch(group, fn, use_cache)
+            done = _run_batch(group, fn, use_cache, remember)
             _notify(group, on_read)
             yield done
     else:
         with parallel.executor(plan.workers, frames=True) as pool:
-            futures = {pool.submit(_run_batch, group, fn, use_cache): group for group in groups}
+            futures = {
+                pool.submit(_run_batch, group, fn, use_cache, remember): group for group in groups
+            }
             for future in as_completed(futures):
                 _notify(futures[future], on_read)
                 yield future.result()

@@ -104,7 +104,7 @@ def test_a_file_that_grew_inside_a_subagent_message_is_counted_once(tmp_path: Pa
 
 def _glued_in_chain(lines: list[bytes], events: list[dict[str, Any]], at: int, late: bool) -> None:
     """Event ``at`` cut and the next glued behind it, the chain going on as if it never was."""
-    if at + 1 >= len(events):
+    if at + 1 >= len(events) or len(lines[at]) < 2:
         return
     rest = render(events[:at] + events[at + 1 :], late_agent_id=late)
     lines[at : at + 2] = [synth.glue_truncated(lines[at], rest[at])]
@@ -130,7 +130,7 @@ def damage(
             lines[at : at + 1] = list(synth.split_line(lines[at]))
         except ValueError:
             return
-    elif kind == "glued" and at + 1 < len(lines):
+    elif kind == "glued" and at + 1 < len(lines) and len(lines[at]) > 1:
         lines[at : at + 2] = [synth.glue_truncated(lines[at], lines[at + 1])]
     elif kind == "glued-in-chain" and len(lines) == len(events):
         _glued_in_chain(lines, events, at, late)

@@ -24,6 +24,7 @@ COMMANDS = {
     "timeline": "copilot_logs.cli.timeline_command:timeline",
     "audit": "copilot_logs.cli.audit_command:audit",
     "cache": "copilot_logs.cli.cache_command:cache",
+    "export": "copilot_logs.cli.export_command:export",
 }
 
 

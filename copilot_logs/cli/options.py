@@ -169,9 +169,10 @@ class Loaded:
         self.diagnostics: pl.DataFrame | None = None
         self.files_with_events: set[str] = set()
 
-    def map(self, fn: Callable[[ReadResult], T]) -> list[T]:
+    def map(self, fn: Callable[[ReadResult], T], *, remember: bool = True) -> list[T]:
         """``fn`` over every batch (it must be picklable: a module-level function or a
-        partial of one); the batches' values, in no particular order."""
+        partial of one); the batches' values, in no particular order. ``remember=False`` for a
+        function whose work is its side effect (export writes files): it always runs."""
         import polars as pl
 
         from copilot_logs.corpus import map_batches
@@ -180,7 +181,9 @@ class Loaded:
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
         with _progress(self.sources) as advance:
-            for done in map_batches(self.sources, fn, use_cache=use_cache(), on_read=advance):
+            for done in map_batches(
+                self.sources, fn, use_cache=use_cache(), on_read=advance, remember=remember
+            ):
                 values.append(done.value)
                 diagnostics.append(done.diagnostics)
                 self.files_with_events.update(done.files_with_events)
