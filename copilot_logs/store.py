@@ -112,9 +112,20 @@ _ENCODER = msgspec.json.Encoder()
 def folder() -> Path:
     """The store folder: ``copilot-logs/store`` in the user's cache folder (on Linux
     ``$XDG_CACHE_HOME``, else ``~/.cache``; the platform's cache folder elsewhere)."""
+    return Path(_where())
+
+
+def _where() -> str:
+    get = os.environ.get
+    return _folder(get("XDG_CACHE_HOME"), get("HOME"), get("LOCALAPPDATA"))
+
+
+@functools.cache
+def _folder(*environment: str | None) -> str:
+    """:func:`folder` for the variables platformdirs reads (asked once per process)."""
     import platformdirs
 
-    return platformdirs.user_cache_path("copilot-logs", appauthor=False) / "store"
+    return os.path.join(platformdirs.user_cache_dir("copilot-logs", appauthor=False), "store")
 
 
 def max_bytes() -> int:
@@ -177,8 +188,12 @@ def _stable(value: object) -> str | None:
 
 
 def entry_path(log: Path) -> Path:
-    name = hashlib.blake2b(os.path.abspath(log).encode(), digest_size=16).hexdigest()
-    return folder() / f"{name}.entry"
+    return Path(_entry_file(os.path.abspath(log)))
+
+
+def _entry_file(absolute: str) -> str:
+    name = hashlib.blake2b(absolute.encode(), digest_size=16).hexdigest()
+    return os.path.join(_where(), name + ".entry")
 
 
 def stamp_of(path: Path) -> Stamp | None:
@@ -189,10 +204,10 @@ def stamp_of(path: Path) -> Stamp | None:
     return Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
 
 
-def _hashes(path: Path, end: int) -> tuple[str, str] | None:
+def _hashes(path: str | Path, end: int) -> tuple[str, str] | None:
     """Hashes of the first bytes of the file and of the bytes just before ``end``."""
     try:
-        with path.open("rb") as stream:
+        with open(path, "rb", buffering=0) as stream:
             head = stream.read(min(end, HASH_BYTES))
             stream.seek(max(0, end - HASH_BYTES))
             tail = stream.read(min(end, HASH_BYTES))
@@ -224,7 +239,7 @@ class Found:
     body_at: int = 0
 
 
-def growth(header: Header, stamp: Stamp, path: Path) -> State:
+def growth(header: Header, stamp: Stamp, path: str | Path) -> State:
     """The one growth check: is the log the one the entry was read from, longer, or neither?"""
     before = header.stamp
     same_file = before.inode == stamp.inode and before.device == stamp.device
@@ -241,18 +256,24 @@ def growth(header: Header, stamp: Stamp, path: Path) -> State:
     return state
 
 
-def _load_header(entry: Path) -> tuple[Header, int] | None:
+HEAD_READ = 16 << 10
+"""Bytes read at once from the start of an entry: the header of almost every entry."""
+
+
+def _load_header(entry: str | Path) -> tuple[Header, int] | None:
     """The header of an entry and where its body starts; None for anything but a whole, valid
     entry of this version of copilot-logs."""
     try:
-        with entry.open("rb") as stream:
-            prefix = stream.read(PREFIX.size)
-            if len(prefix) != PREFIX.size:
+        with open(entry, "rb", buffering=0) as stream:
+            start = stream.read(HEAD_READ)
+            if len(start) < PREFIX.size:
                 return None
-            magic, length, crc = PREFIX.unpack(prefix)
+            magic, length, crc = PREFIX.unpack_from(start)
             if magic != MAGIC or length > 64 << 20:
                 return None
-            raw = stream.read(length)
+            raw = start[PREFIX.size : PREFIX.size + length]
+            if len(raw) < length:
+                raw += stream.read(length - len(raw))
     except OSError:
         return None
     if len(raw) != length or zlib.crc32(raw) != crc:
@@ -270,14 +291,18 @@ def find(source: Source) -> Found:
     """The entry of a source and what to do with it."""
     if source.path is None:
         return Found(State.MISS, None)
-    stamp = stamp_of(source.path)
-    if stamp is None:
+    path = os.fspath(source.path)
+    try:
+        info = os.stat(path)
+    except OSError:
         return Found(State.MISS, None)
-    loaded = _load_header(entry_path(source.path))
-    if loaded is None or loaded[0].path != os.path.abspath(source.path):
+    stamp = Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+    absolute = os.path.abspath(path)
+    loaded = _load_header(_entry_file(absolute))
+    if loaded is None or loaded[0].path != absolute:
         return Found(State.MISS, stamp)
     header, body_at = loaded
-    return Found(growth(header, stamp, source.path), stamp, header, body_at)
+    return Found(growth(header, stamp, path), stamp, header, body_at)
 
 
 def load_frames(source: Source, found: Found) -> ReadResult | None:
@@ -639,31 +664,41 @@ def _rows_of(value: object, name: str) -> Stored | None:
     return isinstance(value, tuple), blobs
 
 
-def _stored_results(source: Source, found: Found) -> dict[str, Stored]:
-    """The results an entry already holds (kept when another command's are added)."""
+def _after_events(source: Source, found: Found) -> tuple[bytes, dict[str, Stored]] | None:
+    """An entry's diagnostics IPC and the results it holds, read at once (the events, the bulk
+    of an entry, are skipped); None when they are not whole."""
     header = found.header
     if header is None or header.body is None or source.path is None:
-        return {}
-    start = found.body_at + header.body[0] + header.body[2]
+        return None
+    events_length, _, diagnostics_length, diagnostics_crc, _ = header.body
     lengths = [length for _, _, parts in header.results for length, _ in parts]
     try:
         with entry_path(source.path).open("rb") as stream:
-            stream.seek(start)
-            raw = stream.read(sum(lengths))
+            stream.seek(found.body_at + events_length)
+            raw = stream.read(diagnostics_length + sum(lengths))
     except OSError:
-        return {}
+        return None
+    diagnostics = raw[:diagnostics_length]
+    if len(diagnostics) != diagnostics_length or zlib.crc32(diagnostics) != diagnostics_crc:
+        return None
     stored: dict[str, Stored] = {}
-    at = 0
+    at = diagnostics_length
     for key, is_tuple, parts in header.results:
         blobs = []
         for length, crc in parts:
             blob = raw[at : at + length]
             at += length
             if len(blob) != length or zlib.crc32(blob) != crc:
-                return {}
+                return None
             blobs.append(blob)
         stored[key] = (is_tuple, blobs)
-    return stored
+    return diagnostics, stored
+
+
+def _stored_results(source: Source, found: Found) -> dict[str, Stored]:
+    """The results an entry already holds (kept when another command's are added)."""
+    after = _after_events(source, found)
+    return after[1] if after is not None else {}
 
 
 @dataclass(frozen=True)
@@ -680,25 +715,33 @@ def recall(sources: Sequence[Source], key: str) -> Recalled | None:
     without loading their events; None unless every log is unchanged and its entry holds it."""
     import polars as pl
 
+    from copilot_logs.schema import DIAGNOSTICS_SCHEMA, empty_diagnostics
+
     values: list[tuple[bool, list[pl.DataFrame]]] = []
-    diagnostics: list[pl.DataFrame] = []
+    diagnostics: list[pl.DataFrame] = [empty_diagnostics()]
     with_events: list[str] = []
     for source in sources:
         found = find(source)
         header = found.header
         if found.state is not State.FRESH or header is None or header.body is None:
             return None
-        stored = _stored_results(source, found).get(key)
-        frames = _diagnostics_of(source, found)
-        if stored is None or frames is None:
+        after = _after_events(source, found)
+        if after is None or key not in after[1]:
             return None
+        raw_diagnostics, stored = after
         name = pl.lit(source.name, dtype=pl.String)
         try:
-            parts = [pl.read_ipc(io.BytesIO(blob)).with_columns(file=name) for blob in stored[1]]
+            parts = [
+                pl.read_ipc(io.BytesIO(blob)).with_columns(file=name) for blob in stored[key][1]
+            ]
+            if header.damage:  # no damage: no diagnostics rows to read
+                frame = pl.read_ipc(io.BytesIO(raw_diagnostics))
+                if frame.schema != DIAGNOSTICS_SCHEMA:
+                    return None
+                diagnostics.append(frame.with_columns(file=name))
         except (OSError, pl.exceptions.PolarsError):
             return None
-        values.append((stored[0], parts))
-        diagnostics.append(frames)
+        values.append((stored[key][0], parts))
         if header.body[4]:
             with_events.append(source.name)
     if not values or len({(is_tuple, len(parts)) for is_tuple, parts in values}) != 1:
@@ -708,30 +751,6 @@ def recall(sources: Sequence[Source], key: str) -> Recalled | None:
     joined = [pl.concat(list(column), how="vertical") for column in columns]
     value: object = tuple(joined) if is_tuple else joined[0]
     return Recalled(value, pl.concat(diagnostics, how="vertical"), with_events)
-
-
-def _diagnostics_of(source: Source, found: Found) -> pl.DataFrame | None:
-    """The diagnostics frame of an entry alone (it is small: the events are not read)."""
-    import polars as pl
-
-    from copilot_logs.schema import DIAGNOSTICS_SCHEMA
-
-    header = found.header
-    if header is None or header.body is None or source.path is None:
-        return None
-    events_length, _, diagnostics_length, diagnostics_crc, _ = header.body
-    try:
-        with entry_path(source.path).open("rb") as stream:
-            stream.seek(found.body_at + events_length)
-            raw = stream.read(diagnostics_length)
-        if len(raw) != diagnostics_length or zlib.crc32(raw) != diagnostics_crc:
-            return None
-        frame = pl.read_ipc(io.BytesIO(raw))
-    except (OSError, pl.exceptions.PolarsError):
-        return None
-    if frame.schema != DIAGNOSTICS_SCHEMA:
-        return None
-    return frame.with_columns(file=pl.lit(source.name, dtype=pl.String))
 
 
 def _by_file(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:

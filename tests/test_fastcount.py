@@ -250,15 +250,21 @@ def test_unreadable_file_exits_3(tmp_path: Path) -> None:
     assert "empty-file" in result.stderr
 
 
-def test_total_never_imports_polars(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache", ["--no-cache", "cold store", "warm store", "after sessions"])
+def test_total_never_imports_polars(cache: str, tmp_path: Path) -> None:
     clean = write(tmp_path, session(2).to_bytes(), name="clean")
     broken = write(tmp_path, damaged("split"), name="broken")
+    option = "'--no-cache', " if cache == "--no-cache" else ""
     code = (
         "import sys; from copilot_logs.cli import main\n"
-        "try:\n    main(['count', '--total', '--no-cache', sys.argv[1], sys.argv[2]])\n"
+        f"try:\n    main(['count', '--total', {option}sys.argv[1], sys.argv[2]])\n"
         "except SystemExit:\n    pass\n"
         "print('polars' in sys.modules)"
     )
+    if cache == "warm store":
+        total(str(clean), str(broken))
+    if cache == "after sessions":  # full entries: their headers answer
+        CliRunner().invoke(main, ["sessions", str(clean), str(broken)])
     out = subprocess.run(
         [sys.executable, "-c", code, str(clean), str(broken)],
         capture_output=True,
@@ -266,6 +272,7 @@ def test_total_never_imports_polars(tmp_path: Path) -> None:
         check=True,
     )
     assert out.stdout.split() == [str(3 + full_count(damaged("split"))[0]), "False"]
+    assert len(list(store.folder().glob("*.entry"))) == (0 if cache == "--no-cache" else 2)
 
 
 def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
