@@ -16,7 +16,9 @@ import polars as pl
 
 from copilot_logs import parallel, store
 from copilot_logs.envelope import Source
-from copilot_logs.reader import ReadResult, read_many
+from copilot_logs.errors import failed_on_session
+from copilot_logs.reader import ReadResult, ReadState, Resume, read_many
+from copilot_logs.schema import DIAGNOSTICS_SCHEMA, empty_events
 
 T = TypeVar("T")
 
@@ -37,6 +39,37 @@ def batches(sources: Sequence[Source], limit: int) -> list[list[Source]]:
     return [group for group in groups if group]
 
 
+def _parse(
+    jobs: Sequence[tuple[Source, Resume | None]],
+) -> tuple[ReadResult, list[ReadState | None]]:
+    """The jobs read together; when that raises, each alone, and a file whose reading still
+    raises gives an ``unprocessable`` diagnostic instead of its events."""
+    try:
+        return read_many(jobs)
+    except Exception:  # from one log's content: the other logs are still read
+        if len(jobs) == 1:
+            source = jobs[0][0]
+            return ReadResult(empty_events(), unprocessable(source.name, source.session_hint)), [
+                None
+            ]
+        parts = [_parse([job]) for job in jobs]
+        return ReadResult.concat(p[0] for p in parts), [p[1][0] for p in parts]
+
+
+UNPROCESSABLE = "unprocessable"
+"""The diagnostic kind of a file copilot-logs failed on (rule E125)."""
+
+
+def unprocessable(file: str, session_id: str) -> pl.DataFrame:
+    """The diagnostic of a file whose events a command failed on (the exception being
+    handled is named in it)."""
+    return pl.DataFrame(
+        [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None)],
+        schema=DIAGNOSTICS_SCHEMA,
+        orient="row",
+    )
+
+
 @dataclass
 class BatchResult(Generic[T]):
     """What one batch leaves behind: the mapped value and what to report about the read."""
@@ -53,21 +86,51 @@ def _run_batch(
     when they all hold ``fn``'s value (a value that splits by file is kept per log), else
     computed from the frames, and the entries written with the value."""
     if not use_cache:
-        result = read_many([(source, None) for source in sources])[0]
-        return BatchResult(fn(result), result.diagnostics, _with_events(result))
+        result = _parse([(source, None) for source in sources])[0]
+        value, result, _ = _mapped(result, fn)
+        return BatchResult(value, result.diagnostics, _with_events(result))
     key = store.describe(fn) if remember else None
     recalled = store.recall(sources, key) if key is not None else None
     if recalled is not None:
         value = cast(T, recalled.value)
         return BatchResult(value, recalled.diagnostics, recalled.files_with_events)
-    result, pending = store.read(sources)
-    value = fn(result)
-    store.keep(pending, key, value)
+    result, pending = store.read(sources, _parse)
+    value, result, whole = _mapped(result, fn)
+    store.keep(pending, key if whole else None, value)
     return BatchResult(value, result.diagnostics, _with_events(result))
 
 
 def _with_events(result: ReadResult) -> list[str]:
     return result.events["file"].unique().to_list()
+
+
+def _mapped(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadResult, bool]:
+    """``fn`` of a batch, what it was given, and whether that was the whole batch (see
+    :func:`_file_by_file`)."""
+    try:
+        return fn(result), result, True
+    except Exception:  # from one log's content: the other sessions are still mapped
+        value, rest = _file_by_file(result, fn)
+        return value, rest, False
+
+
+def _file_by_file(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadResult]:
+    """``fn`` of a batch it raised on: each file is tried alone, and the files it still raises
+    on are left out, each with an ``unprocessable`` diagnostic (their other diagnostics are
+    kept, so that they are still listed). Returns fn of the rest, and what it was given."""
+    failed: list[pl.DataFrame] = []
+    for (file,), events in result.events.group_by("file", maintain_order=True):
+        diagnostics = result.diagnostics.filter(pl.col("file") == file)
+        try:
+            fn(ReadResult(events, diagnostics))
+        except Exception:
+            failed.append(unprocessable(str(file), str(events["session_id"][0])))
+    left_out = [frame["file"][0] for frame in failed]
+    rest = ReadResult(
+        result.events.filter(~pl.col("file").is_in(left_out)),
+        pl.concat([result.diagnostics, *failed]),
+    )
+    return fn(rest), rest
 
 
 def map_batches(

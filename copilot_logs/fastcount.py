@@ -21,6 +21,8 @@ import orjson
 from copilot_logs import parallel, store
 from copilot_logs.calls import MESSAGE, TURN_START, CallCounter
 from copilot_logs.envelope import Source, envelope_at
+from copilot_logs.errors import failed_on_session
+from copilot_logs.logfile import open_log
 from copilot_logs.reader import Resume, count_calls
 
 Damage = tuple[tuple[int, str, str], ...]
@@ -168,7 +170,7 @@ def _scan(
     """:func:`scan_stream` of a file (None when it cannot be opened)."""
     assert source.path is not None
     try:
-        with source.path.open("rb") as stream:
+        with open_log(source.path) as stream:  # never blocks on a named pipe
             stream.seek(start)
             return scan_stream(stream, counter, start=start, line=line, last_id=last_id)
     except OSError:
@@ -199,11 +201,19 @@ def _count_and_keep(jobs: Sequence[Job], use_cache: bool) -> list[FileTotals]:
     """Count each file (in a worker process when there are several) and write its entry."""
     results = []
     for source, stamp, since in jobs:
-        totals = count_file(source, since)
+        totals = _count_one(source, since)
         if use_cache and stamp is not None and totals.progress is not None:
             store.write(source, stamp, totals.progress, None)
         results.append(totals)
     return results
+
+
+def _count_one(source: Source, since: store.Header | None) -> FileTotals:
+    try:
+        return count_file(source, since=since)
+    except Exception:  # from one log's content: the other files are still counted
+        damage = ((0, "unprocessable", failed_on_session()),)
+        return FileTotals(0, 0, damage, unreadable=True, progress=None)
 
 
 @dataclass

@@ -298,11 +298,21 @@ def find(source: Source) -> Found:
         return Found(State.MISS, None)
     stamp = Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
     absolute = os.path.abspath(path)
+    if not absolute.isascii() and not _is_text(absolute):
+        return Found(State.MISS, None)  # a name that is not UTF-8 is no key (never stored)
     loaded = _load_header(_entry_file(absolute))
     if loaded is None or loaded[0].path != absolute:
         return Found(State.MISS, stamp)
     header, body_at = loaded
     return Found(growth(header, stamp, path), stamp, header, body_at)
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def load_frames(source: Source, found: Found) -> ReadResult | None:
@@ -562,10 +572,16 @@ class Pending:
     """The entry that was served (None: the log was read now, so the entry must be written)."""
 
 
-def read(sources: Sequence[Source]) -> tuple[ReadResult, list[Pending]]:
+Parse = Callable[
+    [Sequence[tuple[Source, "Resume | None"]]], tuple["ReadResult", list["ReadState | None"]]
+]
+"""How logs are read (the reader's ``read_many``, or a caller's wrapper around it)."""
+
+
+def read(sources: Sequence[Source], parse: Parse | None = None) -> tuple[ReadResult, list[Pending]]:
     """Every source's frames: from its entry when the log is unchanged, read from where the
-    entry stopped when it only grew, read whole otherwise; and the entries to write (pass them
-    to :func:`keep`)."""
+    entry stopped when it only grew, read whole otherwise (by ``parse``, the reader's
+    ``read_many`` by default); and the entries to write (pass them to :func:`keep`)."""
     from copilot_logs.reader import ReadResult, Resume
 
     served: list[ReadResult] = []
@@ -586,7 +602,7 @@ def read(sources: Sequence[Source]) -> tuple[ReadResult, list[Pending]]:
             seen = frozenset(cached.events["event_id"].drop_nulls().to_list())
             resume = Resume(header.end, header.next_line, header.last_id, seen, header.session_id)
             jobs.append((source, resume, found, cached))
-    read_now, written = _read(jobs)
+    read_now, written = _read(jobs, parse)
     return ReadResult.concat([*served, *read_now]), pending + written
 
 
@@ -607,6 +623,7 @@ def _progress_of_header(header: Header) -> Progress:
 
 def _read(
     jobs: list[tuple[Source, Resume | None, Found, ReadResult | None]],
+    parse: Parse | None,
 ) -> tuple[list[ReadResult], list[Pending]]:
     """Read the jobs' logs (grown ones from where their entry stopped: read whole again when
     the new part does not continue the old one)."""
@@ -614,7 +631,7 @@ def _read(
 
     if not jobs:
         return [], []
-    parsed, states = read_many([(source, resume) for source, resume, _, _ in jobs])
+    parsed, states = (parse or read_many)([(source, resume) for source, resume, _, _ in jobs])
     events = _by_file(parsed.events)
     diagnostics = _by_file(parsed.diagnostics)
     done: list[ReadResult] = []
@@ -632,7 +649,7 @@ def _read(
         if found.stamp is not None and state is not None:
             progress = progress_of(mine, state, found.stamp.size)
             pending.append(Pending(source, found.stamp, progress, mine))
-    more, more_pending = _read(again)
+    more, more_pending = _read(again, parse)
     return done + more, pending + more_pending
 
 

@@ -90,13 +90,13 @@ def grow(tmp_path: Path) -> tuple[Path, SessionBuilder, int]:
 def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path, builder, size = grow(tmp_path)
     offsets: list[Any] = []
-    real = reader.read_many
+    real = corpus.read_many
 
     def spy(jobs: Any) -> Any:
         offsets.extend(resume.offset if resume else 0 for _, resume in jobs)
         return real(jobs)
 
-    monkeypatch.setattr(reader, "read_many", spy)
+    monkeypatch.setattr(corpus, "read_many", spy)
     grown = read_all([Source(path, "s")], use_cache=True)
     assert offsets == [size]
     assert_same(grown, read_all([Source(path, "s")]))

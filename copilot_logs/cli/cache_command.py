@@ -32,16 +32,16 @@ def info(fmt: str) -> None:
       copilot-logs cache info
       copilot-logs cache info --format json | jq .bytes
     """
-    from copilot_logs import render, store
+    from copilot_logs import output, render, store
 
     held = store.info()
     facts = {"path": str(held.path), "entries": held.entries, "bytes": held.bytes}
     if fmt == "json":
         render.write_json(facts)
         return
-    click.echo(f"path     {held.path}")
-    click.echo(f"entries  {held.entries:,} session logs")
-    click.echo(f"bytes    {held.bytes:,} ({held.bytes / (1 << 20):.1f} MB)")
+    output.echo(f"path     {held.path}")
+    output.echo(f"entries  {held.entries:,} session logs")
+    output.echo(f"bytes    {held.bytes:,} ({held.bytes / (1 << 20):.1f} MB)")
 
 
 @cache.command()
@@ -52,8 +52,8 @@ def clear() -> None:
     Examples:
       copilot-logs cache clear
     """
-    from copilot_logs import store
+    from copilot_logs import output, store
 
     before = store.info()
     store.clear()
-    click.echo(f"Removed {before.entries:,} entries ({before.bytes:,} bytes).", err=True)
+    output.echo(f"Removed {before.entries:,} entries ({before.bytes:,} bytes).", err=True)
