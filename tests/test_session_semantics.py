@@ -68,6 +68,27 @@ def test_a_file_with_two_sessions_gives_two_rows_in_every_command(tmp_path: Path
     )
 
 
+def test_two_sessions_of_a_file_that_start_together_are_ordered_by_id(tmp_path: Path) -> None:
+    """Newest first, and a tie (one file, one start) broken by session id: the same order cold,
+    from the store and warm, whatever order the sessions have in the file."""
+    start = "2026-08-05T15:21:31.493Z"
+    later = SessionBuilder(session_id=SECOND, start=start, seed=2)
+    earlier = SessionBuilder(session_id=FIRST, start=start, seed=1)
+    for builder in (later, earlier):
+        builder.user_message("hi")
+        builder.turn("ok")
+        builder.shutdown()
+    path = tmp_path / "tied.jsonl"
+    path.write_bytes(later.to_bytes() + earlier.to_bytes())
+    for command in ("sessions", "count", "audit", "timeline"):
+        for extra in (["--no-cache"], [], []):
+            rows = cli(command, str(path), *extra, *(["--all"] if command == "audit" else []))
+            assert [r["session_id"] for r in rows] == [FIRST, SECOND], (command, extra)
+    for extra in (["--no-cache"], [], []):
+        rows = cli("usage", str(path), *extra)["rows"]
+        assert [r["session_id"] for r in rows] == [FIRST, SECOND], extra
+
+
 def test_validate_checks_each_session_of_a_file_as_its_own_log(tmp_path: Path) -> None:
     first, second = two_sessions()
     path = tmp_path / "spliced.jsonl"
