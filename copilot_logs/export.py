@@ -36,6 +36,7 @@ import polars as pl
 from copilot_logs import model, overview, rules, usage_accounting
 from copilot_logs.envelope import Source
 from copilot_logs.errors import CopilotLogsError, ExitCode
+from copilot_logs.logfile import open_log
 from copilot_logs.reader import ReadResult
 from copilot_logs.schema import EVENTS_SCHEMA
 
@@ -266,7 +267,7 @@ def fingerprint(source: Source) -> dict[str, Any] | None:
     if source.path is None:
         return None
     try:
-        with source.path.open("rb") as stream:
+        with open_log(source.path) as stream:  # never blocks on a named pipe
             info = os.fstat(stream.fileno())
             digest = hashlib.sha256(stream.read(HASHED_BYTES))
             stream.seek(max(0, info.st_size - HASHED_BYTES))

@@ -138,10 +138,6 @@ class _Rows:
             self.flushed += len(self.rows)
             self.rows = []
 
-    def add(self, obj: dict[str, Any], line: int, offset: int, length: int) -> None:
-        """An event the line reader decoded (:meth:`row` says what may be raised)."""
-        self.rows.append(self.row(obj, line, offset, length))
-
     @staticmethod
     def row(obj: dict[str, Any], line: int, offset: int, length: int) -> tuple[Any, ...]:
         """The row of an event the line reader decoded; raises _TooDeep when its payload
