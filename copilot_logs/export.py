@@ -36,6 +36,7 @@ import polars as pl
 from copilot_logs import model, overview, rules, usage_accounting
 from copilot_logs.envelope import Source
 from copilot_logs.errors import CopilotLogsError, ExitCode
+from copilot_logs.logfile import open_log
 from copilot_logs.reader import ReadResult
 from copilot_logs.schema import EVENTS_SCHEMA
 
@@ -262,11 +263,12 @@ def _atomic(path: Path, mode: str) -> Iterator[IO[Any]]:
 
 def fingerprint(source: Source) -> dict[str, Any] | None:
     """Size, mtime_ns and a hash of the first and last bytes; None when it cannot be taken
-    (standard input, an unreadable file): such a source is always exported again."""
+    (standard input, an unreadable file; a named pipe is refused, never waited on): such a
+    source is always exported again."""
     if source.path is None:
         return None
     try:
-        with source.path.open("rb") as stream:
+        with open_log(source.path) as stream:
             info = os.fstat(stream.fileno())
             digest = hashlib.sha256(stream.read(HASHED_BYTES))
             stream.seek(max(0, info.st_size - HASHED_BYTES))

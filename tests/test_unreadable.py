@@ -235,3 +235,15 @@ def test_open_log_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
         logfile.open_log(fifo)  # returns at once: nothing writes to the pipe
     with pytest.raises(logfile.NotALogFile, match="folder"):
         logfile.open_log(tmp_path)
+
+
+def test_export_never_waits_on_a_named_pipe(
+    tmp_path: Path, odd_root: tuple[Path, dict[str, Path], PipeWatch]
+) -> None:
+    root, bad, watch = odd_root
+    result = run("export", str(tmp_path / "out"), str(root))
+    assert not watch.blocked
+    assert result.exit_code == ExitCode.UNREADABLE
+    assert any(
+        f"{shown(bad['named pipe'])}:0: unreadable" in line for line in result.stderr.splitlines()
+    )
