@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from copilot_logs.render import signed_offset, took_text
-from copilot_logs.sanitize import multiline
+from copilot_logs.sanitize import inert, multiline
 
 Node = dict[str, Any]
 
@@ -67,13 +67,14 @@ OTHER_EVENT = ("dot", "#6b7280", "other event")
 
 
 def text(value: Any) -> str:
-    """Untrusted text ready for an element's content (also valid XML 1.0)."""
-    return html.escape(multiline(str(value)), quote=False)
+    """Untrusted text ready for an element's content (also valid XML 1.0, and no line of it a
+    CI command: the SVG and the page may be written to stdout)."""
+    return html.escape(inert(multiline(str(value))), quote=False)
 
 
 def attr(value: Any) -> str:
     """Untrusted text ready for a double-quoted attribute value."""
-    return html.escape(multiline(str(value)), quote=True)
+    return html.escape(inert(multiline(str(value))), quote=True)
 
 
 def preview(value: Any, limit: int = PREVIEW) -> str:
