@@ -68,6 +68,21 @@ def test_a_file_with_two_sessions_gives_two_rows_in_every_command(tmp_path: Path
     )
 
 
+def test_timeline_latest_keeps_that_many_sessions_of_a_file_that_holds_several(
+    tmp_path: Path,
+) -> None:
+    """`--format svg` of such a file says to add `--latest 1`: that must draw one session."""
+    first, second = two_sessions()
+    path = tmp_path / "spliced.jsonl"
+    path.write_bytes(first.to_bytes() + second.to_bytes())
+    assert [s["session_id"] for s in cli("timeline", str(path), "--latest", "1")] == [SECOND]
+    several = CliRunner().invoke(main, ["timeline", str(path), "--format", "svg"])
+    assert several.exit_code == 2 and "add --latest 1" in several.stderr
+    one = CliRunner().invoke(main, ["timeline", str(path), "--format", "svg", "--latest", "1"])
+    assert one.exit_code == 0, one.output
+    assert f"Session {SECOND}" in one.stdout and FIRST not in one.stdout
+
+
 def test_validate_checks_each_session_of_a_file_as_its_own_log(tmp_path: Path) -> None:
     first, second = two_sessions()
     path = tmp_path / "spliced.jsonl"
