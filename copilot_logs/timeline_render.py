@@ -103,8 +103,9 @@ class _Layout:
         if self.show_start:
             line.append("start".rjust(START_WIDTH) + " ", style="dim")
         line.append("took".rjust(TOOK_WIDTH) + " ", style="dim")
-        scale = f"max {human_duration(self.scale_ms)}" if self.scale_ms else ""
-        line.append(scale[: self.bar_width], style="dim")
+        longest = human_duration(self.scale_ms) if self.scale_ms else ""
+        scale = f"max {longest}" if len(longest) + 4 <= self.bar_width else longest
+        line.append(scale[: self.bar_width], style="dim")  # not "max 25.4" for 25.4s
         return line
 
     def render(self, line: Line, *, prefix: str, guide: str) -> Iterator[Text]:
