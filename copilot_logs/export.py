@@ -268,7 +268,7 @@ def fingerprint(source: Source) -> dict[str, Any] | None:
     if source.path is None:
         return None
     try:
-        with open_log(source.path) as stream:
+        with open_log(source.path) as stream:  # never blocks on a named pipe
             info = os.fstat(stream.fileno())
             digest = hashlib.sha256(stream.read(HASHED_BYTES))
             stream.seek(max(0, info.st_size - HASHED_BYTES))

@@ -246,7 +246,9 @@ RULES: tuple[Rule, ...] = (
         "unreadable-file",
         "error",
         "The file could not be read at all.",
-        "Permission denied, a broken link or an I/O error: nothing in the file was checked.",
+        "Permission denied, a broken or looping symbolic link, a named pipe or socket, a file "
+        "name that is not UTF-8, or an I/O error: nothing in the file was checked. The message "
+        "says which, and what to do.",
     ),
     Rule(
         "E118",

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from copilot_logs.render import signed_offset, took_text
-from copilot_logs.sanitize import inert, multiline
+from copilot_logs.sanitize import multiline
 
 Node = dict[str, Any]
 
@@ -67,14 +67,16 @@ OTHER_EVENT = ("dot", "#6b7280", "other event")
 
 
 def text(value: Any) -> str:
-    """Untrusted text ready for an element's content (also valid XML 1.0, and no line of it a
-    CI command: the SVG and the page may be written to stdout)."""
-    return html.escape(inert(multiline(str(value))), quote=False)
+    """Untrusted text ready for an element's content (also valid XML 1.0). Its line breaks
+    become character references: the page shows them, but no line of the file is log text
+    (so none can start a CI workflow command when the SVG goes to a CI log)."""
+    return html.escape(multiline(str(value)), quote=False).replace("\n", "&#10;")
 
 
 def attr(value: Any) -> str:
-    """Untrusted text ready for a double-quoted attribute value."""
-    return html.escape(inert(multiline(str(value))), quote=True)
+    """Untrusted text ready for a double-quoted attribute value (line breaks as in
+    :func:`text`)."""
+    return html.escape(multiline(str(value)), quote=True).replace("\n", "&#10;")
 
 
 def preview(value: Any, limit: int = PREVIEW) -> str:

@@ -393,7 +393,7 @@ def test_an_event_before_the_session_start_has_a_negative_offset(tmp_path: Path)
     assert model_line.split()[-1] == f"-{seconds:.1f}s"
     svg = CliRunner().invoke(main, ["timeline", str(path), "--format", "svg"]).stdout
     assert "+-" not in svg
-    assert f"session.model_change (line 2)\nat -{seconds:.1f}s" in svg
+    assert f"session.model_change (line 2)&#10;at -{seconds:.1f}s" in svg
 
 
 # --- the session's model on a tie ---------------------------------------------------------------
