@@ -353,7 +353,8 @@ def _interaction_tip(node: Node) -> str:
 
 
 def _turn_tip(turn: Node, interaction: int) -> str:
-    state = "open (no turn_end)" if turn["open"] else f"took {duration(turn['duration_ms'])}"
+    left = " at shutdown" if turn.get("open_at_shutdown") else ""  # the user quit while it ran
+    state = f"open{left} (no turn_end)" if turn["open"] else f"took {duration(turn['duration_ms'])}"
     lines = [
         f"Turn {turn['turn_index']} (turn id {turn['turn_id']}), interaction #{interaction}",
         f"at {offset(turn['offset_ms'])}, {state}",
@@ -369,9 +370,13 @@ def _turn_tip(turn: Node, interaction: int) -> str:
     return "\n".join(lines)
 
 
+def _tool_status(tool: Node) -> str:
+    return "open at shutdown" if tool.get("open_at_shutdown") else str(tool["status"])
+
+
 def _tool_tip(tool: Node, where: str) -> str:
     lines = [
-        f"{tool['name'] or '?'} ({tool['status']}), {where}",
+        f"{tool['name'] or '?'} ({_tool_status(tool)}), {where}",
         f"at {offset(tool['offset_ms'])}, took {duration(tool.get('duration_ms'))}",
     ]
     if tool.get("arguments"):

@@ -293,6 +293,12 @@ def test_the_timeline_marks_what_the_user_left_open(tmp_path: Path) -> None:
     text = CliRunner(env={"COLUMNS": "120"}).invoke(main, ["timeline", str(killed_path)]).stdout
     assert "open at shutdown" not in text
     assert "[open]" in text
+    # The picture (timeline --format svg, and the report) says the same in its details.
+    svg = CliRunner().invoke(main, ["timeline", str(quit_path), "--format", "svg"]).stdout
+    assert "open at shutdown (no turn_end)" in svg and "bash (open at shutdown)" in svg
+    svg = CliRunner().invoke(main, ["timeline", str(killed_path), "--format", "svg"]).stdout
+    assert "open at shutdown" not in svg
+    assert "open (no turn_end)" in svg and "bash (open)" in svg
 
 
 # --- a message queued while a turn runs ------------------------------------------------------
