@@ -23,6 +23,7 @@ COMMANDS = {
     "rules": "copilot_logs.cli.rules_command:rules",
     "timeline": "copilot_logs.cli.timeline_command:timeline",
     "audit": "copilot_logs.cli.audit_command:audit",
+    "watch": "copilot_logs.cli.watch_command:watch",
 }
 
 
