@@ -480,7 +480,7 @@ class Watcher:
     followers: list[Follower]
     root: Path
     pick_up_new: bool
-    """Watching the root: follow sessions that appear, drop those ended ENDED_LINGER ago."""
+    """Watching the root: follow sessions that appear; ended ones leave the view."""
     wanted: int = 0
     """With --latest N and fewer than N sessions at the start: how many more to pick up."""
     known: set[str] = field(default_factory=set)
@@ -499,8 +499,7 @@ class Watcher:
             if update is not None:
                 follower.last_growth = now
                 changes.append((follower, update))
-        if self.pick_up_new:
-            self._linger()
+        self._note_ended([follower for follower, _ in changes])
         return changes
 
     def _scan(self) -> None:
@@ -511,12 +510,22 @@ class Watcher:
             self.followers.append(Follower(candidates, name))
             self.wanted = max(0, self.wanted - 1)
 
-    def _linger(self) -> None:
+    def _note_ended(self, changed: list[Follower]) -> None:
+        """Note when changed sessions shut down (a resumed one runs again)."""
         wall = datetime.now(UTC)
-        for follower in self.followers:
-            if follower.ended_seen_at is None and _shut_down(follower.result):
+        for follower in changed:
+            if not _shut_down(follower.result):
+                follower.ended_seen_at = None
+            elif follower.ended_seen_at is None:
                 follower.ended_seen_at = wall
-        self.followers = [
+
+    def shown(self) -> list[Follower]:
+        """The followers to show: watching a root, an ended session leaves after
+        ENDED_LINGER (it is still followed, and comes back if it is resumed)."""
+        if not self.pick_up_new:
+            return self.followers
+        wall = datetime.now(UTC)
+        return [
             f
             for f in self.followers
             if f.ended_seen_at is None or wall - f.ended_seen_at < ENDED_LINGER

@@ -466,13 +466,15 @@ def test_until_done_waits_for_a_log_that_does_not_exist_yet(tmp_path: Path) -> N
         stderr=subprocess.PIPE,
         text=True,
     ) as process:
-        time.sleep(1.0)
+        assert process.stderr is not None
+        waiting = process.stderr.readline()  # said before anything is written
+        assert "Waiting for" in waiting and session in waiting
+        time.sleep(0.5)
         assert process.poll() is None  # still waiting
         log = root / session / "events.jsonl"
         _write_slowly(log, COMPLETED_SAMPLE.read_bytes(), random.Random(3))
         out, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
-    assert "Waiting for" in err
     assert "verdict: completed: " in err
     kinds = [json.loads(line)["kind"] for line in out.splitlines()]
     assert kinds[0] == "session_start"

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -82,12 +83,13 @@ def watch(
     if not until_done and timeout is not None:
         raise click.UsageError("--timeout goes with --until-done", ctx)
     live = fmt == "table" and sys.stdout.isatty()
+    ending: _Ending | None = None
     try:
         with _Screen(live) as screen:
-            code = _follow(watcher, screen, fmt, until_done, timeout, nudge_cap)
+            ending = _follow(watcher, screen, fmt, until_done, timeout, nudge_cap)
     except KeyboardInterrupt:
-        code = ExitCode.OK
-    ctx.exit(int(code))
+        ctx.exit(int(ExitCode.OK))
+    ctx.exit(int(ending.report(fmt, nudge_cap) if ending else ExitCode.OK))
 
 
 def _selection(picked: Picked) -> Any:
@@ -103,15 +105,17 @@ def _selection(picked: Picked) -> Any:
 
 
 class _Screen:
-    """The rich Live display on a terminal; nothing elsewhere (ndjson, or a pipe)."""
+    """The rich Live display on a terminal; nothing elsewhere (ndjson, or a pipe). A session's
+    state is worked out again only when its file changed."""
 
     def __init__(self, live: bool) -> None:
         self.live: Any = None
         if live:
             from rich.live import Live
 
-            self.live = Live(auto_refresh=False, transient=False, redirect_stderr=False)
+            self.live = Live(auto_refresh=False, redirect_stderr=False, redirect_stdout=False)
         self.drawn_at = 0.0
+        self.states: dict[int, Any] = {}
 
     def __enter__(self) -> _Screen:
         if self.live is not None:
@@ -122,7 +126,7 @@ class _Screen:
         if self.live is not None:
             self.live.__exit__(*exc)
 
-    def draw(self, watcher: Watcher, changed: bool) -> None:
+    def draw(self, watcher: Watcher, changed: list[Follower]) -> None:
         from copilot_logs import watch as core
         from copilot_logs.watch_render import view
 
@@ -130,9 +134,31 @@ class _Screen:
         if self.live is None or not (changed or now - self.drawn_at >= REFRESH_SECONDS):
             return
         self.drawn_at = now
-        states = [s for s in (core.state(f) for f in watcher.followers) if s is not None]
-        waiting = [f.name for f in watcher.followers if f.result.events.is_empty()]
+        for follower in changed:
+            self.states[id(follower)] = core.state(follower)
+        shown = watcher.shown()
+        states = [self.states[id(f)] for f in shown if self.states.get(id(f)) is not None]
+        waiting = [f.name for f in shown if f.path is None]
         self.live.update(view(states, waiting), refresh=True)
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """How an --until-done wait ended: the run is over, or the timeout expired."""
+
+    follower: Follower
+    timed_out: timedelta | None = None
+
+    def report(self, fmt: str, nudge_cap: int) -> ExitCode:
+        code = _verdict(self.follower, fmt, nudge_cap)
+        if self.timed_out is None:
+            return code
+        click.echo(
+            f"Error: no new event in {self.follower.name} for "
+            f"{self.timed_out.total_seconds():g}s: gave up waiting",
+            err=True,
+        )
+        return ExitCode.TIMEOUT
 
 
 def _follow(
@@ -142,14 +168,15 @@ def _follow(
     until_done: bool,
     timeout: timedelta | None,
     nudge_cap: int,
-) -> ExitCode:
+) -> _Ending:
+    """Follow until the run ends (--until-done) or forever (until Ctrl-C)."""
     from copilot_logs import watch as core
     from copilot_logs.cli.options import report_damage
     from copilot_logs.watch_render import write_record
 
     if fmt == "ndjson" or not screen.live:
         for follower in watcher.followers:
-            if follower.path is None and not follower.candidates[0].exists():
+            if not any(path.is_file() for path in follower.candidates):
                 click.echo(f"Waiting for {follower.name} to appear...", err=True)
     status = core.RUNNING
     for changes in core.follow(watcher):
@@ -158,7 +185,7 @@ def _follow(
             if fmt == "ndjson":
                 for record in update.records:
                     write_record(record)
-        screen.draw(watcher, bool(changes))
+        screen.draw(watcher, [follower for follower, _ in changes])
         if not until_done or not watcher.followers:
             continue
         follower = watcher.followers[0]
@@ -166,22 +193,10 @@ def _follow(
             status = core.run_status(follower, nudge_cap=nudge_cap)
         quiet = timedelta(seconds=time.monotonic() - follower.last_growth)
         if status == core.ENDED or (status == core.SETTLING and quiet >= core.ERROR_SETTLE):
-            screen.draw(watcher, True)
-            return _verdict(follower, fmt, nudge_cap)
+            return _Ending(follower)
         if timeout is not None and quiet >= timeout:
-            screen.draw(watcher, True)
-            _verdict(follower, fmt, nudge_cap)
-            click.echo(
-                f"Error: no new event in {follower.name} for {_seconds(timeout)}: "
-                f"gave up waiting (exit {int(ExitCode.TIMEOUT)})",
-                err=True,
-            )
-            return ExitCode.TIMEOUT
-    return ExitCode.OK
-
-
-def _seconds(span: timedelta) -> str:
-    return f"{span.total_seconds():g}s"
+            return _Ending(follower, timeout)
+    raise AssertionError("follow() never ends")
 
 
 def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
@@ -201,6 +216,7 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     from copilot_logs.watch_render import visible
 
     if follower.path is None:
+        click.echo(f"No session log appeared at {follower.name}.", err=True)
         return ExitCode.FAILED
     fail_on = frozenset(DEFAULT_FAIL_ON.split(","))
     table = core.verdict(
