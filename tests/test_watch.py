@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from polars.testing import assert_frame_equal
 
 from copilot_logs import autopilot_audit, counting, watch
 from copilot_logs.cli import main
+from copilot_logs.discover import Selection
 from copilot_logs.errors import ExitCode
 from copilot_logs.reader import read_bytes
 from copilot_logs.watch_render import visible
@@ -94,7 +95,7 @@ def _replay(data: bytes, cuts: list[int], path: Path) -> tuple[watch.Follower, l
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.sampled_from(_logs()), st.lists(st.floats(0, 1), max_size=6), st.randoms())
 def test_a_log_replayed_in_random_chunks_gives_the_batch_figures_and_verdict(
@@ -230,7 +231,7 @@ def _prefix(data: bytes, kind: str, nth: int = 1) -> bytes:
         (COMPLETED_SAMPLE, "tool.execution_complete", 1, watch.RUNNING),
         # After the 5th nudge the loop's tool turn closes: the cap is not reached until the
         # loop's last turn (no tool request) closes.
-        (NUDGE_CAP_SAMPLE, "assistant.turn_end", 10, watch.RUNNING),
+        (NUDGE_CAP_SAMPLE, "assistant.turn_end", 11, watch.RUNNING),
         (NUDGE_CAP_SAMPLE, "assistant.turn_end", 12, watch.ENDED),
         (ERROR_SAMPLE, "session.error", 1, watch.SETTLING),
         (ERROR_SAMPLE, "session.shutdown", 1, watch.ENDED),
@@ -245,6 +246,38 @@ def test_the_run_ends_where_the_audit_can_judge_it(
     follower = watch.Follower((path,), "s")
     follower.poll()
     assert watch.run_status(follower) == status
+
+
+def test_watching_a_root_follows_recent_and_new_sessions_and_lets_ended_ones_leave(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "session-state"
+    (root / "old").mkdir(parents=True)
+    (root / "old" / "events.jsonl").write_bytes(OPEN_SAMPLE.read_bytes())
+    hour_ago = time.time() - 3600
+    os.utime(root / "old" / "events.jsonl", (hour_ago, hour_ago))
+    (root / "recent.jsonl").write_bytes(COMPLETED_SAMPLE.read_bytes())
+    watcher = watch.choose(Selection(root=root), started=datetime.now(UTC))
+    assert [f.session_hint for f in watcher.followers] == ["recent"]
+    watcher.tick()
+    (root / "new").mkdir()  # a folder first, its log a moment later
+    watcher.tick()
+    (root / "new" / "events.jsonl").write_bytes(OPEN_SAMPLE.read_bytes())
+    watcher._next_scan = 0  # the next round lists the root again
+    changes = watcher.tick()
+    assert [f.session_hint for f, _ in changes] == ["new"]
+    recent = watcher.followers[0]
+    assert recent.ended_seen_at is not None  # it shut down
+    assert recent in watcher.shown()
+    recent.ended_seen_at -= watch.ENDED_LINGER
+    assert [f.session_hint for f in watcher.shown()] == ["new"]
+    # Resumed: new work after the shutdown brings it back.
+    resumed = COMPLETED_SAMPLE.read_bytes().splitlines(keepends=True)
+    with (root / "recent.jsonl").open("ab") as out:
+        out.write(resumed[4].replace(b'"id":"', b'"id":"resumed-'))
+    watcher.tick()
+    assert recent.ended_seen_at is None
+    assert recent in watcher.shown()
 
 
 def test_visible_escapes_control_characters() -> None:
@@ -307,6 +340,23 @@ def test_until_done_gives_up_after_the_timeout_with_its_own_code() -> None:
     assert watched.exit_code == ExitCode.TIMEOUT == 124
     assert "no new event" in watched.stderr
     assert "Traceback" not in watched.stderr
+
+
+def test_until_done_ends_on_an_error_nothing_follows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autopilot = b'"type":"user.message","data":{"agentMode":"autopilot",'
+    data = _prefix(ERROR_SAMPLE.read_bytes(), "session.error").replace(
+        b'"type":"user.message","data":{', autopilot
+    )
+    assert autopilot in data
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    monkeypatch.setattr(watch, "ERROR_SETTLE", timedelta(seconds=0.5))
+    result = _invoke("watch", str(path), "--until-done", "--timeout", "5s")
+    assert result.exit_code == 1  # not 124: the error ended the run
+    assert " errored " in result.stdout
+    assert result.stdout == _invoke("audit", str(path)).stdout
 
 
 def test_until_done_needs_one_session(tmp_path: Path) -> None:
