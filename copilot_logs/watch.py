@@ -440,6 +440,8 @@ def run_status(follower: Follower, *, nudge_cap: int = autopilot_audit.DEFAULT_N
         return RUNNING
     if _shut_down(result):
         return ENDED
+    if result.events.filter(TYPE.is_in([model.TURN_START, "user.message"])).is_empty():
+        return RUNNING  # started, no prompt yet: nothing to judge
     # Judged as if every open session were still running: only a finished loop ends the wait.
     table = autopilot_audit.audit(
         result, running_within=FOREVER, nudge_cap=nudge_cap, require_task_complete=True

@@ -227,6 +227,7 @@ def _prefix(data: bytes, kind: str, nth: int = 1) -> bytes:
 @pytest.mark.parametrize(
     ("log", "kind", "nth", "status"),
     [
+        (COMPLETED_SAMPLE, "system.message", 1, watch.RUNNING),  # no prompt yet
         (COMPLETED_SAMPLE, "session.task_complete", 1, watch.ENDED),
         (COMPLETED_SAMPLE, "tool.execution_complete", 1, watch.RUNNING),
         # After the 5th nudge the loop's tool turn closes: the cap is not reached until the
