@@ -371,7 +371,8 @@ def state(follower: Follower) -> SessionState | None:
     if events.is_empty():
         return None
     annotated = model.annotate(events)
-    figures = counting.count(follower.result).row(0, named=True)
+    # A file holding several sessions (a recorder's copy) is shown as one block: its totals.
+    figures = counting.totals(counting.count(follower.result))
     tools = model.tools(annotated).filter(
         pl.col("completed_at").is_null() & pl.col("started_at").is_not_null()
     )
@@ -387,18 +388,18 @@ def state(follower: Follower) -> SessionState | None:
         & (pl.col("interaction_index") == last["interaction_index"])
     )
     return SessionState(
-        session_id=str(figures["session_id"] or follower.session_hint),
+        session_id=str(last["session_id"] or follower.session_hint),
         file=follower.name,
         mode=str(annotated.select(session_mode=_mode()).item()),
         ended=shutdown is not None and (last_work is None or shutdown > last_work),  # type: ignore[operator]
         interaction=int(last["interaction_index"]),
         turns_in_interaction=in_interaction.height,
         turn_open=bool(last["during_turn"]) and not bool(last["closes_turn"]),
-        llm_calls=int(figures["llm_calls"]),
-        subagent_calls=int(figures["subagent_calls"]),
-        tool_calls=int(figures["tool_calls"]),
-        failed_tool_calls=int(figures["failed_tool_calls"]),
-        autopilot_nudges=int(figures["autopilot_nudges"]),
+        llm_calls=figures["llm_calls"],
+        subagent_calls=figures["subagent_calls"],
+        tool_calls=figures["tool_calls"],
+        failed_tool_calls=figures["failed_tool_calls"],
+        autopilot_nudges=figures["autopilot_nudges"],
         subagent_runs=runs.height,
         subagents_running=tuple(
             str(name or "?") for name in runs.filter(pl.col("status") == "running")["agent_name"]

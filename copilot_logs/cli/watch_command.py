@@ -83,6 +83,12 @@ def watch(
     if not until_done and timeout is not None:
         raise click.UsageError("--timeout goes with --until-done", ctx)
     live = fmt == "table" and sys.stdout.isatty()
+    if fmt == "table" and not live and not until_done:
+        click.echo(
+            "Not a terminal: the live view needs one; use --format ndjson for a stream of "
+            "events. Following until Ctrl-C.",
+            err=True,
+        )
     ending: _Ending | None = None
     try:
         with _Screen(live) as screen:
