@@ -425,6 +425,21 @@ def plan(folder: Path, files: list[Path], manifest: Manifest, env: dict[str, str
                     **common,
                 )
             )
+    # export cold, into a fresh folder each run (a second run into the same one is incremental).
+    out = str(Path(env["XDG_CACHE_HOME"]).parent / "export-out")
+    wrapped = ["sh", "-c", 'rm -rf "$0" && exec "$@"', out, *cli, "export", out, "--root", root]
+    note = "target: within 2× of sessions (cold): compare their × grep -F"
+    benches.append(
+        Bench(
+            "export",
+            "export (cold)",
+            [*wrapped, "--no-cache"],
+            "copilot-logs",
+            mode="cold",
+            note=note,
+            skip="" if capabilities(cli, "export", env).exists else "no `export` command yet",
+        )
+    )
     quick = Target(max_seconds=QUICK_SECONDS)
     benches.append(Bench("version", "--version", [*cli, "--version"], "copilot-logs", target=quick))
     benches.append(Bench("help", "--help", [*cli, "--help"], "copilot-logs", target=quick))
@@ -702,6 +717,7 @@ IDS = (
     "audit",
     "timeline",
     "usage",
+    "export",
     "version",
     "help",
 )

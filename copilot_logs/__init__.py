@@ -24,7 +24,9 @@ _API = (
     "audit",
     "validate",
     "usage",
+    "frames",
 )
+# ``copilot_logs.export`` is the export module; its API function is ``copilot_logs.api.export``.
 
 __all__ = ["__version__", *_API]
 

@@ -5,6 +5,8 @@ result = cl.read("~/.copilot/session-state")     # or ids, prefixes, files; none
 cl.sessions(result)                               # one row per session
 cl.count(result, by="day", zone="Europe/Berlin")  # the figures of `copilot-logs count`
 result.events, result.diagnostics                 # the raw frames
+cl.frames(result)                                 # the tables `copilot-logs export` writes
+cl.api.export("out/")                             # `copilot-logs export out/`
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import polars as pl
 from copilot_logs import agent_loop as _timeline
 from copilot_logs import autopilot_audit as _audit
 from copilot_logs import counting, model, overview, rules
+from copilot_logs import export as _export
 from copilot_logs import usage_accounting as _usage
-from copilot_logs.corpus import read_all
+from copilot_logs.corpus import map_batches, read_all
 from copilot_logs.discover import Selection, find_sources, parse_when
 from copilot_logs.envelope import Source
 from copilot_logs.reader import ReadResult, read_bytes, read_source
@@ -27,6 +30,8 @@ __all__ = [
     "ReadResult",
     "audit",
     "count",
+    "export",
+    "frames",
     "read",
     "read_bytes",
     "read_file",
@@ -53,14 +58,27 @@ def read(
     ``cache=True`` serves unchanged files from the events cache the CLI keeps under
     ``~/.cache/copilot-logs`` (and updates it).
     """
-    selection = Selection(
+    from copilot_logs.window import started_within
+
+    selection = _selection(selectors, root, since, until, latest)
+    read = read_all(find_sources(selection), use_cache=cache)
+    return started_within(read, selection.since, selection.until)  # standard input's sessions
+
+
+def _selection(
+    selectors: tuple[str | Path, ...],
+    root: str | Path | None,
+    since: str | None,
+    until: str | None,
+    latest: int | None,
+) -> Selection:
+    return Selection(
         selectors=[str(s) for s in selectors],
         root=Path(root).expanduser() if root is not None else None,
         since=parse_when(since) if since else None,
         until=parse_when(until, end_of_day=True) if until else None,
         latest=latest,
     )
-    return read_all(find_sources(selection), use_cache=cache)
 
 
 def read_file(path: str | Path) -> ReadResult:
@@ -124,3 +142,26 @@ def validate(
 def usage(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> _usage.UsageReport:
     """What the sessions used and cost (``.rows``, ``.sessions``, ``.totals``)."""
     return _usage.usage(result, by=by, zone=zone)
+
+
+def frames(result: ReadResult) -> dict[str, pl.DataFrame]:
+    """The tables ``copilot-logs export`` writes (events, turns, tools, sessions, findings,
+    usage), each with its ``date`` partition column; see docs/export.md."""
+    return _export.frames(result)
+
+
+def export(
+    out: str | Path,
+    *selectors: str | Path,
+    root: str | Path | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    latest: int | None = None,
+    cache: bool = False,
+) -> _export.Summary:
+    """Export the selected sessions to Parquet datasets under ``out``, as ``copilot-logs export``
+    does: only the logs changed since the last export into ``out`` are written again."""
+    selection = _selection(selectors, root, since, until, latest)
+    plan = _export.prepare(Path(out), find_sources(selection))
+    batches = map_batches(plan.changed, _export.batch_writer(plan), use_cache=cache, remember=False)
+    return _export.finish(plan, (done.value for done in batches))

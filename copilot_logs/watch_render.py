@@ -1,39 +1,32 @@
 """The live view of ``watch`` (rich), and its ndjson records.
 
-Every piece of log text shown on the terminal goes through :func:`visible` first: control
-characters become visible escapes (``\\x1b``), so a log cannot move the cursor, change colours
-or rewrite the screen. The view is built from rich ``Text`` objects, which never interpret
-markup.
+Every piece of log text shown goes through :func:`visible` (the shared
+:func:`copilot_logs.sanitize.one_line`) first: control characters become visible escapes
+(``\\x1b``), so a log cannot move the cursor, change colours or rewrite the screen. The view
+is built from rich ``Text`` objects, which never interpret markup.
 """
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import IO
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from copilot_logs.render import short_id, write_ndjson
+from copilot_logs.sanitize import one_line
 from copilot_logs.watch import SessionState
-
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
 
 
 def visible(text: object) -> str:
-    """Log text made safe for a terminal: every control, bidi or invisible formatting
-    character written as a visible escape, the way ``repr`` writes it."""
-    return _UNSAFE.sub(lambda match: match.group().encode("unicode_escape").decode(), str(text))
+    """Log text made safe for the live view: one line, every control character escaped."""
+    return one_line(str(text))
 
 
-def write_record(record: dict[str, object], out: IO[str] | None = None) -> None:
-    """One ndjson record, flushed at once (a script reading the pipe sees it now)."""
-    stream = out or sys.stdout
-    write_ndjson([record], stream)
-    stream.flush()
+def write_record(record: dict[str, object]) -> None:
+    """One ndjson record, written and flushed at once (a script reading the pipe sees it)."""
+    write_ndjson([record])
 
 
 def ago(then: datetime | None, now: datetime) -> str:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -8,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from copilot_logs import output
 from copilot_logs.cli.audit_command import _duration
 from copilot_logs.cli.options import Picked, format_option, selection_options
 from copilot_logs.errors import ExitCode
@@ -82,16 +82,17 @@ def watch(
         raise click.UsageError("--until-done follows one session: name it, or use --latest 1", ctx)
     if not until_done and timeout is not None:
         raise click.UsageError("--timeout goes with --until-done", ctx)
-    live = fmt == "table" and sys.stdout.isatty()
+    console = output.live_console() if fmt == "table" else None
+    live = console is not None
     if fmt == "table" and not live and not until_done:
-        click.echo(
+        output.echo(
             "Not a terminal: the live view needs one; use --format ndjson for a stream of "
             "events. Following until Ctrl-C.",
             err=True,
         )
     ending: _Ending | None = None
     try:
-        with _Screen(live) as screen:
+        with _Screen(console) as screen:
             ending = _follow(watcher, screen, fmt, until_done, timeout, nudge_cap)
     except KeyboardInterrupt:
         ctx.exit(int(ExitCode.OK))
@@ -114,12 +115,14 @@ class _Screen:
     """The rich Live display on a terminal; nothing elsewhere (ndjson, or a pipe). A session's
     state is worked out again only when its file changed."""
 
-    def __init__(self, live: bool) -> None:
+    def __init__(self, console: Any) -> None:
         self.live: Any = None
-        if live:
+        if console is not None:
             from rich.live import Live
 
-            self.live = Live(auto_refresh=False, redirect_stderr=False, redirect_stdout=False)
+            self.live = Live(
+                console=console, auto_refresh=False, redirect_stderr=False, redirect_stdout=False
+            )
         self.drawn_at = 0.0
         self.states: dict[int, Any] = {}
 
@@ -159,7 +162,7 @@ class _Ending:
         code = _verdict(self.follower, fmt, nudge_cap)
         if self.timed_out is None:
             return code
-        click.echo(
+        output.echo(
             f"Error: no new event in {self.follower.name} for "
             f"{self.timed_out.total_seconds():g}s: gave up waiting",
             err=True,
@@ -183,7 +186,7 @@ def _follow(
     if fmt == "ndjson" or not screen.live:
         for follower in watcher.followers:
             if not any(path.is_file() for path in follower.candidates):
-                click.echo(f"Waiting for {follower.name} to appear...", err=True)
+                output.echo(f"Waiting for {follower.name} to appear...", err=True)
     status = core.RUNNING
     for changes in core.follow(watcher):
         for _follower, update in changes:
@@ -222,7 +225,7 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     from copilot_logs.watch_render import visible
 
     if follower.path is None:
-        click.echo(f"No session log appeared at {follower.name}.", err=True)
+        output.echo(f"No session log appeared at {follower.name}.", err=True)
         return ExitCode.FAILED
     fail_on = frozenset(DEFAULT_FAIL_ON.split(","))
     table = core.verdict(
@@ -234,8 +237,8 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
         write_table(shown, context)
     else:
         for row in shown.to_dicts():
-            click.echo(f"verdict: {row['verdict']}: {visible(describe(row))}", err=True)
-        click.echo(visible(summary_line(shown, context)), err=True)
+            output.echo(f"verdict: {row['verdict']}: {visible(describe(row))}", err=True)
+        output.echo(summary_line(shown, context), err=True)
     if table.is_empty() or not autopilot_audit.failing(shown, fail_on).is_empty():
         return ExitCode.FAILED
     return ExitCode.OK

@@ -1,0 +1,610 @@
+"""`copilot-logs export`: Parquet datasets that DuckDB and polars read, equal to the API's
+frames, written again only for the logs that changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from polars.testing import assert_frame_equal
+
+import copilot_logs as cl
+from copilot_logs import api, corpus, export
+from copilot_logs.cli import main
+from copilot_logs.reader import ReadResult
+from tests.conftest import PROJECT, SAMPLES
+
+REAL_EDGE = PROJECT.parent / "shared" / "real-samples-edge"
+
+
+def run(*args: str | Path) -> Any:
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def scan(out: Path, table: str) -> pl.DataFrame:
+    return pl.scan_parquet(out / table / "**" / "*.parquet", hive_partitioning=True).collect()
+
+
+def canonical(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows in one order whatever file they came from: sorted by every flat column."""
+    flat = [n for n, t in frame.schema.items() if not isinstance(t, pl.List | pl.Struct)]
+    return frame.sort(flat, nulls_last=True)
+
+
+def assert_same_tables(out: Path, expected: dict[str, pl.DataFrame]) -> None:
+    assert set(expected) == set(export.TABLES)
+    for table, frame in expected.items():
+        assert_frame_equal(canonical(scan(out, table)), canonical(frame))
+
+
+def stats(out: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(out)): (p.stat().st_ino, p.stat().st_mtime_ns)
+        for p in out.rglob("*.parquet")
+    }
+
+
+def lines_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def clean_logs(folder: Path) -> list[Path]:
+    """Logs of ``folder`` that the reader reads without any damage report."""
+    result = api.read(folder)
+    damaged = set(result.diagnostics["file"].to_list())
+    return [Path(f) for f in sorted(set(result.events["file"].to_list())) if f not in damaged]
+
+
+@pytest.fixture
+def samples(tmp_path: Path) -> Path:
+    copy = tmp_path / "logs"
+    shutil.copytree(SAMPLES, copy)
+    return copy
+
+
+# --- the datasets ------------------------------------------------------------------------------
+
+
+def test_export_reads_back_as_the_api_frames(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("export", out, samples)
+    assert result.exit_code == 0, result.output
+    assert_same_tables(out, cl.frames(cl.read(samples)))
+
+
+def key_of(file: str) -> str:
+    path = Path(file)
+    return export.file_key(file, path.parent.name if path.name == "events.jsonl" else path.stem)
+
+
+def test_every_log_has_a_file_in_every_table_partitioned_by_start_day(
+    samples: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    sessions = api.sessions(api.read(samples))
+    for file, started in sessions.select("file", "started_at").iter_rows():
+        for table in export.TABLES:
+            path = out / table / f"date={started.date().isoformat()}" / f"{key_of(file)}.parquet"
+            assert set(pl.read_parquet(path)["file"].to_list()) <= {file}
+    assert len(list(out.rglob("*.parquet"))) == sessions.height * len(export.TABLES)
+
+
+def test_duckdb_reads_every_table_with_its_date(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    expected = cl.frames(cl.read(samples))
+    for table in export.TABLES:
+        query = (
+            f"SELECT count(*), count(DISTINCT date), min(date) FROM "
+            f"read_parquet('{out}/{table}/**/*.parquet', hive_partitioning = true)"
+        )
+        rows, days, first = duckdb.sql(query).fetchall()[0]
+        frame = expected[table]
+        assert (rows, days, first) == (
+            frame.height,
+            frame["date"].n_unique(),
+            frame["date"].min(),
+        )
+
+
+def test_events_are_the_log_lines_read_by_hand(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    events = scan(out, "events")
+    logs = clean_logs(samples)
+    assert len(logs) >= 5
+    for log in logs:
+        mine = events.filter(pl.col("file") == str(log)).sort("line")
+        by_hand = lines_of(log)
+        assert mine["line"].to_list() == list(range(1, len(by_hand) + 1))
+        assert mine["type"].to_list() == [e["type"] for e in by_hand]
+        assert mine["id"].to_list() == [e["id"] for e in by_hand]
+        assert mine["parent_id"].to_list() == [e["parentId"] for e in by_hand]
+        assert mine["agent_id"].to_list() == [e.get("agentId") for e in by_hand]
+        stamps = mine["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_list()
+        assert stamps == [e["timestamp"] for e in by_hand]
+
+
+def turn_rows_by_hand(log: Path) -> tuple[int, dict[str, int]]:
+    """Main-agent turn_start lines, and per sub-agent its distinct assistant.message ids."""
+    events = lines_of(log)
+    main_turns = sum(
+        1 for e in events if e["type"] == "assistant.turn_start" and not e.get("agentId")
+    )
+    calls: dict[str, set[str]] = {}
+    for e in events:
+        if e["type"] == "assistant.message" and e.get("agentId"):
+            calls.setdefault(e["agentId"], set()).add(e["data"]["messageId"])
+    return main_turns, {agent: len(ids) for agent, ids in calls.items()}
+
+
+def check_turns(folder: Path, out: Path) -> None:
+    turns = scan(out, "turns")
+    logs = clean_logs(folder)
+    for log in logs:
+        mine = turns.filter(pl.col("file") == str(log))
+        main_turns, calls = turn_rows_by_hand(log)
+        assert mine.filter(pl.col("agent_id").is_null()).height == main_turns
+        per_agent = mine.filter(pl.col("agent_id").is_not_null()).group_by("agent_id").len()
+        assert dict(per_agent.iter_rows()) == calls
+        sub = mine.filter(pl.col("agent_id").is_not_null()).sort("agent_id", "call_index")
+        for agent in calls:
+            indexes = sub.filter(pl.col("agent_id") == agent)["call_index"].to_list()
+            assert indexes == list(range(1, calls[agent] + 1))
+
+
+def test_turns_hold_main_turns_and_subagent_calls(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    check_turns(samples, out)
+    turns = scan(out, "turns")
+    assert turns.filter(pl.col("agent_id").is_not_null()).height > 0
+    sub = turns.filter(pl.col("agent_id").is_not_null())
+    assert sub["ended_at"].null_count() == sub.height
+    assert sub["tool_calls"].sum() > 0
+
+
+def envelope(kind: str, data: dict[str, Any], number: int, agent: str | None = None) -> str:
+    line: dict[str, Any] = {"type": kind, "data": data}
+    if agent:
+        line["agentId"] = agent
+    line.update(
+        id=f"e{number}",
+        timestamp=f"2026-08-05T10:00:{number:02d}.000Z",
+        parentId=f"e{number - 1}" if number > 1 else None,
+    )
+    return json.dumps(line, separators=(",", ":"))
+
+
+def test_a_chunked_subagent_reply_is_one_call(tmp_path: Path) -> None:
+    """Chunks of one sub-agent reply share a messageId: one call, its tools in it."""
+    agent = "call_task"
+    lines = [
+        ("session.start", {"sessionId": "s1", "startTime": "2026-08-05T10:00:01.000Z"}, None),
+        ("user.message", {"content": "go"}, None),
+        ("assistant.turn_start", {"turnId": "0"}, None),
+        ("subagent.started", {"toolCallId": agent, "agentName": "task"}, agent),
+        ("assistant.message", {"messageId": "m1", "content": "a", "chunkIndex": 0}, agent),
+        ("assistant.message", {"messageId": "m1", "content": "b", "chunkIndex": 1}, agent),
+        ("tool.execution_start", {"toolCallId": "t1", "toolName": "bash"}, agent),
+        ("tool.execution_complete", {"toolCallId": "t1", "success": False}, agent),
+        ("assistant.message", {"messageId": "m2", "content": "done"}, agent),
+        ("subagent.completed", {"toolCallId": agent, "agentName": "task"}, agent),
+        ("assistant.turn_end", {"turnId": "0"}, None),
+    ]
+    log = tmp_path / "s1.jsonl"
+    log.write_text("".join(envelope(k, d, n, a) + "\n" for n, (k, d, a) in enumerate(lines, 1)))
+    turns = cl.frames(cl.read(log))["turns"].sort("line")
+    assert turns.select("agent_id", "turn_index", "call_index", "line").rows() == [
+        (None, 1, 1, 3),
+        (agent, 1, 1, 5),
+        (agent, 1, 2, 9),
+    ]
+    assert turns["messages"].to_list() == [0, 2, 1]
+    assert turns["tool_calls"].to_list() == [0, 1, 0]
+    assert turns["failed_tool_calls"].to_list() == [0, 1, 0]
+
+
+def test_rows_of_a_second_session_in_one_file_take_its_day(samples: Path, tmp_path: Path) -> None:
+    """A log holding two sessions: each row lands on its own session's start day, and is
+    written there."""
+    log = samples / "d4c3f605-7e80-4f91-b2a3-3d4e5f607182.jsonl"
+    result = api.read(log)
+    events = result.events.sort("line")
+    half = events.height // 2
+    later = pl.col("timestamp") + pl.duration(days=3)
+    second = events.slice(half).with_columns(session_id=pl.lit("second"), timestamp=later)
+    two = ReadResult(pl.concat([events.head(half), second]), result.diagnostics)
+    tables = export.frames(two)
+    out = tmp_path / "out"
+    written = export.write_batch(two, out=str(out), keys={str(log): "key"})
+    assert len(written[str(log)].files) == 2 * len(export.TABLES)
+    assert_same_tables(out, tables)
+    # Each session of the file has its own sessions row (and day).
+    own_days = dict(tables["sessions"].select("session_id", "date").iter_rows())
+    first_day = own_days[events["session_id"][0]]
+    assert own_days["second"] == first_day + timedelta(days=3)
+    for table in ("events", "turns", "tools"):
+        days = dict(tables[table].group_by("session_id").agg(pl.col("date").unique()).iter_rows())
+        assert days == {
+            events["session_id"][0]: [first_day],
+            "second": [first_day + timedelta(days=3)],
+        }
+
+
+def test_turns_agree_with_count(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    counted = json.loads(run("count", samples, "--format", "json").stdout)
+    per_file = (
+        scan(out, "turns")
+        .group_by("session_id")
+        .agg(main=pl.col("agent_id").is_null().sum(), sub=pl.col("agent_id").is_not_null().sum())
+    )
+    figures = {row["session_id"]: (row["main"], row["sub"]) for row in per_file.to_dicts()}
+    for row in counted:
+        assert figures.get(row["session_id"], (0, 0)) == (row["llm_calls"], row["subagent_calls"])
+
+
+def test_sessions_have_the_columns_of_sessions_json(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    listed = json.loads(run("sessions", samples, "--format", "json").stdout)
+    exported = scan(out, "sessions")
+    assert exported.columns == [*listed[0], "date"]
+    assert sorted(exported["session_id"].to_list()) == sorted(r["session_id"] for r in listed)
+
+
+def test_usage_rows_are_usage_json_rows(samples: Path, tmp_path: Path) -> None:
+    from copilot_logs.render import records
+
+    out = tmp_path / "out"
+    run("export", out, samples)
+    rows = json.loads(run("usage", samples, "--format", "json").stdout)["rows"]
+    exported = records(scan(out, "usage").drop("date").sort("file"))
+    assert exported == sorted(rows, key=lambda r: r["file"])
+
+
+def test_findings_are_validates(samples: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml settings: every rule
+    out = tmp_path / "out"
+    run("export", out, samples)
+    report = json.loads(run("validate", samples, "--format", "json").stdout)
+    found = sorted((f["file"], f["line"] or 0, f["code"]) for f in report["findings"])
+    exported = scan(out, "findings").select("file", pl.col("line").fill_null(0), "code")
+    assert found
+    assert sorted(exported.iter_rows()) == found
+
+
+def test_empty_batch_gives_the_same_schemas(samples: Path) -> None:
+    full = export.frames(api.read(samples))
+    empty = export.frames(ReadResult.empty())
+    for table in export.TABLES:
+        assert empty[table].schema == full[table].schema, table
+
+
+def test_batches_of_one_log_give_the_tables_of_one_read(
+    samples: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(corpus, "BATCH_BYTES", 1)  # every log its own batch
+    out = tmp_path / "out"
+    api.export(out, samples)
+    assert_same_tables(out, cl.frames(cl.read(samples)))
+
+
+def test_real_samples(real_samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("export", out, real_samples).exit_code == 0
+    assert_same_tables(out, cl.frames(cl.read(real_samples)))
+    check_turns(real_samples, out)
+
+
+def test_real_edge_samples(tmp_path: Path) -> None:
+    if not REAL_EDGE.is_dir():
+        pytest.skip("../shared/real-samples-edge is not beside this checkout")
+    out = tmp_path / "out"
+    assert run("export", out, REAL_EDGE).exit_code == 0
+    assert_same_tables(out, cl.frames(cl.read(REAL_EDGE)))
+    events = scan(out, "events")
+    assert events.height == sum(len(lines_of(p)) for p in REAL_EDGE.glob("*.jsonl"))
+
+
+# --- incremental -------------------------------------------------------------------------------
+
+
+def test_second_export_rewrites_only_the_changed_log(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    run("export", out, samples)
+    before = stats(out)
+    log = samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" / "events.jsonl"
+    info = log.stat()
+    os.utime(log, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
+    result = run("export", out, samples)
+    assert result.exit_code == 0
+    assert "1 written, 10 unchanged, 0 removed" in result.stderr
+    after = stats(out)
+    assert set(after) == set(before)
+    changed = {name for name in after if after[name] != before[name]}
+    assert len(changed) == len(export.TABLES)
+    assert all(name.endswith(f"/{key_of(str(log))}.parquet") for name in changed)
+
+
+def test_incremental_export_equals_a_fresh_one(samples: Path, tmp_path: Path) -> None:
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    run("export", out, samples)
+    log = samples / "e5b4a716-8f91-4a02-83b4-4e5f60718293" / "events.jsonl"
+    first = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(first[: len(first) // 2]))  # the log as it was mid-session
+    shutil.rmtree(samples / "b2e1d4f3-5c6e-4d7f-9081-1b2c3d4e5f60")
+    run("export", out, samples)
+    run("export", fresh, samples)
+    for table in export.TABLES:
+        assert_frame_equal(canonical(scan(out, table)), canonical(scan(fresh, table)))
+    manifest = json.loads((out / export.MANIFEST).read_text())
+    assert len(manifest["sources"]) == 10
+    assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == sorted(
+        p.relative_to(fresh) for p in fresh.rglob("*.parquet")
+    )
+
+
+@pytest.mark.parametrize("where", ["head", "tail"])
+def test_same_size_and_mtime_but_new_bytes_is_rewritten(
+    samples: Path, tmp_path: Path, where: str
+) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    log = samples / "d4c3f605-7e80-4f91-b2a3-3d4e5f607182.jsonl"  # over twice HASHED_BYTES
+    assert log.stat().st_size > 2 * export.HASHED_BYTES
+    info = log.stat()
+    lines = log.read_bytes().splitlines(keepends=True)
+    index = 1 if where == "head" else len(lines) - 1
+    old_type = json.loads(lines[index])["type"].encode()
+    new_type = old_type.upper()
+    lines[index] = lines[index].replace(b'"type":"' + old_type, b'"type":"' + new_type, 1)
+    log.write_bytes(b"".join(lines))
+    os.utime(log, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert log.stat().st_size == info.st_size
+    # --no-cache: the events cache of today's reader keys on size and mtime alone (issue 12).
+    assert "1 written" in run("export", out, samples, "--no-cache").stderr
+    assert new_type.decode() in scan(out, "events")["type"].to_list()
+
+
+def test_gone_logs_are_removed_and_other_files_kept(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    (out / "notes.txt").write_text("mine")
+    (out / "events" / "mine.parquet").write_bytes(b"not ours")
+    shutil.rmtree(samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f")
+    result = run("export", out, samples)
+    assert "0 written, 10 unchanged, 1 removed" in result.stderr
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "events" / "mine.parquet").read_bytes() == b"not ours"
+    (out / "events" / "mine.parquet").unlink()
+    assert "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" not in scan(out, "sessions")["session_id"]
+    assert len(list(out.rglob("*.parquet"))) == 10 * len(export.TABLES)
+
+
+def test_manifest_of_another_version_rewrites_everything(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    manifest = out / export.MANIFEST
+    document = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**document, "version": 0}))
+    before = stats(out)
+    assert "11 written" in run("export", out, samples).stderr
+    after = stats(out)
+    assert all(after[name] != before[name] for name in after)
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(
+    samples: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    out = tmp_path / "out"
+    api.export(out, samples)
+    before = {p: p.read_bytes() for p in out.rglob("*.parquet")}
+
+    def broken(self: pl.DataFrame, stream: Any, **_: Any) -> None:
+        stream.write(b"PAR1 half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", broken)
+    (samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" / "events.jsonl").touch()
+    with pytest.raises(OSError, match="disk full"):
+        api.export(out, samples)
+    assert {p: p.read_bytes() for p in out.rglob("*.parquet")} == before
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+# --- OUT and exit codes ------------------------------------------------------------------------
+
+
+def test_out_is_a_file(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.write_text("x")
+    result = run("export", out, samples)
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "not a folder" in result.stderr
+    assert out.read_text() == "x"
+
+
+def test_out_holds_other_things(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "thesis.tex").write_text("x")
+    result = run("export", out, samples)
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "not empty" in result.stderr
+    assert [p.name for p in out.iterdir()] == ["thesis.tex"]
+
+
+def test_out_empty_folder_is_fine(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run("export", out, samples).exit_code == 0
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"format": "other", "sources": {}}', "[]"])
+def test_foreign_manifest(samples: Path, tmp_path: Path, text: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / export.MANIFEST).write_text(text)
+    result = run("export", out, samples)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+
+
+def test_unreadable_log_exits_3_and_the_rest_is_exported(samples: Path, tmp_path: Path) -> None:
+    empty = samples / "00000000-0000-4000-8000-000000000000"
+    empty.mkdir()
+    (empty / "events.jsonl").write_bytes(b"")
+    out = tmp_path / "out"
+    for _ in range(2):  # a log that gave nothing is read (and reported) again
+        result = run("export", out, samples)
+        assert result.exit_code == 3
+        assert "00000000-0000-4000-8000-000000000000" in result.stderr
+    assert scan(out, "sessions").filter(pl.col("status") != "unreadable").height == 11
+
+
+def test_damage_is_reported_on_stderr(samples: Path, tmp_path: Path) -> None:
+    result = run("export", tmp_path / "out", samples)
+    assert "warning: " in result.stderr and ": cut-line: " in result.stderr
+    assert result.stdout == ""
+
+
+def test_nothing_found_writes_nothing(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run("export", tmp_path / "out", "--root", empty)
+    assert result.exit_code == 0
+    assert "No sessions found" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# --- docs/export.md ----------------------------------------------------------------------------
+
+DOC = (PROJECT / "docs" / "export.md").read_text()
+
+
+def doc_type(dtype: pl.DataType) -> str:
+    if isinstance(dtype, pl.Datetime):
+        assert (dtype.time_unit, dtype.time_zone) == ("ms", "UTC")
+        return "timestamp"
+    if isinstance(dtype, pl.List):
+        inner = dtype.inner
+        return "list<struct>" if isinstance(inner, pl.Struct) else f"list<{doc_type(inner)}>"
+    names = {pl.String: "string", pl.Int64: "int64", pl.Float64: "float64", pl.Boolean: "bool"}
+    return names[type(dtype)]
+
+
+def doc_blocks(language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", DOC, re.MULTILINE | re.DOTALL)
+
+
+def test_docs_give_every_column_with_its_type(samples: Path) -> None:
+    tables = export.frames(api.read(samples))
+    for table in export.TABLES:
+        section = DOC.split(f"\n## `OUT/{table}`\n", 1)[1].split("\n## ", 1)[0]
+        rows = re.findall(r"^\| `([a-z_]+)` \| ([a-z0-9<>]+) \| .+ \|$", section, re.MULTILINE)
+        schema = tables[table].drop("date").schema
+        assert rows == [(name, doc_type(dtype)) for name, dtype in schema.items()], table
+
+
+@pytest.fixture
+def exported(samples: Path, tmp_path: Path, monkeypatch: Any) -> dict[str, Any]:
+    """sample_sessions exported to ./copilot-parquet (the docs' folder), and the figures of
+    the sessions and usage commands."""
+    monkeypatch.chdir(tmp_path)
+    run("export", "copilot-parquet", samples)
+    return {
+        "sessions": json.loads(run("sessions", samples, "--format", "json").stdout),
+        "usage": json.loads(run("usage", samples, "--format", "json").stdout)["rows"],
+    }
+
+
+def test_docs_polars_example_runs(exported: dict[str, Any]) -> None:
+    (example,) = [block for block in doc_blocks("python") if "scan_parquet" in block]
+    namespace: dict[str, Any] = {}
+    exec(example, namespace)
+    calls = sum(s["llm_calls"] + s["subagent_calls"] for s in exported["sessions"])
+    assert namespace["per_day"]["calls"].sum() == calls
+    assert namespace["per_day"]["subagent_calls"].sum() == sum(
+        s["subagent_calls"] for s in exported["sessions"]
+    )
+
+
+def test_docs_api_example_runs(tmp_path: Path, monkeypatch: Any) -> None:
+    (example,) = [block for block in doc_blocks("python") if "cl.frames" in block]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(example, namespace)  # COPILOT_HOME is an empty folder here: no session
+    assert list(namespace["tables"]) == list(export.TABLES)
+    assert (tmp_path / "copilot-parquet" / export.MANIFEST).is_file()
+
+
+def test_docs_duckdb_examples_run(exported: dict[str, Any]) -> None:
+    (sql,) = doc_blocks("sql")
+    statements = [s for s in sql.split(";") if s.strip()]
+    results = [duckdb.sql(statement).fetchall() for statement in statements]
+    assert len(results) == 3
+    sessions, usage = exported["sessions"], exported["usage"]
+    assert sum(row[2] for row in results[0]) == sum(
+        s["llm_calls"] + s["subagent_calls"] for s in sessions
+    )
+    assert sum(row[1] or 0 for row in results[1]) == sum(
+        m["requests"] or 0 for row in usage for m in row["models"]
+    )
+    assert sum(row[1] for row in results[2]) == len(scan(Path("copilot-parquet"), "tools"))
+
+
+def test_out_deleted_is_written_whole_again(samples: Path, tmp_path: Path) -> None:
+    """Nothing cached may stand in for writing: a deleted OUT comes back whole."""
+    out = tmp_path / "out"
+    run("export", out, samples)
+    expected = sorted(p.relative_to(out) for p in out.rglob("*"))
+    shutil.rmtree(out)
+    assert "11 written" in run("export", out, samples).stderr
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == expected
+
+
+def test_a_manifest_never_removes_files_outside_out(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    victims = [tmp_path / "victim.parquet", out / "notes.txt"]
+    for victim in victims:
+        victim.write_text("keep me")
+    manifest = out / export.MANIFEST
+    document = json.loads(manifest.read_text())
+    document["sources"]["gone.jsonl"] = {
+        "source": None,
+        "files": ["../victim.parquet", str(victims[0]), "notes.txt"],
+    }
+    manifest.write_text(json.dumps(document))
+    assert "1 removed" in run("export", out, samples).stderr
+    assert all(victim.read_text() == "keep me" for victim in victims)
+
+
+def test_malformed_manifest_entries_are_exported_again(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    manifest = out / export.MANIFEST
+    document = json.loads(manifest.read_text())
+    names = sorted(document["sources"])
+    document["sources"][names[0]] = "not an entry"
+    document["sources"][names[1]] = {"source": document["sources"][names[1]]["source"]}
+    document["sources"][names[2]]["files"] = 7
+    manifest.write_text(json.dumps(document))
+    result = run("export", out, samples)
+    assert result.exit_code == 0
+    assert "3 written, 8 unchanged" in result.stderr
+    assert_same_tables(out, cl.frames(cl.read(samples)))
