@@ -267,27 +267,24 @@ def records(events: pl.DataFrame) -> pl.DataFrame:
     running figures just after it and every kind's fields."""
     annotated = model.annotate(events)
     flags = model.count_flags(annotated)
-    per_session = ["file", "session_id"]
     running = flags.with_columns(
         completed_turns=pl.col("closes_turn").cast(pl.Int64),
         subagent_runs=(TYPE == "subagent.started").cast(pl.Int64),
         errors=(TYPE == "session.error").cast(pl.Int64),
-    ).with_columns(pl.col(name).cum_sum().over(per_session) for name in FIGURES)
+    ).with_columns(pl.col(name).cum_sum().over(*model.SESSION) for name in FIGURES)
+    keys = list(model.SESSION)
     tools = model.tools(annotated).select(
-        "file",
-        "tool_call_id",
-        _tool_name="tool_name",
-        _tool_ms="duration_ms",
+        *keys, "tool_call_id", _tool_name="tool_name", _tool_ms="duration_ms"
     )
-    runs = model.subagent_runs(annotated).select("file", "tool_call_id", _agent_name="agent_name")
-    turns = model.turns(annotated).select("file", "turn_index", _turn_ms="duration_ms")
+    runs = model.subagent_runs(annotated).select(*keys, "tool_call_id", _agent_name="agent_name")
+    turns = model.turns(annotated).select(*keys, "turn_index", _turn_ms="duration_ms")
     detail = pl.col("detail")
     return (
         running.with_columns(kind=_kind())
         .filter(pl.col("kind").is_not_null())
-        .join(tools, on=["file", "tool_call_id"], how="left")
-        .join(runs, on=["file", "tool_call_id"], how="left")
-        .join(turns, on=["file", "turn_index"], how="left")
+        .join(tools, on=[*keys, "tool_call_id"], how="left")
+        .join(runs, on=[*keys, "tool_call_id"], how="left")
+        .join(turns, on=[*keys, "turn_index"], how="left")
         .sort("file", "line")
         .with_columns(
             at=pl.col("timestamp")
@@ -447,7 +444,9 @@ def run_status(follower: Follower, *, nudge_cap: int = autopilot_audit.DEFAULT_N
     table = autopilot_audit.audit(
         result, running_within=FOREVER, nudge_cap=nudge_cap, require_task_complete=True
     )
-    verdict = table["verdict"][0]
+    # The file's last session is the one running (a file may hold several).
+    latest = table.filter(pl.col("session_id") == result.events["session_id"][-1])
+    verdict = (latest if latest.height else table)["verdict"][0]
     if verdict == autopilot_audit.RUNNING:
         return RUNNING
     if verdict == autopilot_audit.ERRORED:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -94,8 +95,61 @@ def _replay(data: bytes, cuts: list[int], path: Path) -> tuple[watch.Follower, l
     return follower, records
 
 
+def _check_replay(log: Path, cuts: list[int]) -> None:
+    """Replay ``log`` cut at ``cuts``: the events, figures, verdict and records must be what
+    the batch commands give on the whole file."""
+    data = log.read_bytes()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / log.name
+        follower, records = _replay(data, cuts, path)
+        whole = read_bytes(data, str(path), path.stem)
+        complete = data[: data.rfind(b"\n") + 1]
+        # The same events as one read of the same complete lines, row for row.
+        assert_frame_equal(
+            follower.result.events, read_bytes(complete, str(path), path.stem).events
+        )
+        live = counting.count(follower.result).select("session_id", *FIGURES)
+        assert live.to_dicts() == counting.count(whole).select("session_id", *FIGURES).to_dicts()
+        verdicts = [
+            autopilot_audit.audit(result, now=NOW)["verdict"].to_list()
+            for result in (follower.result, whole)
+        ]
+        assert verdicts[0] == verdicts[1]
+    totals = live.select(FIGURES).sum().row(0, named=True)
+    expected = EXPECTED.get(path.stem.replace(".events", "")) or EXPECTED.get(log.parent.name)
+    if expected is not None:  # an independent oracle: the figures written with the samples
+        assert totals == {name: expected[name] for name in FIGURES}
+    # One record per event at most, in file order.
+    lines = [record["line"] for record in records]
+    assert lines == sorted(set(lines))
+    kinds = [(r["kind"], r.get("agent_id")) for r in records]
+    assert kinds.count(("turn_start", None)) == totals["llm_calls"]
+    assert sum(k == "turn_start" and a is not None for k, a in kinds) == totals["subagent_calls"]
+    main_tools = [r for r in records if r["kind"] == "tool_start" and r["agent_id"] is None]
+    assert len(main_tools) == totals["tool_calls"]
+    # Each session's last record carries its final figures.
+    last = {record["session_id"]: record for record in records}
+    for row in live.iter_rows(named=True):
+        if row["session_id"] in last:
+            assert {name: last[row["session_id"]][name] for name in FIGURES} == {
+                name: row[name] for name in FIGURES
+            }
+
+
+@pytest.mark.parametrize("log", _logs(), ids=lambda log: log.name[:40])
+def test_every_log_replayed_in_pieces_gives_the_batch_figures_and_verdict(log: Path) -> None:
+    data = log.read_bytes()
+    rnd = random.Random(log.name)
+    newlines = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    # Two cuts in mid-line, two right after a line.
+    cuts = [rnd.randrange(len(data)) for _ in range(2)] + rnd.sample(
+        newlines, min(2, len(newlines))
+    )
+    _check_replay(log, cuts)
+
+
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.sampled_from(_logs()), st.lists(st.floats(0, 1), max_size=6), st.randoms())
 def test_a_log_replayed_in_random_chunks_gives_the_batch_figures_and_verdict(
@@ -106,34 +160,7 @@ def test_a_log_replayed_in_random_chunks_gives_the_batch_figures_and_verdict(
     cuts = [int(f * len(data)) for f in fractions]
     newlines = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
     cuts += rnd.sample(newlines, min(2, len(newlines)))
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / log.name
-        follower, records = _replay(data, cuts, path)
-        complete = data[: data.rfind(b"\n") + 1]
-        batch = read_bytes(complete, str(path), path.stem)
-        # The same events as one read of the same complete lines, row for row.
-        assert_frame_equal(follower.result.events, batch.events)
-        live = counting.count(follower.result).select(FIGURES)
-        whole = counting.count(read_bytes(data, str(path), path.stem)).select(FIGURES)
-        assert live.to_dicts() == whole.to_dicts()
-        verdicts = [
-            autopilot_audit.audit(result, now=NOW)["verdict"].to_list()
-            for result in (follower.result, read_bytes(data, str(path), path.stem))
-        ]
-        assert verdicts[0] == verdicts[1]
-    totals = live.sum().row(0, named=True)
-    expected = EXPECTED.get(path.stem.replace(".events", "")) or EXPECTED.get(log.parent.name)
-    if expected is not None:  # an independent oracle: the figures written with the samples
-        assert {name: totals[name] for name in FIGURES} == {
-            name: expected[name] for name in FIGURES
-        }
-    kinds = [(r["kind"], r.get("agent_id")) for r in records]
-    assert kinds.count(("turn_start", None)) == totals["llm_calls"]
-    assert sum(k == "turn_start" and a is not None for k, a in kinds) == totals["subagent_calls"]
-    main_tools = [r for r in records if r["kind"] == "tool_start" and r["agent_id"] is None]
-    assert len(main_tools) == totals["tool_calls"]
-    if records:
-        assert {name: records[-1][name] for name in FIGURES} == totals
+    _check_replay(log, cuts)
 
 
 def _line_of(data: bytes, kind: str) -> int:
@@ -279,6 +306,28 @@ def test_watching_a_root_follows_recent_and_new_sessions_and_lets_ended_ones_lea
     watcher.tick()
     assert recent.ended_seen_at is None
     assert recent in watcher.shown()
+
+
+def test_in_a_file_of_two_sessions_the_last_one_decides_whether_the_run_goes_on(
+    tmp_path: Path, edge_samples: Path
+) -> None:
+    data = (edge_samples / "irrlicht-1.0.78-multiple-sessions-same-cwd.events.jsonl").read_bytes()
+    path = tmp_path / "s.jsonl"
+    # The first session shut down; the second, later in the file but with an earlier start
+    # (a recorder's copy), is inside its first turn.
+    lines = _prefix(data, "assistant.turn_start", 3).splitlines(keepends=True)
+    second = [i for i, line in enumerate(lines) if b'"type":"session.start"' in line][1]
+    lines[second] = re.sub(
+        rb'"startTime":"[^"]*"', b'"startTime":"2020-01-01T00:00:00.000Z"', lines[second]
+    )
+    path.write_bytes(b"".join(lines))
+    follower = watch.Follower((path,), "s")
+    follower.poll()
+    assert follower.result.events["session_id"].n_unique() == 2
+    assert watch.run_status(follower) == watch.RUNNING
+    path.write_bytes(data)
+    follower.poll()
+    assert watch.run_status(follower) == watch.ENDED
 
 
 def test_visible_escapes_control_characters() -> None:
