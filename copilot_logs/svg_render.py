@@ -66,13 +66,16 @@ OTHER_EVENT = ("dot", "#6b7280", "other event")
 
 
 def text(value: Any) -> str:
-    """Untrusted text ready for an element's content (also valid XML 1.0)."""
-    return html.escape(multiline(str(value)), quote=False)
+    """Untrusted text ready for an element's content (also valid XML 1.0). Its line breaks
+    become character references: the page shows them, but no line of the file is log text
+    (so none can start a CI workflow command when the SVG goes to a CI log)."""
+    return html.escape(multiline(str(value)), quote=False).replace("\n", "&#10;")
 
 
 def attr(value: Any) -> str:
-    """Untrusted text ready for a double-quoted attribute value."""
-    return html.escape(multiline(str(value)), quote=True)
+    """Untrusted text ready for a double-quoted attribute value (line breaks as in
+    :func:`text`)."""
+    return html.escape(multiline(str(value)), quote=True).replace("\n", "&#10;")
 
 
 def preview(value: Any, limit: int = PREVIEW) -> str:

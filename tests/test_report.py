@@ -288,6 +288,21 @@ def test_timeline_svg_stays_valid_xml_with_hostile_text(tmp_path: Path) -> None:
     assert "\\x1b" in titles
 
 
+def test_timeline_svg_keeps_log_text_off_its_own_lines(tmp_path: Path) -> None:
+    """A line break in a prompt is a character reference in the SVG: the picture still shows
+    it, but no line of the file begins with log text (a CI log would run `::error::`)."""
+    builder = SessionBuilder(repository="octo\n::error::injected\r\n::warning::too")
+    builder.user_message("Fix it.")
+    builder.turn("Done.")
+    builder.shutdown()
+    path = builder.write(tmp_path / "s.jsonl")
+    result = run("timeline", str(path), "--format", "svg")
+    assert result.exit_code == 0, result.output
+    assert not [line for line in result.stdout.splitlines() if line.lstrip().startswith("::")]
+    titles = " ".join(t.text or "" for t in ET.fromstring(result.stdout).iter(f"{SVG}title"))
+    assert "octo\n::error::injected" in titles
+
+
 def test_timeline_svg_wants_one_session(tmp_path: Path) -> None:
     result = run("timeline", str(SAMPLES), "--format", "svg")
     assert result.exit_code == 2

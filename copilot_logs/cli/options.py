@@ -94,7 +94,8 @@ def selection_options(function: F) -> F:
             is_flag=True,
             expose_value=False,
             callback=_remember_no_cache,
-            help="Read every file again instead of using the cache under ~/.cache/copilot-logs.",
+            help="Read every file again; neither use nor update the store "
+            "(see `copilot-logs cache`).",
         ),
     ]
     wrapped: Any = command
