@@ -23,6 +23,9 @@ class ExitCode(IntEnum):
     """Some input could not be read at all (permission denied, a folder of the old
     history-session-state format, a file holding no event). What could be read was still
     reported."""
+    TIMEOUT = 124
+    """``watch --until-done --timeout``: no new event (or no log at all) for the whole
+    timeout; the same code as coreutils ``timeout``."""
 
 
 class CopilotLogsError(Exception):

@@ -70,6 +70,16 @@ def progress_console() -> Console | None:
     return _console(None, err=True)
 
 
+def live_console() -> Console | None:
+    """A console for the live view of ``watch`` on stdout, or None when stdout is not a
+    terminal. A live display moves the cursor, so what it writes cannot pass the gate line by
+    line: every piece of log text it shows must be escaped first (``sanitize.one_line``)."""
+    stream = sys.stdout
+    if stream is None or not stream.isatty():
+        return None
+    return _console(None, err=False)
+
+
 def _console(width: int | None, *, err: bool) -> Console:
     from rich.console import Console
 

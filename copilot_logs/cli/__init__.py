@@ -27,6 +27,7 @@ COMMANDS = {
     "cache": "copilot_logs.cli.cache_command:cache",
     "report": "copilot_logs.cli.report_command:report",
     "export": "copilot_logs.cli.export_command:export",
+    "watch": "copilot_logs.cli.watch_command:watch",
 }
 
 
