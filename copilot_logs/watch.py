@@ -188,7 +188,8 @@ class Follower:
         return self._take(data[:cut], reread)
 
     def _take(self, chunk: bytes, reread: bool) -> Update:
-        old_end = self._end
+        old_end, old_next_line = self._end, self._next_line
+        whole, reread_whole = b"", False
         part, state = self._read(chunk)
         continues = part.events.is_empty() or part.events["parent_id"][0] == self._last_id
         if old_end and (self._tail_damaged or not continues):
@@ -200,14 +201,18 @@ class Follower:
             self._forget()
             self._inode = self.path.stat().st_ino
             part, state = self._read(whole)
-            reread = True
+            reread = reread_whole = True
             self.result = part
         else:
             self.result = ReadResult.concat([self.result, part])
-        self._end, self._next_line = state.end, state.next_line
+        # Every byte fed was complete lines, all read or reported: the next read starts after
+        # them even when the reader's own end lags (a file of lines it cannot read at all).
+        fed = whole if reread_whole else chunk
+        self._end = (0 if reread_whole else old_end) + len(fed)
+        self._next_line = (1 if reread_whole else old_next_line) + fed.count(b"\n")
         self._last_id, self._session_id = state.last_id, state.session_id
         self._tail_damaged = bool(
-            part.diagnostics.filter(pl.col("line") == state.next_line - 1).height
+            part.diagnostics.filter(pl.col("line") == self._next_line - 1).height
         )
         self._seen.update(part.events["event_id"].drop_nulls().to_list())
         new_damage = part.diagnostics.filter(pl.col("offset") >= (0 if reread else old_end))

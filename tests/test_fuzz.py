@@ -168,6 +168,13 @@ WRITERS = {
 def run_everything(command: str, selectors: list[str]) -> None:
     """``command`` in every format; json also without the cache, and from it (twice: the
     second read is a cache hit), which must all give the same answer."""
+    if command == "watch":
+        # watch follows until Ctrl-C: --until-done with a short --timeout makes it end (0 or 1
+        # with the verdict, 124 when the log's run never ended, 2 for several sessions).
+        for fmt in _formats(command):
+            args = ("watch", *selectors, "--until-done", "--timeout", "0.3s", "--format", fmt)
+            check(invoke(*args), fmt, args)
+        return
     if command in WRITERS:
         with tempfile.TemporaryDirectory() as out:
             for extra in (["--no-cache"], []):

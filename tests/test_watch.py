@@ -198,6 +198,17 @@ def test_a_half_written_line_counts_only_once_its_newline_arrives(tmp_path: Path
     assert follower.pending_bytes == 0
 
 
+def test_lines_that_cannot_be_read_are_reported_once(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    from .hostile import known_logs
+
+    path.write_bytes(known_logs()["utf-16"])  # 20 lines, none of them an event
+    follower = watch.Follower((path,), "s")
+    first = follower.poll()
+    assert first is not None and first.diagnostics.height > 0
+    assert follower.poll() is None  # nothing new: not read (nor reported) again
+
+
 def test_a_log_that_shrinks_or_is_replaced_is_read_again_whole(tmp_path: Path) -> None:
     data = SUBAGENT_SAMPLE.read_bytes()
     path = tmp_path / "s.jsonl"
