@@ -12,7 +12,7 @@ FLOORS_VENV  := .venv-floors
 FLOORS_BIN   := $(FLOORS_VENV)/bin
 FLOORS_STAMP := $(FLOORS_VENV)/.installed-floors
 
-.PHONY: demo test test-floors lint bench samples clean
+.PHONY: demo test test-floors fuzz lint bench samples clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ $(FLOORS_STAMP): pyproject.toml constraints/floors.txt | $(FLOORS_BIN)/python
 
 test-floors: $(FLOORS_STAMP)
 	$(FLOORS_BIN)/python -m pytest -q
+
+# The hostile-input fuzz tests with many examples (profile `fuzz` in tests/conftest.py).
+fuzz: $(DEV_STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py $(FUZZ_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check copilot_logs tests benchmarks

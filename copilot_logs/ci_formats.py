@@ -122,10 +122,11 @@ def github(report: Report) -> str:
 def junit(report: Report) -> str:
     """JUnit XML: one test case per session log, failed when it has a failing finding. Valid
     XML 1.0 for any log: the control characters it forbids are written as visible escapes."""
-    failing = set(report.failing["file"].to_list())
-    per_file: dict[str, list[dict[str, Any]]] = {}
+    # One case per session log: a file holding two sessions is two cases.
+    failing = set(report.failing.select("file", "session_id").iter_rows())
+    per_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in report.findings.iter_rows(named=True):
-        per_file.setdefault(row["file"], []).append(row)
+        per_file.setdefault((row["file"], row["session_id"]), []).append(row)
     fail_levels = {"error", "warning"} if report.strict else {"error"}
     total = report.files.height
     counts = {
@@ -146,7 +147,7 @@ def junit(report: Report) -> str:
                 "file": one_line(file),
             },
         )
-        rows = per_file.get(file, [])
+        rows = per_file.get((file, session_id), [])
         bad = [row for row in rows if row["severity"] in fail_levels]
         other = [row for row in rows if row["severity"] not in fail_levels]
         if bad:

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 
 from copilot_logs.envelope import Source
-from copilot_logs.errors import SelectionError, UnsupportedFormatError
+from copilot_logs.errors import SelectionError, UnreadableError, UnsupportedFormatError
 from copilot_logs.logfile import display_name, open_log
 
 EVENTS_FILE = "events.jsonl"
@@ -88,7 +88,10 @@ def _session_sources(folder: Path) -> list[Source]:
     try:
         entries = sorted(folder.iterdir())
     except OSError as exc:
-        raise SelectionError(f"cannot list {folder}: {exc.strerror or exc}") from None
+        raise UnreadableError(
+            f"cannot list {display_name(folder)}: {exc.strerror or exc}; check the folder's "
+            "permissions, or name the sessions to read"
+        ) from None
     for entry in entries:
         if _is_dir(entry):
             events = entry / EVENTS_FILE

@@ -37,6 +37,12 @@ class SelectionError(CopilotLogsError):
     exit_code = ExitCode.USAGE
 
 
+class UnreadableError(CopilotLogsError):
+    """A folder of sessions that cannot be listed (permission denied, an I/O error)."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
 class UnsupportedFormatError(CopilotLogsError):
     """Input in a format copilot-logs does not read (e.g. the pre-0.0.342 history folder)."""
 

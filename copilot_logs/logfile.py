@@ -38,7 +38,7 @@ def open_log(path: Path) -> BinaryIO:
     file that is not a regular one). Opened without blocking, so a named pipe nobody writes to
     is refused, not waited on."""
     if display_name(path) != str(path):
-        raise NotALogFile(errno.EILSEQ, "the file name is not valid UTF-8")
+        raise NotALogFile(errno.EILSEQ, "its path is not valid UTF-8")
     _regular(os.stat(path).st_mode)  # a socket cannot even be opened: say what it is
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
@@ -60,7 +60,7 @@ def why_unreadable(path: Path, error: OSError) -> str:
     """One line: why the log cannot be read, and what to do."""
     if isinstance(error, NotALogFile):
         if error.errno == errno.EILSEQ:
-            return f"{error.strerror}: rename the file to read it"
+            return f"{error.strerror} (shown with \\x escapes): rename it to read it"
         return (
             f"cannot read the file: it is {error.strerror}; give its content on standard "
             "input (`-`) or copy it to a file"

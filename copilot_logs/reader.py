@@ -16,7 +16,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
@@ -28,13 +28,13 @@ import msgspec
 import orjson
 
 from copilot_logs import json_limits
+from copilot_logs.calls import CallCounter, needs_payload
 from copilot_logs.envelope import (
     EVENT_START,
     Envelope,
     Readable,
     Source,
     envelope,
-    new_subagent_call,
 )
 from copilot_logs.event_types import DETAIL_TYPES
 from copilot_logs.logfile import open_log, why_unreadable
@@ -138,10 +138,6 @@ class _Rows:
             self.flushed += len(self.rows)
             self.rows = []
 
-    def add(self, obj: dict[str, Any], line: int, offset: int, length: int) -> None:
-        """An event the line reader decoded (:meth:`row` says what may be raised)."""
-        self.rows.append(self.row(obj, line, offset, length))
-
     @staticmethod
     def row(obj: dict[str, Any], line: int, offset: int, length: int) -> tuple[Any, ...]:
         """The row of an event the line reader decoded; raises _TooDeep when its payload
@@ -203,7 +199,7 @@ class _Rows:
             self.chunks.append(self._chunk())  # no event: an empty frame with the columns
         body = self.chunks[0] if len(self.chunks) == 1 else pl.concat(self.chunks)
         return body.with_columns(
-            pl.Series("session_id", _spread(spans, "session_id", "events"), dtype=pl.String),
+            pl.Series("session_id", _session_ids(spans, events=True), dtype=pl.String),
             pl.Series("file", _spread(spans, "name", "events"), dtype=pl.String),
         ).select(list(EVENTS_SCHEMA))
 
@@ -219,12 +215,39 @@ class _Span:
     session_id: str
     events: int
     diagnostics: int
+    sessions: list[_SessionMark] = field(default_factory=list)
+    """Where later sessions begin in the file: a file (or stdin) can hold several."""
 
 
-def _spread(spans: list[_Span], field: str, count: str) -> list[str]:
+@dataclass(frozen=True)
+class _SessionMark:
+    """A session.start whose sessionId differs from the session before it: from this span's
+    ``events``-th event and ``diagnostics``-th diagnostic on, rows belong to ``session_id``."""
+
+    events: int
+    diagnostics: int
+    session_id: str
+
+
+def _spread(spans: list[_Span], name: str, count: str) -> list[str]:
     values: list[str] = []
     for span in spans:
-        values.extend([getattr(span, field)] * getattr(span, count))
+        values.extend([getattr(span, name)] * getattr(span, count))
+    return values
+
+
+def _session_ids(spans: list[_Span], *, events: bool) -> list[str]:
+    """The session id of every event (or diagnostic) row: each session.start's sessionId
+    from its line on; rows before the first session.start take the span's id."""
+    values: list[str] = []
+    for span in spans:
+        total = span.events if events else span.diagnostics
+        current, done = span.session_id, 0
+        for mark in span.sessions:
+            upto = mark.events if events else mark.diagnostics
+            values.extend([current] * (upto - done))
+            current, done = mark.session_id, upto
+        values.extend([current] * (total - done))
     return values
 
 
@@ -307,7 +330,7 @@ class _Diagnostics:
 
         return pl.DataFrame(
             {
-                "session_id": _spread(spans, "session_id", "diagnostics"),
+                "session_id": _session_ids(spans, events=False),
                 "file": _spread(spans, "name", "diagnostics"),
                 "line": [r[0] for r in self.rows],
                 "offset": [r[1] for r in self.rows],
@@ -500,6 +523,12 @@ class _FileReader:
         self.seen_ids: set[str] = set(resume.seen_ids) if resume else set()
         self.last_id: str | None = resume.last_id if resume else None
         self.session_id: str | None = resume.session_id if resume else None
+        """The session the rows read now belong to (the last session.start's sessionId)."""
+        self.first_session_id = self.session_id
+        """The session of the first rows (None: the file's hint; see :meth:`_session`)."""
+        self.sessions: list[_SessionMark] = []
+        self.rows_before = rows.count
+        self.diagnostics_before = len(diagnostics.rows)
         self.end = resume.offset if resume else 0
         self.next_line = resume.line if resume else 1
         self.held: _Physical | None = None
@@ -576,6 +605,7 @@ class _FileReader:
             return False
         rows = self.columns.rows
         before = len(rows)
+        sessions_before = (self.session_id, self.first_session_id, len(self.sessions))
         offset, number, start = self.end, self.next_line, 0
         for event, end in zip(events, ends, strict=True):
             kind = event.type
@@ -593,10 +623,11 @@ class _FileReader:
                 extra = _clean_detail(view[start:end]) if kind in DETAIL_TYPES else None
                 if extra is False or (kind == "assistant.message" and _big_counts(event.data)):
                     del rows[before:]  # the line reader reads this block, and reports it
+                    self._restore_sessions(sessions_before)
                     return False
+                if kind == "session.start":
+                    self._session(as_text(event.data.sessionId))
                 rows.append(envelope + payload(kind, event.data, extra))
-                if kind == "session.start" and self.session_id is None:
-                    self.session_id = as_text(event.data.sessionId)
             else:
                 rows.append(envelope + NO_PAYLOAD)
             number += 1
@@ -829,11 +860,36 @@ class _FileReader:
                 return
             self.seen_ids.add(event_id)
         self.last_id = event_id
-        if self.session_id is None and obj["type"] == "session.start":
+        if obj["type"] == "session.start":
             data = obj.get("data")
             if isinstance(data, dict):
-                self.session_id = as_text(data.get("sessionId"))
+                self._session(as_text(data.get("sessionId")))
         self.columns.rows.append(row)
+
+    def _restore_sessions(self, state: tuple[str | None, str | None, int]) -> None:
+        """Forget the sessions a block began before it was handed to the line reader."""
+        self.session_id, self.first_session_id, marks = state
+        del self.sessions[marks:]
+
+    def _session(self, session_id: str | None) -> None:
+        """A session.start with ``session_id`` is about to be added. One with another id than
+        the session under way starts a new session (two logs in one file, or ``cat a b``), so
+        that nothing of two sessions is merged. Events before a file's first session.start
+        keep the file's hint (they belong to no session the log names); when it is the first
+        event, it names the span, and damage reported before it joins its session."""
+        if not session_id or session_id == self.session_id:
+            return
+        if self.session_id is None and self.columns.count == self.rows_before:
+            self.session_id = self.first_session_id = session_id
+            return
+        self.sessions.append(
+            _SessionMark(
+                self.columns.count - self.rows_before,
+                len(self.diagnostics.rows) - self.diagnostics_before,
+                session_id,
+            )
+        )
+        self.session_id = session_id
 
 
 @dataclass(frozen=True)
@@ -856,6 +912,7 @@ class ReadState:
     next_line: int
     last_id: str | None
     session_id: str | None
+    """The session the last rows belong to: appended rows continue it."""
 
 
 def _read(
@@ -884,9 +941,10 @@ def _read(
             )
     span = _Span(
         source.name,
-        reader.session_id or source.session_hint,
+        reader.first_session_id or source.session_hint,
         rows.count - events_before,
         len(diagnostics.rows) - diagnostics_before,
+        reader.sessions,
     )
     return span, ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
 
@@ -955,37 +1013,22 @@ def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> Re
 
 @dataclass(frozen=True)
 class Calls:
-    """The LLM calls of one file as `count --total` counts them, and its damage."""
+    """What :func:`count_calls` read of a file: how many events, its damage, how far it got."""
 
-    llm_calls: int
-    subagent_calls: int
     events: int
     damage: tuple[tuple[int, str, str], ...]
     """(line, kind, message) of each diagnostic."""
+    state: ReadState | None
 
 
-def _count_payload(kind: str, agent_id: str | None) -> bool:
-    return kind == "assistant.message" and agent_id is not None
-
-
-def count_calls(
-    source: Source,
-    resume: Resume | None = None,
-    calls: set[tuple[str, str]] | None = None,
-) -> Calls:
-    """Main-agent turn starts and sub-agent LLM calls of a file, read with full recovery but
-    without building frames (so without polars): only the lines that need it are decoded.
-
-    ``resume`` continues where an envelope scan stopped (its ``calls``: the sub-agent
-    messageIds it already counted); the figures are then those of the rest of the file."""
+def count_calls(source: Source, counter: CallCounter, resume: Resume | None = None) -> Calls:
+    """Feed the main-agent and sub-agent LLM calls of a file to ``counter``, read with full
+    recovery but without building frames (so without polars): only the lines that need it are
+    decoded. ``resume`` goes on where an envelope scan stopped (``counter`` then holds what the
+    scan counted)."""
     rows, diagnostics = _Rows(), _Diagnostics()
-    _read_source_into(source, resume, rows, diagnostics, _count_payload)
-    llm_calls = subagent_calls = 0
-    calls = calls if calls is not None else set()
+    _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload)
     for row in rows.rows:
-        if row[_TYPE] == "assistant.turn_start":
-            llm_calls += row[_AGENT] is None
-        elif row[_TYPE] == "assistant.message" and row[_AGENT] is not None:
-            subagent_calls += new_subagent_call(row[_AGENT], row[_MESSAGE_ID], row[_CHUNK], calls)
+        counter.add(row[_TYPE], row[_AGENT], row[_MESSAGE_ID], row[_CHUNK])
     damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
-    return Calls(llm_calls, subagent_calls, len(rows.rows), damage)
+    return Calls(len(rows.rows), damage, state)

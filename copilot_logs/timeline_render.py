@@ -113,7 +113,7 @@ class _Layout:
         label.truncate(self.label_width, overflow="ellipsis", pad=True)
         label.append(" ")
         if self.show_start:
-            start = "" if line.offset_ms is None else "+" + human_duration(line.offset_ms)
+            start = "" if line.offset_ms is None else _signed(line.offset_ms)
             label.append(start.rjust(START_WIDTH) + " ", style="dim")
         took = "" if line.duration_ms is None else took_text(line.duration_ms)
         label.append(took.rjust(TOOK_WIDTH) + " ")
@@ -243,7 +243,9 @@ def _interaction_line(interaction: Node, session_model: str | None, show_tools: 
 def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
     label = Text(f"#{turn['turn_index']}", style="bold")
     label.append(f" t{turn['turn_id']}" if turn["turn_id"] is not None else "", style="dim")
-    if turn["open"]:
+    if turn.get("open_at_shutdown"):
+        label.append(" [open at shutdown]", style="bold yellow")
+    elif turn["open"]:
         label.append(" [open]", style="bold yellow")
     elif turn["messages"] == 0:
         label.append(" [no reply]", style="bold red")
@@ -278,6 +280,11 @@ def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
     )
 
 
+def _signed(offset_ms: int) -> str:
+    """A start offset: ``+14.2s`` after the session start, ``-14.2s`` before it."""
+    return "-" + human_duration(-offset_ms) if offset_ms < 0 else "+" + human_duration(offset_ms)
+
+
 def _unplaced(turn: Node, runs: dict[str, Line]) -> Iterator[tuple[Node, Line]]:
     """Sub-agent runs with no tool line to hang under (tools hidden): under the turn."""
     for run in turn["subagents"]:
@@ -295,6 +302,9 @@ def _tool_line(tool: Node, *, parent_open: bool = False) -> Line:
         label.append(" failed", style="bold red")
         if tool["error"]:
             label.append(": " + _preview(tool["error"]), style="red")
+    elif tool.get("open_at_shutdown"):
+        # The user ended the session while it waited or ran (e.g. at a permission prompt).
+        label.append(" open at shutdown", style="bold yellow")
     elif parent_open:
         label.append(" running", style="bold yellow")
     else:

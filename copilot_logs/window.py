@@ -34,26 +34,30 @@ def session_starts(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def outside(result: ReadResult, since: datetime | None, until: datetime | None) -> pl.DataFrame:
+    """file and session_id of the sessions of standard input that started before ``since`` or
+    at or after ``until`` (a session whose start is unknown is kept: its damage is reported)."""
+    starts = session_starts(result.events.filter(pl.col("file") == STDIN))
+    early = pl.col("started_at") < since if since is not None else pl.lit(False)
+    late = pl.col("started_at") >= until if until is not None else pl.lit(False)
+    return starts.filter((early | late).fill_null(False)).select("file", "session_id")
+
+
+def without(frame: pl.DataFrame, dropped: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``frame`` (events or diagnostics) not of the ``dropped`` sessions."""
+    return frame.join(dropped, on=["file", "session_id"], how="anti")
+
+
 def started_within(
     result: ReadResult, since: datetime | None, until: datetime | None
 ) -> ReadResult:
-    """``result`` without the sessions of standard input that started before ``since`` or at or
-    after ``until``; a session whose start is unknown is kept (its damage is still reported)."""
+    """``result`` without the sessions of standard input that started outside the window."""
     if since is None and until is None:
         return result
-    starts = session_starts(result.events.filter(pl.col("file") == STDIN))
-    outside = pl.lit(False)
-    if since is not None:
-        outside = outside | (pl.col("started_at") < since)
-    if until is not None:
-        outside = outside | (pl.col("started_at") >= until)
-    dropped = starts.filter(outside.fill_null(False)).select("file", "session_id")
+    dropped = outside(result, since, until)
     if dropped.is_empty():
         return result
-    return ReadResult(
-        result.events.join(dropped, on=["file", "session_id"], how="anti"),
-        result.diagnostics.join(dropped, on=["file", "session_id"], how="anti"),
-    )
+    return ReadResult(without(result.events, dropped), without(result.diagnostics, dropped))
 
 
 def then(
@@ -62,7 +66,10 @@ def then(
     fn: Callable[[ReadResult], T],
     since: datetime | None,
     until: datetime | None,
-) -> T:
-    """``fn`` of the sessions that started within the window (a picklable step for
-    :meth:`copilot_logs.cli.options.Loaded.map`)."""
-    return fn(started_within(result, since, until))
+) -> tuple[T, pl.DataFrame]:
+    """``fn`` of the sessions that started within the window, and the sessions left out (whose
+    damage is then not reported either): a picklable step for
+    :meth:`copilot_logs.cli.options.Loaded.map`."""
+    dropped = outside(result, since, until)
+    kept = ReadResult(without(result.events, dropped), without(result.diagnostics, dropped))
+    return fn(kept), dropped

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
 import copilot_logs as cl
-from copilot_logs import api, corpus, export
+from copilot_logs import api, export, parallel
 from copilot_logs.cli import main
 from copilot_logs.reader import ReadResult
 from tests.conftest import PROJECT, SAMPLES
@@ -230,7 +230,10 @@ def test_rows_of_a_second_session_in_one_file_take_its_day(samples: Path, tmp_pa
     written = export.write_batch(two, out=str(out), keys={str(log): "key"})
     assert len(written[str(log)].files) == 2 * len(export.TABLES)
     assert_same_tables(out, tables)
-    first_day = tables["sessions"]["date"][0]
+    # Each session of the file has its own sessions row (and day).
+    own_days = dict(tables["sessions"].select("session_id", "date").iter_rows())
+    first_day = own_days[events["session_id"][0]]
+    assert own_days["second"] == first_day + timedelta(days=3)
     for table in ("events", "turns", "tools"):
         days = dict(tables[table].group_by("session_id").agg(pl.col("date").unique()).iter_rows())
         assert days == {
@@ -293,7 +296,7 @@ def test_empty_batch_gives_the_same_schemas(samples: Path) -> None:
 def test_batches_of_one_log_give_the_tables_of_one_read(
     samples: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(corpus, "BATCH_BYTES", 1)  # every log its own batch
+    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 1)  # every log its own batch
     out = tmp_path / "out"
     api.export(out, samples)
     assert_same_tables(out, cl.frames(cl.read(samples)))

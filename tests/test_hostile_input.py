@@ -4,6 +4,7 @@ still listed, counted and judged exactly as without the bad file."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable
@@ -200,3 +201,16 @@ def test_a_byte_order_mark_fails_validate_only_with_strict(tmp_path: Path) -> No
     assert (lenient.exit_code, strict.exit_code) == (0, 1)
     sessions = run("sessions", str(log))
     assert "bom" in sessions.stderr and "truncated" not in sessions.stderr
+
+
+def test_the_message_names_each_field_and_its_value() -> None:
+    lines = hostile_session()
+    index = _edit(lines, "session.shutdown", b'"inputTokens":', b"-1e999")
+    lines[index] = re.sub(rb'"outputTokens":\d+', b'"outputTokens":' + b"9" * 30, lines[index])
+    result = read_bytes(b"\n".join(lines) + b"\n")
+    [message] = result.diagnostics.filter(result.diagnostics["line"] == index + 1)["message"]
+    usage = next(iter(json.loads(lines[index])["data"]["modelMetrics"]))
+    assert message.startswith(
+        f"out-of-range number at data.modelMetrics.{usage}.usage.inputTokens (-infinite as a "
+        f"double, like 1e999), data.modelMetrics.{usage}.usage.outputTokens (about 1e29): "
+    )

@@ -625,6 +625,71 @@ def continuity_miss() -> ReadResult:
     return read(b.to_bytes())
 
 
+def t205() -> tuple[ReadResult, list[int | None]]:
+    b = builder()
+    b.user_message("hi")
+    b.turn("run", [bash("rm -rf build", never_completes=True)], end=False)
+    b.event("permission.requested", {"permissionRequest": {"kind": "shell"}})
+    b.shutdown()
+    return read(b.to_bytes()), [5]
+
+
+def open_at_shutdown_miss() -> ReadResult:
+    """A turn and a tool open at the end of a log with no shutdown after them (T204, X303),
+    and a shutdown before an open turn that a resume started."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("ok")
+    b.shutdown()
+    b.resume()
+    b.user_message("again")
+    b.turn("run", [bash("sleep 9", never_completes=True)], end=False)
+    return read(b.to_bytes())
+
+
+def quit_at_permission_prompt() -> ReadResult:
+    """T205's log: the user quit with the turn and tool open (no T204, no X303)."""
+    return t205()[0]
+
+
+def open_at_end() -> ReadResult:
+    """T204's and X303's log: open to the end, no shutdown (no T205, no X307)."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("run", [bash("sleep 9", never_completes=True)], end=False)
+    return read(b.to_bytes())
+
+
+def x307() -> tuple[ReadResult, list[int | None]]:
+    result, _ = t205()
+    return result, [7]
+
+
+def r603() -> tuple[ReadResult, list[int | None]]:
+    first = builder()
+    first.user_message("hi")
+    first.turn("ok")
+    first.shutdown()
+    second = SessionBuilder(session_id=OTHER, seed=8, start="2026-08-05T07:40:00.000Z")
+    second.user_message("hi")
+    second.turn("ok")
+    second.shutdown()
+    return read(first.to_bytes() + second.to_bytes()), [len(first.lines()) + 1]
+
+
+def r603_miss() -> ReadResult:
+    """A resumed session (one id, one session.start) and a repeated session.start of the
+    same id are one session."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("ok")
+    b.shutdown()
+    b.resume()
+    b.event("session.start", {"sessionId": SESSION})
+    b.shutdown()
+    return read(b.to_bytes())
+
+
 def clean_result() -> ReadResult:
     return read(clean().to_bytes())
 
@@ -672,6 +737,9 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "C502": [c502],
     "R601": [r601, r601_duplicates],
     "R602": [r602],
+    "R603": [r603],
+    "T205": [t205],
+    "X307": [x307],
 }
 
 MISSES: dict[str, list[Callable[[], ReadResult]]] = {
@@ -703,10 +771,10 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "T201": [t201_miss],
     "T202": [t201_miss],
     "T203": [t203_miss],
-    "T204": [t204_miss],
+    "T204": [t204_miss, quit_at_permission_prompt],
     "X301": [x301_miss],
     "X302": [x302_miss],
-    "X303": [x303_miss],
+    "X303": [x303_miss, quit_at_permission_prompt],
     "X304": [x302_miss],
     "X305": [x301_miss],
     "X306": [x306_miss],
@@ -717,6 +785,9 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "C502": [completion_miss],
     "R601": [continuity_miss],
     "R602": [continuity_miss],
+    "R603": [r603_miss, continuity_miss],
+    "T205": [open_at_shutdown_miss, open_at_end],
+    "X307": [open_at_shutdown_miss, open_at_end],
 }
 
 
@@ -874,10 +945,10 @@ def test_every_reader_kind_maps_to_its_own_rule() -> None:
     ("select", "ignore", "expected"),
     [
         (None, [], [rule.code for rule in RULES]),
-        (["T2"], [], ["T201", "T202", "T203", "T204"]),
+        (["T2"], [], ["T201", "T202", "T203", "T204", "T205"]),
         (["t201,orphan-tool-complete"], [], ["T201", "X301"]),
         (["ALL"], ["E", "X", "S", "C", "R", "T20"], []),
-        (["X30"], ["tool-never-completed"], ["X301", "X302", "X304", "X305", "X306"]),
+        (["X30"], ["tool-never-completed"], ["X301", "X302", "X304", "X305", "X306", "X307"]),
     ],
 )
 def test_resolve(select: list[str] | None, ignore: list[str], expected: list[str]) -> None:

@@ -72,3 +72,11 @@ def test_the_api_applies_the_window_to_stdin(monkeypatch: pytest.MonkeyPatch) ->
     assert api.read("-", since="2026-08-03T10:00:00Z").events.is_empty()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DATA)))
     assert api.read("-", since="2026-08-03T09:00:00Z").events.height == len(DATA.splitlines())
+
+
+def test_damage_of_a_session_outside_the_window_is_not_reported() -> None:
+    damaged = DATA + b'{"type":"cut'
+    outside = CliRunner().invoke(main, ["sessions", "-", "--since", "2026-08-04"], input=damaged)
+    assert (outside.exit_code, outside.stderr) == (0, "")
+    inside = CliRunner().invoke(main, ["sessions", "-", "--since", "2026-08-02"], input=damaged)
+    assert "<stdin>:27: cut-line:" in inside.stderr

@@ -98,7 +98,7 @@ ADVICE = {
     "named pipe": "it is a named pipe (FIFO), not a regular file; give its content on standard",
     "broken link in a session folder": "a broken symbolic link",
     "socket": "it is a socket, not a regular file",
-    "name that is not UTF-8": "the file name is not valid UTF-8: rename the file to read it",
+    "name that is not UTF-8": "its path is not valid UTF-8 (shown with \\x escapes): rename it",
 }
 
 
@@ -235,3 +235,33 @@ def test_open_log_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
         logfile.open_log(fifo)  # returns at once: nothing writes to the pipe
     with pytest.raises(logfile.NotALogFile, match="folder"):
         logfile.open_log(tmp_path)
+
+
+def test_a_sessions_folder_we_may_not_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "s"
+    shutil.copytree(SAMPLES, root)
+    real_iterdir = Path.iterdir
+
+    def iterdir(self: Path) -> Any:
+        if self == root:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    result = run("sessions", "--root", str(root))
+    assert result.exit_code == ExitCode.UNREADABLE
+    assert result.stderr.splitlines() == [
+        f"Error: cannot list {root}: Permission denied; check the folder's permissions, or "
+        "name the sessions to read"
+    ]
+
+
+def test_export_reports_unreadable_paths_and_never_waits_on_a_pipe(
+    odd_root: tuple[Path, dict[str, Path], PipeWatch], tmp_path: Path
+) -> None:
+    root, bad, watch = odd_root
+    result = run("export", str(tmp_path / "out"), str(root))
+    assert not watch.blocked
+    assert result.exit_code == ExitCode.UNREADABLE
+    for path in bad.values():
+        assert f"warning: {shown(path)}:0: unreadable: " in result.stderr

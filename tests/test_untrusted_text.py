@@ -169,8 +169,9 @@ def test_junit_is_valid_xml_for_any_session_id(hostile_file: Path) -> None:
 
 
 def test_machine_formats_keep_the_exact_text(hostile_file: Path) -> None:
-    """json, ndjson, csv and sarif hold the text as logged; JSON writes what a terminal or a CI
-    would act on (C1, bidi controls, ``##[``) as ``\\u`` escapes, which decode to the same."""
+    """json, ndjson and sarif hold the text as logged; JSON writes what a terminal or a CI
+    would act on (C1, bidi controls, ``##[``) as ``\\u`` escapes, which decode to the same.
+    csv cells show control characters as visible escapes: a row stays one line."""
     runs = {
         fmt: run(*args, str(hostile_file), "--format", fmt).stdout
         for fmt, args in {
@@ -182,9 +183,10 @@ def test_machine_formats_keep_the_exact_text(hostile_file: Path) -> None:
     }
     assert orjson.loads(runs["json"])[0]["repository"] == REPOSITORY
     assert orjson.loads(runs["ndjson"].splitlines()[0])["model"] == "gpt" + HOSTILE
-    assert next(csv.DictReader(io.StringIO(runs["csv"])))["repository"] == REPOSITORY
+    assert next(csv.DictReader(io.StringIO(runs["csv"])))["repository"] == one_line(REPOSITORY)
+    assert len(runs["csv"].splitlines()) == 2  # the header and the session, one line each
     assert json.loads(runs["sarif"])["runs"][0]["results"]
-    for fmt in ("json", "ndjson", "sarif"):
+    for fmt in ("json", "ndjson", "sarif", "csv"):
         assert_inert(runs[fmt])
     sessions = run("validate", str(hostile_file), "--format", "json").stdout
     assert_inert(sessions)

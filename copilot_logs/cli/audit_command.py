@@ -25,9 +25,10 @@ VERDICT_NAMES = (
     "nudge-cap",
     "errored",
     "interrupted",
+    "user-quit",
     "running",
 )
-DEFAULT_FAIL_ON = "missing-task-complete,nudge-cap,errored,interrupted"
+DEFAULT_FAIL_ON = "missing-task-complete,nudge-cap,errored,interrupted,user-quit"
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -111,9 +112,9 @@ def audit(
     """Find the autopilot runs that never finished their task.
 
     Gives each autopilot session a verdict: completed, completion-rejected,
-    missing-task-complete, nudge-cap, errored, interrupted or running, with its nudges and
-    the LLM calls and tool calls spent after the first nudge. Interactive sessions are left
-    out unless --all (or judged too with --require-task-complete).
+    missing-task-complete, nudge-cap, errored, interrupted, user-quit or running, with its
+    nudges and the LLM calls and tool calls spent after the first nudge. Interactive sessions
+    are left out unless --all (or judged too with --require-task-complete).
 
     Exit codes: 0 no session got a --fail-on verdict; 1 one did, or no session was found;
     2 bad usage; 3 a selected file could not be read at all.
@@ -193,6 +194,8 @@ _SENTENCES = {
     "errored": "Session {sid} ended on a session.error{error_type}: {session_error}",
     "interrupted": "Session {sid} was interrupted: it ended inside a turn, was aborted, or "
     "never shut down{cost}.",
+    "user-quit": "Session {sid} was shut down by the user while its last turn was still open "
+    "(e.g. at a permission prompt){cost}.",
     "running": "Session {sid} is still running (last event at {last_event_at:%Y-%m-%d %H:%M} UTC).",
 }
 

@@ -94,7 +94,8 @@ def selection_options(function: F) -> F:
             is_flag=True,
             expose_value=False,
             callback=_remember_no_cache,
-            help="Read every file again instead of using the cache under ~/.cache/copilot-logs.",
+            help="Read every file again; neither use nor update the store "
+            "(see `copilot-logs cache`).",
         ),
     ]
     wrapped: Any = command
@@ -201,17 +202,23 @@ class Loaded:
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
-        if any(s.path is None for s in self.sources) and self.window != (None, None):
-            from copilot_logs import window
+        from copilot_logs import window
 
-            since, until = self.window
-            fn = functools.partial(window.then, fn=fn, since=since, until=until)
+        since, until = self.window
+        narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
+        step: Callable[[ReadResult], Any] = (
+            functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
+        )
         with _progress(self.sources) as advance:
             for done in map_batches(
-                self.sources, fn, use_cache=use_cache(), on_read=advance, remember=remember
+                self.sources, step, use_cache=use_cache(), on_read=advance, remember=remember
             ):
-                values.append(done.value)
-                diagnostics.append(done.diagnostics)
+                value, found = done.value, done.diagnostics
+                if narrowed:  # standard input's sessions outside --since/--until: not reported
+                    value, dropped = value
+                    found = window.without(found, dropped)
+                values.append(value)
+                diagnostics.append(found)
                 self.files_with_events.update(done.files_with_events)
         self.diagnostics = pl.concat(diagnostics)
         if self.report:

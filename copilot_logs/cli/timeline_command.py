@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import click
 
@@ -27,7 +28,7 @@ from copilot_logs.cli.options import (
     help=f"Lay the terminal view out for N columns, 40 to {output.MAX_WIDTH} [default: the "
     "terminal's width].",
 )
-@format_option("table", "json", "ndjson", "csv")
+@format_option("table", "json", "ndjson", "csv", "svg")
 @click.pass_context
 def timeline(
     ctx: click.Context,
@@ -42,7 +43,8 @@ def timeline(
     its start, duration and a bar proportional to the longest turn), the tools each turn ran
     and how they went, the sub-agents its task calls spawned, and the errors, compactions,
     resumes, mode and model changes and aborts where they happened. With no SESSION, shows
-    the newest session. json gives the nested tree; ndjson and csv one row per LLM call.
+    the newest session. json gives the nested tree; ndjson and csv one row per LLM call;
+    svg the picture of one session (the one in `copilot-logs report`) for a pull request.
 
     \b
     Examples:
@@ -50,6 +52,7 @@ def timeline(
       copilot-logs timeline 3fa --no-tools
       copilot-logs timeline ./events.jsonl --width 100
       copilot-logs timeline --latest 5 --format csv
+      copilot-logs timeline 3fa --format svg > timeline.svg
     """
     if not picked.selectors and picked.latest is None:
         output.echo("No session given: showing the newest one (as with --latest 1).", err=True)
@@ -59,7 +62,7 @@ def timeline(
     from copilot_logs.agent_loop import newest_first, turn_rows
     from copilot_logs.agent_loop import timeline as build
 
-    if loaded is None and fmt in HUMAN_FORMATS:
+    if loaded is None and fmt in (*HUMAN_FORMATS, "svg"):
         return
     sessions = newest_first(read_each(loaded, partial(build, include_tools=not no_tools)))
     if fmt == "table":
@@ -68,6 +71,21 @@ def timeline(
         print_timeline(sessions, width=width, show_tools=not no_tools)
     elif fmt == "json":
         render.write_json(sessions)
+    elif fmt == "svg":
+        if sessions:  # none: what could not be read was said on stderr
+            output.write_exact(_one_svg(sessions))
     else:
         render.write_frame(turn_rows(sessions), fmt)
     ctx.exit(exit_code(loaded))
+
+
+def _one_svg(sessions: list[dict[str, Any]]) -> str:
+    """The standalone SVG of the one session selected; several is a usage error."""
+    from copilot_logs.svg_render import timeline_svg
+
+    if len(sessions) > 1:
+        raise click.UsageError(
+            f"--format svg draws one session and {len(sessions)} were selected: "
+            "name one (an id, a prefix or a file) or add --latest 1"
+        )
+    return timeline_svg(sessions[0], standalone=True) + "\n"

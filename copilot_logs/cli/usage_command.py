@@ -112,12 +112,14 @@ def reconciliation_lines(sessions: pl.DataFrame) -> list[str]:
         if row["requests"] is None:
             lines.append(f"{head}: no shutdown request count; {counted} counted, usage unknown")
             continue
-        sign = "!=" if row["reconciliation"] == "mismatch" else "="
+        sign = "!=" if row["reconciliation"] in ("mismatch", "rewound") else "="
         line = f"{head}: requests {row['requests']} {sign} {counted}"
         if row["calls_after_shutdown"]:
             line += f" - {row['calls_after_shutdown']} calls after the last shutdown"
         if row["reconciliation"] == "unanswered":
             line += f" - {row['turns_without_reply']} turns without a reply"
+        if row["reconciliation"] == "rewound":
+            line += " (the session was rewound with /rewind: the file and the count disagree)"
         lines.append(f"{line} [{row['reconciliation']}]")
     return lines
 
