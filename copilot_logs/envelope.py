@@ -20,6 +20,9 @@ import orjson
 
 from copilot_logs.logfile import display_name
 
+STDIN = "<stdin>"
+"""The name standard input goes by (in the file column, in messages)."""
+
 EVENT_START = b'{"type":"'
 ENVELOPE_HEAD = re.compile(rb'\{"type":"([^"\\]+)","data":\{')
 ENVELOPE_TAIL = re.compile(
@@ -42,7 +45,7 @@ class Source:
     @property
     def name(self) -> str:
         """The path as valid UTF-8 text (a name that is not UTF-8 shows ``\\xff`` escapes)."""
-        return display_name(self.path) if self.path is not None else "<stdin>"
+        return display_name(self.path) if self.path is not None else STDIN
 
     @property
     def size(self) -> int:

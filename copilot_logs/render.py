@@ -119,6 +119,16 @@ def human_duration(ms: Any) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
+def took_text(ms: float) -> str:
+    """Milliseconds under a second (tools are often that quick), else as everywhere else."""
+    return f"{ms:.0f}ms" if 0 <= ms < 1000 else human_duration(ms)
+
+
+def signed_offset(offset_ms: float) -> str:
+    """A start offset: ``+14.2s`` after the session start, ``-14.2s`` before it."""
+    return "-" + human_duration(-offset_ms) if offset_ms < 0 else "+" + human_duration(offset_ms)
+
+
 def local_time(value: Any) -> str:
     if not isinstance(value, datetime):
         return ""

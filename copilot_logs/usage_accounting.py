@@ -485,7 +485,9 @@ def session_usage(result: ReadResult) -> pl.DataFrame:
         )
         .with_columns(reconciliation=_reconciliation())
     )
-    return table.select(list(SESSION_SCHEMA)).sort("started_at", descending=True, nulls_last=True)
+    return table.select(list(SESSION_SCHEMA)).sort(
+        "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
+    )
 
 
 # --- sessions -> grouped rows and totals ---------------------------------------------------------
@@ -605,7 +607,9 @@ def usage(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> Usag
 
 def report(parts: list[pl.DataFrame], *, by: str = "session", zone: str = "UTC") -> UsageReport:
     """The report over the session rows of several batches (see :func:`session_usage`)."""
-    sessions = pl.concat(parts).sort("started_at", descending=True, nulls_last=True)
+    sessions = pl.concat(parts).sort(
+        "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
+    )
     return UsageReport(
         by=by,
         zone=zone,

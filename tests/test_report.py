@@ -348,3 +348,21 @@ def test_a_long_idle_stretch_is_cut_to_a_marked_break(tmp_path: Path) -> None:
     # On a linear axis a turn of a second or two in a two-hour session is a sliver.
     assert float(first.get("width") or 0) > 50 and float(second.get("width") or 0) > 50
     assert float(first.get("x") or 0) < float(second.get("x") or 0) <= 1200
+
+
+def test_no_line_of_the_svg_or_the_page_is_a_ci_command(tmp_path: Path) -> None:
+    """Both go to stdout (`timeline --format svg`, `report -o -`), where a CI runs a line that
+    begins with `::`: a line break in log text is written as a character reference."""
+    builder = SessionBuilder(repository="octo/x\n::error::repo")
+    builder.user_message("hi\n::error::prompt")
+    builder.turn("ok", [bash("true")])
+    builder.session_error("::error::boom")
+    builder.shutdown()
+    path = builder.write(tmp_path / "ci.jsonl")
+    svg = run("timeline", str(path), "--format", "svg").stdout
+    page = run("report", str(path), "-o", "-").stdout
+    for output in (svg, page):
+        assert not [line for line in output.splitlines() if line.lstrip().startswith("::")]
+        assert "octo/x&#10;::error::repo" in output  # shown, the break a reference
+        assert "query: ::error::boom" in output  # mid-line: harmless, kept as it is
+    ET.fromstring(svg)  # still valid XML

@@ -397,3 +397,14 @@ def test_only_the_output_module_writes_to_the_terminal() -> None:
     assert WRITES.search('click.echo("x")') and WRITES.search("    print(x)")
     assert WRITES.search("Console(file=sys.stdout)") and not WRITES.search("console.print(t)")
     assert WRITES.search("from rich import print") and WRITES.search("rich.print(x)")
+
+
+def test_the_damage_summary_of_standard_input_says_a_command_that_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`copilot-logs validate <stdin>` would be a shell redirection from a file named stdin>."""
+    rows = [("<stdin>", line, "invalid-json", "bad") for line in range(1, 23)]
+    print_damage(rows)
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert "<stdin>`" not in last
+    assert last.endswith("run `copilot-logs validate -` on the same input to list them all")
