@@ -6,7 +6,13 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 SAMPLES := sample_sessions
 
-.PHONY: demo test fuzz lint bench samples clean
+# The floors job: the tests (not lint) in their own venv, with every dependency at the oldest
+# version pyproject.toml allows (constraints/floors.txt).
+FLOORS_VENV  := .venv-floors
+FLOORS_BIN   := $(FLOORS_VENV)/bin
+FLOORS_STAMP := $(FLOORS_VENV)/.installed-floors
+
+.PHONY: demo test test-floors fuzz lint bench samples clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +33,17 @@ test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory lint
 
+$(FLOORS_BIN)/python:
+	$(PYTHON) -m venv $(FLOORS_VENV)
+
+$(FLOORS_STAMP): pyproject.toml constraints/floors.txt | $(FLOORS_BIN)/python
+	$(FLOORS_BIN)/python -m pip install --quiet --disable-pip-version-check \
+		-c constraints/floors.txt -e '.[dev]'
+	@touch $@
+
+test-floors: $(FLOORS_STAMP)
+	$(FLOORS_BIN)/python -m pytest -q
+
 # The hostile-input fuzz tests with many examples (profile `fuzz` in tests/conftest.py).
 fuzz: $(DEV_STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py $(FUZZ_ARGS)
@@ -44,4 +61,4 @@ samples: $(RUN_STAMP)
 	$(BIN)/python -m tests.make_samples $(SAMPLES)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FLOORS_VENV) .pytest_cache .mypy_cache .ruff_cache
