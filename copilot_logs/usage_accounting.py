@@ -595,7 +595,11 @@ def usage(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> Usag
 
 def report(parts: list[pl.DataFrame], *, by: str = "session", zone: str = "UTC") -> UsageReport:
     """The report over the session rows of several batches (see :func:`session_usage`)."""
-    sessions = pl.concat(parts).sort("started_at", descending=True, nulls_last=True)
+    # Ties broken by file and session, so that the rows do not depend on the order in which
+    # batches were read (worker processes, Spark tasks).
+    sessions = pl.concat(parts).sort(
+        "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
+    )
     return UsageReport(
         by=by,
         zone=zone,

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, format_option, load, selection_options
+from copilot_logs.cli.options import (
+    Picked,
+    engine_options,
+    exit_code,
+    format_option,
+    load,
+    selection_options,
+)
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import Column, local_time, short_id
 
@@ -60,6 +67,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozense
 
 @click.command()
 @selection_options
+@engine_options
 @click.option(
     "--fail-on",
     metavar="VERDICT,...",

@@ -7,6 +7,7 @@ import click
 
 from copilot_logs.cli.options import (
     Picked,
+    engine_options,
     exit_code,
     find,
     format_option,
@@ -14,6 +15,7 @@ from copilot_logs.cli.options import (
     nothing_found,
     print_damage,
     selection_options,
+    spark_engine,
     use_cache,
 )
 from copilot_logs.errors import ExitCode
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @selection_options
+@engine_options
 @click.option(
     "--total", is_flag=True, help="Print one integer, the sum of llm_calls, and nothing else."
 )
@@ -66,6 +69,8 @@ def count(
     from copilot_logs.timezones import resolve_zone
 
     zone = resolve_zone(tz)
+    if total and spark_engine():
+        raise click.UsageError("--total reads with the local engine: drop --engine spark")
     if total:
         calls, code = _fast_total(find(picked), include_subagents)
         click.echo(str(calls))

@@ -6,7 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, format_option, load, selection_options
+from copilot_logs.cli.options import (
+    Picked,
+    engine_options,
+    exit_code,
+    format_option,
+    load,
+    selection_options,
+)
 from copilot_logs.render import Column, human_duration, short_id
 
 if TYPE_CHECKING:
@@ -17,6 +24,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @selection_options
+@engine_options
 @click.option(
     "--by",
     type=click.Choice(["session", "day", "week", "month", "model", "repository"]),
