@@ -6,7 +6,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 SAMPLES := sample_sessions
 
-.PHONY: demo test lint bench samples clean
+.PHONY: demo test fuzz lint bench samples clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ demo: $(RUN_STAMP)
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory lint
+
+# The hostile-input fuzz tests with many examples (profile `fuzz` in tests/conftest.py).
+fuzz: $(DEV_STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py $(FUZZ_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check copilot_logs tests benchmarks

@@ -22,7 +22,7 @@ import orjson
 import polars as pl
 
 from copilot_logs import model
-from copilot_logs.model import MAIN, TYPE
+from copilot_logs.model import MAIN, SESSION, TYPE
 from copilot_logs.reader import ReadResult
 
 Node = dict[str, Any]
@@ -58,6 +58,7 @@ TURN_ROW_SCHEMA: dict[str, pl.DataType] = {
     "offset_ms": pl.Int64(),
     "duration_ms": pl.Int64(),
     "open": pl.Boolean(),
+    "open_at_shutdown": pl.Boolean(),
     "model": pl.String(),
     "tool_calls": pl.Int64(),
     "failed_tool_calls": pl.Int64(),
@@ -84,10 +85,14 @@ def _ms(later: datetime | None, earlier: datetime | None) -> int | None:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
-def _by_file(frame: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+SessionKey = tuple[str, str]
+"""(file, session_id): one session log (see :data:`copilot_logs.model.SESSION`)."""
+
+
+def _by_session(frame: pl.DataFrame) -> dict[SessionKey, list[dict[str, Any]]]:
+    grouped: dict[SessionKey, list[dict[str, Any]]] = defaultdict(list)
     for row in frame.iter_rows(named=True):
-        grouped[row["file"]].append(row)
+        grouped[(row["file"], row["session_id"])].append(row)
     return grouped
 
 
@@ -97,20 +102,21 @@ def _by_file(frame: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
 def _tool_frame(annotated: pl.DataFrame) -> pl.DataFrame:
     """Tool executions, with their error code, and the name and command a ``!cmd`` shell
     escape gives in its tool.user_requested line (its complete has neither)."""
+    keys = [*SESSION, "tool_call_id"]
     requested = (
         annotated.filter(TYPE == "tool.user_requested")
-        .select("file", "tool_call_id", requested_name="tool_name", requested_text="text")
-        .unique(subset=["file", "tool_call_id"], keep="first", maintain_order=True)
+        .select(*keys, requested_name="tool_name", requested_text="text")
+        .unique(subset=keys, keep="first", maintain_order=True)
     )
     codes = (
         annotated.filter(TYPE == "tool.execution_complete")
-        .select("file", "tool_call_id", "error_code")
-        .unique(subset=["file", "tool_call_id"], keep="first", maintain_order=True)
+        .select(*keys, "error_code")
+        .unique(subset=keys, keep="first", maintain_order=True)
     )
     return (
         model.tools(annotated)
-        .join(requested, on=["file", "tool_call_id"], how="left")
-        .join(codes, on=["file", "tool_call_id"], how="left")
+        .join(requested, on=keys, how="left")
+        .join(codes, on=keys, how="left")
         .with_columns(
             tool_name=pl.coalesce("tool_name", "requested_name"),
             arguments=pl.coalesce("arguments", "requested_text"),
@@ -125,12 +131,12 @@ def _subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
     agent_rows = annotated.filter(pl.col("agent_id").is_not_null())
     return (
         agent_rows.with_columns(
-            previous_at=pl.col("timestamp").shift(1).over("file", "agent_id"),
+            previous_at=pl.col("timestamp").shift(1).over(*SESSION, "agent_id"),
             is_call=pl.col("subagent_call"),
         )
         .filter("is_call")
         .select(
-            "file",
+            *SESSION,
             "agent_id",
             "line",
             "event_id",
@@ -146,8 +152,9 @@ def _subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _events_frame(annotated: pl.DataFrame) -> pl.DataFrame:
-    return annotated.filter(TYPE.is_in(list(EVENT_TYPES)) | pl.col("stray_end")).select(
-        "file",
+    shown = TYPE.is_in(list(EVENT_TYPES)) | pl.col("stray_end") | pl.col("is_queued")
+    return annotated.filter(shown).select(
+        *SESSION,
         "line",
         "event_id",
         "type",
@@ -170,8 +177,9 @@ def _events_frame(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _interaction_frame(annotated: pl.DataFrame) -> pl.DataFrame:
-    return annotated.filter(MAIN & (TYPE == "user.message")).select(
-        "file",
+    # A queued message joins its interaction: it is shown as an event there, not as a new one.
+    return annotated.filter(MAIN & (TYPE == "user.message") & ~pl.col("is_queued")).select(
+        *SESSION,
         "line",
         "event_id",
         "timestamp",
@@ -183,13 +191,16 @@ def _interaction_frame(annotated: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _subagent_prompts(annotated: pl.DataFrame) -> dict[tuple[str, str], str | None]:
+def _subagent_prompts(annotated: pl.DataFrame) -> dict[tuple[str, str, str], str | None]:
     prompts = (
         annotated.filter(pl.col("agent_id").is_not_null() & (TYPE == "user.message"))
-        .group_by("file", "agent_id", maintain_order=True)
+        .group_by(*SESSION, "agent_id", maintain_order=True)
         .agg(prompt=pl.col("text").first())
     )
-    return {(row["file"], row["agent_id"]): row["prompt"] for row in prompts.iter_rows(named=True)}
+    return {
+        (row["file"], row["session_id"], row["agent_id"]): row["prompt"]
+        for row in prompts.iter_rows(named=True)
+    }
 
 
 # --- event texts -----------------------------------------------------------------------------
@@ -213,6 +224,8 @@ def event_text(row: dict[str, Any]) -> str:
     text = row.get("text") or ""
     if row.get("stray_end") or kind == model.TURN_END:
         return f"turn_end with no open turn (turn id {row.get('turn_id')})"
+    if kind == "user.message":
+        return f"queued message: {text}" if text else "queued message"
     if kind == "session.error":
         code = row.get("error_code")
         message = row.get("error") or text
@@ -263,6 +276,13 @@ class _Session:
         self.facts = facts
         self.start: datetime | None = facts["started_at"]
         self.include_tools = include_tools
+        self.shutdown_line: int | None = None
+        """The line of the session's last session.shutdown: what is open before it was left
+        open when the user ended the session, not cut off."""
+
+    def left_open(self, line: int | None) -> bool:
+        """Whether something still open that began on ``line`` was open at a shutdown."""
+        return self.shutdown_line is not None and line is not None and line < self.shutdown_line
 
     def offset(self, moment: datetime | None) -> int | None:
         return _ms(moment, self.start)
@@ -291,6 +311,7 @@ class _Session:
             "completed_at": iso(row["completed_at"]),
             "duration_ms": row["duration_ms"],
             "status": status,
+            "open_at_shutdown": status == "open" and self.left_open(row["line"]),
             "error": row["error"],
             "error_code": row["error_code"] if status == "failed" else None,
             "user_requested": row["is_user_requested"],
@@ -320,6 +341,7 @@ class _Session:
             "duration_ms": row["duration_ms"],
             "elapsed_ms": _ms(ended_at or row["last_event_at"], row["started_at"]),
             "open": row["open"],
+            "open_at_shutdown": row["open"] and self.left_open(row["line"]),
             "model": row["model"],
             "text": row["text"],
             "messages": row["messages"],
@@ -365,6 +387,9 @@ class _Session:
                 "offset_ms": self.offset(started_at),
                 "duration_ms": _ms(ended_at, started_at),
                 "open": run["status"] == "running" and number == len(calls),
+                "open_at_shutdown": run["status"] == "running"
+                and number == len(calls)
+                and self.left_open(call["line"]),
                 "model": call["model"] or run["model"],
                 "text": call["text"],
                 "output_tokens": call["output_tokens"],
@@ -454,10 +479,14 @@ def _build_session(
     calls: list[dict[str, Any]],
     events: list[dict[str, Any]],
     messages: list[dict[str, Any]],
-    prompts: dict[tuple[str, str], str | None],
+    prompts: dict[tuple[str, str, str], str | None],
 ) -> Node:
     facts = builder.facts
     file = facts["file"]
+    session_id = facts["session_id"]
+    builder.shutdown_line = max(
+        (e["line"] for e in events if e["type"] == "session.shutdown"), default=None
+    )
     message_lines = [row["line"] for row in messages]
 
     def interaction_of(line: int) -> int:
@@ -513,7 +542,7 @@ def _build_session(
         agent = run["tool_call_id"]
         node = builder.subagent(
             run,
-            prompts.get((file, agent)),
+            prompts.get((file, session_id, agent)),
             calls_by_agent.get(agent, []),
             agent_tools.get(agent, []),
             agent_events.get(agent, []),
@@ -614,33 +643,27 @@ def timeline(result: ReadResult, *, include_tools: bool = True) -> list[Node]:
     ``include_tools=False`` leaves out the ``tools`` lists (the counts stay).
     """
     annotated = model.annotate(result.events)
-    main_message = MAIN & (TYPE == "assistant.message")
-    models = annotated.group_by("file").agg(
-        model=pl.coalesce(
-            pl.col("model").filter(main_message).drop_nulls().mode().sort().first(),
-            pl.col("session_model").drop_nulls().last(),
-        )
-    )
-    facts_frame = model.session_facts(annotated).join(models, on="file", how="left")
-    turns = _by_file(model.turns(annotated))
-    tools = _by_file(_tool_frame(annotated))
-    runs = _by_file(model.subagent_runs(annotated))
-    calls = _by_file(_subagent_calls(annotated))
-    events = _by_file(_events_frame(annotated))
-    messages = _by_file(_interaction_frame(annotated))
+    models = annotated.group_by(*SESSION, maintain_order=True).agg(model=model.session_model())
+    facts_frame = model.session_facts(annotated).join(models, on=SESSION, how="left")
+    turns = _by_session(model.turns(annotated))
+    tools = _by_session(_tool_frame(annotated))
+    runs = _by_session(model.subagent_runs(annotated))
+    calls = _by_session(_subagent_calls(annotated))
+    events = _by_session(_events_frame(annotated))
+    messages = _by_session(_interaction_frame(annotated))
     prompts = _subagent_prompts(annotated)
     sessions = []
     for facts in facts_frame.iter_rows(named=True):
-        file = facts["file"]
+        key = (facts["file"], facts["session_id"])
         sessions.append(
             _build_session(
                 _Session(facts, include_tools),
-                turns.get(file, []),
-                tools.get(file, []),
-                runs.get(file, []),
-                calls.get(file, []),
-                events.get(file, []),
-                messages.get(file, []),
+                turns.get(key, []),
+                tools.get(key, []),
+                runs.get(key, []),
+                calls.get(key, []),
+                events.get(key, []),
+                messages.get(key, []),
                 prompts,
             )
         )

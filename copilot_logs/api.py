@@ -58,24 +58,27 @@ def read(
     ``cache=True`` serves unchanged files from the events cache the CLI keeps under
     ``~/.cache/copilot-logs`` (and updates it).
     """
-    return read_all(_sources(selectors, root, since, until, latest), use_cache=cache)
+    from copilot_logs.window import started_within
+
+    selection = _selection(selectors, root, since, until, latest)
+    read = read_all(find_sources(selection), use_cache=cache)
+    return started_within(read, selection.since, selection.until)  # standard input's sessions
 
 
-def _sources(
+def _selection(
     selectors: tuple[str | Path, ...],
     root: str | Path | None,
     since: str | None,
     until: str | None,
     latest: int | None,
-) -> list[Source]:
-    selection = Selection(
+) -> Selection:
+    return Selection(
         selectors=[str(s) for s in selectors],
         root=Path(root).expanduser() if root is not None else None,
         since=parse_when(since) if since else None,
         until=parse_when(until, end_of_day=True) if until else None,
         latest=latest,
     )
-    return find_sources(selection)
 
 
 def read_file(path: str | Path) -> ReadResult:
@@ -158,6 +161,7 @@ def export(
 ) -> _export.Summary:
     """Export the selected sessions to Parquet datasets under ``out``, as ``copilot-logs export``
     does: only the logs changed since the last export into ``out`` are written again."""
-    plan = _export.prepare(Path(out), _sources(selectors, root, since, until, latest))
+    selection = _selection(selectors, root, since, until, latest)
+    plan = _export.prepare(Path(out), find_sources(selection))
     batches = map_batches(plan.changed, _export.batch_writer(plan), use_cache=cache, remember=False)
     return _export.finish(plan, (done.value for done in batches))

@@ -6,7 +6,8 @@ request, until the model complies or the cap is hit. ``audit`` gives each sessio
 and the cost of the nudges, from the same frames every other command reads.
 
 What is judged: a session's *task* is a typed prompt and everything up to the next typed
-prompt (nudges belong to the task they continue). An autopilot session is judged on its last
+prompt (nudges belong to the task they continue, and so does a message queued while a turn
+ran: it carries the running interaction's id). An autopilot session is judged on its last
 autopilot task; an interactive one (judged only with ``require_task_complete``) on its last
 task. On that task the last word wins, checked in this order:
 
@@ -18,7 +19,9 @@ task. On that task the last word wins, checked in this order:
    call: nothing ran after it, so it ended the task. An error the agent recovered from is still
    reported (``session_error``) but does not decide the verdict.
 3. ``interrupted``: the task was aborted (an ``abort`` after its last LLM call) or its last
-   turn is open.
+   turn is open; ``user-quit`` when that open turn is followed by a routine
+   ``session.shutdown`` (the user ended the session while the turn ran, e.g. at a permission
+   prompt).
 4. ``nudge-cap``: the loop ended with no task_complete after at least ``nudge_cap`` nudges
    in the task (the cap is counted per task, as the CLI counts it per prompt).
 5. ``interrupted``: the loop ended but no ``session.shutdown`` (nor a later prompt) followed:
@@ -41,7 +44,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 
 from copilot_logs import model
-from copilot_logs.model import MAIN, TYPE
+from copilot_logs.model import MAIN, SESSION, TYPE
 from copilot_logs.overview import autopilot_work, session_mode
 from copilot_logs.reader import ReadResult
 
@@ -51,6 +54,7 @@ MISSING_TASK_COMPLETE = "missing-task-complete"
 NUDGE_CAP = "nudge-cap"
 ERRORED = "errored"
 INTERRUPTED = "interrupted"
+USER_QUIT = "user-quit"
 RUNNING = "running"
 INTERACTIVE = "interactive"
 
@@ -61,6 +65,7 @@ VERDICTS = (
     NUDGE_CAP,
     ERRORED,
     INTERRUPTED,
+    USER_QUIT,
     RUNNING,
     INTERACTIVE,
 )
@@ -69,7 +74,7 @@ VERDICTS = (
 FAILING_VERDICTS = tuple(v for v in VERDICTS if v != INTERACTIVE)
 """The verdicts ``--fail-on`` accepts (an interactive session is never judged)."""
 
-DEFAULT_FAIL_ON = (MISSING_TASK_COMPLETE, NUDGE_CAP, ERRORED, INTERRUPTED)
+DEFAULT_FAIL_ON = (MISSING_TASK_COMPLETE, NUDGE_CAP, ERRORED, INTERRUPTED, USER_QUIT)
 DEFAULT_NUDGE_CAP = 5
 DEFAULT_RUNNING_WITHIN = timedelta(minutes=10)
 REJECTED_OUTCOMES = ("continue", "blocked")
@@ -101,7 +106,8 @@ AUDIT_COLUMNS = (
 
 _USER = MAIN & (TYPE == "user.message")
 _NUDGE = _USER & pl.col("is_nudge").fill_null(False)
-_PROMPT = _USER & ~pl.col("is_nudge").fill_null(False)
+# A message queued while a turn ran joins the task under way: it starts none.
+_PROMPT = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued")
 _TURN = MAIN & (TYPE == model.TURN_START)
 _TASK_COMPLETE = TYPE == "session.task_complete"
 _ERROR = MAIN & (TYPE == "session.error")
@@ -132,20 +138,22 @@ def facts(result: ReadResult) -> pl.DataFrame:
     task_complete, error, nudge, LLM call, abort and shutdown sit, and its counts). Nothing in
     it depends on the options or the time, so a batch's facts can be cached."""
     annotated = model.annotate(result.events).with_columns(
-        task_index=_PROMPT.cum_sum().over("file").cast(pl.Int64),
-        autopilot_work=autopilot_work().over("file"),
+        task_index=_PROMPT.cum_sum().over(*SESSION).cast(pl.Int64),
+        autopilot_work=autopilot_work().over(*SESSION),
     )
     tasks = _tasks(annotated)
     per_file = _per_file(annotated)
     judged = tasks.join(
-        per_file.select("file", task_index="judged_task"), on=["file", "task_index"], how="inner"
+        per_file.select(*SESSION, task_index="judged_task"),
+        on=[*SESSION, "task_index"],
+        how="inner",
     )
     return (
         model.session_facts(annotated)
-        .select("file", "started_at", "repository")
-        .join(per_file, on="file", how="left")
-        .join(judged, on="file", how="left")
-        .join(_last_failed_tools(annotated), on="file", how="left")
+        .select(*SESSION, "started_at", "repository")
+        .join(per_file, on=SESSION, how="left")
+        .join(judged, on=SESSION, how="left")
+        .join(_last_failed_tools(annotated), on=SESSION, how="left")
     )
 
 
@@ -190,10 +198,10 @@ def judge(
 
 
 def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per file and task: where its last task_complete, error, nudge, LLM call, abort and
+    """Per session and task: where its last task_complete, error, nudge, LLM call, abort and
     shutdown sit, and what the last task_complete said."""
     summary = pl.coalesce(pl.col("detail").str.json_path_match("$.summary"), pl.col("text"))
-    return annotated.group_by("file", "task_index", maintain_order=True).agg(
+    return annotated.group_by(*SESSION, "task_index", maintain_order=True).agg(
         task_nudges=_NUDGE.sum().cast(pl.Int64),
         tc_line=pl.col("line").filter(_TASK_COMPLETE).max(),
         task_complete_summary=summary.filter(_TASK_COMPLETE).last(),
@@ -205,18 +213,22 @@ def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
         turn_open=~pl.col("turn_closed").filter(_TURN).last().fill_null(True),
         abort_line=pl.col("line").filter(MAIN & (TYPE == "abort")).max(),
         shutdown_line=pl.col("line").filter(_SHUTDOWN).max(),
+        shutdown_type=pl.col("detail")
+        .filter(_SHUTDOWN)
+        .last()
+        .str.json_path_match("$.shutdownType")
+        .fill_null("routine"),
     )
 
 
 def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per file: mode, counts, the cost after the first nudge, the task to judge, and whether
-    the file is still open (no shutdown after its last work)."""
+    """Per session: mode, counts, the cost after the first nudge, the task to judge, and whether
+    the session is still open (no shutdown after its last work)."""
     flags = model.count_flags(annotated)
     first_nudge = pl.col("line").filter(_NUDGE).min()
     after_first_nudge = (pl.col("line") > first_nudge).fill_null(False)
     last_work = pl.col("line").filter(_TURN | _USER).max()
-    return flags.group_by("file", maintain_order=True).agg(
-        session_id=pl.col("session_id").first(),
+    return flags.group_by(*SESSION, maintain_order=True).agg(
         mode=session_mode(),
         user_prompts=pl.col("user_prompts").sum(),
         autopilot_nudges=pl.col("autopilot_nudges").sum(),
@@ -243,15 +255,15 @@ def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _last_failed_tools(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per file, the main agent's last failed tool call (by completion) and its error."""
+    """Per session, the main agent's last failed tool call (by completion) and its error."""
     failed = model.tools(annotated).filter(
         pl.col("agent_id").is_null()
         & (pl.col("success") == False)  # noqa: E712
         & ~pl.col("is_user_requested")
     )
     return (
-        failed.sort("file", "complete_line")
-        .group_by("file")
+        failed.sort(*SESSION, "complete_line")
+        .group_by(*SESSION)
         .agg(
             last_failed_tool=pl.col("tool_name").last(),
             last_failed_tool_error=pl.col("error").last(),
@@ -293,6 +305,12 @@ def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Exp
         .then(pl.lit(ERRORED))
         .when(aborted)
         .then(pl.lit(INTERRUPTED))
+        .when(
+            pl.col("turn_open")
+            & _after("shutdown_line", "turn_line")
+            & (pl.col("shutdown_type") == "routine")
+        )
+        .then(pl.lit(USER_QUIT))
         .when(pl.col("turn_open"))
         .then(cut_short)
         .when(pl.col("task_nudges") >= nudge_cap)

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from copilot_logs.logfile import display_name
+
 VERSION = 1
 
 
@@ -41,11 +43,14 @@ class JsonCache:
     @staticmethod
     def stamp(path: Path) -> tuple[str, int, int] | None:
         """(key, size, mtime_ns) of a file, or None when it cannot be stat'ed."""
+        key = os.path.abspath(path)
+        if not key.isascii() and display_name(Path(key)) != key:
+            return None  # a name that is not UTF-8 cannot be a key (the reader reports it)
         try:
             info = path.stat()
         except OSError:
             return None
-        return os.path.abspath(path), info.st_size, info.st_mtime_ns
+        return key, info.st_size, info.st_mtime_ns
 
     def get(self, path: Path) -> tuple[dict[str, Any] | None, str, int, int] | None:
         """The entry of an unchanged file (or None), with the file's key, size and mtime."""

@@ -16,6 +16,7 @@ from urllib.parse import quote
 import orjson
 
 from copilot_logs.render import github_annotation
+from copilot_logs.sanitize import json_text, one_line
 
 if TYPE_CHECKING:
     from copilot_logs.rules import Report, Rule
@@ -40,7 +41,7 @@ def display_path(file: str) -> str:
         return file
     try:
         relative = Path(file).resolve().relative_to(Path.cwd().resolve())
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a link loop (3.11)
         return file
     return relative.as_posix()
 
@@ -51,8 +52,8 @@ def _location(row: dict[str, Any]) -> str:
 
 
 def finding_line(row: dict[str, Any]) -> str:
-    """``path:line: CODE name: message``."""
-    return f"{_location(row)}: {row['code']} {row['name']}: {row['message']}"
+    """``path:line: CODE name: message``, on one line (control characters escaped)."""
+    return one_line(f"{_location(row)}: {row['code']} {row['name']}: {row['message']}")
 
 
 def _plural(count: int, word: str) -> str:
@@ -100,7 +101,7 @@ def json(report: Report, *, statistics: bool = False) -> str:
         else {"findings": report.findings.to_dicts()}
     )
     body["summary"] = report.summary()
-    return orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_text(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode()) + "\n"
 
 
 def github(report: Report) -> str:
@@ -119,11 +120,13 @@ def github(report: Report) -> str:
 
 
 def junit(report: Report) -> str:
-    """JUnit XML: one test case per session log, failed when it has a failing finding."""
-    failing = set(report.failing["file"].to_list())
-    per_file: dict[str, list[dict[str, Any]]] = {}
+    """JUnit XML: one test case per session log, failed when it has a failing finding. Valid
+    XML 1.0 for any log: the control characters it forbids are written as visible escapes."""
+    # One case per session log: a file holding two sessions is two cases.
+    failing = set(report.failing.select("file", "session_id").iter_rows())
+    per_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in report.findings.iter_rows(named=True):
-        per_file.setdefault(row["file"], []).append(row)
+        per_file.setdefault((row["file"], row["session_id"]), []).append(row)
     fail_levels = {"error", "warning"} if report.strict else {"error"}
     total = report.files.height
     counts = {
@@ -138,9 +141,13 @@ def junit(report: Report) -> str:
         case = ET.SubElement(
             suite,
             "testcase",
-            {"classname": display_path(file), "name": session_id or file, "file": file},
+            {
+                "classname": one_line(display_path(file)),
+                "name": one_line(session_id or file),
+                "file": one_line(file),
+            },
         )
-        rows = per_file.get(file, [])
+        rows = per_file.get((file, session_id), [])
         bad = [row for row in rows if row["severity"] in fail_levels]
         other = [row for row in rows if row["severity"] not in fail_levels]
         if bad:
@@ -218,7 +225,11 @@ def sarif(report: Report) -> str:
             }
         ],
     }
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_text(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()) + "\n"
+
+
+MACHINE_FORMATS = ("json", "sarif")
+"""Formats whose text is exact (JSON escapes every control character itself)."""
 
 
 def render(report: Report, fmt: str, *, statistics: bool = False) -> str:

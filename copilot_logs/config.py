@@ -58,6 +58,10 @@ def _table(path: Path) -> dict[str, Any] | None:
             document = tomllib.load(stream)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML ({error})") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{path}: not valid TOML (byte {error.start} is not UTF-8): save it as UTF-8"
+        ) from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read it ({error.strerror or error})") from None
     tool = document.get("tool")

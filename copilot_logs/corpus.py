@@ -16,9 +16,11 @@ import polars as pl
 
 from copilot_logs import parallel
 from copilot_logs.envelope import Source
+from copilot_logs.errors import failed_on_session
 from copilot_logs.parallel import bytes_to_parse, worker_context, worker_count
 from copilot_logs.reader import ReadResult, ReadState, read_many
 from copilot_logs.result_cache import ResultCache
+from copilot_logs.schema import DIAGNOSTICS_SCHEMA, empty_events
 from copilot_logs.store import EventStore, Job, Updates
 
 T = TypeVar("T")
@@ -47,7 +49,32 @@ def batches(sources: Sequence[Source], limit: int | None = None) -> list[list[So
 
 
 def _parse(jobs: Sequence[Job]) -> tuple[ReadResult, list[ReadState | None]]:
-    return read_many(jobs)
+    """The jobs read together; when that raises, each alone, and a file whose reading still
+    raises gives an ``unprocessable`` diagnostic instead of its events."""
+    try:
+        return read_many(jobs)
+    except Exception:  # from one log's content: the other logs are still read
+        if len(jobs) == 1:
+            source = jobs[0][0]
+            return ReadResult(empty_events(), unprocessable(source.name, source.session_hint)), [
+                None
+            ]
+        parts = [_parse([job]) for job in jobs]
+        return ReadResult.concat(p[0] for p in parts), [p[1][0] for p in parts]
+
+
+UNPROCESSABLE = "unprocessable"
+"""The diagnostic kind of a file copilot-logs failed on (rule E125)."""
+
+
+def unprocessable(file: str, session_id: str) -> pl.DataFrame:
+    """The diagnostic of a file whose events a command failed on (the exception being
+    handled is named in it)."""
+    return pl.DataFrame(
+        [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None)],
+        schema=DIAGNOSTICS_SCHEMA,
+        orient="row",
+    )
 
 
 @dataclass
@@ -67,12 +94,30 @@ def _run_batch(
         result, updates = EventStore().read(sources, _parse)
     else:
         result, updates = _parse([(s, None) for s in sources])[0], {}
-    return BatchResult(
-        fn(result),
-        result.diagnostics,
-        result.events["file"].unique().to_list(),
-        updates,
+    try:
+        value = fn(result)
+    except Exception:  # from one log's content: the other sessions are still mapped
+        value, result = _file_by_file(result, fn)
+    return BatchResult(value, result.diagnostics, result.events["file"].unique().to_list(), updates)
+
+
+def _file_by_file(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadResult]:
+    """``fn`` of a batch it raised on: each file is tried alone, and the files it still raises
+    on are left out, each with an ``unprocessable`` diagnostic (their other diagnostics are
+    kept, so that they are still listed). Returns fn of the rest, and what it was given."""
+    failed: list[pl.DataFrame] = []
+    for (file,), events in result.events.group_by("file", maintain_order=True):
+        diagnostics = result.diagnostics.filter(pl.col("file") == file)
+        try:
+            fn(ReadResult(events, diagnostics))
+        except Exception:
+            failed.append(unprocessable(str(file), str(events["session_id"][0])))
+    left_out = [frame["file"][0] for frame in failed]
+    rest = ReadResult(
+        result.events.filter(~pl.col("file").is_in(left_out)),
+        pl.concat([result.diagnostics, *failed]),
     )
+    return fn(rest), rest
 
 
 def map_batches(

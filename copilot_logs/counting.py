@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from copilot_logs import model
-from copilot_logs.model import TYPE
+from copilot_logs.model import SESSION, TYPE
 from copilot_logs.reader import ReadResult
 
 GROUPINGS = ("session", "interaction", "model", "day", "repository")
@@ -14,22 +14,23 @@ UNKNOWN = "unknown"
 
 def _keys(flags: pl.DataFrame, by: str, zone: str) -> tuple[pl.DataFrame, list[str]]:
     """Add the grouping key columns for ``by`` and name them."""
-    # A session is one log file: two copies of a session are two rows, never one merged row.
+    # A session is one session of a log file: two copies of a session are two rows, never one
+    # merged row, and two sessions in one file are two rows too.
     if by == "session":
-        return flags, ["file", "session_id"]
+        return flags, list(SESSION)
     if by == "interaction":
-        return flags, ["file", "session_id", "interaction_index"]
+        return flags, [*SESSION, "interaction_index"]
     if by == "day":
         day = pl.col("timestamp").dt.convert_time_zone(zone).dt.date().alias("day")
         return flags.with_columns(day), ["day"]
     if by == "repository":
         facts = model.session_facts(flags).select(
-            "file", repository=pl.coalesce("repository", "cwd", pl.lit(UNKNOWN))
+            *SESSION, repository=pl.coalesce("repository", "cwd", pl.lit(UNKNOWN))
         )
-        return flags.join(facts, on="file", how="left"), ["repository"]
+        return flags.join(facts, on=SESSION, how="left"), ["repository"]
     if by == "model":
-        turn_models = model.turns(flags).select("file", "turn_index", turn_model=pl.col("model"))
-        keyed = flags.join(turn_models, on=["file", "turn_index"], how="left").with_columns(
+        turn_models = model.turns(flags).select(*SESSION, "turn_index", turn_model=pl.col("model"))
+        keyed = flags.join(turn_models, on=[*SESSION, "turn_index"], how="left").with_columns(
             model=pl.coalesce(
                 pl.when(pl.col("in_turn")).then(pl.col("turn_model")),
                 pl.when(TYPE == "assistant.message").then(pl.col("model")),
@@ -52,9 +53,9 @@ def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.D
         pl.col(name).sum() for name in model.COUNT_FIELDS
     )
     if by == "session":
-        order = model.session_facts(flags).select("file", "started_at")
+        order = model.session_facts(flags).select(*SESSION, "started_at")
         table = (
-            table.join(order, on="file", how="left")
+            table.join(order, on=SESSION, how="left")
             .select("session_id", "started_at", *model.COUNT_FIELDS, "file")
             .sort("started_at", descending=True, nulls_last=True)
         )

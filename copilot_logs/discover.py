@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,7 +12,8 @@ from pathlib import Path
 import orjson
 
 from copilot_logs.envelope import Source
-from copilot_logs.errors import SelectionError, UnsupportedFormatError
+from copilot_logs.errors import SelectionError, UnreadableError, UnsupportedFormatError
+from copilot_logs.logfile import display_name, open_log
 
 EVENTS_FILE = "events.jsonl"
 LEGACY_FOLDER = "history-session-state"
@@ -63,36 +65,63 @@ def parse_when(text: str, *, end_of_day: bool = False, zone: tzinfo | None = Non
     return parsed.astimezone(UTC)
 
 
+def _source(path: Path, hint: str) -> Source:
+    return Source(path, display_name(Path(hint)))
+
+
+def _present(path: Path) -> bool:
+    """Whether something is at ``path``: a file, but also a broken or looping link, a named
+    pipe or socket, or a file we may not look at (each is then reported as unreadable by the
+    reader, never skipped in silence)."""
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        return exc.errno != errno.ENOTDIR
+    return True
+
+
 def _session_sources(folder: Path) -> list[Source]:
     """The sessions held directly in a folder: ``<id>/events.jsonl`` and ``<id>.jsonl``."""
     sources = []
     try:
         entries = sorted(folder.iterdir())
     except OSError as exc:
-        raise SelectionError(f"cannot list {folder}: {exc.strerror or exc}") from None
+        raise UnreadableError(
+            f"cannot list {display_name(folder)}: {exc.strerror or exc}; check the folder's "
+            "permissions, or name the sessions to read"
+        ) from None
     for entry in entries:
-        if entry.is_dir():
+        if _is_dir(entry):
             events = entry / EVENTS_FILE
-            if events.is_file():
-                sources.append(Source(events, entry.name))
-        elif entry.suffix == ".jsonl" and entry.is_file():
-            sources.append(Source(entry, entry.stem))
+            if _present(events):
+                sources.append(_source(events, entry.name))
+        elif entry.suffix == ".jsonl":
+            sources.append(_source(entry, entry.stem))
     return sources
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a link loop on Python 3.11
+        return False
+
+
 def _from_path(path: Path) -> list[Source]:
-    if path.is_file():
+    if not _is_dir(path):  # a file, or a pipe, socket or broken link given by name
         if path.name == EVENTS_FILE:
-            return [Source(path, path.parent.name)]
-        return [Source(path, path.stem)]
+            return [_source(path, path.parent.name)]
+        return [_source(path, path.stem)]
     legacy = UnsupportedFormatError(
         f"{path} holds sessions of Copilot CLI before 0.0.342 (history-session-state), "
         "a format copilot-logs does not read; point it at session-state/ instead"
     )
     if path.name == LEGACY_FOLDER:
         raise legacy
-    if (path / EVENTS_FILE).is_file():
-        return [Source(path / EVENTS_FILE, path.name)]
+    if _present(path / EVENTS_FILE):
+        return [_source(path / EVENTS_FILE, path.name)]
     sources = _session_sources(path)
     if not sources and (path / LEGACY_FOLDER).is_dir():
         raise legacy
@@ -129,7 +158,7 @@ def peek_start(source: Source) -> datetime | None:
     if source.path is None:
         return None
     try:
-        with source.path.open("rb") as stream:
+        with open_log(source.path) as stream:
             first = stream.readline(1 << 20).strip(b"\x00\r\n ")
         event = orjson.loads(first)
         stamp = event.get("data", {}).get("startTime") or event.get("timestamp")
@@ -156,7 +185,7 @@ def find_sources(selection: Selection) -> list[Source]:
             sources.append(Source(None, "stdin"))
             continue
         path = Path(selector).expanduser()
-        if path.exists():
+        if _present(path):
             sources.extend(_from_path(path))
         elif _looks_like_path(selector):
             raise SelectionError(f"{selector}: no such file or folder")
@@ -169,7 +198,7 @@ def _unique(sources: list[Source]) -> list[Source]:
     seen: set[Path | None] = set()
     kept = []
     for source in sources:
-        key = source.path.resolve() if source.path is not None else None
+        key = _resolved(source.path) if source.path is not None else None
         if key in seen:
             continue  # the same file twice, or `-` twice: standard input can be read once
         seen.add(key)
@@ -177,8 +206,18 @@ def _unique(sources: list[Source]) -> list[Source]:
     return kept
 
 
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a link loop (RuntimeError on Python 3.11)
+        return path.absolute()
+
+
 def _narrow(sources: list[Source], selection: Selection) -> list[Source]:
-    """Apply --since / --until / --latest on the sessions' start times (then newest first)."""
+    """Apply --since / --until / --latest on the sessions' start times (then newest first).
+
+    Standard input passes: its start is known only once read (see :mod:`copilot_logs.window`).
+    """
     since, until = selection.since, selection.until
     if since is not None:
         # A session that started after `since` was written after it: older files are skipped

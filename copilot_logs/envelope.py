@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
+from copilot_logs.logfile import display_name
+
 EVENT_START = b'{"type":"'
 ENVELOPE_HEAD = re.compile(rb'\{"type":"([^"\\]+)","data":\{')
 ENVELOPE_TAIL = re.compile(
@@ -35,7 +37,8 @@ class Source:
 
     @property
     def name(self) -> str:
-        return str(self.path) if self.path is not None else "<stdin>"
+        """The path as valid UTF-8 text (a name that is not UTF-8 shows ``\\xff`` escapes)."""
+        return display_name(self.path) if self.path is not None else "<stdin>"
 
     @property
     def size(self) -> int:

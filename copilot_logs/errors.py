@@ -37,7 +37,26 @@ class SelectionError(CopilotLogsError):
     exit_code = ExitCode.USAGE
 
 
+class UnreadableError(CopilotLogsError):
+    """A folder of sessions that cannot be listed (permission denied, an I/O error)."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
 class UnsupportedFormatError(CopilotLogsError):
     """Input in a format copilot-logs does not read (e.g. the pre-0.0.342 history folder)."""
 
     exit_code = ExitCode.UNREADABLE
+
+
+def failed_on_session() -> str:
+    """The diagnostic message (kind ``unprocessable``, rule E125) for a session copilot-logs
+    failed on, naming the exception being handled."""
+    import sys
+
+    error = sys.exception()
+    what = f"{type(error).__name__}: {error}" if error is not None else "an error"
+    return (
+        f"copilot-logs failed on this session ({what[:200]}); it is left out, the other "
+        "sessions were read: please report it"
+    )

@@ -36,6 +36,7 @@ import polars as pl
 from copilot_logs import model, overview, rules, usage_accounting
 from copilot_logs.envelope import Source
 from copilot_logs.errors import CopilotLogsError, ExitCode
+from copilot_logs.logfile import open_log
 from copilot_logs.reader import ReadResult
 from copilot_logs.schema import EVENTS_SCHEMA
 
@@ -94,13 +95,12 @@ def _subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
     is_message = model.TYPE == "assistant.message"
     requests = pl.col("tool_requests").filter(is_message).explode().drop_nulls()
     agents = annotated.filter(pl.col("agent_id").is_not_null()).with_columns(
-        call_index=pl.col("subagent_call").cum_sum().over("file", "agent_id").cast(pl.Int64)
+        call_index=pl.col("subagent_call").cum_sum().over(*model.SESSION, "agent_id").cast(pl.Int64)
     )
     return (
         agents.filter(pl.col("call_index") > 0)
-        .group_by("file", "agent_id", "call_index", maintain_order=True)
+        .group_by(*model.SESSION, "agent_id", "call_index", maintain_order=True)
         .agg(
-            session_id=pl.col("session_id").first(),
             turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")).first(),
             interaction_index=pl.col("interaction_index").first(),
             turn_id=pl.col("turn_id").first(),
@@ -155,7 +155,8 @@ def frames(result: ReadResult) -> dict[str, pl.DataFrame]:
 def _session_days(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
     """Per (file, session_id): the day its session started; the file's own day for a
     session the sessions table does not name (a second session.start in one file)."""
-    file_day = sessions.select("file", _file_day=pl.col("started_at").dt.date())
+    # A file can hold several sessions: its own day is its first session's.
+    file_day = sessions.group_by("file").agg(_file_day=pl.col("started_at").min().dt.date())
     pairs = pl.concat(
         [events.select("file", "session_id"), sessions.select("file", "session_id")],
         how="vertical",
@@ -266,7 +267,7 @@ def fingerprint(source: Source) -> dict[str, Any] | None:
     if source.path is None:
         return None
     try:
-        with source.path.open("rb") as stream:
+        with open_log(source.path) as stream:  # never blocks on a named pipe
             info = os.fstat(stream.fileno())
             digest = hashlib.sha256(stream.read(HASHED_BYTES))
             stream.seek(max(0, info.st_size - HASHED_BYTES))

@@ -28,6 +28,8 @@ from copilot_logs.envelope import (
     Source,
     new_subagent_call,
 )
+from copilot_logs.errors import failed_on_session
+from copilot_logs.logfile import open_log
 from copilot_logs.parallel import balance, worker_count
 from copilot_logs.reader import Resume, count_calls
 
@@ -145,7 +147,7 @@ def scan_file(
 ) -> FileTotals | Stopped | None:
     """:func:`scan_stream` of a file (None when it cannot be opened)."""
     try:
-        with path.open("rb") as stream:
+        with open_log(path) as stream:  # never blocks on a named pipe
             stream.seek(start)
             return scan_stream(stream, start=start, last_id=last_id)
     except OSError:
@@ -190,7 +192,15 @@ Job = tuple[Source, int, "str | None"]
 
 
 def _count_many(jobs: Sequence[Job]) -> list[FileTotals]:
-    return [count_file(source, start=start, last_id=last) for source, start, last in jobs]
+    return [_count_one(*job) for job in jobs]
+
+
+def _count_one(source: Source, start: int, last_id: str | None) -> FileTotals:
+    try:
+        return count_file(source, start=start, last_id=last_id)
+    except Exception:  # from one log's content: the other files are still counted
+        damage = ((0, "unprocessable", failed_on_session()),)
+        return FileTotals(0, 0, -1, None, damage, unreadable=True)
 
 
 def _can_fork() -> bool:

@@ -1,7 +1,9 @@
 """Derived frames over the events frame: turns, tools, sub-agent runs, sessions and counts.
 
-Everything here is polars in, polars out. One file is one session log; sequences (which turn
-an event belongs to, which interaction) are computed per file in reading order.
+Everything here is polars in, polars out. A session log is one session of a file, keyed by
+:data:`SESSION` (a file, or stdin, can hold several sessions: the reader gives each event the
+sessionId of the session.start it follows); sequences (which turn an event belongs to, which
+interaction) are computed per session in reading order.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ import polars as pl
 
 MAIN = pl.col("agent_id").is_null()
 TYPE = pl.col("type")
+
+SESSION = ("file", "session_id")
+"""The key of one session log: group, join and window by it, never by ``file`` alone."""
 
 TURN_START = "assistant.turn_start"
 TURN_END = "assistant.turn_end"
@@ -29,7 +34,7 @@ COUNT_FIELDS = (
 
 
 def annotate(events: pl.DataFrame) -> pl.DataFrame:
-    """Add the per-file sequence columns every derived frame uses.
+    """Add the per-session sequence columns every derived frame uses.
 
     - ``turn_index``: 1-based index of the main-agent turn the event falls in (0 before any);
       an event belongs to it only while ``in_turn`` is true.
@@ -37,7 +42,11 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
       turn_end closing it; ``in_turn``: the same, for main-agent events only.
     - ``closes_turn`` / ``stray_end``: a turn_end that closes the open turn, or that has none.
     - ``turn_closed``: on every row of a turn, whether a turn_end closed it.
-    - ``interaction_index``: 1-based count of main-agent user messages so far (0 before any).
+    - ``is_queued``: a main-agent user message typed while a turn ran: it carries the
+      interactionId of the interaction under way (its last prompt's or turn's), so it joins
+      that interaction instead of starting one (see :func:`queued_message`).
+    - ``interaction_index``: 1-based count of main-agent user messages that start an
+      interaction (queued ones excluded) so far (0 before any).
     - ``session_model``: the model the session's model events named last (``auto`` skipped).
     - ``subagent_call``: the line is a sub-agent LLM call (see :func:`_subagent_call_flag`).
     """
@@ -53,13 +62,19 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
         .otherwise(None)
     )
     frame = events.sort("file", "line").with_columns(
-        turn_index=is_start.cum_sum().over("file").cast(pl.Int64),
-        _marker=marker.forward_fill().over("file"),
-        interaction_index=(MAIN & (TYPE == "user.message")).cum_sum().over("file").cast(pl.Int64),
-        session_model=named_model.forward_fill().over("file"),
+        turn_index=is_start.cum_sum().over(*SESSION).cast(pl.Int64),
+        _marker=marker.forward_fill().over(*SESSION),
+        is_queued=queued_message().over(*SESSION),
+        session_model=named_model.forward_fill().over(*SESSION),
     )
     frame = frame.with_columns(
-        _previous=pl.col("_marker").shift(1).over("file"),
+        interaction_index=(MAIN & (TYPE == "user.message") & ~pl.col("is_queued"))
+        .cum_sum()
+        .over(*SESSION)
+        .cast(pl.Int64),
+    )
+    frame = frame.with_columns(
+        _previous=pl.col("_marker").shift(1).over(*SESSION),
     ).with_columns(
         closes_turn=is_end & (pl.col("_previous") == "start"),
         stray_end=is_end & (pl.col("_previous").is_null() | (pl.col("_previous") == "end")),
@@ -68,9 +83,37 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
         subagent_call=_subagent_call_flag(),
         during_turn=(pl.col("_marker") == "start") | pl.col("closes_turn"),
         in_turn=MAIN & ((pl.col("_marker") == "start") | pl.col("closes_turn")),
-        turn_closed=pl.col("closes_turn").any().over("file", "turn_index"),
+        turn_closed=pl.col("closes_turn").any().over(*SESSION, "turn_index"),
     )
     return frame.drop("_marker", "_previous")
+
+
+def queued_message() -> pl.Expr:
+    """Per event: a main-agent ``user.message`` (not a nudge) whose interactionId is the one
+    of the interaction under way, i.e. of the last main-agent prompt or turn_start before it.
+    The CLI queues a message typed while a turn runs and writes it into that turn with the
+    running interaction's id: it is a prompt, but it starts no new interaction (or task).
+    A window in reading order: use it ``.over(*SESSION)`` on a frame sorted by file and line.
+    """
+    user = MAIN & (TYPE == "user.message")
+    carries = pl.when(user | (MAIN & (TYPE == TURN_START))).then(pl.col("interaction_id"))
+    under_way = carries.shift(1).forward_fill()
+    return (
+        user
+        & ~pl.col("is_nudge").fill_null(False)
+        & pl.col("interaction_id").is_not_null()
+        & (pl.col("interaction_id") == under_way)
+    ).fill_null(False)
+
+
+def session_model() -> pl.Expr:
+    """The model a session is listed under: the one most main-agent replies
+    (``assistant.message``) name; on a tie, the one of the latest reply among the tied models
+    (what the session was using last); with no reply naming a model, the last model the
+    session set. An aggregation in reading order: use it per session."""
+    replies = pl.col("model").filter(MAIN & (TYPE == "assistant.message")).drop_nulls()
+    most_named = replies.filter(replies.is_in(replies.mode().implode()))
+    return pl.coalesce(most_named.last(), pl.col("session_model").drop_nulls().last())
 
 
 def turns(annotated: pl.DataFrame) -> pl.DataFrame:
@@ -79,9 +122,8 @@ def turns(annotated: pl.DataFrame) -> pl.DataFrame:
     is_message = TYPE == "assistant.message"
     requests = pl.col("tool_requests").filter(is_message).explode().drop_nulls()
     return (
-        rows.group_by("file", "turn_index", maintain_order=True)
+        rows.group_by(*SESSION, "turn_index", maintain_order=True)
         .agg(
-            session_id=pl.col("session_id").first(),
             interaction_index=pl.col("interaction_index").first(),
             turn_id=pl.col("turn_id").filter(TYPE == TURN_START).first(),
             interaction_id=pl.col("interaction_id").filter(TYPE == TURN_START).first(),
@@ -125,10 +167,9 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
     A complete with no start (a ``!cmd`` shell escape, or damage) still has a row, with
     ``started_at`` null; a start never completed has ``completed_at`` null.
     """
-    keys = ["file", "tool_call_id"]
+    keys = [*SESSION, "tool_call_id"]
     starts = annotated.filter(TYPE == "tool.execution_start").select(
         *keys,
-        "session_id",
         "agent_id",
         "tool_name",
         start_line=pl.col("line"),
@@ -140,7 +181,6 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
     )
     completes = annotated.filter(TYPE == "tool.execution_complete").select(
         *keys,
-        complete_session_id=pl.col("session_id"),
         complete_agent_id=pl.col("agent_id"),
         complete_line=pl.col("line"),
         complete_event_id=pl.col("event_id"),
@@ -158,24 +198,23 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
     joined = starts.join(completes, on=keys, how="full", coalesce=True, nulls_equal=False)
     return (
         joined.with_columns(
-            session_id=pl.coalesce("session_id", "complete_session_id"),
             agent_id=pl.coalesce("agent_id", "complete_agent_id"),
             turn_index=pl.coalesce("turn_index", "complete_turn_index"),
             is_user_requested=pl.col("is_user_requested").fill_null(False),
             duration_ms=(pl.col("completed_at") - pl.col("started_at")).dt.total_milliseconds(),
             line=pl.coalesce("start_line", "complete_line"),
         )
-        .drop("complete_session_id", "complete_agent_id", "complete_turn_index")
-        .sort("file", "line")
+        .drop("complete_agent_id", "complete_turn_index")
+        .select("file", "tool_call_id", "session_id", pl.exclude(*keys))
+        .sort(*SESSION, "line")
     )
 
 
 def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
     """One row per sub-agent run: started, then completed or failed, keyed by toolCallId."""
-    keys = ["file", "tool_call_id"]
+    keys = [*SESSION, "tool_call_id"]
     started = annotated.filter(TYPE == "subagent.started").select(
         *keys,
-        "session_id",
         agent_name="tool_name",
         start_line="line",
         started_at="timestamp",
@@ -186,7 +225,6 @@ def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
         annotated.filter(TYPE.is_in(["subagent.completed", "subagent.failed"]))
         .select(
             *keys,
-            end_session_id="session_id",
             end_line="line",
             finished_at="timestamp",
             success="success",
@@ -196,7 +234,7 @@ def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
     )
     inner = (
         annotated.filter(pl.col("agent_id").is_not_null())
-        .group_by("file", pl.col("agent_id").alias("tool_call_id"))
+        .group_by(*SESSION, pl.col("agent_id").alias("tool_call_id"))
         .agg(
             llm_calls=pl.col("subagent_call").sum().cast(pl.Int64),
             tool_calls=(TYPE == "tool.execution_start").sum().cast(pl.Int64),
@@ -212,7 +250,6 @@ def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
     return (
         runs.join(inner, on=keys, how="left")
         .with_columns(
-            session_id=pl.coalesce("session_id", "end_session_id"),
             status=pl.when(pl.col("success") == True)  # noqa: E712
             .then(pl.lit("completed"))
             .when(pl.col("success") == False)  # noqa: E712
@@ -223,8 +260,7 @@ def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
             tool_calls=pl.col("tool_calls").fill_null(0),
             failed_tool_calls=pl.col("failed_tool_calls").fill_null(0),
         )
-        .drop("end_session_id")
-        .sort("file", pl.coalesce("start_line", "end_line"))
+        .sort(*SESSION, pl.coalesce("start_line", "end_line"))
     )
 
 
@@ -233,7 +269,7 @@ def _subagent_call_flag() -> pl.Expr:
     messageId, so the first line of each messageId counts (even when chunk 0 was lost); a
     message without messageId counts unless it is a later chunk. Needs rows in file order."""
     message = pl.col("agent_id").is_not_null() & (TYPE == "assistant.message")
-    first_of_id = pl.struct("agent_id", "message_id").is_first_distinct().over("file")
+    first_of_id = pl.struct("agent_id", "message_id").is_first_distinct().over(*SESSION)
     return message & (
         pl.when(pl.col("message_id").is_null())
         .then(pl.col("chunk_index").fill_null(0) == 0)
@@ -250,7 +286,7 @@ def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
         completed_turns=start & pl.col("turn_closed"),
         open_turns=start & ~pl.col("turn_closed"),
         subagent_calls=pl.col("subagent_call"),
-        interactions=user,
+        interactions=user & ~pl.col("is_queued"),
         user_prompts=user & ~pl.col("is_nudge"),
         autopilot_nudges=user & pl.col("is_nudge"),
         tool_calls=MAIN & (TYPE == "tool.execution_start"),
@@ -263,10 +299,9 @@ def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per file: what session.start says (id, start, cwd, repository, branch, CLI version)."""
+    """Per session: what session.start says (start, cwd, repository, branch, CLI version)."""
     start = pl.col("detail").filter(TYPE == "session.start").first()
-    facts = annotated.group_by("file", maintain_order=True).agg(
-        session_id=pl.col("session_id").first(),
+    facts = annotated.group_by(*SESSION, maintain_order=True).agg(
         _start_detail=start,
         first_at=pl.col("timestamp").min(),
         last_at=pl.col("timestamp").max(),

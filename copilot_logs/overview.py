@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from copilot_logs import model
-from copilot_logs.model import MAIN, TYPE
+from copilot_logs.model import MAIN, SESSION, TYPE
 from copilot_logs.reader import ReadResult
 
 SESSION_COLUMNS = (
@@ -41,8 +41,8 @@ def autopilot_work() -> pl.Expr:
     The mode in effect is the last ``session.mode_changed`` newMode or ``user.message``
     agentMode before the event. A switch to autopilot with no work after it (flipped and back,
     or at the very end) does not make a session autopilot. The expression forward-fills in
-    reading order: use it inside ``group_by("file").agg`` or as ``autopilot_work().over("file")``
-    on a frame sorted by file and line.
+    reading order: use it inside ``group_by(*SESSION).agg`` or as
+    ``autopilot_work().over(*SESSION)`` on a frame sorted by file and line.
     """
     in_effect = pl.when(MAIN).then(pl.col("agent_mode")).forward_fill()
     work = MAIN & TYPE.is_in(["user.message", model.TURN_START])
@@ -53,17 +53,16 @@ def autopilot_work() -> pl.Expr:
 def session_mode() -> pl.Expr:
     """``autopilot`` when the log shows autopilot work (see :func:`autopilot_work`: a nudge, or
     a prompt or LLM call while the mode set by ``session.mode_changed`` or a message's
-    agentMode is autopilot), else ``interactive``. An aggregation: use it per file."""
+    agentMode is autopilot), else ``interactive``. An aggregation: use it per session."""
     return (
         pl.when(autopilot_work().any()).then(pl.lit("autopilot")).otherwise(pl.lit("interactive"))
     )
 
 
 def damaged_lines(diagnostics: pl.DataFrame) -> pl.DataFrame:
-    """Per file, the number of distinct physical lines that carry damage."""
-    return diagnostics.group_by("file").agg(
+    """Per session, the number of distinct physical lines that carry damage."""
+    return diagnostics.group_by(*SESSION).agg(
         damaged_lines=pl.col("line").n_unique().cast(pl.Int64),
-        _diag_session=pl.col("session_id").first(),
     )
 
 
@@ -76,37 +75,32 @@ def summarize(result: ReadResult) -> pl.DataFrame:
     """One row per session log read, newest first."""
     annotated = model.annotate(result.events)
     flags = model.count_flags(annotated)
-    main_message = MAIN & (TYPE == "assistant.message")
-    per_file = flags.group_by("file", maintain_order=True).agg(
+    per_file = flags.group_by(*SESSION, maintain_order=True).agg(
         *[pl.col(name).sum() for name in model.COUNT_FIELDS],
-        model=pl.coalesce(
-            pl.col("model").filter(main_message).drop_nulls().mode().sort().first(),
-            pl.col("session_model").drop_nulls().last(),
-        ),
+        model=model.session_model(),
         mode=session_mode(),
         subagent_runs=(TYPE == "subagent.started").sum().cast(pl.Int64),
         errors=(TYPE == "session.error").sum().cast(pl.Int64),
         task_complete=(TYPE == "session.task_complete").any(),
         _last_start=pl.col("line").filter(MAIN & (TYPE == model.TURN_START)).max(),
         _last_shutdown=pl.col("line").filter(TYPE == "session.shutdown").max(),
-        _last_turn_closed=pl.col("turn_closed").filter(MAIN & (TYPE == model.TURN_START)).last(),
     )
     facts = model.session_facts(annotated)
     table = (
-        facts.join(per_file, on="file", how="left")
-        .join(damaged_lines(result.diagnostics), on="file", how="full", coalesce=True)
+        facts.join(per_file, on=SESSION, how="left")
+        .join(damaged_lines(result.diagnostics), on=SESSION, how="full", coalesce=True)
         .with_columns(
-            session_id=pl.coalesce("session_id", "_diag_session"),
             damaged_lines=pl.col("damaged_lines").fill_null(0),
             ended_at=pl.col("last_at"),
             duration_ms=(pl.col("last_at") - pl.col("started_at")).dt.total_milliseconds(),
             task_complete=pl.col("task_complete").fill_null(False),
             status=pl.when(pl.col("events").is_null())
             .then(pl.lit("unreadable"))
+            # A turn left open at the shutdown (the user quit, e.g. at a permission prompt)
+            # still ended: it stays counted in open_turns.
             .when(
                 pl.col("_last_shutdown").is_not_null()
                 & (pl.col("_last_shutdown") > pl.col("_last_start").fill_null(0))
-                & pl.col("_last_turn_closed").fill_null(True)
             )
             .then(pl.lit("ended"))
             .otherwise(pl.lit("open")),

@@ -16,10 +16,10 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 if TYPE_CHECKING:
     import polars as pl
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 import msgspec
 import orjson
 
+from copilot_logs import json_limits
 from copilot_logs.envelope import (
     EVENT_START,
     Envelope,
@@ -36,11 +37,13 @@ from copilot_logs.envelope import (
     new_subagent_call,
 )
 from copilot_logs.event_types import DETAIL_TYPES
+from copilot_logs.logfile import open_log, why_unreadable
 from copilot_logs.payload import (
     EVENT_LINES,
     NO_PAYLOAD,
     PAYLOAD_FIELDS,
     PAYLOAD_TYPES,
+    Data,
     as_str,
     as_text,
     detail,
@@ -135,8 +138,10 @@ class _Rows:
             self.flushed += len(self.rows)
             self.rows = []
 
-    def add(self, obj: dict[str, Any], line: int, offset: int, length: int) -> None:
-        """An event the line reader decoded."""
+    @staticmethod
+    def row(obj: dict[str, Any], line: int, offset: int, length: int) -> tuple[Any, ...]:
+        """The row of an event the line reader decoded; raises _TooDeep when its payload
+        nests too deep to be encoded again."""
         kind = obj["type"]
         stamp = obj.get("timestamp")
         envelope = (
@@ -151,11 +156,13 @@ class _Rows:
         )
         data = obj.get("data")
         if kind in PAYLOAD_TYPES and isinstance(data, dict):
-            encoded = orjson.dumps(data)  # once, for both the typed fields and `detail`
+            encoded = _dumps(data)  # once, for both the typed fields and `detail`
             extra = encoded.decode() if kind in DETAIL_TYPES else None
-            self.rows.append(envelope + payload(kind, from_json(encoded), extra))
-        else:
-            self.rows.append(envelope + NO_PAYLOAD)
+            try:
+                return envelope + payload(kind, from_json(encoded), extra)
+            except RecursionError:
+                raise _TooDeep(_TOO_DEEP_MESSAGE) from None
+        return envelope + NO_PAYLOAD
 
     def add_envelope(self, envelope: tuple[Any, ...]) -> None:
         """An event verified from its envelope alone (a type whose payload is not read)."""
@@ -192,7 +199,7 @@ class _Rows:
             self.chunks.append(self._chunk())  # no event: an empty frame with the columns
         body = self.chunks[0] if len(self.chunks) == 1 else pl.concat(self.chunks)
         return body.with_columns(
-            pl.Series("session_id", _spread(spans, "session_id", "events"), dtype=pl.String),
+            pl.Series("session_id", _session_ids(spans, events=True), dtype=pl.String),
             pl.Series("file", _spread(spans, "name", "events"), dtype=pl.String),
         ).select(list(EVENTS_SCHEMA))
 
@@ -208,12 +215,39 @@ class _Span:
     session_id: str
     events: int
     diagnostics: int
+    sessions: list[_SessionMark] = field(default_factory=list)
+    """Where later sessions begin in the file: a file (or stdin) can hold several."""
 
 
-def _spread(spans: list[_Span], field: str, count: str) -> list[str]:
+@dataclass(frozen=True)
+class _SessionMark:
+    """A session.start whose sessionId differs from the session before it: from this span's
+    ``events``-th event and ``diagnostics``-th diagnostic on, rows belong to ``session_id``."""
+
+    events: int
+    diagnostics: int
+    session_id: str
+
+
+def _spread(spans: list[_Span], name: str, count: str) -> list[str]:
     values: list[str] = []
     for span in spans:
-        values.extend([getattr(span, field)] * getattr(span, count))
+        values.extend([getattr(span, name)] * getattr(span, count))
+    return values
+
+
+def _session_ids(spans: list[_Span], *, events: bool) -> list[str]:
+    """The session id of every event (or diagnostic) row: each session.start's sessionId
+    from its line on; rows before the first session.start take the span's id."""
+    values: list[str] = []
+    for span in spans:
+        total = span.events if events else span.diagnostics
+        current, done = span.session_id, 0
+        for mark in span.sessions:
+            upto = mark.events if events else mark.diagnostics
+            values.extend([current] * (upto - done))
+            current, done = mark.session_id, upto
+        values.extend([current] * (total - done))
     return values
 
 
@@ -296,7 +330,7 @@ class _Diagnostics:
 
         return pl.DataFrame(
             {
-                "session_id": _spread(spans, "session_id", "diagnostics"),
+                "session_id": _session_ids(spans, events=False),
                 "file": _spread(spans, "name", "diagnostics"),
                 "line": [r[0] for r in self.rows],
                 "offset": [r[1] for r in self.rows],
@@ -308,47 +342,88 @@ class _Diagnostics:
         )
 
 
-_REPAIRS = {
-    "invalid-utf8": "invalid UTF-8 bytes, replaced by U+FFFD",
-    "lone-surrogate": "a lone UTF-16 surrogate escape (a string cut inside a character such as "
-    "an emoji), replaced by U+FFFD",
-}
-"""What :func:`_loads` may have to mend to read a line, and how it is reported."""
+Repair = tuple[str, str]
+"""A diagnostic (kind, message) for what had to be mended to read a line."""
+
+_INVALID_UTF8: Repair = ("invalid-utf8", "invalid UTF-8 bytes, replaced by U+FFFD")
+_LONE_SURROGATE: Repair = (
+    "lone-surrogate",
+    "a lone UTF-16 surrogate escape (a string cut inside a character such as an emoji), "
+    "replaced by U+FFFD",
+)
+_TOO_DEEP_MESSAGE = (
+    "JSON nested too deep to read (about 1,000 levels or more); the line was skipped"
+)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _loads(raw: bytes) -> tuple[Any, tuple[str, ...]]:
-    """Parse one JSON text, with what had to be mended first (keys of _REPAIRS): invalid UTF-8
-    bytes, and lone surrogate escapes (valid JSON that strict parsers refuse)."""
+class _TooDeep(ValueError):
+    """Valid JSON nested deeper than the parsers go."""
+
+
+def _loads(raw: bytes) -> tuple[Any, tuple[Repair, ...]]:
+    """Parse one JSON text, with what had to be mended to read it: invalid UTF-8 bytes, lone
+    surrogate escapes and out-of-range numbers (valid JSON that orjson refuses). Raises
+    ValueError when it is not JSON (_TooDeep when it nests too deep to read)."""
     try:
         return orjson.loads(raw), ()
     except orjson.JSONDecodeError:
         pass
-    repairs: tuple[str, ...] = ()
+    repairs: list[Repair] = []
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        text, repairs = raw.decode("utf-8", "replace"), ("invalid-utf8",)
+        text = raw.decode("utf-8", "replace")
+        repairs.append(_INVALID_UTF8)
         try:
-            return orjson.loads(text), repairs
+            return orjson.loads(text), tuple(repairs)
         except orjson.JSONDecodeError:
             pass
-    if not _SURROGATE_ESCAPE.search(text):
-        raise orjson.JSONDecodeError("not valid JSON", text, 0)
     try:
-        mended, found = _mend(json.loads(text, parse_constant=_no_constant))
-        orjson.dumps(mended)  # what orjson cannot hold either (a 100-bit integer) stays invalid
-    except (ValueError, TypeError, RecursionError):
-        found = False
-    if not found:
+        value = json_limits.loads_lenient(text)
+        mended, found = _mend(value) if _SURROGATE_ESCAPE.search(text) else (value, False)
+    except RecursionError:
+        raise _TooDeep(_TOO_DEEP_MESSAGE) from None
+    numbers = json_limits.clear_out_of_range(mended, "") if isinstance(mended, dict | list) else []
+    if not found and not numbers:
         raise orjson.JSONDecodeError("not valid JSON", text, 0)
-    return mended, (*repairs, "lone-surrogate")
+    if found:
+        repairs.append(_LONE_SURROGATE)
+    if numbers:
+        repairs.append(("out-of-range-number", json_limits.message(numbers)))
+    return mended, tuple(repairs)
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+def _dumps(data: dict[str, Any]) -> bytes:
+    """``data`` as compact JSON: by orjson, or by the standard library when it nests deeper
+    than orjson writes (255 levels)."""
+    try:
+        return orjson.dumps(data)
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    except RecursionError:
+        raise _TooDeep(_TOO_DEEP_MESSAGE) from None
+
+
+def _stored_numbers(kind: str, data: Any) -> list[tuple[str, Any]]:
+    """Out-of-range numbers in the fields of ``data`` that reach a numeric or JSON column (the
+    whole payload of DETAIL_TYPES, an assistant message's outputTokens and chunkIndex), set to
+    None in place. The clean-block lane checks the same fields (see _FileReader._clean_block)."""
+    if not isinstance(data, dict):
+        return []
+    if kind in DETAIL_TYPES:
+        return json_limits.clear_out_of_range(data, "data")
+    found = []
+    if kind == "assistant.message":
+        for key in ("outputTokens", "chunkIndex"):
+            if json_limits.out_of_range(data.get(key)):
+                found.append((f"data.{key}", data[key]))
+                data[key] = None
+    return found
 
 
 def _mend(value: Any) -> tuple[Any, bool]:
@@ -372,7 +447,20 @@ def _mend(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def _try_loads(raw: bytes) -> tuple[Any, tuple[str, ...]] | None:
+def _too_deep(raw: bytes) -> bool:
+    """Whether a line that did not parse is JSON nested too deep to read."""
+    if raw.count(b"[") + raw.count(b"{") < 900:
+        return False  # the parsers read more levels than that
+    try:
+        _loads(raw)
+    except _TooDeep:
+        return True
+    except ValueError:
+        return False
+    return False
+
+
+def _try_loads(raw: bytes) -> tuple[Any, tuple[Repair, ...]] | None:
     try:
         return _loads(raw)
     except ValueError:  # orjson's and json's decode errors alike
@@ -389,6 +477,25 @@ def _reads_payload(kind: str, _agent_id: str | None) -> bool:
 CLEAN_BLOCK = 2 << 20
 """Bytes the reader decodes at a time when the lines are clean (memory stays bounded by a few
 blocks whatever the file's size)."""
+
+
+def _clean_detail(line: memoryview) -> str | Literal[False]:
+    """:func:`copilot_logs.payload.detail` of a line in a clean block; False when its payload
+    holds what only the line reader handles (an out-of-range number, deep nesting)."""
+    try:
+        text = detail(line)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return False
+    if json_limits.may_hold_big_numbers(text) and json_limits.clear_out_of_range(
+        orjson.loads(text), "data"
+    ):
+        return False
+    return text
+
+
+def _big_counts(data: Data) -> bool:
+    """An assistant message's outputTokens or chunkIndex is out of range (see _stored_numbers)."""
+    return json_limits.out_of_range(data.outputTokens) or json_limits.out_of_range(data.chunkIndex)
 
 
 def _valid_utf8(view: memoryview) -> bool:
@@ -416,6 +523,12 @@ class _FileReader:
         self.seen_ids: set[str] = set(resume.seen_ids) if resume else set()
         self.last_id: str | None = resume.last_id if resume else None
         self.session_id: str | None = resume.session_id if resume else None
+        """The session the rows read now belong to (the last session.start's sessionId)."""
+        self.first_session_id = self.session_id
+        """The session of the first rows (None: the file's hint; see :meth:`_session`)."""
+        self.sessions: list[_SessionMark] = []
+        self.rows_before = rows.count
+        self.diagnostics_before = len(diagnostics.rows)
         self.end = resume.offset if resume else 0
         self.next_line = resume.line if resume else 1
         self.held: _Physical | None = None
@@ -432,8 +545,8 @@ class _FileReader:
         one by one, for the line reader to recover and report. While the line reader holds a
         line (an event split over several lines), blocks are yielded line by line too.
         """
+        pending = self._skip_bom(stream) if self.end == 0 else b""
         offset, number = self.end, self.next_line
-        pending = b""
         while True:
             more = stream.read(CLEAN_BLOCK)
             block = pending + more if pending else more
@@ -456,6 +569,18 @@ class _FileReader:
                 offset += len(raw) + 1
                 number += 1
 
+    def _skip_bom(self, stream: Readable) -> bytes:
+        """Step over a UTF-8 byte order mark at the start of the file (reported); returns the
+        bytes read that are not one."""
+        head = stream.read(len(codecs.BOM_UTF8))
+        if head != codecs.BOM_UTF8:
+            return head
+        self.end = len(head)
+        self.diagnostics.add(
+            1, 0, "bom", "a UTF-8 byte order mark starts the file (the CLI writes none); ignored"
+        )
+        return b""
+
     def _clean_block(self, block: bytes, cut: int) -> bool:
         """Add the lines of ``block`` before ``cut`` (whole lines) in one go, if each is a
         well-formed event on its own line: valid UTF-8, no CR, no blank line, an envelope of the
@@ -471,7 +596,7 @@ class _FileReader:
             if not block.isascii() and not _valid_utf8(view):
                 return False
             events = EVENT_LINES.decode_lines(view)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return False
         if len(events) != len(ends) or any(view[end - 1] == 13 for end in ends):
             return False
@@ -479,6 +604,8 @@ class _FileReader:
         if len(set(ids)) != len(ids) or not self.seen_ids.isdisjoint(ids):
             return False
         rows = self.columns.rows
+        before = len(rows)
+        sessions_before = (self.session_id, self.first_session_id, len(self.sessions))
         offset, number, start = self.end, self.next_line, 0
         for event, end in zip(events, ends, strict=True):
             kind = event.type
@@ -493,10 +620,14 @@ class _FileReader:
                 event.agentId,
             )
             if kind in PAYLOAD_TYPES:
-                extra = detail(view[start:end]) if kind in DETAIL_TYPES else None
+                extra = _clean_detail(view[start:end]) if kind in DETAIL_TYPES else None
+                if extra is False or (kind == "assistant.message" and _big_counts(event.data)):
+                    del rows[before:]  # the line reader reads this block, and reports it
+                    self._restore_sessions(sessions_before)
+                    return False
+                if kind == "session.start":
+                    self._session(as_text(event.data.sessionId))
                 rows.append(envelope + payload(kind, event.data, extra))
-                if kind == "session.start" and self.session_id is None:
-                    self.session_id = as_text(event.data.sessionId)
             else:
                 rows.append(envelope + NO_PAYLOAD)
             number += 1
@@ -675,6 +806,8 @@ class _FileReader:
                 f"the last line is cut off mid-event ({len(raw)} bytes, no newline): the session "
                 "was still being written or crashed",
             )
+        elif _too_deep(raw):
+            self.diagnostics.add(physical.number, physical.offset, "too-deep", _TOO_DEEP_MESSAGE)
         else:
             self.diagnostics.add(
                 physical.number,
@@ -684,11 +817,11 @@ class _FileReader:
             )
 
     def _event(
-        self, obj: Any, physical: _Physical, length: int, *, repairs: tuple[str, ...]
+        self, obj: Any, physical: _Physical, length: int, *, repairs: tuple[Repair, ...]
     ) -> None:
         number, offset = physical.number, physical.offset
-        for repair in repairs:
-            self.diagnostics.add(number, offset, repair, _REPAIRS[repair])
+        for kind, message in repairs:
+            self.diagnostics.add(number, offset, kind, message)
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             shape = type(obj).__name__ if not isinstance(obj, dict) else "object without type"
             self.diagnostics.add(
@@ -705,6 +838,16 @@ class _FileReader:
                 f"{obj['type']} event lacks {', '.join(missing)}; kept",
                 event_id,
             )
+        numbers = _stored_numbers(obj["type"], obj.get("data"))
+        if numbers:
+            self.diagnostics.add(
+                number, offset, "out-of-range-number", json_limits.message(numbers), event_id
+            )
+        try:
+            row = self.columns.row(obj, number, offset, length)
+        except _TooDeep as exc:
+            self.diagnostics.add(number, offset, "too-deep", str(exc), event_id)
+            return
         if event_id is not None:
             if event_id in self.seen_ids:
                 self.diagnostics.add(
@@ -717,11 +860,36 @@ class _FileReader:
                 return
             self.seen_ids.add(event_id)
         self.last_id = event_id
-        if self.session_id is None and obj["type"] == "session.start":
+        if obj["type"] == "session.start":
             data = obj.get("data")
             if isinstance(data, dict):
-                self.session_id = as_text(data.get("sessionId"))
-        self.columns.add(obj, number, offset, length)
+                self._session(as_text(data.get("sessionId")))
+        self.columns.rows.append(row)
+
+    def _restore_sessions(self, state: tuple[str | None, str | None, int]) -> None:
+        """Forget the sessions a block began before it was handed to the line reader."""
+        self.session_id, self.first_session_id, marks = state
+        del self.sessions[marks:]
+
+    def _session(self, session_id: str | None) -> None:
+        """A session.start with ``session_id`` is about to be added. One with another id than
+        the session under way starts a new session (two logs in one file, or ``cat a b``), so
+        that nothing of two sessions is merged. Events before a file's first session.start
+        keep the file's hint (they belong to no session the log names); when it is the first
+        event, it names the span, and damage reported before it joins its session."""
+        if not session_id or session_id == self.session_id:
+            return
+        if self.session_id is None and self.columns.count == self.rows_before:
+            self.session_id = self.first_session_id = session_id
+            return
+        self.sessions.append(
+            _SessionMark(
+                self.columns.count - self.rows_before,
+                len(self.diagnostics.rows) - self.diagnostics_before,
+                session_id,
+            )
+        )
+        self.session_id = session_id
 
 
 @dataclass(frozen=True)
@@ -744,6 +912,7 @@ class ReadState:
     next_line: int
     last_id: str | None
     session_id: str | None
+    """The session the last rows belong to: appended rows continue it."""
 
 
 def _read(
@@ -772,9 +941,10 @@ def _read(
             )
     span = _Span(
         source.name,
-        reader.session_id or source.session_hint,
+        reader.first_session_id or source.session_hint,
         rows.count - events_before,
         len(diagnostics.rows) - diagnostics_before,
+        reader.sessions,
     )
     return span, ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
 
@@ -792,13 +962,13 @@ def _read_source_into(
 
         return _read(sys.stdin.buffer, source, rows, diagnostics, None, wants_payload)[0], None
     try:
-        with source.path.open("rb") as stream:
+        with open_log(source.path) as stream:
             if resume is not None:
                 stream.seek(resume.offset)
             return _read(stream, source, rows, diagnostics, resume, wants_payload)
     except OSError as exc:
         before = len(diagnostics.rows)
-        diagnostics.add(0, 0, "unreadable", f"cannot read the file: {exc.strerror or exc}")
+        diagnostics.add(0, 0, "unreadable", why_unreadable(source.path, exc))
         return _Span(source.name, source.session_hint, 0, len(diagnostics.rows) - before), None
 
 

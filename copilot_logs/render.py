@@ -1,22 +1,28 @@
 """Frames -> text: a rich table for people, json / ndjson / csv / markdown for machines.
 
-The only module besides ``cli`` that writes output. Machine formats go to stdout with stable
-snake_case field names; times are ISO-8601 UTC strings with a ``Z``.
+Machine formats go to stdout with stable snake_case field names, the text exactly as logged;
+times are ISO-8601 UTC strings with a ``Z``. Text for people (tables, markdown, annotations)
+shows log text through :mod:`copilot_logs.sanitize`; all of it leaves through
+:mod:`copilot_logs.output`.
 """
 
 from __future__ import annotations
 
 import csv
-import sys
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from copilot_logs import output
+from copilot_logs.sanitize import json_text, markdown_cell, one_line
+
 if TYPE_CHECKING:
     import polars as pl
+    from rich.table import Table
 
 ISO_MS = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
@@ -38,17 +44,14 @@ def records(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return plain(frame).to_dicts()
 
 
-def write_json(value: Any, out: IO[str] | None = None) -> None:
-    stream = out or sys.stdout
-    stream.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode())
-    stream.write("\n")
+def write_json(value: Any) -> None:
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    output.write_exact(json_text(text) + "\n")
 
 
-def write_ndjson(rows: Sequence[dict[str, Any]], out: IO[str] | None = None) -> None:
-    stream = out or sys.stdout
-    for row in rows:
-        stream.write(orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS).decode())
-        stream.write("\n")
+def write_ndjson(rows: Sequence[dict[str, Any]]) -> None:
+    lines = (orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS).decode() + "\n" for row in rows)
+    output.write_exact(json_text("".join(lines)))
 
 
 def _cell(value: Any) -> str:
@@ -61,25 +64,24 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def write_csv(
-    rows: Sequence[dict[str, Any]], columns: Sequence[str], out: IO[str] | None = None
-) -> None:
-    stream = out or sys.stdout
-    writer = csv.writer(stream, lineterminator="\n")
+def write_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
         writer.writerow([_cell(row.get(name)) for name in columns])
+    output.write_exact(text.getvalue())
 
 
-def write_frame(frame: pl.DataFrame, fmt: str, out: IO[str] | None = None) -> None:
+def write_frame(frame: pl.DataFrame, fmt: str) -> None:
     """The machine formats of a flat frame: json (a list of objects), ndjson, csv."""
     rows = records(frame)
     if fmt == "json":
-        write_json(rows, out)
+        write_json(rows)
     elif fmt == "ndjson":
-        write_ndjson(rows, out)
+        write_ndjson(rows)
     elif fmt == "csv":
-        write_csv(rows, frame.columns, out)
+        write_csv(rows, frame.columns)
     else:  # pragma: no cover - the CLI only passes known formats
         raise ValueError(fmt)
 
@@ -124,7 +126,7 @@ def yes_no(value: Any) -> str:
 
 
 def short_id(value: Any) -> str:
-    return str(value)[:8] if value else ""
+    return one_line(str(value)[:8]) if value else ""
 
 
 def _format(column: Column, value: Any) -> str:
@@ -139,9 +141,11 @@ def _format(column: Column, value: Any) -> str:
 
 def _fit(columns: Sequence[Column], cells: list[list[str]], width: int) -> list[int]:
     """Indexes of the columns to show: most important first, while the table fits."""
+    from rich.cells import cell_len
+
     natural = []
     for index, column in enumerate(columns):
-        longest = max([len(column.header), *(len(row[index]) for row in cells)])
+        longest = max([len(column.header), *(cell_len(row[index]) for row in cells)])
         if column.max_width:
             longest = min(longest, column.max_width)
         natural.append(longest + 3)
@@ -161,23 +165,33 @@ def print_table(
     title: str | None = None,
     totals: dict[str, Any] | None = None,
     width: int | None = None,
-    out: IO[str] | None = None,
 ) -> None:
-    """A rich table that fits the terminal: low-priority columns go first when it is narrow."""
-    from rich.console import Console
-    from rich.table import Table
+    """A rich table that fits the terminal: low-priority columns go first when it is narrow.
+    Every cell is one line of plain text (no markup is read from it)."""
+    with output.rich_console(width=width) as console:
+        console.print(_table(frame, columns, title, totals, console.width))
 
-    console = Console(file=out or sys.stdout, width=width, highlight=False)
+
+def _table(
+    frame: pl.DataFrame,
+    columns: Sequence[Column],
+    title: str | None,
+    totals: dict[str, Any] | None,
+    width: int,
+) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     rows = frame.to_dicts()
-    cells = [[_format(c, row.get(c.field)) for c in columns] for row in rows]
-    total_cells = [_format(c, totals.get(c.field)) if totals else "" for c in columns]
-    shown = _fit(columns, [*cells, total_cells] if totals else cells, console.width)
+    cells = [[one_line(_format(c, row.get(c.field))) for c in columns] for row in rows]
+    total_cells = [one_line(_format(c, totals.get(c.field))) if totals else "" for c in columns]
+    shown = _fit(columns, [*cells, total_cells] if totals else cells, width)
     table = Table(title=title, show_footer=totals is not None, box=None, pad_edge=False)
     for index in shown:
         column = columns[index]
         table.add_column(
             column.header,
-            footer=total_cells[index] if totals else "",
+            footer=Text(total_cells[index]) if totals else "",
             justify="right" if column.numeric else "left",
             no_wrap=True,
             overflow="ellipsis",
@@ -186,18 +200,19 @@ def print_table(
             footer_style="bold",
         )
     for row in cells:
-        table.add_row(*(row[index] for index in shown))
-    console.print(table)
+        table.add_row(*(Text(row[index]) for index in shown))
+    return table
 
 
 def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:
-    """A GitHub-flavoured markdown table (for pull-request comments)."""
+    """A GitHub-flavoured markdown table (for pull-request comments); each cell one line, its
+    pipes and backslashes escaped."""
     lines = [
         "| " + " | ".join(c.header for c in columns) + " |",
         "|" + "|".join("---:" if c.numeric else "---" for c in columns) + "|",
     ]
     for row in frame.to_dicts():
-        values = [_format(c, row.get(c.field)).replace("|", "\\|") for c in columns]
+        values = [markdown_cell(_format(c, row.get(c.field))) for c in columns]
         lines.append("| " + " | ".join(values) + " |")
     return "\n".join(lines) + "\n"
 
@@ -206,7 +221,10 @@ def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """GitHub's escaping of a workflow command's data, then every other control character as
+    a visible escape (the runner would print it raw into the job log)."""
+    escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return one_line(escaped)
 
 
 def _escape_property(text: str) -> str:

@@ -22,7 +22,7 @@ import polars as pl
 from copilot_logs import model
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.event_types import EPHEMERAL_TYPES, KNOWN_TYPES
-from copilot_logs.model import MAIN, TURN_END, TURN_START, TYPE
+from copilot_logs.model import MAIN, SESSION, TURN_END, TURN_START, TYPE
 from copilot_logs.reader import ReadResult
 
 Severity = Literal["error", "warning", "info"]
@@ -246,7 +246,9 @@ RULES: tuple[Rule, ...] = (
         "unreadable-file",
         "error",
         "The file could not be read at all.",
-        "Permission denied, a broken link or an I/O error: nothing in the file was checked.",
+        "Permission denied, a broken or looping symbolic link, a named pipe or socket, a file "
+        "name that is not UTF-8, or an I/O error: nothing in the file was checked. The message "
+        "says which, and what to do.",
     ),
     Rule(
         "E118",
@@ -284,6 +286,45 @@ RULES: tuple[Rule, ...] = (
         "and keeps the event.",
     ),
     Rule(
+        "E122",
+        "out-of-range-number",
+        "warning",
+        "A number too large for a 64-bit column (2^63 or more, or 1e999) was read as null.",
+        "JSON puts no bound on numbers, but token counts, sizes and costs are stored in 64-bit "
+        "columns, and a number like 1e999 is infinity as a double. The reader keeps the event "
+        "and reads such a number as null; the message names the field. Figures built on that "
+        "field leave it out.",
+    ),
+    Rule(
+        "E123",
+        "too-deep",
+        "error",
+        "A line nests JSON too deep to read (about 1,000 levels).",
+        "No event the CLI writes nests more than a few levels. A line nested about 1,000 levels "
+        "deep cannot be read by the JSON parsers without exhausting their stack: the reader "
+        "skips it, like a line that is not JSON.",
+    ),
+    Rule(
+        "E124",
+        "byte-order-mark",
+        "warning",
+        "The file starts with a UTF-8 byte order mark.",
+        "The CLI writes UTF-8 without a byte order mark. One at the start means the file went "
+        "through an editor or tool that added it; the reader ignores it and reads every event, "
+        "but byte offsets (and so `eventsFileSizeBytes`) are off by three bytes, and `jq` "
+        "refuses the first line.",
+    ),
+    Rule(
+        "E125",
+        "unprocessable-session",
+        "error",
+        "copilot-logs failed on this session's events; the other sessions were still read.",
+        "Each session is processed on its own. When a command fails on one session's events "
+        "(content no other rule foresaw), that session is left out, reported here, and the "
+        "command's exit code is 3; please report the message with the file, if you can share "
+        "it.",
+    ),
+    Rule(
         "T201",
         "orphan-turn-end",
         "error",
@@ -314,9 +355,21 @@ RULES: tuple[Rule, ...] = (
         "unclosed-turn",
         "warning",
         "A turn is still open at the end of the log.",
-        "The last `assistant.turn_start` has no `turn_end`: the session was cut off (killed, "
-        "crashed) or is still running. The LLM call is counted, as an open turn. The finding "
-        "points at the open turn's `turn_start`.",
+        "The last `assistant.turn_start` has no `turn_end` and no `session.shutdown` follows "
+        "it: the session was cut off (killed, crashed) or is still running. The LLM call is "
+        "counted, as an open turn. The finding points at the open turn's `turn_start`. A turn "
+        "left open at a shutdown is T205 instead.",
+    ),
+    Rule(
+        "T205",
+        "open-at-shutdown",
+        "info",
+        "A turn was still open when the session shut down: the user ended the session.",
+        "A routine `session.shutdown` after a turn that has no `assistant.turn_end` means the "
+        "user quit while the turn ran, typically at a `permission.requested` prompt for one "
+        "of its tools (a shutdown of another `shutdownType`, such as `error`, is named in the "
+        "message). The log is whole: it was neither cut off nor is it still running (T204 "
+        "does not fire). Reported so the open turn is not mistaken for damage.",
     ),
     Rule(
         "X301",
@@ -343,8 +396,10 @@ RULES: tuple[Rule, ...] = (
         "tool-never-completed",
         "warning",
         "A tool was started and the log ends before it completed.",
-        "The start's turn (or sub-agent) is still open at the end of the log: the session was "
-        "cut off while the tool ran, or is still running. Reported at the start's line.",
+        "The start's turn (or sub-agent) is still open at the end of the log and no "
+        "`session.shutdown` follows the start: the session was cut off while the tool ran, or "
+        "is still running. Reported at the start's line. A tool left running at a shutdown "
+        "is X307 instead.",
     ),
     Rule(
         "X304",
@@ -373,6 +428,15 @@ RULES: tuple[Rule, ...] = (
         "Each entry of `toolRequests` normally gets a `tool.execution_start` with its "
         "`toolCallId`. One that never starts was lost, or the turn was aborted before the "
         "tool ran. Reported at the message's line, once per missing call.",
+    ),
+    Rule(
+        "X307",
+        "tool-open-at-shutdown",
+        "info",
+        "A tool was still running when the session shut down: the user ended the session.",
+        "A `session.shutdown` after a tool start that has no `tool.execution_complete` means "
+        "the user quit while the tool waited or ran, typically at a `permission.requested` "
+        "prompt for it. The log is whole (X303 does not fire); the tool never ran to its end.",
     ),
     Rule(
         "S401",
@@ -436,7 +500,20 @@ RULES: tuple[Rule, ...] = (
         "eventsFileSizeBytes (on resume or shutdown) differs from the line's byte offset.",
         "`session.resume` and `session.shutdown` record the size of the file just before "
         "their own line. A different byte offset means bytes before the line were lost, "
-        "added or rewritten after the CLI wrote them.",
+        "added or rewritten after the CLI wrote them. A later session in the same file counts "
+        "from its own first line.",
+    ),
+    Rule(
+        "R603",
+        "several-sessions",
+        "info",
+        "A file holds more than one session: a session.start with another sessionId.",
+        "The CLI writes one session per file, but a recorder, a copy or `cat a b` can put "
+        "two in one file or stream. From a session.start whose sessionId differs from the "
+        "session before it, the lines belong to that new session: every command reports "
+        "each session on its own row and checks each as its own log (its first line starts "
+        "the parent chain and the timestamp order again). The finding points at the "
+        "session.start where the next session begins.",
     ),
 )
 
@@ -460,6 +537,10 @@ DIAGNOSTIC_RULES = {
     "unreadable": "E117",
     "empty-file": "E118",
     "no-event": "E118",
+    "out-of-range-number": "E122",
+    "too-deep": "E123",
+    "bom": "E124",
+    "unprocessable": "E125",
 }
 OTHER_DAMAGE = "E120"
 
@@ -529,25 +610,35 @@ def _found(frame: pl.DataFrame, message: pl.Expr) -> pl.DataFrame:
 
 
 def _prepare(events: pl.DataFrame) -> pl.DataFrame:
-    """The annotated events plus the per-file neighbours and turn facts the rules compare."""
+    """The annotated events plus the per-session neighbours and turn facts the rules compare
+    (a file holding two sessions is checked as two logs: the second's first line is a first
+    line, whatever its time)."""
     annotated = model.annotate(events)
     is_start = MAIN & (TYPE == TURN_START)
     is_end = MAIN & (TYPE == TURN_END)
     marker = pl.when(is_start).then(pl.lit("start")).when(is_end).then(pl.lit("end"))
-    turn_key = ["file", "turn_index"]
+    turn_key = [*SESSION, "turn_index"]
     frame = annotated.with_columns(
-        _row=pl.int_range(pl.len()).over("file"),
-        _prev_id=pl.col("event_id").shift(1).over("file"),
-        _prev_line=pl.col("line").shift(1).over("file"),
-        _prev_ts=pl.col("timestamp").shift(1).over("file"),
-        _marker=marker.forward_fill().over("file"),
-        _marker_line=pl.when(is_start | is_end).then(pl.col("line")).forward_fill().over("file"),
+        _row=pl.int_range(pl.len()).over(*SESSION),
+        _prev_id=pl.col("event_id").shift(1).over(*SESSION),
+        _prev_line=pl.col("line").shift(1).over(*SESSION),
+        _prev_ts=pl.col("timestamp").shift(1).over(*SESSION),
+        _marker=marker.forward_fill().over(*SESSION),
+        _marker_line=pl.when(is_start | is_end).then(pl.col("line")).forward_fill().over(*SESSION),
         _open_turn_id=pl.col("turn_id").filter(is_start).first().over(turn_key),
+        _shutdown_after=pl.when(TYPE == "session.shutdown")
+        .then(pl.col("line"))
+        .backward_fill()
+        .over(*SESSION),
+        _shutdown_type=pl.when(TYPE == "session.shutdown")
+        .then(pl.col("detail").str.json_path_match("$.shutdownType").fill_null("routine"))
+        .backward_fill()
+        .over(*SESSION),
         _turn_end_line=pl.col("line").filter(pl.col("closes_turn")).first().over(turn_key),
     )
     return frame.with_columns(
-        _prev_marker=pl.col("_marker").shift(1).over("file"),
-        _prev_marker_line=pl.col("_marker_line").shift(1).over("file"),
+        _prev_marker=pl.col("_marker").shift(1).over(*SESSION),
+        _prev_marker_line=pl.col("_marker_line").shift(1).over(*SESSION),
     )
 
 
@@ -558,16 +649,16 @@ class _Context:
     cache: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     def tool_starts(self) -> pl.DataFrame:
-        """The first start of each toolCallId per file."""
+        """The first start of each toolCallId per session."""
         if "starts" not in self.cache:
             self.cache["starts"] = self.events.filter(
                 (TYPE == TOOL_START) & pl.col("tool_call_id").is_not_null()
-            ).unique(subset=["file", "tool_call_id"], keep="first", maintain_order=True)
+            ).unique(subset=[*SESSION, "tool_call_id"], keep="first", maintain_order=True)
         return self.cache["starts"]
 
 
 def _envelope_parent_chain(ctx: _Context) -> pl.DataFrame:
-    chained = pl.col("parent_id").is_not_null().any().over("file")
+    chained = pl.col("parent_id").is_not_null().any().over(*SESSION)
     broken = ctx.events.filter(chained & ~pl.col("parent_id").eq_missing(pl.col("_prev_id")))
     message = (
         pl.when(pl.col("_prev_id").is_null() & (pl.col("_row") == 0))
@@ -599,8 +690,8 @@ def _envelope_timestamps(ctx: _Context) -> pl.DataFrame:
 
 
 def _first_of_type(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.with_columns(_lines=pl.len().over("file", "type")).unique(
-        subset=["file", "type"], keep="first", maintain_order=True
+    return frame.with_columns(_lines=pl.len().over(*SESSION, "type")).unique(
+        subset=[*SESSION, "type"], keep="first", maintain_order=True
     )
 
 
@@ -709,13 +800,18 @@ def _turns_id_mismatch(ctx: _Context) -> pl.DataFrame:
     )
 
 
-def _turns_unclosed(ctx: _Context) -> pl.DataFrame:
-    open_at_end = ctx.events.filter(
+def _open_last_turn(ctx: _Context) -> pl.DataFrame:
+    """The turn_start of a session's last turn when no turn_end closed it."""
+    return ctx.events.filter(
         MAIN
         & (TYPE == TURN_START)
-        & (pl.col("_marker").last().over("file") == "start")
-        & (pl.col("turn_index") == pl.col("turn_index").max().over("file"))
+        & (pl.col("_marker").last().over(*SESSION) == "start")
+        & (pl.col("turn_index") == pl.col("turn_index").max().over(*SESSION))
     )
+
+
+def _turns_unclosed(ctx: _Context) -> pl.DataFrame:
+    open_at_end = _open_last_turn(ctx).filter(pl.col("_shutdown_after").is_null())
     return _found(
         open_at_end,
         pl.format(
@@ -726,27 +822,51 @@ def _turns_unclosed(ctx: _Context) -> pl.DataFrame:
     )
 
 
+def _why_shut_down() -> pl.Expr:
+    """What a shutdown after an open turn or tool means: the user quit (a routine shutdown,
+    or one that names no type), or the session ended some other way (``error``)."""
+    return (
+        pl.when(pl.col("_shutdown_type") == "routine")
+        .then(pl.lit("the user ended the session while it ran (e.g. at a permission prompt)"))
+        .otherwise(pl.format("the session shut down ({}) while it ran", "_shutdown_type"))
+    )
+
+
+def _turns_open_at_shutdown(ctx: _Context) -> pl.DataFrame:
+    left_open = _open_last_turn(ctx).filter(pl.col("_shutdown_after").is_not_null())
+    return _found(
+        left_open,
+        pl.format(
+            "the turn (turnId {}) was still open when the session shut down (line {}): {}",
+            _text(pl.col("turn_id")),
+            "_shutdown_after",
+            _why_shut_down(),
+        ),
+    )
+
+
 def _tools_duplicate_id(ctx: _Context) -> pl.DataFrame:
     repeated = ctx.events.filter(
         TYPE.is_in([TOOL_START, TOOL_COMPLETE]) & pl.col("tool_call_id").is_not_null()
-    ).filter(pl.int_range(pl.len()).over("file", "type", "tool_call_id") > 0)
+    ).filter(pl.int_range(pl.len()).over(*SESSION, "type", "tool_call_id") > 0)
     return _found(
         repeated,
         pl.format(
             "{} repeats toolCallId {}, already seen on line {}",
             "type",
             "tool_call_id",
-            pl.col("line").min().over("file", "type", "tool_call_id"),
+            pl.col("line").min().over(*SESSION, "type", "tool_call_id"),
         ),
     )
 
 
 def _tools_orphan_complete(ctx: _Context) -> pl.DataFrame:
-    starts = ctx.tool_starts().select("file", "tool_call_id", _start_line="line")
+    keys = [*SESSION, "tool_call_id"]
+    starts = ctx.tool_starts().select(*keys, _start_line="line")
     completes = (
         ctx.events.filter((TYPE == TOOL_COMPLETE) & ~pl.col("is_user_requested").fill_null(False))
-        .unique(subset=["file", "tool_call_id"], keep="first", maintain_order=True)
-        .join(starts, on=["file", "tool_call_id"], how="left")
+        .unique(subset=keys, keep="first", maintain_order=True)
+        .join(starts, on=keys, how="left")
     )
     orphans = completes.filter(
         pl.col("_start_line").is_null() | (pl.col("_start_line") > pl.col("line"))
@@ -774,7 +894,7 @@ def _tool_runs(ctx: _Context) -> pl.DataFrame:
     turn_end of its turn (main agent) or its sub-agent's end (sub-agent tools)."""
     if "runs" in ctx.cache:
         return ctx.cache["runs"]
-    keys = ["file", "tool_call_id"]
+    keys = [*SESSION, "tool_call_id"]
     starts = ctx.tool_starts()
     completes = ctx.events.filter(TYPE == TOOL_COMPLETE).select(*keys, _done_line="line")
     done = (
@@ -786,12 +906,12 @@ def _tool_runs(ctx: _Context) -> pl.DataFrame:
     )
     finishes = (
         ctx.events.filter(TYPE.is_in(SUBAGENT_END))
-        .group_by("file", agent_id=SUBAGENT_KEY)
+        .group_by(*SESSION, agent_id=SUBAGENT_KEY)
         .agg(_agent_end_line=pl.col("line").min())
     )
     runs = (
         starts.join(done, on=keys, how="left")
-        .join(finishes, on=["file", "agent_id"], how="left")
+        .join(finishes, on=[*SESSION, "agent_id"], how="left")
         .with_columns(
             _deadline=pl.when(MAIN)
             .then(pl.when(pl.col("in_turn")).then(pl.col("_turn_end_line")))
@@ -826,13 +946,35 @@ def _tools_not_completed_in_turn(ctx: _Context) -> pl.DataFrame:
 
 
 def _tools_never_completed(ctx: _Context) -> pl.DataFrame:
-    runs = _tool_runs(ctx).filter(pl.col("_deadline").is_null() & pl.col("_done_line").is_null())
+    runs = _tool_runs(ctx).filter(
+        pl.col("_deadline").is_null()
+        & pl.col("_done_line").is_null()
+        & pl.col("_shutdown_after").is_null()
+    )
     return _found(
         runs,
         pl.format(
             "{} ({}) never completed: the log ends while it runs (cut off or still running)",
             _text(pl.col("tool_name")),
             "tool_call_id",
+        ),
+    )
+
+
+def _tools_open_at_shutdown(ctx: _Context) -> pl.DataFrame:
+    runs = _tool_runs(ctx).filter(
+        pl.col("_deadline").is_null()
+        & pl.col("_done_line").is_null()
+        & pl.col("_shutdown_after").is_not_null()
+    )
+    return _found(
+        runs,
+        pl.format(
+            "{} ({}) was still running when the session shut down (line {}): {}",
+            _text(pl.col("tool_name")),
+            "tool_call_id",
+            "_shutdown_after",
+            _why_shut_down(),
         ),
     )
 
@@ -861,8 +1003,9 @@ def _tools_requested_not_started(ctx: _Context) -> pl.DataFrame:
         )
         .filter(pl.col("tool_call_id").is_not_null())
     )
-    started = ctx.events.filter(TYPE == TOOL_START).select("file", "tool_call_id").unique()
-    missing = requests.join(started, on=["file", "tool_call_id"], how="anti")
+    keys = [*SESSION, "tool_call_id"]
+    started = ctx.events.filter(TYPE == TOOL_START).select(keys).unique()
+    missing = requests.join(started, on=keys, how="anti")
     return _found(
         missing,
         pl.format(
@@ -874,10 +1017,10 @@ def _tools_requested_not_started(ctx: _Context) -> pl.DataFrame:
 
 
 def _subagent_spans(ctx: _Context) -> pl.DataFrame:
-    """Per file and sub-agent (the task's toolCallId): the line of its first start."""
+    """Per session and sub-agent (the task's toolCallId): the line of its first start."""
     return (
         ctx.events.filter(TYPE == "subagent.started")
-        .group_by("file", _agent=SUBAGENT_KEY)
+        .group_by(*SESSION, _agent=SUBAGENT_KEY)
         .agg(_started_line=pl.col("line").min())
     )
 
@@ -885,11 +1028,11 @@ def _subagent_spans(ctx: _Context) -> pl.DataFrame:
 def _subagents_unfinished(ctx: _Context) -> pl.DataFrame:
     agent = SUBAGENT_KEY
     ends = ctx.events.filter(TYPE.is_in(SUBAGENT_END)).select(
-        "file", _agent=agent, _end_line="line"
+        *SESSION, _agent=agent, _end_line="line"
     )
     started = ctx.events.filter(TYPE == "subagent.started").with_columns(_agent=agent)
     finished = (
-        started.join(ends, on=["file", "_agent"])
+        started.join(ends, on=[*SESSION, "_agent"])
         .filter(pl.col("_end_line") > pl.col("line"))
         .select("file", "line")
     )
@@ -909,7 +1052,7 @@ def _subagents_orphan_finish(ctx: _Context) -> pl.DataFrame:
     ends = (
         ctx.events.filter(TYPE.is_in(SUBAGENT_END))
         .with_columns(_agent=SUBAGENT_KEY)
-        .join(_subagent_spans(ctx), on=["file", "_agent"], how="left")
+        .join(_subagent_spans(ctx), on=[*SESSION, "_agent"], how="left")
         .filter(pl.col("_started_line").is_null() | (pl.col("_started_line") > pl.col("line")))
     )
     return _found(
@@ -922,12 +1065,14 @@ def _subagents_unknown_agent(ctx: _Context) -> pl.DataFrame:
     lines = (
         ctx.events.filter(pl.col("agent_id").is_not_null())
         .join(
-            _subagent_spans(ctx).rename({"_agent": "agent_id"}), on=["file", "agent_id"], how="left"
+            _subagent_spans(ctx).rename({"_agent": "agent_id"}),
+            on=[*SESSION, "agent_id"],
+            how="left",
         )
         .filter(pl.col("_started_line").is_null() | (pl.col("line") < pl.col("_started_line")))
-        .with_columns(_lines=pl.len().over("file", "agent_id"))
+        .with_columns(_lines=pl.len().over(*SESSION, "agent_id"))
         .sort("file", "line")
-        .unique(subset=["file", "agent_id"], keep="first", maintain_order=True)
+        .unique(subset=[*SESSION, "agent_id"], keep="first", maintain_order=True)
     )
     return _found(
         lines,
@@ -958,7 +1103,7 @@ def _completion_without_tool(ctx: _Context) -> pl.DataFrame:
     lonely = ctx.events.filter(
         (TYPE == "session.task_complete")
         & pl.col("in_turn")
-        & ~called.any().over("file", "turn_index")
+        & ~called.any().over(*SESSION, "turn_index")
     )
     return _found(
         lonely,
@@ -975,11 +1120,11 @@ def _continuity_event_count(ctx: _Context) -> pl.DataFrame:
         _claimed=_number("$.eventCount")
     )
     duplicates = ctx.diagnostics.filter(pl.col("kind") == "duplicate-id").select(
-        "file", _dup_line="line"
+        *SESSION, _dup_line="line"
     )
     counted = (
         resumes.filter(pl.col("_claimed").is_not_null())
-        .join(duplicates, on="file", how="left")
+        .join(duplicates, on=SESSION, how="left")
         .group_by(*LOCATION, "_claimed", "_row", maintain_order=True)
         .agg(_dups=(pl.col("_dup_line") < pl.col("line")).sum())
         .with_columns(_before=pl.col("_row") + pl.col("_dups"))
@@ -999,8 +1144,25 @@ def _continuity_event_count(ctx: _Context) -> pl.DataFrame:
 
 
 def _continuity_file_size(ctx: _Context) -> pl.DataFrame:
-    marked = ctx.events.filter(TYPE.is_in(["session.resume", "session.shutdown"])).with_columns(
-        _claimed=_number("$.eventsFileSizeBytes")
+    # A later session in the same file (two logs spliced, `cat a b`) counts its bytes from its
+    # own first line: the file it was written to began there.
+    later_session = pl.col("session_id") != pl.col("session_id").first().over("file")
+    base = pl.when(later_session).then(pl.col("offset").min().over(*SESSION)).otherwise(0)
+    # A byte order mark (E124) was added in front of what the CLI wrote: not counted.
+    marks = ctx.diagnostics.filter(pl.col("kind") == "bom").select("file").unique()
+    marked = (
+        ctx.events.with_columns(_base=base)
+        .filter(TYPE.is_in(["session.resume", "session.shutdown"]))
+        .join(marks.with_columns(_mark=pl.lit(3, pl.Int64)), on="file", how="left")
+        .with_columns(
+            _claimed=_number("$.eventsFileSizeBytes"),
+            # A later session's bytes count from its own first line, the first's from the
+            # file's start (after a byte order mark).
+            offset=pl.col("offset")
+            - pl.when(pl.col("_base") > 0)
+            .then(pl.col("_base"))
+            .otherwise(pl.col("_mark").fill_null(0)),
+        )
     )
     wrong = marked.filter(
         pl.col("_claimed").is_not_null() & (pl.col("_claimed") != pl.col("offset"))
@@ -1021,6 +1183,23 @@ def _continuity_file_size(ctx: _Context) -> pl.DataFrame:
     )
 
 
+def _continuity_several_sessions(ctx: _Context) -> pl.DataFrame:
+    later = ctx.events.with_columns(
+        _first=pl.col("session_id").first().over("file"),
+        _sessions=pl.col("session_id").n_unique().over("file"),
+    ).filter((pl.col("_row") == 0) & (pl.col("session_id") != pl.col("_first")))
+    return _found(
+        later,
+        pl.format(
+            "session {} begins here: this file holds {} sessions (it began with session {}); "
+            "each is reported on its own",
+            "session_id",
+            "_sessions",
+            "_first",
+        ),
+    )
+
+
 _CHECKS: dict[str, Callable[[_Context], pl.DataFrame]] = {
     "E104": _envelope_parent_chain,
     "E105": _envelope_timestamps,
@@ -1033,12 +1212,14 @@ _CHECKS: dict[str, Callable[[_Context], pl.DataFrame]] = {
     "T202": _turns_start_while_open,
     "T203": _turns_id_mismatch,
     "T204": _turns_unclosed,
+    "T205": _turns_open_at_shutdown,
     "X301": _tools_orphan_complete,
     "X302": _tools_not_completed_in_turn,
     "X303": _tools_never_completed,
     "X304": _tools_duplicate_id,
     "X305": _tools_outside_turn,
     "X306": _tools_requested_not_started,
+    "X307": _tools_open_at_shutdown,
     "S401": _subagents_unfinished,
     "S402": _subagents_orphan_finish,
     "S403": _subagents_unknown_agent,
@@ -1046,6 +1227,7 @@ _CHECKS: dict[str, Callable[[_Context], pl.DataFrame]] = {
     "C502": _completion_without_tool,
     "R601": _continuity_event_count,
     "R602": _continuity_file_size,
+    "R603": _continuity_several_sessions,
 }
 
 
@@ -1118,16 +1300,16 @@ def failing_severities(*, strict: bool) -> tuple[Severity, ...]:
 
 
 def checked_files(result: ReadResult) -> pl.DataFrame:
-    """One row per log read (file, session_id), in file order: events and diagnostics both, so
-    a file that gave no event is still listed."""
+    """One row per session log read (file, session_id), in file order: events and diagnostics
+    both, so a file that gave no event is still listed."""
     parts = [
         result.events.select("file", "session_id"),
         result.diagnostics.select("file", "session_id"),
     ]
     return (
         pl.concat(parts, how="vertical")
-        .unique(subset=["file"], keep="first", maintain_order=True)
-        .sort("file")
+        .unique(subset=SESSION, keep="first", maintain_order=True)
+        .sort("file", maintain_order=True)
     )
 
 
@@ -1161,7 +1343,7 @@ class Report:
     def summary(self) -> dict[str, Any]:
         by_severity = dict(self.findings.group_by("severity").len().iter_rows())
         return {
-            "files": self.files.height,
+            "files": self.files["file"].n_unique(),
             "sessions": self.files["session_id"].n_unique(),
             "findings": self.findings.height,
             "errors": by_severity.get("error", 0),
@@ -1196,7 +1378,7 @@ def combine(
     files = [f for _, f in parts]
     return Report(
         findings=pl.concat(findings).sort("file", "line", "code", nulls_last=False),
-        files=pl.concat(files).sort("file")
+        files=pl.concat(files).sort("file", maintain_order=True)
         if files
         else pl.DataFrame(schema={"file": pl.String, "session_id": pl.String}),
         rules=resolve(select, ignore),

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 NAME = "events"
-VERSION = 2
+VERSION = 3
 
 Job = tuple[Source, Resume | None]
 Parse = Callable[[Sequence[Job]], tuple[ReadResult, list[ReadState | None]]]

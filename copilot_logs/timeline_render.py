@@ -9,17 +9,17 @@ to the terminal width (or ``--width``); the preview text is what gives way.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import IO, Any
+from typing import Any
 
-from rich.console import Console
 from rich.segment import Segment, Segments
 from rich.text import Text
 
+from copilot_logs import output
 from copilot_logs.render import human_duration
+from copilot_logs.sanitize import one_line
 
 Node = dict[str, Any]
 
@@ -59,23 +59,24 @@ def print_timeline(
     *,
     width: int | None = None,
     show_tools: bool = True,
-    out: IO[str] | None = None,
 ) -> None:
-    console = Console(file=out or sys.stdout, width=width, highlight=False)
     for number, session in enumerate(sessions):
-        if number:
-            console.print()
-        # Every line already fits: hand rich the segments, skipping its wrapping pass, which
-        # dominates the time on long sessions.
-        segments: list[Segment] = []
-        for line in session_lines(session, console.width, show_tools=show_tools):
-            segments.extend(line.render(console))
-            segments.append(Segment.line())
-        console.print(Segments(segments), soft_wrap=True)
+        with output.rich_console(width=width) as console:
+            if number:
+                console.print()
+            # Every line already fits: hand rich the segments, skipping its wrapping pass,
+            # which dominates the time on long sessions.
+            segments: list[Segment] = []
+            for line in session_lines(session, console.width, show_tools=show_tools):
+                segments.extend(line.render(console))
+                segments.append(Segment.line())
+            console.print(Segments(segments), soft_wrap=True)
 
 
 def session_lines(session: Node, width: int, *, show_tools: bool = True) -> Iterator[Text]:
-    """The lines of one session's view, each at most ``width`` cells."""
+    """The lines of one session's view, each at most ``width`` cells. Every text of the log
+    is shown on one line, its control characters as visible escapes."""
+    session = _shown(session)
     yield _fit(_title(session), width)
     yield _fit(_summary(session), width)
     roots = [_event_line(e) for e in session["events"]]
@@ -112,7 +113,7 @@ class _Layout:
         label.truncate(self.label_width, overflow="ellipsis", pad=True)
         label.append(" ")
         if self.show_start:
-            start = "" if line.offset_ms is None else "+" + human_duration(line.offset_ms)
+            start = "" if line.offset_ms is None else _signed(line.offset_ms)
             label.append(start.rjust(START_WIDTH) + " ", style="dim")
         took = "" if line.duration_ms is None else took_text(line.duration_ms)
         label.append(took.rjust(TOOK_WIDTH) + " ")
@@ -191,6 +192,18 @@ def _preview(text: str | None) -> str:
     return " ".join((text or "").split())
 
 
+def _shown(value: Any) -> Any:
+    """Every string of a session's tree as it may be shown: runs of blanks and line breaks as
+    one space, other control characters as visible escapes."""
+    if isinstance(value, str):
+        return one_line(_preview(value))
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
+
+
 # --- the lines of each kind of node --------------------------------------------------------
 
 
@@ -230,7 +243,9 @@ def _interaction_line(interaction: Node, session_model: str | None, show_tools: 
 def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
     label = Text(f"#{turn['turn_index']}", style="bold")
     label.append(f" t{turn['turn_id']}" if turn["turn_id"] is not None else "", style="dim")
-    if turn["open"]:
+    if turn.get("open_at_shutdown"):
+        label.append(" [open at shutdown]", style="bold yellow")
+    elif turn["open"]:
         label.append(" [open]", style="bold yellow")
     elif turn["messages"] == 0:
         label.append(" [no reply]", style="bold red")
@@ -265,6 +280,11 @@ def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
     )
 
 
+def _signed(offset_ms: int) -> str:
+    """A start offset: ``+14.2s`` after the session start, ``-14.2s`` before it."""
+    return "-" + human_duration(-offset_ms) if offset_ms < 0 else "+" + human_duration(offset_ms)
+
+
 def _unplaced(turn: Node, runs: dict[str, Line]) -> Iterator[tuple[Node, Line]]:
     """Sub-agent runs with no tool line to hang under (tools hidden): under the turn."""
     for run in turn["subagents"]:
@@ -282,6 +302,9 @@ def _tool_line(tool: Node, *, parent_open: bool = False) -> Line:
         label.append(" failed", style="bold red")
         if tool["error"]:
             label.append(": " + _preview(tool["error"]), style="red")
+    elif tool.get("open_at_shutdown"):
+        # The user ended the session while it waited or ran (e.g. at a permission prompt).
+        label.append(" open at shutdown", style="bold yellow")
     elif parent_open:
         label.append(" running", style="bold yellow")
     else:

@@ -10,7 +10,7 @@ Decisions, each kept where it is applied:
 
 - **Resumes.** A resumed session appends a second shutdown to the same file. In CLI 1.0.7x a
   later shutdown is cumulative (take the last); some older versions reset per segment (sum
-  them). Per file: ``cumulative`` when the file holds ``session.usage_checkpoint`` lines, or
+  them). Per session: ``cumulative`` when the session holds ``session.usage_checkpoint`` lines, or
   when every later shutdown is at least the one before it for every model (request count and
   every token figure); else ``per-segment``. One shutdown is ``single``; none is ``none``.
 - **Unknown is None, never 0.** A session without a shutdown (crashed, running, or older than
@@ -45,7 +45,7 @@ import polars as pl
 
 from copilot_logs import model
 from copilot_logs.envelope import as_int
-from copilot_logs.model import MAIN, TYPE
+from copilot_logs.model import MAIN, SESSION, TYPE
 from copilot_logs.reader import ReadResult
 
 GROUPINGS = ("session", "day", "week", "month", "model", "repository")
@@ -138,7 +138,7 @@ class UsageReport:
     totals: dict[str, Any]
 
 
-# --- one file's shutdowns -> one row of figures ------------------------------------------------
+# --- one session's shutdowns -> one row of figures ---------------------------------------------
 
 
 def _number(value: Any) -> float | None:
@@ -373,44 +373,50 @@ def file_usage(
 
 
 def _call_counts(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per file: LLM calls counted from the events, before and after the last shutdown."""
+    """Per session: LLM calls counted from the events, before and after the last shutdown."""
     flags = model.count_flags(annotated)
-    last_shutdown = pl.col("line").filter(TYPE == SHUTDOWN).max().over("file")
+    last_shutdown = pl.col("line").filter(TYPE == SHUTDOWN).max().over(*SESSION)
     after = pl.col("line") > last_shutdown.fill_null(0)
     call = (pl.col("llm_calls") + pl.col("subagent_calls")) > 0
-    per_file = flags.group_by("file", maintain_order=True).agg(
+    per_file = flags.group_by(*SESSION, maintain_order=True).agg(
         llm_calls=pl.col("llm_calls").sum(),
         subagent_calls=pl.col("subagent_calls").sum(),
         calls_after_shutdown=(call & after).sum().cast(pl.Int64),
         _last_shutdown=pl.col("line").filter(TYPE == SHUTDOWN).max(),
+        rewinds=(
+            (TYPE == "session.info")
+            & (pl.col("detail").str.json_path_match("$.infoType") == "rewind").fill_null(False)
+        )
+        .sum()
+        .cast(pl.Int64),
     )
     unanswered = (
         model.turns(annotated)
         .filter(pl.col("messages") == 0)
-        .join(per_file.select("file", "_last_shutdown"), on="file")
+        .join(per_file.select(*SESSION, "_last_shutdown"), on=SESSION)
         .filter(pl.col("line") < pl.col("_last_shutdown"))
-        .group_by("file")
+        .group_by(*SESSION)
         .agg(turns_without_reply=pl.len().cast(pl.Int64))
     )
     return (
-        per_file.join(unanswered, on="file", how="left")
+        per_file.join(unanswered, on=SESSION, how="left")
         .with_columns(pl.col("turns_without_reply").fill_null(0))
         .drop("_last_shutdown")
     )
 
 
-def _message_tokens(annotated: pl.DataFrame) -> dict[str, dict[str, int | None]]:
-    """Per file and model, the output tokens of its assistant messages (None if none has
+def _message_tokens(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, int | None]]:
+    """Per session and model, the output tokens of its assistant messages (None if none has
     the figure)."""
     messages = annotated.filter(TYPE == "assistant.message").with_columns(
         _model=pl.coalesce("model", "session_model", pl.lit(UNKNOWN))
     )
-    grouped = messages.group_by("file", "_model").agg(
+    grouped = messages.group_by(*SESSION, "_model").agg(
         out=pl.when(pl.col("output_tokens").is_not_null().any()).then(pl.col("output_tokens").sum())
     )
-    tokens: dict[str, dict[str, int | None]] = {}
-    for file, name, out in grouped.iter_rows():
-        tokens.setdefault(file, {})[name] = out
+    tokens: dict[tuple[str, str], dict[str, int | None]] = {}
+    for file, session_id, name, out in grouped.iter_rows():
+        tokens.setdefault((file, session_id), {})[name] = out
     return tokens
 
 
@@ -418,8 +424,11 @@ def _reconciliation() -> pl.Expr:
     """Shutdown requests against the calls counted from the events before the last shutdown.
 
     ``exact``: requests = main-agent turns + sub-agent calls; ``unanswered``: equal once the
-    turns that got no reply (a failed provider call, not charged) are left out; ``mismatch``;
-    ``unknown`` when there is no shutdown request count.
+    turns that got no reply (a failed provider call, not charged) are left out; ``rewound``:
+    they differ and the session was rewound (a ``session.info`` of infoType ``rewind``:
+    ``/rewind`` deletes the rewound turns from the file, and the shutdown's count does not
+    follow the file: the real log shows 1 request with 2 replies left on disk);
+    ``mismatch``; ``unknown`` when there is no shutdown request count.
     """
     counted = pl.col("llm_calls") + pl.col("subagent_calls") - pl.col("calls_after_shutdown")
     return (
@@ -429,6 +438,8 @@ def _reconciliation() -> pl.Expr:
         .then(pl.lit("exact"))
         .when(pl.col("requests") == counted - pl.col("turns_without_reply"))
         .then(pl.lit("unanswered"))
+        .when(pl.col("rewinds") > 0)
+        .then(pl.lit("rewound"))
         .otherwise(pl.lit("mismatch"))
     )
 
@@ -440,36 +451,35 @@ def session_usage(result: ReadResult) -> pl.DataFrame:
         return pl.DataFrame(schema=SESSION_SCHEMA)
     annotated = model.annotate(events)
     facts = model.session_facts(annotated).select(
-        "file",
-        "session_id",
+        *SESSION,
         "started_at",
         repository=pl.coalesce("repository", "cwd", pl.lit(UNKNOWN)),
     )
-    # Few lines per file carry usage: parse just those, once, in file order.
-    lifecycle: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    # Few lines per session carry usage: parse just those, once, in file order.
+    lifecycle: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
     kept = annotated.filter(TYPE.is_in([SHUTDOWN, CHECKPOINT, COMPACTION]) & MAIN)
-    for file, kind, detail in kept.select("file", "type", "detail").iter_rows():
+    for file, session_id, kind, detail in kept.select(*SESSION, "type", "detail").iter_rows():
         payload = _dict(orjson.loads(detail)) if detail else {}
-        lifecycle.setdefault(file, {}).setdefault(kind, []).append(payload)
+        lifecycle.setdefault((file, session_id), {}).setdefault(kind, []).append(payload)
     messages = _message_tokens(annotated)
     figures = []
-    for file in facts["file"].to_list():
-        mine = lifecycle.get(file, {})
+    for file, session_id in facts.select(*SESSION).iter_rows():
+        mine = lifecycle.get((file, session_id), {})
         row = file_usage(
             mine.get(SHUTDOWN, []),
             has_checkpoints=bool(mine.get(CHECKPOINT)),
             compactions=mine.get(COMPACTION, []),
-            message_tokens=messages.get(file, {}),
+            message_tokens=messages.get((file, session_id), {}),
         )
-        figures.append({**row, "file": file})
+        figures.append({**row, "file": file, "session_id": session_id})
     schema = {
         name: dtype
         for name, dtype in SESSION_SCHEMA.items()
         if name in figures[0] or name == "models"
     }
     table = (
-        facts.join(pl.DataFrame(figures, schema=schema), on="file", how="left")
-        .join(_call_counts(annotated), on="file", how="left")
+        facts.join(pl.DataFrame(figures, schema=schema), on=SESSION, how="left")
+        .join(_call_counts(annotated), on=SESSION, how="left")
         .with_columns(
             complete=(pl.col("accounting") != "none") & (pl.col("calls_after_shutdown") == 0),
         )
@@ -532,7 +542,7 @@ def _aggregates() -> list[pl.Expr]:
 def _by_model(sessions: pl.DataFrame) -> pl.DataFrame:
     """One row per model: its per-model figures summed over the sessions that used it."""
     exploded = (
-        sessions.select("file", "complete", "models")
+        sessions.select(_session=pl.struct(SESSION), complete="complete", models="models")
         .explode("models")
         .drop_nulls("models")
         .unnest("models")
@@ -540,8 +550,8 @@ def _by_model(sessions: pl.DataFrame) -> pl.DataFrame:
     return (
         exploded.group_by("model")
         .agg(
-            pl.col("file").n_unique().cast(pl.Int64).alias("sessions"),
-            pl.col("file")
+            pl.col("_session").n_unique().cast(pl.Int64).alias("sessions"),
+            pl.col("_session")
             .filter(~pl.col("complete"))
             .n_unique()
             .cast(pl.Int64)

@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, Phase, settings
+
+# Hypothesis profiles, chosen by HYPOTHESIS_PROFILE. `default` (make test) keeps hypothesis's
+# example counts, and the fuzz tests (tests/test_fuzz.py) run FUZZ_EXAMPLES each so the suite
+# stays quick; `fuzz` (make fuzz) runs many more of both. With CI set, examples are
+# derandomized so a CI run is repeatable.
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+_CI = bool(os.environ.get("CI"))
+settings.register_profile("default", deadline=None, suppress_health_check=_SLOW_OK, derandomize=_CI)
+settings.register_profile(
+    "fuzz", max_examples=1_000, deadline=None, suppress_health_check=_SLOW_OK, derandomize=_CI
+)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+settings.load_profile(PROFILE)
+#: The fuzz tests' settings. Under `make test`: a few examples, and a failure is shown as drawn
+#: (shrinking a hostile log takes minutes); under `make fuzz`: the profile's many, shrunk.
+FUZZ_SETTINGS = (
+    settings(
+        max_examples=6,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+    )
+    if PROFILE == "default"
+    else settings()
+)
 
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLES = PROJECT / "sample_sessions"

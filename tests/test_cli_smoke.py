@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
 import orjson
 from click.testing import CliRunner
 
@@ -45,7 +50,7 @@ def test_validate_fails_a_file_holding_no_event(tmp_path) -> None:  # type: igno
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"\x00" * 4096)
     result = CliRunner().invoke(main, ["validate", str(path), "--format", "json"])
-    assert result.exit_code == 1
+    assert result.exit_code == 3  # UNREADABLE: the file gave nothing to check
     codes = [f["code"] for f in orjson.loads(result.stdout)["findings"]]
     assert "E118" in codes
 
@@ -60,13 +65,50 @@ def test_stdin_named_twice_is_read_once(tmp_path) -> None:  # type: ignore[no-un
     assert result.stderr == ""
 
 
-def test_model_tie_is_broken_the_same_way_every_time() -> None:
+NO_CACHE_JSON = ("--no-cache", "--format", "json")
+
+
+def _listed_model(path: Path) -> str:
+    """The model ``sessions`` lists, from a fresh process with no cache (a results cache would
+    answer whatever the tie-break does)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "copilot_logs", "sessions", str(path), *NO_CACHE_JSON],
+        capture_output=True,
+        check=True,
+    ).stdout
+    (row,) = orjson.loads(out)
+    return str(row["model"])
+
+
+def _tie_break_by_hand(path: Path) -> str:
+    """The README's rule, read off the raw lines: the most named model of the main agent's
+    replies; on a tie, the model of the latest reply among the tied ones."""
+    models = [
+        event["data"]["model"]
+        for event in map(orjson.loads, path.read_bytes().splitlines())
+        if event["type"] == "assistant.message" and "agentId" not in event
+    ]
+    counts = Counter(models)
+    most = max(counts.values())
+    return [m for m in models if counts[m] == most][-1]
+
+
+def test_model_tie_is_broken_by_the_latest_reply(tmp_path: Path) -> None:
+    from copilot_logs.synth import SessionBuilder
+
     from .conftest import SAMPLES
 
-    runs = {
-        CliRunner()
-        .invoke(main, ["sessions", "f6", "--root", str(SAMPLES), "--format", "json"])
-        .stdout
-        for _ in range(4)
-    }
-    assert len(runs) == 1
+    tied = SAMPLES / "f6a5b827-9a02-4b13-94c5-5f60718293a4" / "events.jsonl"
+    assert _listed_model(tied) == _tie_break_by_hand(tied)
+    # The sample's later model is also first in the alphabet: a log where it is last in the
+    # alphabet tells the documented rule from an alphabetical one.
+    b = SessionBuilder(model="claude-sonnet-4.5", seed=2)
+    b.user_message("a")
+    b.turn("x")
+    b.model_change("gpt-5-mini")
+    b.user_message("b")
+    b.turn("y")
+    b.shutdown()
+    path = b.write(tmp_path / "tie.jsonl")
+    assert _tie_break_by_hand(path) == "gpt-5-mini"
+    assert _listed_model(path) == "gpt-5-mini"

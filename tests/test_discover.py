@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
+import io
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -121,17 +124,34 @@ def test_since_until_latest(root: Path) -> None:
     assert ids(Selection(root=root, latest=1)) == ["c0ffee00-cccc"]
 
 
-def test_since_skips_old_files_without_opening_them(root: Path) -> None:
+def test_since_skips_old_files_without_opening_them(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An old file (by mtime) is left out before any byte of it is read.
+
+    Every way to open a file is recorded (``chmod(0)`` would not do: root opens anything, and
+    the file would be left out anyway by the start time on its first line).
+    """
     old = root / "3fa85f64-aaaa" / "events.jsonl"
     stamp = datetime(2026, 8, 1, 11, tzinfo=UTC).timestamp()
     os.utime(old, (stamp, stamp))
-    old.chmod(0)  # opening it would fail: it must not be opened
-    try:
-        assert "3fa85f64-aaaa" not in ids(
-            Selection(root=root, since=parse_when("2026-08-02T00:00:00Z"))
-        )
-    finally:
-        old.chmod(0o644)
+    opened: list[str] = []
+
+    def recording(real: Any) -> Any:
+        def open_and_record(file: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(file, str | bytes | os.PathLike):
+                opened.append(os.fsdecode(file))
+            return real(file, *args, **kwargs)
+
+        return open_and_record
+
+    for owner, name in ((builtins, "open"), (io, "open"), (os, "open")):
+        monkeypatch.setattr(owner, name, recording(getattr(owner, name)))
+    selected = ids(Selection(root=root, since=parse_when("2026-08-02T00:00:00Z")))
+    assert selected == ["c0ffee00-cccc", "3fb00000-bbbb"]
+    assert str(old) not in opened
+    # The recording sees opens: the newer files' first lines were read for their start times.
+    assert str(root / "3fb00000-bbbb" / "events.jsonl") in opened
 
 
 def test_until_date_includes_that_whole_day() -> None:

@@ -230,7 +230,10 @@ def test_rows_of_a_second_session_in_one_file_take_its_day(samples: Path, tmp_pa
     written = export.write_batch(two, out=str(out), keys={str(log): "key"})
     assert len(written[str(log)].files) == 2 * len(export.TABLES)
     assert_same_tables(out, tables)
-    first_day = tables["sessions"]["date"][0]
+    # Each session of the file has its own sessions row (and day).
+    own_days = dict(tables["sessions"].select("session_id", "date").iter_rows())
+    first_day = own_days[events["session_id"][0]]
+    assert own_days["second"] == first_day + timedelta(days=3)
     for table in ("events", "turns", "tools"):
         days = dict(tables[table].group_by("session_id").agg(pl.col("date").unique()).iter_rows())
         assert days == {

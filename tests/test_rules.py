@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -257,6 +258,65 @@ def e121_miss() -> ReadResult:
     lines = b.lines()
     lines[3] = lines[3].replace("😀".encode(), b"\\ud83d\\ude00")
     return read(lines)
+
+
+def e122() -> tuple[ReadResult, list[int | None]]:
+    b = builder()
+    b.user_message("hi")
+    b.turn("ok")
+    lines = b.lines()
+    message = next(i for i, raw in enumerate(lines) if b'"assistant.message"' in raw)
+    lines[message] = re.sub(rb'"outputTokens":\d+', b'"outputTokens":1e999', lines[message])
+    return read(lines), [message + 1]
+
+
+def e122_miss() -> ReadResult:
+    b = builder()
+    b.user_message("hi")
+    b.turn("ok")
+    lines = b.lines()
+    message = next(i for i, raw in enumerate(lines) if b'"assistant.message"' in raw)
+    # The largest number a 64-bit column holds is in range.
+    lines[message] = re.sub(
+        rb'"outputTokens":\d+', b'"outputTokens":9223372036854775807', lines[message]
+    )
+    return read(lines)
+
+
+def e123() -> tuple[ReadResult, list[int | None]]:
+    lines = builder().lines()
+    deep = b"[" * 1100 + b"]" * 1100
+    lines.append(b'{"type":"session.info","data":{"nested":' + deep + b'},"id":"d"}')
+    return read(lines), [3]
+
+
+def e123_miss() -> ReadResult:
+    lines = builder().lines()
+    deep = b"[" * 300 + b"]" * 300  # deeper than orjson writes, not than the reader reads
+    lines.append(b'{"type":"session.info","data":{"nested":' + deep + b'},"id":"d"}')
+    result = read(lines)
+    assert result.events["event_id"].to_list()[-1] == "d"
+    return result
+
+
+def e124() -> tuple[ReadResult, list[int | None]]:
+    return read(b"\xef\xbb\xbf" + builder().to_bytes()), [1]
+
+
+def e124_miss() -> ReadResult:
+    b = builder()
+    b.user_message("\ufeff a BOM inside a string is text")
+    return read(b.to_bytes())
+
+
+def e125() -> tuple[ReadResult, list[int | None]]:
+    result = read(builder().to_bytes())
+    failed = pl.DataFrame(
+        [(SESSION, "log.jsonl", 0, 0, "unprocessable", "ValueError: boom", None)],
+        schema=DIAGNOSTICS_SCHEMA,
+        orient="row",
+    )
+    return ReadResult(result.events, failed), [None]
 
 
 def e114() -> tuple[ReadResult, list[int | None]]:
@@ -565,6 +625,71 @@ def continuity_miss() -> ReadResult:
     return read(b.to_bytes())
 
 
+def t205() -> tuple[ReadResult, list[int | None]]:
+    b = builder()
+    b.user_message("hi")
+    b.turn("run", [bash("rm -rf build", never_completes=True)], end=False)
+    b.event("permission.requested", {"permissionRequest": {"kind": "shell"}})
+    b.shutdown()
+    return read(b.to_bytes()), [5]
+
+
+def open_at_shutdown_miss() -> ReadResult:
+    """A turn and a tool open at the end of a log with no shutdown after them (T204, X303),
+    and a shutdown before an open turn that a resume started."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("ok")
+    b.shutdown()
+    b.resume()
+    b.user_message("again")
+    b.turn("run", [bash("sleep 9", never_completes=True)], end=False)
+    return read(b.to_bytes())
+
+
+def quit_at_permission_prompt() -> ReadResult:
+    """T205's log: the user quit with the turn and tool open (no T204, no X303)."""
+    return t205()[0]
+
+
+def open_at_end() -> ReadResult:
+    """T204's and X303's log: open to the end, no shutdown (no T205, no X307)."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("run", [bash("sleep 9", never_completes=True)], end=False)
+    return read(b.to_bytes())
+
+
+def x307() -> tuple[ReadResult, list[int | None]]:
+    result, _ = t205()
+    return result, [7]
+
+
+def r603() -> tuple[ReadResult, list[int | None]]:
+    first = builder()
+    first.user_message("hi")
+    first.turn("ok")
+    first.shutdown()
+    second = SessionBuilder(session_id=OTHER, seed=8, start="2026-08-05T07:40:00.000Z")
+    second.user_message("hi")
+    second.turn("ok")
+    second.shutdown()
+    return read(first.to_bytes() + second.to_bytes()), [len(first.lines()) + 1]
+
+
+def r603_miss() -> ReadResult:
+    """A resumed session (one id, one session.start) and a repeated session.start of the
+    same id are one session."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("ok")
+    b.shutdown()
+    b.resume()
+    b.event("session.start", {"sessionId": SESSION})
+    b.shutdown()
+    return read(b.to_bytes())
+
+
 def clean_result() -> ReadResult:
     return read(clean().to_bytes())
 
@@ -584,6 +709,10 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "E112": [e112],
     "E113": [e113],
     "E121": [e121],
+    "E122": [e122],
+    "E123": [e123],
+    "E124": [e124],
+    "E125": [e125],
     "E114": [e114],
     "E115": [e115],
     "E116": [e116],
@@ -608,6 +737,9 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "C502": [c502],
     "R601": [r601, r601_duplicates],
     "R602": [r602],
+    "R603": [r603],
+    "T205": [t205],
+    "X307": [x307],
 }
 
 MISSES: dict[str, list[Callable[[], ReadResult]]] = {
@@ -625,6 +757,10 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "E112": [e101_miss],
     "E113": [e113_miss],
     "E121": [e121_miss],
+    "E122": [e122_miss],
+    "E123": [e123_miss],
+    "E124": [e124_miss],
+    "E125": [clean_result],
     "E114": [clean_result],
     "E115": [clean_result],
     "E116": [clean_result],
@@ -635,10 +771,10 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "T201": [t201_miss],
     "T202": [t201_miss],
     "T203": [t203_miss],
-    "T204": [t204_miss],
+    "T204": [t204_miss, quit_at_permission_prompt],
     "X301": [x301_miss],
     "X302": [x302_miss],
-    "X303": [x303_miss],
+    "X303": [x303_miss, quit_at_permission_prompt],
     "X304": [x302_miss],
     "X305": [x301_miss],
     "X306": [x306_miss],
@@ -649,6 +785,9 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "C502": [completion_miss],
     "R601": [continuity_miss],
     "R602": [continuity_miss],
+    "R603": [r603_miss, continuity_miss],
+    "T205": [open_at_shutdown_miss, open_at_end],
+    "X307": [open_at_shutdown_miss, open_at_end],
 }
 
 
@@ -806,10 +945,10 @@ def test_every_reader_kind_maps_to_its_own_rule() -> None:
     ("select", "ignore", "expected"),
     [
         (None, [], [rule.code for rule in RULES]),
-        (["T2"], [], ["T201", "T202", "T203", "T204"]),
+        (["T2"], [], ["T201", "T202", "T203", "T204", "T205"]),
         (["t201,orphan-tool-complete"], [], ["T201", "X301"]),
         (["ALL"], ["E", "X", "S", "C", "R", "T20"], []),
-        (["X30"], ["tool-never-completed"], ["X301", "X302", "X304", "X305", "X306"]),
+        (["X30"], ["tool-never-completed"], ["X301", "X302", "X304", "X305", "X306", "X307"]),
     ],
 )
 def test_resolve(select: list[str] | None, ignore: list[str], expected: list[str]) -> None:

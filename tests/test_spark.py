@@ -150,6 +150,28 @@ def test_a_log_that_cannot_be_opened_is_reported_as_locally(
     assert orjson.loads(on_spark.stdout) == orjson.loads(local.stdout)
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["ctl\x01\x1b[31m", "bad-\udce9-byte", "pct%41", "glob[1]{a,b}*?", "sp ace", "co:lon"],
+)
+def test_a_log_with_a_hostile_name_gives_the_local_rows(
+    spark: SparkSession, tmp_path: Path, name: str
+) -> None:
+    """Names Hadoop cannot take (control characters, undecodable bytes, a colon) are read
+    here; names it takes (globs, %, spaces) are read by Spark and named as locally."""
+    resumed_session(11).write_to(tmp_path)
+    log = tmp_path / name / "events.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(resumed_session(12).to_bytes() + b'{"cut')
+    local, on_spark = both("sessions", "--format", "json", tmp_path)
+    # 0, or 3 for a path that is not UTF-8 (the local engine refuses to read it: rename it)
+    assert on_spark.exit_code == local.exit_code
+    assert local.exit_code == (3 if "\udce9" in name else 0)
+    assert orjson.loads(on_spark.stdout) == orjson.loads(local.stdout)
+    assert on_spark.stderr == local.stderr
+    assert "cut-line" in local.stderr or "not valid UTF-8" in local.stderr
+
+
 def test_an_empty_log_exits_3_as_locally(spark: SparkSession, tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_bytes(b"")
     resumed_session(7).write_to(tmp_path)

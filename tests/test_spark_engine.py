@@ -57,6 +57,13 @@ def test_an_executor_traceback_becomes_its_exception_line() -> None:
     )
     assert engine.first_line(error) == "ValueError: bad \\x1b[31mvalue"
     assert engine.first_line(RuntimeError("one\ntwo")) == "one"
+    py4j = RuntimeError(
+        "An error occurred while calling o31.load.\n: java.lang.RuntimeException: "
+        "Class org.apache.hadoop.fs.s3a.S3AFileSystem not found\n\tat org.apache.X(X.java:1)"
+    )
+    assert engine.first_line(py4j) == (
+        "java.lang.RuntimeException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found"
+    )
 
 
 def _usage_of(data: bytes, name: str) -> pl.DataFrame:

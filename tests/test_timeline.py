@@ -392,10 +392,9 @@ def test_no_tools_keeps_subagents_under_the_turn() -> None:
     assert any("└─ sub-agent task completed" in p for p in plain)
 
 
-def test_print_timeline_writes_the_width_asked() -> None:
-    out = io.StringIO()
-    print_timeline(timeline(read(rich_session())), width=60, out=out)
-    lines = out.getvalue().splitlines()
+def test_print_timeline_writes_the_width_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    print_timeline(timeline(read(rich_session())), width=60)
+    lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("session ")
     assert max(len(line) for line in lines) <= 60
 

@@ -8,12 +8,13 @@ Nothing heavy (polars, rich) is imported until a command runs, so ``--help`` and
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Any
 
 import click
 
-from copilot_logs.errors import CopilotLogsError, ExitCode
+from copilot_logs import output
+from copilot_logs.errors import CopilotLogsError
+from copilot_logs.sanitize import one_line
 
 COMMANDS = {
     "sessions": "copilot_logs.cli.sessions_command:sessions",
@@ -23,6 +24,7 @@ COMMANDS = {
     "rules": "copilot_logs.cli.rules_command:rules",
     "timeline": "copilot_logs.cli.timeline_command:timeline",
     "audit": "copilot_logs.cli.audit_command:audit",
+    "report": "copilot_logs.cli.report_command:report",
     "export": "copilot_logs.cli.export_command:export",
 }
 
@@ -42,16 +44,39 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as error:
+            raise _escaped(error) from None
+
     def invoke(self, ctx: click.Context) -> Any:
+        # A reader that goes away (`| head`) is handled where output is written
+        # (copilot_logs.output): the command runs on and exits with its own code.
         try:
             return super().invoke(ctx)
         except CopilotLogsError as error:
-            click.echo(f"Error: {error}", err=True)
+            output.echo(f"Error: {one_line(str(error))}", err=True)
             ctx.exit(int(error.exit_code))
-        except BrokenPipeError:
-            # The reader of our stdout went away (`| head`): stop quietly.
-            sys.stderr.close()
-            ctx.exit(int(ExitCode.OK))
+        except click.ClickException as error:
+            raise _escaped(error) from None
+
+
+def _escaped(error: click.ClickException) -> click.ClickException:
+    """Click prints its usage errors itself; they quote the command line, which may hold a
+    pasted selector or path: the same error, its control characters shown as escapes."""
+    message = error.format_message()
+    if one_line(message) == message:
+        return error
+    if isinstance(error, click.UsageError):
+        return click.UsageError(one_line(message), error.ctx)
+    return click.ClickException(one_line(message))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from copilot_logs import output
 from copilot_logs.cli.options import (
     Picked,
     engine_options,
@@ -31,9 +32,10 @@ VERDICT_NAMES = (
     "nudge-cap",
     "errored",
     "interrupted",
+    "user-quit",
     "running",
 )
-DEFAULT_FAIL_ON = "missing-task-complete,nudge-cap,errored,interrupted"
+DEFAULT_FAIL_ON = "missing-task-complete,nudge-cap,errored,interrupted,user-quit"
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -118,9 +120,9 @@ def audit(
     """Find the autopilot runs that never finished their task.
 
     Gives each autopilot session a verdict: completed, completion-rejected,
-    missing-task-complete, nudge-cap, errored, interrupted or running, with its nudges and
-    the LLM calls and tool calls spent after the first nudge. Interactive sessions are left
-    out unless --all (or judged too with --require-task-complete).
+    missing-task-complete, nudge-cap, errored, interrupted, user-quit or running, with its
+    nudges and the LLM calls and tool calls spent after the first nudge. Interactive sessions
+    are left out unless --all (or judged too with --require-task-complete).
 
     Exit codes: 0 no session got a --fail-on verdict; 1 one did, or no session was found;
     2 bad usage; 3 a selected file could not be read at all.
@@ -200,6 +202,8 @@ _SENTENCES = {
     "errored": "Session {sid} ended on a session.error{error_type}: {session_error}",
     "interrupted": "Session {sid} was interrupted: it ended inside a turn, was aborted, or "
     "never shut down{cost}.",
+    "user-quit": "Session {sid} was shut down by the user while its last turn was still open "
+    "(e.g. at a permission prompt){cost}.",
     "running": "Session {sid} is still running (last event at {last_event_at:%Y-%m-%d %H:%M} UTC).",
 }
 
@@ -233,7 +237,7 @@ def _annotation_path(file: str) -> str:
         return file
     try:
         return Path(file).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a link loop (3.11)
         return file
 
 
@@ -243,7 +247,10 @@ def write_github(table: pl.DataFrame, context: AuditContext) -> None:
     from copilot_logs import render
 
     if context.sessions_read == 0:
-        click.echo(render.github_annotation("error", "No Copilot CLI session found to audit."))
+        output.echo(
+            render.github_annotation("error", "No Copilot CLI session found to audit."),
+            workflow_commands=True,
+        )
     for row in table.to_dicts():
         verdict = row["verdict"]
         if verdict == "interactive":
@@ -253,16 +260,17 @@ def write_github(table: pl.DataFrame, context: AuditContext) -> None:
             if verdict in context.fail_on
             else ("notice" if verdict == "completed" else "warning")
         )
-        click.echo(
+        output.echo(
             render.github_annotation(
                 level,
                 describe(row),
                 file=_annotation_path(row["file"]),
                 line=row["line"],
                 title=f"copilot-logs audit: {verdict}",
-            )
+            ),
+            workflow_commands=True,
         )
-    click.echo(summary_line(table, context))
+    output.echo(summary_line(table, context))
 
 
 def _note() -> pl.Expr:
@@ -287,7 +295,7 @@ def write_table(table: pl.DataFrame, context: AuditContext) -> None:
     from copilot_logs import render
 
     render.print_table(table.with_columns(note=_note()), AUDIT_TABLE)
-    click.echo(summary_line(table, context))
+    output.echo(summary_line(table, context))
 
 
 def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
@@ -297,10 +305,10 @@ def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
 
     failed = not core.failing(table, context.fail_on).is_empty() or context.sessions_read == 0
     mark = ":x:" if failed else ":white_check_mark:"
-    click.echo(f"{mark} **copilot-logs audit**: {summary_line(table, context)}")
+    output.echo(f"{mark} **copilot-logs audit**: {summary_line(table, context)}")
     if not table.is_empty():
         limited = table.with_columns(note=_note().str.slice(0, 120))
-        click.echo("\n" + render.markdown_table(limited, MARKDOWN_TABLE), nl=False)
+        output.echo("\n" + render.markdown_table(limited, MARKDOWN_TABLE), nl=False)
 
 
 def _machine(fmt: str) -> Renderer:

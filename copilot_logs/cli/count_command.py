@@ -5,15 +5,17 @@ from typing import TYPE_CHECKING
 
 import click
 
+from copilot_logs import output
 from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
     Picked,
     engine_options,
     exit_code,
     find,
     format_option,
     load,
-    nothing_found,
     print_damage,
+    read_each,
     selection_options,
     spark_engine,
     use_cache,
@@ -22,7 +24,7 @@ from copilot_logs.errors import ExitCode
 from copilot_logs.render import Column, local_time, short_id
 
 if TYPE_CHECKING:
-    from copilot_logs.envelope import Source
+    pass
 
 
 @click.command()
@@ -72,16 +74,18 @@ def count(
     if total and spark_engine():
         raise click.UsageError("--total reads with the local engine: drop --engine spark")
     if total:
-        calls, code = _fast_total(find(picked), include_subagents)
-        click.echo(str(calls))
+        windowed = "-" in picked.selectors and (picked.since or picked.until)
+        counter = _windowed_total if windowed else _fast_total
+        calls, code = counter(picked, include_subagents)
+        output.echo(str(calls))
         ctx.exit(code)
     loaded = load(picked)
     from copilot_logs import counting, render
     from copilot_logs.model import COUNT_FIELDS
 
-    if loaded is None:
-        return nothing_found(fmt)
-    table = counting.combine(loaded.map(partial(counting.count, by=by, zone=zone)))
+    if loaded is None and fmt in HUMAN_FORMATS:
+        return
+    table = counting.combine(read_each(loaded, partial(counting.count, by=by, zone=zone)))
     if fmt == "table":
         keys = [c for c in table.columns if c not in (*COUNT_FIELDS, "file")]
         sums = counting.totals(table)
@@ -95,15 +99,28 @@ def count(
     ctx.exit(exit_code(loaded))
 
 
-def _fast_total(sources: list[Source], include_subagents: bool) -> tuple[int, ExitCode]:
+def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:
     """Cached, envelope-scanned or fully read, whichever each file allows (polars is never
     imported); damage goes to stderr as with every command."""
     from copilot_logs.fastcount import scan_sources
 
-    scan = scan_sources(sources, use_cache=use_cache())
+    scan = scan_sources(find(picked), use_cache=use_cache())
     print_damage(scan.damage)
     calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
     return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
+
+
+def _windowed_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:
+    """The total when --since/--until must be applied to standard input: by the full reader,
+    since a stream's sessions start only once they are read."""
+    loaded = load(picked)
+    if loaded is None:
+        return 0, ExitCode.OK
+    from copilot_logs import counting
+
+    sums = counting.totals(counting.combine(loaded.map(counting.count)))
+    calls = sums["llm_calls"] + (sums["subagent_calls"] if include_subagents else 0)
+    return calls, exit_code(loaded)
 
 
 KEY_COLUMNS = {

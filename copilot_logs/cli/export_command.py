@@ -4,6 +4,7 @@ from pathlib import Path
 
 import click
 
+from copilot_logs import output
 from copilot_logs.cli.options import Loaded, Picked, exit_code, load, selection_options
 
 
@@ -35,7 +36,7 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
     todo = Loaded(plan.changed)
     summary = core.finish(plan, todo.map(core.batch_writer(plan), remember=False))
     logs = summary.written + summary.unchanged
-    click.echo(
+    output.echo(
         f"Exported {logs} log{'' if logs == 1 else 's'} to {out}: {summary.written} written, "
         f"{summary.unchanged} unchanged, {summary.removed} removed.",
         err=True,

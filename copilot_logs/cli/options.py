@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,12 +12,17 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from copilot_logs import output
 from copilot_logs.errors import ExitCode
+from copilot_logs.sanitize import one_line
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import polars as pl
 
     from copilot_logs.corpus import BatchResult
+    from copilot_logs.discover import Selection
     from copilot_logs.envelope import Source
     from copilot_logs.reader import ReadResult
 
@@ -152,28 +156,35 @@ def format_option(*choices: str, default: str = "table") -> Callable[[F], F]:
     )
 
 
-def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
-    """The selected session logs, newest first; says so on stderr when there is none.
+def choose(picked: Picked, *, zone: str | None = None) -> Selection:
+    """What the shared options chose, with --since/--until as UTC times.
 
     ``zone`` (an IANA name) is where a bare --since/--until date starts and ends (local time
     when None).
     """
     from zoneinfo import ZoneInfo
 
-    from copilot_logs.discover import Selection, find_sources, parse_when
+    from copilot_logs.discover import Selection, parse_when
 
     day_zone = ZoneInfo(zone) if zone else None
-    selection = Selection(
+    return Selection(
         selectors=picked.selectors,
         root=picked.root,
         since=parse_when(picked.since, zone=day_zone) if picked.since else None,
         until=parse_when(picked.until, end_of_day=True, zone=day_zone) if picked.until else None,
         latest=picked.latest,
     )
+
+
+def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
+    """The selected session logs, newest first; says so on stderr when there is none."""
+    from copilot_logs.discover import find_sources
+
+    selection = choose(picked, zone=zone)
     sources = find_sources(selection)
     if not sources:
         where = ", ".join(picked.selectors) if picked.selectors else str(selection.resolved_root)
-        click.echo(f"No sessions found in {where}.", err=True)
+        output.echo(f"No sessions found in {one_line(where)}.", err=True)
     return sources
 
 
@@ -195,7 +206,8 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     from copilot_logs.parallel import start_workers_early
 
     start_workers_early(sources, use_cache())
-    return Loaded(sources, report=report)
+    chosen = choose(picked, zone=zone)
+    return Loaded(sources, report=report, since=chosen.since, until=chosen.until)
 
 
 def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded | None:
@@ -215,7 +227,7 @@ def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded 
     if uris:
         sources += engine.list_uris(engine.session(master), uris)
         if not sources:
-            click.echo(f"No sessions found in {', '.join(uris)}.", err=True)
+            output.echo(f"No sessions found in {one_line(', '.join(uris))}.", err=True)
     if not sources:
         return None
     return Loaded(sources, report=report, engine=partial(engine.map_batches, master=master))
@@ -230,11 +242,22 @@ class Loaded:
     lot to read."""
 
     def __init__(
-        self, sources: list[Source], *, report: bool = True, engine: Engine | None = None
+        self,
+        sources: list[Source],
+        *,
+        report: bool = True,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        engine: Engine | None = None,
     ) -> None:
         self.sources = sources
         self.report = report
         self.engine = engine
+        """Where the batches are read: None for here (the cache, worker processes), else
+        :func:`copilot_logs.spark.engine.map_batches`."""
+        self.window = (since, until)
+        """--since/--until, applied to standard input once it is read (files on disk were
+        chosen by them before reading)."""
         self.diagnostics: pl.DataFrame | None = None
         self.files_with_events: set[str] = set()
 
@@ -249,17 +272,28 @@ class Loaded:
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
+        from copilot_logs import window
+
+        since, until = self.window
+        narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
+        step: Callable[[ReadResult], Any] = (
+            functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
+        )
         with _progress(self.sources) as advance:
             batches = (
-                self.engine(self.sources, fn)
+                self.engine(self.sources, step)
                 if self.engine is not None
                 else map_batches(
-                    self.sources, fn, use_cache=use_cache(), on_read=advance, remember=remember
+                    self.sources, step, use_cache=use_cache(), on_read=advance, remember=remember
                 )
             )
             for done in batches:
-                values.append(done.value)
-                diagnostics.append(done.diagnostics)
+                value, found = done.value, done.diagnostics
+                if narrowed:  # standard input's sessions outside --since/--until: not reported
+                    value, dropped = value
+                    found = window.without(found, dropped)
+                values.append(value)
+                diagnostics.append(found)
                 self.files_with_events.update(done.files_with_events)
         self.diagnostics = pl.concat(diagnostics)
         if self.report:
@@ -275,26 +309,28 @@ class Loaded:
 
 @contextmanager
 def _progress(sources: list[Source]) -> Iterator[Callable[[Source], None] | None]:
-    if not sys.stderr.isatty() or sum(s.size for s in sources) < 64 << 20:
+    console = output.progress_console()
+    if console is None or sum(s.size for s in sources) < 64 << 20:
         yield None
         return
     from rich.progress import Progress
 
-    with Progress(transient=True, console=_stderr_console()) as progress:
+    with Progress(transient=True, console=console) as progress:
         task = progress.add_task("Reading sessions", total=len(sources))
         yield lambda _source: progress.advance(task)
 
 
-def _stderr_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True)
+HUMAN_FORMATS = ("table", "markdown")
 
 
-def nothing_found(fmt: str) -> None:
-    """With no session to read (said on stderr), JSON output is still valid JSON: ``[]``."""
-    if fmt == "json":
-        click.echo("[]")
+def read_each(loaded: Loaded | None, fn: Callable[[ReadResult], T]) -> list[T]:
+    """``fn`` over every batch read (:meth:`Loaded.map`); with no session found, over an
+    empty read, so every machine format keeps its shape (json ``[]``, csv its header)."""
+    if loaded is None:
+        from copilot_logs.reader import ReadResult
+
+        return [fn(ReadResult.empty())]
+    return loaded.map(fn)
 
 
 def report_damage(diagnostics: pl.DataFrame) -> None:
@@ -304,21 +340,30 @@ def report_damage(diagnostics: pl.DataFrame) -> None:
 
 
 def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
-    """(file, line, kind, message) rows, in order, on stderr; at most MAX_DAMAGE_LINES a file."""
+    """(file, line, kind, message) rows, in order, on stderr; at most MAX_DAMAGE_LINES a file,
+    then how many more problems, on how many lines."""
     shown: dict[str, int] = {}
+    unshown_lines: dict[str, set[int]] = {}
     for file, line, kind, message in rows:
         shown[file] = shown.get(file, 0) + 1
         if shown[file] <= MAX_DAMAGE_LINES:
-            click.echo(f"warning: {file}:{line}: {kind}: {message}", err=True)
-    for file, count in shown.items():
-        if count > MAX_DAMAGE_LINES:
-            click.echo(
-                f"warning: {file}: {count - MAX_DAMAGE_LINES} more damaged lines; "
-                f"run `copilot-logs validate {file}` to list them all",
-                err=True,
-            )
+            output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)
+        else:
+            unshown_lines.setdefault(file, set()).add(line)
+    for file, lines in unshown_lines.items():
+        problems = shown[file] - MAX_DAMAGE_LINES
+        output.echo(
+            f"warning: {one_line(file)}: {_plural(problems, 'more problem')} on "
+            f"{_plural(len(lines), 'line')}; run `copilot-logs validate {one_line(file)}` to "
+            "list them all",
+            err=True,
+        )
 
 
-def exit_code(loaded: Loaded) -> ExitCode:
-    """UNREADABLE when some selected file gave nothing at all, else OK."""
-    return ExitCode.UNREADABLE if loaded.empty_files() else ExitCode.OK
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def exit_code(loaded: Loaded | None) -> ExitCode:
+    """UNREADABLE when some selected file gave nothing at all, else OK (no session: OK)."""
+    return ExitCode.UNREADABLE if loaded is not None and loaded.empty_files() else ExitCode.OK

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import click
 
+from copilot_logs import output
 from copilot_logs.cli.options import format_option
 from copilot_logs.render import Column
 
@@ -28,8 +29,8 @@ def rules(rule: str | None, fmt: str) -> None:
         if fmt == "json":
             render.write_json(found.as_dict())
         else:
-            click.echo(f"{found.code} {found.name} ({found.severity}, {found.family})\n")
-            click.echo(f"{found.summary}\n\n{click.wrap_text(found.explanation, width=88)}")
+            output.echo(f"{found.code} {found.name} ({found.severity}, {found.family})\n")
+            output.echo(f"{found.summary}\n\n{click.wrap_text(found.explanation, width=88)}")
         return
     import polars as pl
 

@@ -3,12 +3,13 @@ from __future__ import annotations
 import click
 
 from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
     Picked,
     engine_options,
     exit_code,
     format_option,
     load,
-    nothing_found,
+    read_each,
     selection_options,
 )
 from copilot_logs.render import Column, human_duration, local_time, short_id, yes_no
@@ -36,9 +37,9 @@ def sessions(
     from copilot_logs import render
     from copilot_logs.overview import newest_first, summarize
 
-    if loaded is None:
-        return nothing_found(fmt)
-    table = newest_first(loaded.map(summarize))
+    if loaded is None and fmt in HUMAN_FORMATS:
+        return
+    table = newest_first(read_each(loaded, summarize))
     if fmt == "table":
         render.print_table(table, SESSION_TABLE)
     else:

@@ -6,12 +6,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from copilot_logs import output
 from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
     Picked,
     engine_options,
     exit_code,
     format_option,
     load,
+    read_each,
     selection_options,
 )
 from copilot_logs.render import Column, human_duration, short_id
@@ -88,12 +91,12 @@ def usage(
     from copilot_logs.usage_accounting import report as usage_report
     from copilot_logs.usage_accounting import session_usage
 
-    if loaded is None:
+    if loaded is None and fmt in HUMAN_FORMATS:
         return
-    report = usage_report(loaded.map(session_usage), by=by, zone=zone)
+    report = usage_report(read_each(loaded, session_usage), by=by, zone=zone)
     if verbose:
         for line in reconciliation_lines(report.sessions):
-            click.echo(line, err=True)
+            output.echo(line, err=True)
     write_report(report, fmt, breakdown=breakdown)
     ctx.exit(exit_code(loaded))
 
@@ -111,12 +114,14 @@ def reconciliation_lines(sessions: pl.DataFrame) -> list[str]:
         if row["requests"] is None:
             lines.append(f"{head}: no shutdown request count; {counted} counted, usage unknown")
             continue
-        sign = "!=" if row["reconciliation"] == "mismatch" else "="
+        sign = "!=" if row["reconciliation"] in ("mismatch", "rewound") else "="
         line = f"{head}: requests {row['requests']} {sign} {counted}"
         if row["calls_after_shutdown"]:
             line += f" - {row['calls_after_shutdown']} calls after the last shutdown"
         if row["reconciliation"] == "unanswered":
             line += f" - {row['turns_without_reply']} turns without a reply"
+        if row["reconciliation"] == "rewound":
+            line += " (the session was rewound with /rewind: the file and the count disagree)"
         lines.append(f"{line} [{row['reconciliation']}]")
     return lines
 
@@ -266,6 +271,6 @@ def write_report(report: UsageReport, fmt: str, *, breakdown: bool = False) -> N
             import polars as pl
 
             table = pl.concat([frame, pl.DataFrame([totals], schema=frame.schema)])
-            click.echo(render.markdown_table(table, columns), nl=False)
+            output.echo(render.markdown_table(table, columns), nl=False)
         else:
             render.print_table(frame, columns, totals=totals)

@@ -4,7 +4,14 @@ from functools import partial
 
 import click
 
-from copilot_logs.cli.options import Picked, engine_options, format_option, load, selection_options
+from copilot_logs import output
+from copilot_logs.cli.options import (
+    Picked,
+    engine_options,
+    format_option,
+    load,
+    selection_options,
+)
 from copilot_logs.errors import ExitCode
 
 
@@ -46,7 +53,8 @@ def validate(
     Every finding names a rule (`copilot-logs rules` lists them) and points at a file, line and
     event id. Settings may be pinned in `[tool.copilot-logs]` of the nearest pyproject.toml
     (select, ignore, strict). Exits 0 when no finding reaches the failing severity (errors; with
-    --strict warnings too), 1 when one does, 2 on usage errors.
+    --strict warnings too), 1 when one does, 2 on usage errors, 3 when a file gave no event
+    (unreadable, empty, or one copilot-logs failed on).
 
     \b
     Examples:
@@ -72,7 +80,13 @@ def validate(
         ignore=settings.ignore,
         strict=settings.strict,
     )
-    click.echo(ci_formats.render(report, fmt, statistics=statistics), nl=False)
+    text = ci_formats.render(report, fmt, statistics=statistics)
+    if fmt in ci_formats.MACHINE_FORMATS:
+        output.write_exact(text)
+    else:
+        output.echo(text, nl=False, workflow_commands=fmt == "github")
     if fmt == "github":
-        click.echo(ci_formats.summary_line(report), err=True)
+        output.echo(ci_formats.summary_line(report), err=True)
+    if loaded is not None and loaded.empty_files():
+        ctx.exit(ExitCode.UNREADABLE)  # its findings say which file, and why
     ctx.exit(ExitCode.FAILED if report.failed else ExitCode.OK)

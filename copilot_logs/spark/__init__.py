@@ -30,6 +30,7 @@ from copilot_logs.spark.engine import (
     is_uri,
     list_uris,
     opens,
+    plain,
     session,
     sources_in,
 )
@@ -63,11 +64,11 @@ def table(spark: SparkSession, paths: str | Sequence[str], name: str) -> DataFra
     schema = spark_schema(name)
     target = arrow_schema(schema)
     found = sources(spark, paths)
-    readable = [s for s in found if opens(s)]
+    readable = [s for s in found if plain(s) and opens(s)]
     frame = files_frame(spark, readable).mapInArrow(
         partial(_table_task, name=name, named=by_key(readable), target=target), schema
     )
-    unreadable = [(s.name, s.session_hint) for s in found if not opens(s)]
+    unreadable = [(s.name, s.session_hint) for s in found if s not in readable]
     if unreadable:
         # Read where Spark runs them, so they are reported (as unreadable) like every log.
         names = spark.createDataFrame(unreadable, "path string, hint string")

@@ -46,6 +46,7 @@ BATCH_BYTES = 24 << 20
 RESULT_SCHEMA = "result binary"
 _GLOB = re.compile(r"([\\*?\[\]{}])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_WRAPPERS = ("An error occurred while calling", "An exception was thrown from the Python worker")
 
 
 class SparkError(CopilotLogsError):
@@ -134,7 +135,6 @@ def _stderr_to(path: Path) -> Iterator[None]:
     log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     saved = os.dup(2)
     try:
-        sys.stderr.flush()
         os.dup2(log, 2)
         yield
     finally:
@@ -147,7 +147,9 @@ def first_line(error: BaseException) -> str:
     """One line of an error, control characters escaped: what a user is shown. For an
     executor's Python traceback, its exception line (the last one not indented)."""
     lines = [line for line in str(error).strip().splitlines() if line.strip()]
-    line = lines[0] if lines else type(error).__name__
+    while len(lines) > 1 and lines[0].startswith(_WRAPPERS):
+        lines.pop(0)  # Py4J's "An error occurred while calling o31.load.": the cause follows
+    line = lines[0].lstrip(": ") if lines else type(error).__name__
     if "Traceback (most recent call last)" in str(error):
         line = next((x for x in reversed(lines) if not x[0].isspace()), line)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line)[:500]
@@ -208,8 +210,22 @@ def key(path: str) -> str:
 def by_key(sources: Iterable[Source]) -> dict[str, Source]:
     """Sources by the key of the path Spark will name them by."""
     return {
-        key(s.name if isinstance(s, RemoteSource) else os.path.abspath(s.name)): s for s in sources
+        key(s.uri if isinstance(s, RemoteSource) else os.path.abspath(str(s.path))): s
+        for s in sources
     }
+
+
+def plain(source: Source) -> bool:
+    """Whether Spark can be given the source's path: printable UTF-8, no colon (Hadoop takes
+    ``a:b`` for a URI). Other paths, rare and hostile, are read here by the local engine."""
+    if isinstance(source, RemoteSource) or source.path is None:
+        return True
+    name = str(source.path)
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return name.isprintable() and ":" not in name
 
 
 def opens(source: Source) -> bool:
@@ -248,11 +264,16 @@ class _Done:
 
 
 def _reduce(group: list[tuple[Source, bytes]], fn: Callable[[ReadResult], Any]) -> _Done:
+    from copilot_logs.corpus import _file_by_file
     from copilot_logs.reader import ReadResult, read_stream
 
     result = ReadResult.concat(read_stream(io.BytesIO(data), source)[0] for source, data in group)
+    try:
+        value = fn(result)
+    except Exception:  # as locally: from one log's content, the other logs are still mapped
+        value, result = _file_by_file(result, fn)
     return _Done(
-        fn(result),
+        value,
         result.diagnostics,
         result.events["file"].unique().to_list(),
         [source.name for source, _ in group],
@@ -313,7 +334,7 @@ def map_batches(
     from copilot_logs.corpus import BatchResult, map_batches
 
     spark = session(master)
-    readable = [s for s in sources if opens(s)]
+    readable = [s for s in sources if plain(s) and opens(s)]
     named = by_key(readable)
     seen: set[str] = set()
     if readable:

@@ -1,0 +1,74 @@
+"""Opening a session log without surprises: never blocking on a named pipe, never failing on a
+file name that is not UTF-8, and saying in one line why a log cannot be read and what to do."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+_KINDS = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a folder",
+}
+
+
+class NotALogFile(OSError):
+    """A path that is not a regular file, or whose name cannot be shown."""
+
+
+def display_name(path: Path) -> str:
+    """The path as text that is valid UTF-8: bytes of a name that are not UTF-8 are shown as
+    ``\\xff`` escapes (the path itself still opens the file)."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    return text
+
+
+def open_log(path: Path) -> BinaryIO:
+    """Open a log for reading; raises OSError (NotALogFile for a name that is not UTF-8 or a
+    file that is not a regular one). Opened without blocking, so a named pipe nobody writes to
+    is refused, not waited on."""
+    if display_name(path) != str(path):
+        raise NotALogFile(errno.EILSEQ, "its path is not valid UTF-8")
+    _regular(os.stat(path).st_mode)  # a socket cannot even be opened: say what it is
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        _regular(os.fstat(descriptor).st_mode)  # what was opened, if it changed since
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _regular(mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise NotALogFile(errno.EINVAL, f"{kind}, not a regular file")
+
+
+def why_unreadable(path: Path, error: OSError) -> str:
+    """One line: why the log cannot be read, and what to do."""
+    if isinstance(error, NotALogFile):
+        if error.errno == errno.EILSEQ:
+            return f"{error.strerror} (shown with \\x escapes): rename it to read it"
+        return (
+            f"cannot read the file: it is {error.strerror}; give its content on standard "
+            "input (`-`) or copy it to a file"
+        )
+    if isinstance(error, FileNotFoundError) and os.path.islink(path):
+        return "a broken symbolic link (its target does not exist): restore it or remove the link"
+    if error.errno == errno.ELOOP:
+        return "a symbolic link that loops: point it at a file or remove it"
+    if isinstance(error, PermissionError):
+        return "cannot read the file: permission denied; check its and its folder's permissions"
+    return f"cannot read the file: {error.strerror or error}"

@@ -1,0 +1,335 @@
+"""`copilot-logs report` and `timeline --format svg` without a browser: the page parsed with
+html.parser, the SVG with an XML parser, figures checked against expected.json and the log
+lines themselves."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from copilot_logs.cli import main
+from copilot_logs.svg_render import tick_step
+from copilot_logs.synth import SessionBuilder, bash, task, view
+from tests.conftest import SAMPLES
+
+EXPECTED: dict[str, dict[str, Any]] = json.loads((SAMPLES / "expected.json").read_text())
+SVG = "{http://www.w3.org/2000/svg}"
+HOSTILE_PROMPT = '<script>alert("pwned")</script> & "quotes" \x1b[31mred\u202egnp.exe'
+HOSTILE_ARGS = '{"command": "\\"><img src=x onerror=alert(1)>"}'
+
+
+class Page(HTMLParser):
+    """What a test needs from the report: elements with their attributes, the inline script
+    and style, the text of each element kind."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str]]] = []
+        self.texts: dict[str, list[str]] = {}
+        self._open: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, {k: v or "" for k, v in attrs}))
+        self._open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._open and self._open.pop() != tag:
+            pass
+
+    def handle_data(self, data: str) -> None:
+        if self._open:
+            self.texts.setdefault(self._open[-1], []).append(data)
+
+    def all(self, tag: str) -> list[dict[str, str]]:
+        return [attrs for name, attrs in self.elements if name == tag]
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def write_report(tmp_path: Path, *args: str) -> Page:
+    out = tmp_path / "report.html"
+    result = run("report", *args, "-o", str(out))
+    assert result.exit_code == 0, result.output
+    return Page(out.read_text(encoding="utf-8"))
+
+
+def hostile_session(root: Path) -> SessionBuilder:
+    builder = SessionBuilder(session_id='bad<id>"x', repository='evil/"><b>repo</b>')
+    builder.user_message(HOSTILE_PROMPT)
+    builder.turn("<i>answer</i>", [bash("rm -rf /", error="<b>denied</b>"), view("a.py", "x")])
+    builder.shutdown()
+    builder.write_to(root, layout="flat")
+    return builder
+
+
+def test_the_page_lists_every_sample_session_and_draws_each_one(tmp_path: Path) -> None:
+    page = write_report(tmp_path, str(SAMPLES))
+    drawn = [a["data-session"] for a in page.all("article")]
+    assert sorted(drawn) == sorted(EXPECTED)
+    # Newest first, by the start times the sample generator wrote down.
+    assert drawn == sorted(EXPECTED, key=lambda sid: EXPECTED[sid]["start"], reverse=True)
+    table_ids = [
+        attrs["data-v"]
+        for attrs in page.all("td")
+        if attrs.get("data-v") in EXPECTED and attrs.get("class") is None
+    ]
+    assert set(table_ids) == set(EXPECTED)
+    assert len(page.all("svg")) >= len(EXPECTED) + 1  # a timeline each, the day chart
+
+
+def test_timelines_limits_the_pictures_not_the_tables(tmp_path: Path) -> None:
+    page = write_report(tmp_path, str(SAMPLES), "--timelines", "2")
+    newest = sorted(EXPECTED, key=lambda sid: EXPECTED[sid]["start"], reverse=True)
+    assert [a["data-session"] for a in page.all("article")] == newest[:2]
+    linked = {a["href"] for a in page.all("a") if re.fullmatch(r"#t\d+", a.get("href", ""))}
+    assert linked == {"#t1", "#t2"}
+    assert {a["data-v"] for a in page.all("td")} >= set(EXPECTED)
+
+
+def test_session_figures_are_those_of_the_logs(tmp_path: Path) -> None:
+    """The calls column of each session row holds what expected.json counted."""
+    out = tmp_path / "r.html"
+    run("report", str(SAMPLES), "-o", str(out))
+    sessions_table = out.read_text().split('aria-label="sessions">')[1].split("</table>")[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", sessions_table)
+    found = {}
+    for row in rows:
+        values = re.findall(r'data-v="([^"]*)"', row)
+        if values and values[0] in EXPECTED:
+            found[values[0]] = values
+    assert set(found) == set(EXPECTED)
+    calls_at = 10  # session, started, took, repository, branch, cli, model, mode, prompts, nudges
+    assert {sid: int(v[calls_at]) for sid, v in found.items()} == {
+        sid: e["llm_calls"] for sid, e in EXPECTED.items()
+    }
+
+
+def test_calls_per_day_add_up_to_the_sessions_calls(tmp_path: Path) -> None:
+    page = write_report(tmp_path, str(SAMPLES), "--tz", "UTC")
+    days = [t for t in page.texts.get("title", []) if re.match(r"\d{4}-\d\d-\d\d: ", t)]
+    main_calls = sum(int(re.search(r": (\d+) LLM calls", t)[1]) for t in days)  # type: ignore[index]
+    sub_calls = sum(int(re.search(r"(\d+) sub-agent calls", t)[1]) for t in days)  # type: ignore[index]
+    assert main_calls == sum(e["llm_calls"] for e in EXPECTED.values())
+    assert sub_calls == sum(e["subagent_calls"] for e in EXPECTED.values())
+    by_day: dict[str, int] = {}
+    for e in EXPECTED.values():
+        by_day[e["start"][:10]] = by_day.get(e["start"][:10], 0) + e["llm_calls"]
+    assert {t[:10] for t in days} == set(by_day)
+
+
+def table_rows(html: str, label: str) -> list[list[str]]:
+    """The data-v values of each row of the table with this aria-label."""
+    body = html.split(f'aria-label="{label}">')[1].split("</table>")[0]
+    return [re.findall(r'data-v="([^"]*)"', row) for row in re.findall(r"<tr>(.*?)</tr>", body)][1:]
+
+
+def test_usage_audit_and_findings_are_those_of_the_logs(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    run("report", str(SAMPLES), "-o", str(out))
+    html = out.read_text()
+    usage = table_rows(html, "usage per model")  # model, sessions, requests, premium, ...
+    known = [e for e in EXPECTED.values() if e["requests"] is not None]
+    assert sum(int(row[2]) for row in usage) == sum(e["requests"] for e in known)
+    assert sum(float(row[3]) for row in usage) == pytest.approx(
+        sum(e["premium_requests"] for e in known)
+    )
+    assert {row[0] for row in usage} == {m for e in EXPECTED.values() for m in e["models"]}
+
+    audited = {row[0]: row[1] for row in table_rows(html, "audit")}
+    autopilot = {sid: e for sid, e in EXPECTED.items() if e["mode"] == "autopilot"}
+    assert audited == {
+        sid: "completed" if e["task_complete"] else "nudge-cap" for sid, e in autopilot.items()
+    }
+
+    statistics = json.loads(
+        run("validate", str(SAMPLES), "--statistics", "--format", "json").stdout
+    )["statistics"]
+    shown = {row[0]: int(row[3]) for row in table_rows(html, "findings by rule")}
+    assert shown == {rule["code"]: rule["count"] for rule in statistics}
+
+
+def test_log_text_shows_as_text_and_never_as_markup(tmp_path: Path) -> None:
+    hostile_session(tmp_path / "logs")
+    out = tmp_path / "r.html"
+    assert run("report", str(tmp_path / "logs"), "-o", str(out)).exit_code == 0
+    raw = out.read_text(encoding="utf-8")
+    page = Page(raw)
+    assert len(page.all("script")) == 1  # ours
+    assert not page.all("img") and not page.all("b") and not page.all("i")
+    assert not any(k.startswith("on") for _, attrs in page.elements for k in attrs)
+    titles = "\n".join(page.texts["title"])
+    assert '<script>alert("pwned")</script> & "quotes"' in titles  # shown, as text
+    assert "\x1b" not in raw and "\u202e" not in raw
+    assert "\\x1b[31mred\\u202egnp.exe" in titles  # visible escapes instead
+    assert 'bad<id>"x' in "".join(page.texts["h3"])
+    assert [a["data-session"] for a in page.all("article")] == ['bad<id>"x']  # attribute kept whole
+    assert "<b>denied</b>" in titles
+
+
+def test_the_page_allows_only_its_own_style_and_script(tmp_path: Path) -> None:
+    page = write_report(tmp_path, str(SAMPLES))
+    (meta,) = [m for m in page.all("meta") if m.get("http-equiv") == "Content-Security-Policy"]
+    directives = dict(d.strip().split(" ", 1) for d in meta["content"].split(";"))
+    assert directives["default-src"] == "'none'"
+
+    def digest(source: str) -> str:
+        return (
+            "'sha256-" + base64.b64encode(hashlib.sha256(source.encode()).digest()).decode() + "'"
+        )
+
+    assert directives["script-src"] == digest("".join(page.texts["script"]))
+    assert directives["style-src"] == digest("".join(page.texts["style"]))
+    assert "unsafe" not in meta["content"]
+
+
+def test_nothing_in_the_page_points_outside_it(tmp_path: Path) -> None:
+    page = write_report(tmp_path, str(SAMPLES))
+    for _tag, attrs in page.elements:
+        for name in ("src", "href", "action", "xlink:href"):
+            value = attrs.get(name)
+            if value is not None:
+                assert value.startswith("#"), (name, value)
+    assert not re.search(r"url\(|@import|https?:", "".join(page.texts["style"]))
+
+
+def test_a_dozen_sessions_stay_small(tmp_path: Path) -> None:
+    write_report(tmp_path, str(SAMPLES))
+    assert (tmp_path / "report.html").stat().st_size < 1 << 20
+
+
+def test_report_to_stdout_and_nothing_found(tmp_path: Path) -> None:
+    result = run("report", str(SAMPLES / "07f6c938-ab13-4c24-a5d6-60718293a4b5"), "-o", "-")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("<!DOCTYPE html>")
+    assert 'data-session="07f6c938-ab13-4c24-a5d6-60718293a4b5"' in result.stdout
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "none.html"
+    result = run("report", "--root", str(tmp_path / "empty"), "-o", str(out))
+    assert result.exit_code == 0
+    assert "No sessions found" in result.stderr
+    assert not out.exists()
+
+
+def test_a_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = run("report", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html"))
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "no such file or folder" in result.stderr
+
+
+def test_an_unwritable_output_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    target = tmp_path / "no" / "r.html"
+    result = run("report", str(SAMPLES), "-o", str(target))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: -o {target}: cannot write the report there")
+    assert result.stderr.count("\n") == 1  # said before reading: no damage warnings either
+    result = run("report", str(SAMPLES), "-o", str(tmp_path))
+    assert result.exit_code == 2 and "is a directory" in result.stderr
+
+
+# --- timeline --format svg --------------------------------------------------------------------
+
+
+def svg_of(path: Path) -> ET.Element:
+    result = run("timeline", str(path), "--format", "svg")
+    assert result.exit_code == 0, result.output
+    return ET.fromstring(result.stdout)
+
+
+def marks(root: ET.Element, kind: str) -> list[ET.Element]:
+    return [e for e in root.iter() if kind in (e.get("class") or "").split()]
+
+
+def test_timeline_svg_draws_each_call_and_marks_each_failed_tool(tmp_path: Path) -> None:
+    builder = SessionBuilder()
+    builder.user_message("Fix it.")
+    builder.turn("Looking.", [view("a.py", error="no such file"), bash("ls", "a.py")])
+    builder.turn("Delegating.", [task("run tests", llm_calls=2, tool_calls=1)])
+    builder.turn("Done.")
+    builder.shutdown()
+    path = builder.write(tmp_path / "s.jsonl")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    main_turns = [e for e in lines if e["type"] == "assistant.turn_start" and "agentId" not in e]
+    failed = [
+        e for e in lines if e["type"] == "tool.execution_complete" and not e["data"]["success"]
+    ]
+    all_tools = [e for e in lines if e["type"] == "tool.execution_start"]
+
+    root = svg_of(path)
+    assert root.tag == f"{SVG}svg"
+    assert len(marks(root, "turn")) == len(main_turns) == 3
+    assert len(marks(root, "tool_failed")) == len(failed) == 1
+    assert len(marks(root, "tool")) == len(all_tools)
+    assert len(marks(root, "subagent")) == 1
+    assert len(marks(root, "subagent-call")) == 2
+    tip = marks(root, "tool_failed")[0].find(f"{SVG}title")
+    assert tip is not None and tip.text is not None
+    assert "view (failed)" in tip.text and "no such file" in tip.text
+    assert all(m.get("tabindex") == "0" for m in marks(root, "mark"))
+
+
+def test_timeline_svg_stays_valid_xml_with_hostile_text(tmp_path: Path) -> None:
+    hostile_session(tmp_path)
+    (path,) = tmp_path.glob("*.jsonl")
+    root = svg_of(path)  # would raise on a raw control character or markup
+    titles = " ".join(t.text or "" for t in root.iter(f"{SVG}title"))
+    assert '<script>alert("pwned")</script>' in titles
+    assert "\\x1b" in titles
+
+
+def test_timeline_svg_wants_one_session(tmp_path: Path) -> None:
+    result = run("timeline", str(SAMPLES), "--format", "svg")
+    assert result.exit_code == 2
+    assert "draws one session" in result.stderr and "11 were selected" in result.stderr
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    result = run("timeline", str(tmp_path / "empty.jsonl"), "--format", "svg")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert "empty" in result.stderr
+    (tmp_path / "none").mkdir()
+    result = run("timeline", "--root", str(tmp_path / "none"), "--format", "svg")
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert "No sessions found" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("span", "step"),
+    [
+        (1_000, 100),
+        (9_000, 1_000),
+        (55_000, 10_000),
+        (7_200_000, 900_000),
+        (86_400_000, 10_800_000),
+    ],
+)
+def test_axis_steps_are_round_and_few(span: int, step: int) -> None:
+    assert tick_step(span) == step
+    assert span / step <= 10
+
+
+def test_a_long_idle_stretch_is_cut_to_a_marked_break(tmp_path: Path) -> None:
+    builder = SessionBuilder()
+    builder.user_message("First.")
+    builder.turn("One.")
+    builder.advance(2 * 3_600_000)
+    builder.user_message("Back after two hours.")
+    builder.turn("Two.")
+    builder.shutdown()
+    root = svg_of(builder.write(tmp_path / "s.jsonl"))
+    (idle,) = marks(root, "idle")
+    title = idle.find(f"{SVG}title")
+    assert title is not None and title.text is not None and title.text.startswith("2h00m")
+    first, second = marks(root, "turn")
+    # On a linear axis a turn of a second or two in a two-hour session is a sliver.
+    assert float(first.get("width") or 0) > 50 and float(second.get("width") or 0) > 50
+    assert float(first.get("x") or 0) < float(second.get("x") or 0) <= 1200

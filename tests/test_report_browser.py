@@ -1,0 +1,231 @@
+"""The report in a real browser: headless Chromium opens the file from disk, runs its script
+under its own Content-Security-Policy, and the test reads the DOM it leaves and its console.
+
+Skipped only where no Chromium binary exists (`.ci/run` installs one). Screenshots are kept
+under .pytest_cache/report-screenshots/ and their paths printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from copilot_logs.cli import main
+from copilot_logs.synth import SessionBuilder, view
+from tests.conftest import PROJECT, SAMPLES
+from tests.test_report import EXPECTED, HOSTILE_PROMPT, Page, hostile_session
+
+BROWSERS = ("chromium", "chromium-headless-shell", "chromium-browser", "google-chrome")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-logging=stderr",
+    "--v=0",
+)
+SHOTS = PROJECT / ".pytest_cache" / "report-screenshots"
+
+
+@dataclass
+class Opened:
+    dom: str
+    console: list[str]
+
+
+@pytest.fixture(scope="module")
+def browser() -> str:
+    found = next((path for name in BROWSERS if (path := shutil.which(name))), None)
+    if found is None:
+        pytest.skip("no Chromium binary found (apt-get install chromium)")
+    return found
+
+
+def chromium(
+    browser: str, page: Path, tmp_path: Path, *action: str
+) -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
+    return subprocess.run(
+        [browser, *FLAGS, f"--user-data-dir={profile}", *action, page.resolve().as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def open_page(browser: str, page: Path, tmp_path: Path) -> Opened:
+    """The DOM after the page's scripts ran, and every message the page put on the console
+    (errors, CSP violations, uncaught exceptions)."""
+    done = chromium(browser, page, tmp_path, "--dump-dom")
+    console = [
+        line for line in done.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line
+    ]
+    return Opened(done.stdout, console)
+
+
+def screenshot(
+    browser: str, page: Path, tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SHOTS / f"{name}.png"
+    shot.unlink(missing_ok=True)
+    chromium(browser, page, tmp_path, f"--screenshot={shot}", "--window-size=1280,2400")
+    assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with capsys.disabled():
+        print(f"\nreport screenshot: {shot}")
+    return shot
+
+
+def report(tmp_path: Path, *args: str) -> Path:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", *args, "-o", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def session_ids(folder: Path) -> set[str]:
+    """The ids in each log's session.start, read by hand."""
+    ids = set()
+    for log in folder.rglob("*.jsonl"):
+        for line in log.read_bytes().splitlines():
+            if b'"session.start"' in line:
+                ids.add(json.loads(line)["data"]["sessionId"])
+    return ids
+
+
+def check_rendered(opened: Opened, expected_ids: set[str]) -> None:
+    assert opened.console == []
+    assert 'data-ready="yes"' in opened.dom  # the script ran: the CSP let it
+    dom = Page(opened.dom)
+    timelines = [a["data-session"] for a in dom.all("article")]
+    assert sorted(timelines) == sorted(expected_ids)  # one timeline per session
+    headings = "".join(dom.texts["h3"])
+    assert all(sid in headings for sid in expected_ids)  # every session named
+    assert len(dom.all("svg")) >= len(expected_ids)
+
+
+def test_samples_render_in_chromium(
+    browser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = report(tmp_path, str(SAMPLES))
+    check_rendered(open_page(browser, page, tmp_path), set(EXPECTED))
+    screenshot(browser, page, tmp_path, "sample_sessions", capsys)
+
+
+def test_real_samples_render_in_chromium(
+    browser: str, real_samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = report(tmp_path, str(real_samples))
+    check_rendered(open_page(browser, page, tmp_path), session_ids(real_samples))
+    screenshot(browser, page, tmp_path, "real-samples", capsys)
+
+
+def test_edge_case_real_logs_render_in_chromium(browser: str, tmp_path: Path) -> None:
+    edge = PROJECT.parent / "shared" / "real-samples-edge"
+    if not edge.is_dir():
+        pytest.skip("../shared/real-samples-edge is not beside this checkout")
+    page = report(tmp_path, str(edge))
+    # One file there holds two session.start lines: how many sessions it makes is the
+    # reader's call, so the oracle is the `sessions` command's list.
+    listed = CliRunner().invoke(main, ["sessions", str(edge), "--format", "json"])
+    check_rendered(
+        open_page(browser, page, tmp_path), {row["session_id"] for row in json.loads(listed.stdout)}
+    )
+
+
+def test_focusing_a_mark_shows_its_details(browser: str, tmp_path: Path) -> None:
+    """Keyboard users get what a mouse hover gives: the focused mark's details, shown (a mark
+    takes focus, and the page answers the focus event)."""
+    focus_failed_tool = """
+      var mark = document.querySelector('.mark.tool_failed');
+      mark.focus();
+      // A headless window may not hold system focus, and then focus() sends no event:
+      // send the one a Tab press would.
+      mark.dispatchEvent(new FocusEvent('focusin', {bubbles: true}));
+      var tip = document.getElementById('tip');
+      document.body.setAttribute('data-focused', document.activeElement === mark ? 'yes' : 'no');
+      document.body.setAttribute('data-tip', tip.hidden ? 'hidden' : tip.textContent);
+    """
+    builder = SessionBuilder()
+    builder.user_message("Fix it.")
+    builder.turn("Looking.", [view("a.py", error="no such file")])
+    builder.turn("Done.")
+    builder.shutdown()
+    builder.write_to(tmp_path / "logs")
+    page = _with_script(report(tmp_path, str(tmp_path / "logs")), focus_failed_tool)
+    opened = open_page(browser, page, tmp_path)
+    assert opened.console == []
+    dom = Page(opened.dom)
+    (body,) = dom.all("body")
+    assert body["data-focused"] == "yes"
+    assert body["data-tip"].startswith("view (failed), turn 1\n")
+    assert "no such file" in body["data-tip"] and '{"path":"a.py"}' in body["data-tip"]
+
+
+def test_hostile_log_text_stays_text_in_the_browser(browser: str, tmp_path: Path) -> None:
+    builder = hostile_session(tmp_path / "logs")
+    opened = open_page(browser, report(tmp_path, str(tmp_path / "logs")), tmp_path)
+    check_rendered(opened, {builder.session_id})
+    dom = Page(opened.dom)
+    assert not dom.all("img") and not dom.all("b") and not dom.all("i")
+    assert len(dom.all("script")) == 1
+    assert HOSTILE_PROMPT[:30] in "".join(dom.texts["title"])
+
+
+def _with_script(page: Path, script: str) -> Path:
+    """The page with one more inline script, allowed by adding its hash to the CSP."""
+    html = page.read_text()
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    html = html.replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
+    html = html.replace("</body>", f"<script>{script}</script></body>", 1)
+    changed = page.with_name("changed.html")
+    changed.write_text(html)
+    return changed
+
+
+def test_clicking_a_heading_sorts_the_sessions_table(browser: str, tmp_path: Path) -> None:
+    click_calls = """
+      var table = document.querySelector('table[aria-label=sessions]');
+      var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+      var calls = heads.filter(function (h) { return h.textContent === 'calls'; })[0];
+      calls.querySelector('button').click();
+      calls.querySelector('button').click();
+      var ids = Array.prototype.map.call(table.tBodies[0].rows, function (row) {
+        return row.cells[0].getAttribute('data-v');
+      });
+      document.body.setAttribute('data-order', ids.join(','));
+      document.body.setAttribute('data-sort', calls.getAttribute('aria-sort'));
+    """
+    page = _with_script(report(tmp_path, str(SAMPLES)), click_calls)
+    opened = open_page(browser, page, tmp_path)
+    assert opened.console == []
+    match = re.search(r'<body data-order="([^"]*)" data-sort="([^"]*)"', opened.dom)
+    assert match is not None
+    order = match[1].split(",")
+    assert match[2] == "descending"
+    assert [EXPECTED[sid]["llm_calls"] for sid in order] == sorted(
+        (e["llm_calls"] for e in EXPECTED.values()), reverse=True
+    )
+
+
+def test_a_script_the_policy_does_not_allow_is_caught(browser: str, tmp_path: Path) -> None:
+    """The console check can fail: an inline script without its hash is refused and said so."""
+    page = report(tmp_path, str(SAMPLES))
+    bad = page.with_name("bad.html")
+    bad.write_text(page.read_text().replace("</body>", "<script>alert(1)</script></body>"))
+    opened = open_page(browser, bad, tmp_path)
+    assert any("Content Security Policy" in line for line in opened.console)
