@@ -55,6 +55,9 @@ QUICK_SECONDS = 0.2
 SAMPLE_EVERY_S = 0.1
 REFERENCE_GREP = "grep-F"
 REFERENCE_ORJSON = "orjson"
+REFERENCE_POLARS = "polars"
+CPUS_VARIABLE = "COPILOT_LOGS_CPUS"
+"""Read by copilot_logs.parallel: the core count the command plans its workers for."""
 
 Counter = Callable[[bytes], int | None]
 
@@ -187,6 +190,7 @@ class Target:
     """What the issue asks of a row: a ratio to grep -F -c, or seconds, and memory."""
 
     max_ratio: float | None = None
+    max_polars_ratio: float | None = None
     max_seconds: float | None = None
     exact: bool = False
     max_rss_mb: float | None = RSS_LIMIT_MB
@@ -195,6 +199,8 @@ class Target:
         parts = []
         if self.max_ratio is not None:
             parts.append(f"≤{self.max_ratio:g}× grep")
+        if self.max_polars_ratio is not None:
+            parts.append(f"≤{self.max_polars_ratio:g}× polars")
         if self.max_seconds is not None:
             parts.append(f"<{self.max_seconds:g} s")
         if self.exact:
@@ -218,6 +224,10 @@ class Bench:
     prime: bool = False
     note: str = ""
     skip: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    covers: float = 1.0
+    """The share of the corpus's bytes the command reads (the polars one-liner: the undamaged
+    files only); its time is scaled to the whole corpus for the ratios."""
 
 
 @dataclass
@@ -300,8 +310,32 @@ def capabilities(cli: list[str], command: str, env: dict[str, str]) -> Capabilit
     return Capabilities(True, "json" in text and "--format" in text, "--no-cache" in text)
 
 
-def plan(folder: Path, files: list[Path], manifest: Manifest, env: dict[str, str]) -> list[Bench]:
+def undamaged(files: list[Path]) -> list[Path]:
+    """The files every line of which is one JSON object, ending with a newline: what the polars
+    one-liner can read without stopping."""
+    clean = []
+    for path in files:
+        data = path.read_bytes()
+        if not data.endswith(b"\n"):
+            continue
+        try:
+            if all(isinstance(orjson.loads(line), dict) for line in data.split(b"\n")[:-1]):
+                clean.append(path)
+        except orjson.JSONDecodeError:
+            continue
+    return clean
+
+
+def plan(
+    folder: Path,
+    files: list[Path],
+    manifest: Manifest,
+    env: dict[str, str],
+    cores: Sequence[int] = (),
+) -> list[Bench]:
     paths = [str(p) for p in files]
+    clean = undamaged(files)
+    clean_share = sum(p.stat().st_size for p in clean) / max(1, manifest.bytes)
     root = str(folder)
     llm_calls = manifest.llm_calls
     benches = [
@@ -349,6 +383,17 @@ def plan(folder: Path, files: list[Path], manifest: Manifest, env: dict[str, str
             counter=_integer,
             expected=llm_calls,
         ),
+        Bench(
+            REFERENCE_POLARS,
+            "polars scan_ndjson one-liner",
+            [sys.executable, "-m", "benchmarks.baselines", "polars", *map(str, clean)],
+            "baseline",
+            counter=_integer,
+            covers=clean_share,
+            note=f"on the {len(clean):,} undamaged files ({clean_share:.0%} of the bytes): it "
+            "stops at the first damaged line; the × polars ratios use its time scaled to the "
+            "whole corpus",
+        ),
     ]
     cli = copilot_logs_argv()
     largest = str(folder / manifest.largest_file)
@@ -382,9 +427,13 @@ def plan(folder: Path, files: list[Path], manifest: Manifest, env: dict[str, str
             argv = [*cli, *args, "--format", "json"]
         else:
             argv, counter, expected = [*cli, *args], None, None
-        cold_ratio = 3.0 if bench_id == "count-total" else 6.0
-        warm_ratio = 1.0 if bench_id == "count-total" else 2.0
         exact = bench_id == "count-total"
+        if bench_id == "count-total":
+            cold, warm = Target(max_ratio=3.0, exact=True), Target(max_ratio=1.0, exact=True)
+        elif bench_id == "timeline":
+            cold, warm = Target(max_ratio=6.0), Target(max_ratio=2.0)
+        else:
+            cold, warm = Target(max_polars_ratio=0.6), Target(max_ratio=1.5)
         common: dict[str, Any] = {
             "group": "copilot-logs",
             "counter": counter,
@@ -398,7 +447,7 @@ def plan(folder: Path, files: list[Path], manifest: Manifest, env: dict[str, str
                     f"{label} (cold)",
                     [*argv, "--no-cache"],
                     mode="cold",
-                    target=Target(max_ratio=cold_ratio, exact=exact),
+                    target=cold,
                     **common,
                 )
             )
@@ -409,7 +458,7 @@ def plan(folder: Path, files: list[Path], manifest: Manifest, env: dict[str, str
                     argv,
                     mode="warm",
                     prime=True,
-                    target=Target(max_ratio=warm_ratio, exact=exact),
+                    target=warm,
                     **common,
                 )
             )
@@ -420,11 +469,24 @@ def plan(folder: Path, files: list[Path], manifest: Manifest, env: dict[str, str
                     f"{label} (cold)",
                     argv,
                     mode="cold",
-                    target=Target(max_ratio=cold_ratio, exact=exact),
+                    target=cold,
                     note="no --no-cache flag yet: run as is",
                     **common,
                 )
             )
+        if bench_id in ("count-total", "sessions") and caps.no_cache:
+            for count in cores:
+                benches.append(
+                    Bench(
+                        bench_id,
+                        f"{label} (cold, {count} cores simulated)",
+                        [*argv, "--no-cache"],
+                        mode="cores",
+                        target=Target(exact=exact),
+                        env={CPUS_VARIABLE: str(count)},
+                        **common,
+                    )
+                )
     # export cold, into a fresh folder each run (a second run into the same one is incremental).
     out = str(Path(env["XDG_CACHE_HOME"]).parent / "export-out")
     wrapped = ["sh", "-c", 'rm -rf "$0" && exec "$@"', out, *cli, "export", out, "--root", root]
@@ -454,6 +516,7 @@ def run_bench(bench: Bench, repeat: int, env: dict[str, str]) -> Result:
     keep_stdout = bench.counter is not None or bench.group == "copilot-logs"
     sample_tree = bench.group == "copilot-logs"
     runs = repeat + (1 if bench.prime else 0)
+    env = {**env, **bench.env}
     for index in range(runs):
         sample = measure(bench.argv, env=env, keep_stdout=keep_stdout, sample_tree=sample_tree)
         if sample.returncode not in bench.ok_codes or b"Traceback" in sample.stderr:
@@ -501,7 +564,7 @@ def _ratio(value: float | None, reference: float | None) -> float | None:
     return value / reference
 
 
-def verdict(result: Result, grep_s: float | None) -> bool | None:
+def verdict(result: Result, grep_s: float | None, polars_s: float | None = None) -> bool | None:
     """Whether the row meets its target; None when it has none or could not be judged."""
     target = result.bench.target
     median = result.median_s
@@ -513,6 +576,11 @@ def verdict(result: Result, grep_s: float | None) -> bool | None:
         if ratio is None:
             return None
         checks.append(ratio <= target.max_ratio)
+    if target.max_polars_ratio is not None:
+        ratio = _ratio(median, polars_s)
+        if ratio is None:
+            return None
+        checks.append(ratio <= target.max_polars_ratio)
     if target.max_seconds is not None:
         checks.append(median < target.max_seconds)
     if target.exact:
@@ -589,7 +657,11 @@ def shown_argv(argv: Sequence[str], corpus: Path) -> list[str]:
 
 
 def result_record(
-    result: Result, grep_s: float | None, orjson_s: float | None, corpus: Path
+    result: Result,
+    grep_s: float | None,
+    orjson_s: float | None,
+    corpus: Path,
+    polars_s: float | None = None,
 ) -> dict[str, Any]:
     bench = result.bench
     median = result.median_s
@@ -608,11 +680,13 @@ def result_record(
         "peak_mb": None if result.peak_mb is None else round(result.peak_mb, 1),
         "ratio_grep_f": _round(_ratio(median, grep_s)),
         "ratio_orjson": _round(_ratio(median, orjson_s)),
+        "ratio_polars": _round(_ratio(median, polars_s)),
+        "simulated_cores": int(bench.env[CPUS_VARIABLE]) if CPUS_VARIABLE in bench.env else None,
         "count": result.count,
         "expected": bench.expected,
         "right": result.right,
         "target": bench.target.describe() if bench.target else None,
-        "meets_target": verdict(result, grep_s),
+        "meets_target": verdict(result, grep_s, polars_s),
         "note": bench.note or None,
         "error": result.error or None,
     }
@@ -628,13 +702,14 @@ def print_table(
     orjson_s: float | None,
     title: str,
     load: tuple[float, float],
+    polars_s: float | None = None,
 ) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table()
     table.add_column("benchmark", no_wrap=True)
-    for header in ("median s", "peak RSS MB", "× grep -F", "× orjson", "count"):
+    for header in ("median s", "peak RSS MB", "× grep -F", "× orjson", "× polars", "count"):
         table.add_column(header, justify="right", no_wrap=True)
     for header in ("exact", "target", "met"):
         table.add_column(header, no_wrap=True)
@@ -650,18 +725,19 @@ def print_table(
         label = bench.label + (mark(bench.note) if bench.note else "")
         if result.error:
             label += mark(result.error)
-            table.add_row(label, *["—"] * 6, "", "")
+            table.add_row(label, *["—"] * 7, "", "")
             continue
         median = result.median_s
         peak = result.peak_mb
         star = "*" if result.tree_pss_mb > (result.max_rss_mb or 0) else ""
-        met = verdict(result, grep_s)
+        met = verdict(result, grep_s, polars_s)
         table.add_row(
             label,
             "—" if median is None else f"{median:.3f}",
             "—" if peak is None else f"{peak:.0f}{star}",
             _fmt_ratio(_ratio(median, grep_s)),
             _fmt_ratio(_ratio(median, orjson_s)),
+            _fmt_ratio(_ratio(median, polars_s)),
             "—" if result.count is None else f"{result.count:,}",
             _exactness(result),
             bench.target.describe() if bench.target else "",
@@ -710,6 +786,7 @@ IDS = (
     "jq",
     "json",
     REFERENCE_ORJSON,
+    REFERENCE_POLARS,
     "count-total",
     "count",
     "sessions",
@@ -753,8 +830,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         nargs="+",
         choices=IDS,
         metavar="NAME",
-        help=f"run only these ({', '.join(IDS)}); grep-F and orjson always run, "
+        help=f"run only these ({', '.join(IDS)}); grep-F, orjson and polars always run, "
         "as the ratios need them",
+    )
+    parser.add_argument(
+        "--cores",
+        nargs="*",
+        type=int,
+        default=[4, 8, 16],
+        metavar="N",
+        help="also run cold `sessions` and `count --total` as if the machine had N cores "
+        f"(${CPUS_VARIABLE}), for their memory [default: 4 8 16]",
     )
     args = parser.parse_args(argv)
     if args.size_mb < 1 or args.repeat < 1:
@@ -787,9 +873,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             env["COPILOT_HOME"] = str(Path(work) / "home")
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), env.get("PYTHONPATH")]))
             env.setdefault("NO_COLOR", "1")
-            benches = plan(folder, files, manifest, env)
+            benches = plan(folder, files, manifest, env, args.cores)
             if args.only:
-                wanted = {*args.only, REFERENCE_GREP, REFERENCE_ORJSON}
+                wanted = {*args.only, REFERENCE_GREP, REFERENCE_ORJSON, REFERENCE_POLARS}
                 benches = [b for b in benches if b.id in wanted]
             results = []
             for bench in benches:
@@ -803,6 +889,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     by_id = {r.bench.id: r for r in results if not r.bench.mode or r.bench.mode == "cold"}
     grep_s = by_id[REFERENCE_GREP].median_s if REFERENCE_GREP in by_id else None
     orjson_s = by_id[REFERENCE_ORJSON].median_s if REFERENCE_ORJSON in by_id else None
+    polars = by_id.get(REFERENCE_POLARS)
+    polars_s = None
+    if polars is not None and polars.median_s is not None and polars.bench.covers > 0:
+        polars_s = polars.median_s / polars.bench.covers  # scaled to the whole corpus
     info = machine()
     title = (
         f"copilot-logs {info['copilot_logs']} ({info['commit']}) "
@@ -811,7 +901,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"median of {args.repeat}; {info['cores']} cores, {info['cpu']}, Python {info['python']}"
     )
     load = (load_before, os.getloadavg()[0])
-    print_table(results, grep_s, orjson_s, title, load)
+    print_table(results, grep_s, orjson_s, title, load, polars_s)
     report = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "python -m benchmarks.run " + " ".join(sys.argv[1:] if argv is None else argv),
@@ -819,8 +909,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": info,
         "load_average": {"before": round(load[0], 2), "after": round(load[1], 2)},
         "corpus": {"path": str(folder), "kept": args.keep or not built, **manifest.__dict__},
-        "reference_seconds": {"grep_f": _round(grep_s, 4), "orjson": _round(orjson_s, 4)},
-        "results": [result_record(r, grep_s, orjson_s, folder) for r in results],
+        "reference_seconds": {
+            "grep_f": _round(grep_s, 4),
+            "orjson": _round(orjson_s, 4),
+            "polars_scaled": _round(polars_s, 4),
+        },
+        "results": [result_record(r, grep_s, orjson_s, folder, polars_s) for r in results],
         "wall_seconds": round(time.perf_counter() - began, 1),
     }
     args.json.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")

@@ -667,7 +667,7 @@ def timeline(result: ReadResult, *, include_tools: bool = True) -> list[Node]:
                 prompts,
             )
         )
-    sessions.sort(key=lambda s: s["file"])
+    sessions.sort(key=lambda s: (s["file"], s["session_id"]))
     sessions.sort(key=lambda s: s["started_at"] or "", reverse=True)
     return sessions
 
@@ -675,7 +675,7 @@ def timeline(result: ReadResult, *, include_tools: bool = True) -> list[Node]:
 def newest_first(parts: list[list[Node]]) -> list[Node]:
     """The timelines of several batches as one list, newest session first."""
     sessions = [session for part in parts for session in part]
-    sessions.sort(key=lambda s: s["file"])
+    sessions.sort(key=lambda s: (s["file"], s["session_id"]))
     sessions.sort(key=lambda s: s["started_at"] or "", reverse=True)
     return sessions
 

@@ -55,8 +55,8 @@ def read(
 ) -> ReadResult:
     """Read the selected sessions (ids, id prefixes, files, folders; none = the whole root).
 
-    ``cache=True`` serves unchanged files from the events cache the CLI keeps under
-    ``~/.cache/copilot-logs`` (and updates it).
+    ``cache=True`` serves unchanged files from the store the CLI keeps in the user's cache
+    folder (and updates it; see :mod:`copilot_logs.store`).
     """
     from copilot_logs.window import started_within
 

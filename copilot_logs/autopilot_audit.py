@@ -193,7 +193,7 @@ def judge(
             .otherwise(pl.col("last_line")),
         )
         .select(AUDIT_COLUMNS)
-        .sort("started_at", "file", descending=[True, False], nulls_last=True)
+        .sort("started_at", "file", "session_id", descending=[True, False, False], nulls_last=True)
     )
 
 

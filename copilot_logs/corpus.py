@@ -1,41 +1,32 @@
-"""Reading many session logs: in batches, through the events cache, on every core when it pays.
+"""Reading many session logs: in batches, through the store, on several cores when it pays.
 
 Every command's core function works per file, so a command maps it over batches of files
 (``map_batches``) and keeps only its small result per batch: memory stays bounded by one batch
-(about BATCH_BYTES of input, or one larger file), not by the corpus.
+per worker (see :func:`copilot_logs.parallel.plan`), or one larger file, not by the corpus.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from concurrent.futures import as_completed
+from dataclasses import dataclass
+from typing import Generic, TypeVar, cast
 
 import polars as pl
 
-from copilot_logs import parallel
+from copilot_logs import parallel, store
 from copilot_logs.envelope import Source
 from copilot_logs.errors import failed_on_session
-from copilot_logs.parallel import bytes_to_parse, worker_context, worker_count
-from copilot_logs.reader import ReadResult, ReadState, read_many
-from copilot_logs.result_cache import ResultCache
+from copilot_logs.reader import ReadResult, ReadState, Resume, read_many
 from copilot_logs.schema import DIAGNOSTICS_SCHEMA, empty_events
-from copilot_logs.store import EventStore, Job, Updates
 
 T = TypeVar("T")
-
-BATCH_BYTES = 24 << 20
-"""Files are read and reduced in batches of about this much input."""
 
 OnRead = Callable[[Source], None]
 
 
-def batches(sources: Sequence[Source], limit: int | None = None) -> list[list[Source]]:
-    """Consecutive sources in batches of about ``limit`` (BATCH_BYTES) bytes, at least one
-    source each. (A new or grown file seldom moves more than one or two batch ends: the
-    results cache still serves the other batches.)"""
-    limit = limit or BATCH_BYTES
+def batches(sources: Sequence[Source], limit: int) -> list[list[Source]]:
+    """Consecutive sources in batches of about ``limit`` bytes, at least one source each."""
     groups: list[list[Source]] = [[]]
     total = 0
     for source in sources:
@@ -48,7 +39,9 @@ def batches(sources: Sequence[Source], limit: int | None = None) -> list[list[So
     return [group for group in groups if group]
 
 
-def _parse(jobs: Sequence[Job]) -> tuple[ReadResult, list[ReadState | None]]:
+def _parse(
+    jobs: Sequence[tuple[Source, Resume | None]],
+) -> tuple[ReadResult, list[ReadState | None]]:
     """The jobs read together; when that raises, each alone, and a file whose reading still
     raises gives an ``unprocessable`` diagnostic instead of its events."""
     try:
@@ -84,21 +77,41 @@ class BatchResult(Generic[T]):
     value: T
     diagnostics: pl.DataFrame
     files_with_events: list[str]
-    updates: Updates = field(default_factory=dict)
 
 
 def _run_batch(
-    sources: Sequence[Source], fn: Callable[[ReadResult], T], use_cache: bool
+    sources: Sequence[Source], fn: Callable[[ReadResult], T], use_cache: bool, remember: bool
 ) -> BatchResult[T]:
-    if use_cache:
-        result, updates = EventStore().read(sources, _parse)
-    else:
-        result, updates = _parse([(s, None) for s in sources])[0], {}
+    """``fn`` of a batch. Through the store (``use_cache``): answered from the entries alone
+    when they all hold ``fn``'s value (a value that splits by file is kept per log), else
+    computed from the frames, and the entries written with the value."""
+    if not use_cache:
+        result = _parse([(source, None) for source in sources])[0]
+        value, result, _ = _mapped(result, fn)
+        return BatchResult(value, result.diagnostics, _with_events(result))
+    key = store.describe(fn) if remember else None
+    recalled = store.recall(sources, key) if key is not None else None
+    if recalled is not None:
+        value = cast(T, recalled.value)
+        return BatchResult(value, recalled.diagnostics, recalled.files_with_events)
+    result, pending = store.read(sources, _parse)
+    value, result, whole = _mapped(result, fn)
+    store.keep(pending, key if whole else None, value)
+    return BatchResult(value, result.diagnostics, _with_events(result))
+
+
+def _with_events(result: ReadResult) -> list[str]:
+    return result.events["file"].unique().to_list()
+
+
+def _mapped(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadResult, bool]:
+    """``fn`` of a batch, what it was given, and whether that was the whole batch (see
+    :func:`_file_by_file`)."""
     try:
-        value = fn(result)
+        return fn(result), result, True
     except Exception:  # from one log's content: the other sessions are still mapped
-        value, result = _file_by_file(result, fn)
-    return BatchResult(value, result.diagnostics, result.events["file"].unique().to_list(), updates)
+        value, rest = _file_by_file(result, fn)
+        return value, rest, False
 
 
 def _file_by_file(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadResult]:
@@ -130,69 +143,35 @@ def map_batches(
 ) -> Iterator[BatchResult[T]]:
     """``fn`` applied to each batch of sources, in worker processes when there is a lot to
     parse. ``fn`` must be picklable for that (a module-level function or a partial of one).
-    Results come in the order batches finish; the cache index is updated at the end.
+    Results come in the order batches finish.
 
-    With ``use_cache`` the batches are read through the events cache (:mod:`copilot_logs.store`)
-    and, unless ``remember`` is false, a batch whose files and function are unchanged since an
-    earlier run is served from the results cache (:mod:`copilot_logs.result_cache`) unread.
+    With ``use_cache`` the batches are read through the store (:mod:`copilot_logs.store`):
+    unchanged files come from their entries, grown ones are read from where their entry
+    stopped, and what was read is written back; unless ``remember`` is false (a function
+    whose work is a side effect, such as export's), ``fn``'s value is kept in the entries when
+    it splits by file, and a later run with the same logs is answered from them.
     """
-    memo = ResultCache(fn) if use_cache and remember else None
-    pending: list[list[Source]] = []
-    keys: list[str | None] = []
-    for group in batches(sources):
-        key = memo.key(group) if memo is not None else None
-        hit = memo.get(key) if memo is not None else None
-        if isinstance(hit, BatchResult):
-            _notify(group, on_read)
-            yield hit
-        else:
-            pending.append(group)
-            keys.append(key)
-    for index, done in _computed(pending, fn, use_cache, on_read):
-        if memo is not None:
-            memo.put(keys[index], BatchResult(done.value, done.diagnostics, done.files_with_events))
-        yield done
-    if memo is not None and pending:
-        memo.prune()
-
-
-def _computed(
-    groups: list[list[Source]],
-    fn: Callable[[ReadResult], T],
-    use_cache: bool,
-    on_read: OnRead | None,
-) -> Iterator[tuple[int, BatchResult[T]]]:
-    """``fn`` of each group (with the group's index), read through the events cache when
-    ``use_cache``, in the order they finish. The events cache index is updated at the end."""
-    if not groups:
+    if not sources:
         return
-    store = EventStore() if use_cache else None
-    sources = [source for group in groups for source in group]
-    workers = worker_count(len(groups))
-    updates: Updates = {}
-    if (
-        workers < 2
-        or any(s.path is None for s in sources)
-        or bytes_to_parse(sources, store) < parallel.PARALLEL_BYTES
-    ):
-        for index, group in enumerate(groups):
-            done = _run_batch(group, fn, use_cache)
-            updates.update(done.updates)
+    stdin = any(source.path is None for source in sources)
+    to_read = 0 if stdin else parallel.to_read(sources, use_cache)
+    plan = parallel.plan(to_read)
+    groups = batches(sources, plan.batch_bytes)
+    if plan.workers < 2 or len(groups) < 2:
+        for group in groups:
+            done = _run_batch(group, fn, use_cache, remember)
             _notify(group, on_read)
-            yield index, done
+            yield done
     else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=worker_context()) as pool:
+        with parallel.executor(plan.workers, frames=True) as pool:
             futures = {
-                pool.submit(_run_batch, group, fn, use_cache): index
-                for index, group in enumerate(groups)
+                pool.submit(_run_batch, group, fn, use_cache, remember): group for group in groups
             }
             for future in as_completed(futures):
-                done = future.result()
-                updates.update(done.updates)
-                _notify(groups[futures[future]], on_read)
-                yield futures[future], done
-    if store is not None:
-        store.apply(updates)
+                _notify(futures[future], on_read)
+                yield future.result()
+    if use_cache and (to_read or stdin):
+        store.prune()
 
 
 def _notify(group: Sequence[Source], on_read: OnRead | None) -> None:
@@ -211,12 +190,9 @@ def read_all(
     """Every source's events and diagnostics in one ReadResult (memory grows with the
     selection: commands use :func:`map_batches` instead).
 
-    With ``use_cache`` unchanged files come from the events cache and grown ones are read from
-    where the cache stopped (see :mod:`copilot_logs.store`).
+    With ``use_cache`` unchanged files come from the store and grown ones are read from
+    where their entry stopped (see :mod:`copilot_logs.store`).
     """
     return ReadResult.concat(
-        done.value
-        for done in map_batches(
-            sources, _same, use_cache=use_cache, on_read=on_read, remember=False
-        )
+        done.value for done in map_batches(sources, _same, use_cache=use_cache, on_read=on_read)
     )

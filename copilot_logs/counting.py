@@ -57,7 +57,9 @@ def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.D
         table = (
             table.join(order, on=SESSION, how="left")
             .select("session_id", "started_at", *model.COUNT_FIELDS, "file")
-            .sort("started_at", descending=True, nulls_last=True)
+            .sort(
+                "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
+            )
         )
     else:
         # Events outside any figure (session.start before the first model event, say) would
@@ -71,7 +73,9 @@ def combine(tables: list[pl.DataFrame]) -> pl.DataFrame:
     groupings summed again (a group may span batches)."""
     table = pl.concat(tables)
     if "started_at" in table.columns:
-        return table.sort("started_at", "file", descending=[True, False], nulls_last=True)
+        return table.sort(
+            "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
+        )
     keys = [name for name in table.columns if name not in model.COUNT_FIELDS]
     return table.group_by(keys).agg(pl.col(name).sum() for name in model.COUNT_FIELDS).sort(keys)
 

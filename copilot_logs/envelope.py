@@ -16,14 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
+import orjson
+
 from copilot_logs.logfile import display_name
+
+STDIN = "<stdin>"
+"""The name standard input goes by (in the file column, in messages)."""
 
 EVENT_START = b'{"type":"'
 ENVELOPE_HEAD = re.compile(rb'\{"type":"([^"\\]+)","data":\{')
 ENVELOPE_TAIL = re.compile(
     rb'\},(?:"agentId":"([^"\\]*)",)?"id":"([^"\\]*)","timestamp":"([^"\\]*)",'
-    rb'"parentId":(?:null|"([^"\\]*)")\}\Z'
+    rb'"parentId":(?:null|"([^"\\]*)")(?:,"agentId":"([^"\\]*)")?\}\Z'
 )
+"""Groups: agentId (where the CLI writes it, before ``id``), id, timestamp, parentId, agentId
+(where older CLIs wrote it, after ``parentId``)."""
 TAIL_WINDOW = 512
 
 
@@ -38,7 +45,7 @@ class Source:
     @property
     def name(self) -> str:
         """The path as valid UTF-8 text (a name that is not UTF-8 shows ``\\xff`` escapes)."""
-        return display_name(self.path) if self.path is not None else "<stdin>"
+        return display_name(self.path) if self.path is not None else STDIN
 
     @property
     def size(self) -> int:
@@ -57,25 +64,61 @@ class Envelope(NamedTuple):
     parent_id: str | None
 
 
-def envelope(raw: bytes) -> Envelope | None:
-    """The envelope of a whole, well-shaped line; None when the line must be decoded."""
-    head = ENVELOPE_HEAD.match(raw)
+Fields = tuple[bytes, "bytes | None", bytes, bytes, "bytes | None"]
+"""type, agentId, id, timestamp, parentId of a line, as bytes."""
+
+
+def envelope_at(buffer: bytes | bytearray, start: int, end: int) -> Fields | None:
+    """The envelope of the line ``buffer[start:end]`` (no newline), or None when the line must
+    be decoded. Nothing is copied for the usual line.
+
+    The head and the tail must belong to one event: a line where a truncated event has a
+    complete one glued behind it has the head of one and the tail of the other. So a line with
+    a second ``{"type":"`` (a glued event, or a nested object with a ``type`` key) is vouched
+    for only when it parses as one JSON object.
+    """
+    head = ENVELOPE_HEAD.match(buffer, start, end)
     if head is None:
         return None
-    kind = head.group(1)
-    if not kind.isascii():
-        return None
-    tail = ENVELOPE_TAIL.search(raw, max(0, len(raw) - TAIL_WINDOW))
+    window = end - TAIL_WINDOW
+    tail = ENVELOPE_TAIL.search(buffer, window if window > start else start, end)
     if tail is None:
+        return None
+    agent_id, event_id, stamp, parent_id, late_agent_id = tail.groups()
+    if not event_id or (agent_id is not None and late_agent_id is not None):
+        return None
+    if buffer.find(EVENT_START, start + 1, end) != -1 and not _one_object(buffer[start:end]):
+        return None
+    return (
+        head.group(1),
+        agent_id if agent_id is not None else late_agent_id,
+        event_id,
+        stamp,
+        parent_id,
+    )
+
+
+def _one_object(raw: bytes | bytearray) -> bool:
+    try:
+        return isinstance(orjson.loads(raw), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def envelope(raw: bytes) -> Envelope | None:
+    """The envelope of a whole, well-shaped line of valid UTF-8; None when the line must be
+    decoded (see :func:`envelope_at`)."""
+    fields = envelope_at(raw, 0, len(raw))
+    if fields is None:
+        return None
+    kind, agent_id, event_id, stamp, parent_id = fields
+    if not kind.isascii():
         return None
     if not raw.isascii():
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    agent_id, event_id, stamp, parent_id = tail.groups()
-    if not event_id:
-        return None
     return Envelope(
         kind.decode("ascii"),
         agent_id.decode() if agent_id is not None else None,
@@ -94,19 +137,6 @@ def as_int(value: object) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return None
-
-
-def new_subagent_call(
-    agent_id: str, message_id: object, chunk_index: object, seen: set[tuple[str, str]]
-) -> bool:
-    """Whether a sub-agent message starts a new LLM call, as ``model._subagent_call_flag``
-    decides it: the first line of its messageId, or, without a messageId, not a later chunk."""
-    if not isinstance(message_id, str):
-        return as_int(chunk_index) in (None, 0)
-    if (agent_id, message_id) in seen:
-        return False
-    seen.add((agent_id, message_id))
-    return True
 
 
 class Readable(Protocol):

@@ -263,7 +263,8 @@ def _atomic(path: Path, mode: str) -> Iterator[IO[Any]]:
 
 def fingerprint(source: Source) -> dict[str, Any] | None:
     """Size, mtime_ns and a hash of the first and last bytes; None when it cannot be taken
-    (standard input, an unreadable file): such a source is always exported again."""
+    (standard input, an unreadable file; a named pipe is refused, never waited on): such a
+    source is always exported again."""
     if source.path is None:
         return None
     try:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import polars as pl
 
+from copilot_logs.calls import MESSAGE, CallCounter
+from copilot_logs.calls import TURN_START as TURN_START
+
 MAIN = pl.col("agent_id").is_null()
 TYPE = pl.col("type")
 
 SESSION = ("file", "session_id")
 """The key of one session log: group, join and window by it, never by ``file`` alone."""
 
-TURN_START = "assistant.turn_start"
 TURN_END = "assistant.turn_end"
 
 COUNT_FIELDS = (
@@ -48,7 +50,8 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
     - ``interaction_index``: 1-based count of main-agent user messages that start an
       interaction (queued ones excluded) so far (0 before any).
     - ``session_model``: the model the session's model events named last (``auto`` skipped).
-    - ``subagent_call``: the line is a sub-agent LLM call (see :func:`_subagent_call_flag`).
+    - ``llm_call``: the line is an LLM call of either agent, as :class:`copilot_logs.calls.
+      CallCounter` decides it (the one rule); ``subagent_call``: a sub-agent's LLM call.
     """
     is_start = MAIN & (TYPE == TURN_START)
     is_end = MAIN & (TYPE == TURN_END)
@@ -79,8 +82,8 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
         closes_turn=is_end & (pl.col("_previous") == "start"),
         stray_end=is_end & (pl.col("_previous").is_null() | (pl.col("_previous") == "end")),
     )
-    frame = frame.with_columns(
-        subagent_call=_subagent_call_flag(),
+    frame = frame.with_columns(llm_call=_call_flags(frame)).with_columns(
+        subagent_call=pl.col("llm_call") & pl.col("agent_id").is_not_null(),
         during_turn=(pl.col("_marker") == "start") | pl.col("closes_turn"),
         in_turn=MAIN & ((pl.col("_marker") == "start") | pl.col("closes_turn")),
         turn_closed=pl.col("closes_turn").any().over(*SESSION, "turn_index"),
@@ -264,17 +267,20 @@ def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _subagent_call_flag() -> pl.Expr:
-    """A sub-agent LLM call: its assistant.message, once per call. Chunks of one call share a
-    messageId, so the first line of each messageId counts (even when chunk 0 was lost); a
-    message without messageId counts unless it is a later chunk. Needs rows in file order."""
-    message = pl.col("agent_id").is_not_null() & (TYPE == "assistant.message")
-    first_of_id = pl.struct("agent_id", "message_id").is_first_distinct().over(*SESSION)
-    return message & (
-        pl.when(pl.col("message_id").is_null())
-        .then(pl.col("chunk_index").fill_null(0) == 0)
-        .otherwise(first_of_id)
+def _call_flags(frame: pl.DataFrame) -> pl.Series:
+    """Whether each row (in reading order) is an LLM call: the kernel's verdict on the turn
+    starts and sub-agent messages, per session log."""
+    candidates = (
+        frame.with_row_index("_row")
+        .filter((TYPE == TURN_START) | (pl.col("agent_id").is_not_null() & (TYPE == MESSAGE)))
+        .select("_row", *SESSION, "type", "agent_id", "message_id", "chunk_index")
     )
+    counters: dict[tuple[str, str], CallCounter] = {}
+    flags = [False] * frame.height
+    for row, file, session, kind, agent_id, message_id, chunk_index in candidates.iter_rows():
+        counter = counters.setdefault((file, session), CallCounter())
+        flags[row] = counter.add(kind, agent_id, message_id, chunk_index)
+    return pl.Series("llm_call", flags, dtype=pl.Boolean)
 
 
 def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
@@ -282,7 +288,7 @@ def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
     start = MAIN & (TYPE == TURN_START)
     user = MAIN & (TYPE == "user.message")
     return annotated.with_columns(
-        llm_calls=start,
+        llm_calls=MAIN & pl.col("llm_call"),
         completed_turns=start & pl.col("turn_closed"),
         open_turns=start & ~pl.col("turn_closed"),
         subagent_calls=pl.col("subagent_call"),

@@ -8,6 +8,10 @@ from copilot_logs import model
 from copilot_logs.model import MAIN, SESSION, TYPE
 from copilot_logs.reader import ReadResult
 
+NEWEST_FIRST = ("started_at", "file", "session_id")
+"""How session rows are ordered: newest first, ties (two sessions of one file may start at
+the same moment) by file and session id, so that the order never depends on batches."""
+
 SESSION_COLUMNS = (
     "session_id",
     "started_at",
@@ -68,7 +72,7 @@ def damaged_lines(diagnostics: pl.DataFrame) -> pl.DataFrame:
 
 def newest_first(parts: list[pl.DataFrame]) -> pl.DataFrame:
     """Summaries of several batches as one table, newest session first."""
-    return pl.concat(parts).sort("started_at", "file", descending=[True, False], nulls_last=True)
+    return pl.concat(parts).sort(*NEWEST_FIRST, descending=[True, False, False], nulls_last=True)
 
 
 def summarize(result: ReadResult) -> pl.DataFrame:
@@ -109,4 +113,6 @@ def summarize(result: ReadResult) -> pl.DataFrame:
             pl.col(name).fill_null(0) for name in (*model.COUNT_FIELDS, "errors", "subagent_runs")
         )
     )
-    return table.select(SESSION_COLUMNS).sort("started_at", descending=True, nulls_last=True)
+    return table.select(SESSION_COLUMNS).sort(
+        *NEWEST_FIRST, descending=[True, False, False], nulls_last=True
+    )

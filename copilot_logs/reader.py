@@ -28,13 +28,13 @@ import msgspec
 import orjson
 
 from copilot_logs import json_limits
+from copilot_logs.calls import CallCounter, needs_payload
 from copilot_logs.envelope import (
     EVENT_START,
     Envelope,
     Readable,
     Source,
     envelope,
-    new_subagent_call,
 )
 from copilot_logs.event_types import DETAIL_TYPES
 from copilot_logs.logfile import open_log, why_unreadable
@@ -1013,37 +1013,22 @@ def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> Re
 
 @dataclass(frozen=True)
 class Calls:
-    """The LLM calls of one file as `count --total` counts them, and its damage."""
+    """What :func:`count_calls` read of a file: how many events, its damage, how far it got."""
 
-    llm_calls: int
-    subagent_calls: int
     events: int
     damage: tuple[tuple[int, str, str], ...]
     """(line, kind, message) of each diagnostic."""
+    state: ReadState | None
 
 
-def _count_payload(kind: str, agent_id: str | None) -> bool:
-    return kind == "assistant.message" and agent_id is not None
-
-
-def count_calls(
-    source: Source,
-    resume: Resume | None = None,
-    calls: set[tuple[str, str]] | None = None,
-) -> Calls:
-    """Main-agent turn starts and sub-agent LLM calls of a file, read with full recovery but
-    without building frames (so without polars): only the lines that need it are decoded.
-
-    ``resume`` continues where an envelope scan stopped (its ``calls``: the sub-agent
-    messageIds it already counted); the figures are then those of the rest of the file."""
+def count_calls(source: Source, counter: CallCounter, resume: Resume | None = None) -> Calls:
+    """Feed the main-agent and sub-agent LLM calls of a file to ``counter``, read with full
+    recovery but without building frames (so without polars): only the lines that need it are
+    decoded. ``resume`` goes on where an envelope scan stopped (``counter`` then holds what the
+    scan counted)."""
     rows, diagnostics = _Rows(), _Diagnostics()
-    _read_source_into(source, resume, rows, diagnostics, _count_payload)
-    llm_calls = subagent_calls = 0
-    calls = calls if calls is not None else set()
+    _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload)
     for row in rows.rows:
-        if row[_TYPE] == "assistant.turn_start":
-            llm_calls += row[_AGENT] is None
-        elif row[_TYPE] == "assistant.message" and row[_AGENT] is not None:
-            subagent_calls += new_subagent_call(row[_AGENT], row[_MESSAGE_ID], row[_CHUNK], calls)
+        counter.add(row[_TYPE], row[_AGENT], row[_MESSAGE_ID], row[_CHUNK])
     damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
-    return Calls(llm_calls, subagent_calls, len(rows.rows), damage)
+    return Calls(len(rows.rows), damage, state)

@@ -55,13 +55,17 @@ def write_ndjson(rows: Sequence[dict[str, Any]]) -> None:
 
 
 def _cell(value: Any) -> str:
+    """A csv cell. CSV has no escapes of its own and is read by people and CI logs as often as
+    by programs: a control character or a line break in log text is shown as a visible escape
+    (as in the tables), so a row stays one line and no line can start a workflow command; json
+    keeps the exact text."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | dict):
-        return orjson.dumps(value).decode()
-    return str(value)
+        return one_line(orjson.dumps(value).decode())
+    return one_line(str(value))
 
 
 def write_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -113,6 +117,16 @@ def human_duration(ms: Any) -> str:
         return f"{minutes}m{seconds:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
+
+
+def took_text(ms: float) -> str:
+    """Milliseconds under a second (tools are often that quick), else as everywhere else."""
+    return f"{ms:.0f}ms" if 0 <= ms < 1000 else human_duration(ms)
+
+
+def signed_offset(offset_ms: float) -> str:
+    """A start offset: ``+14.2s`` after the session start, ``-14.2s`` before it."""
+    return "-" + human_duration(-offset_ms) if offset_ms < 0 else "+" + human_duration(offset_ms)
 
 
 def local_time(value: Any) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from copilot_logs.render import signed_offset, took_text
 from copilot_logs.sanitize import multiline
 
 Node = dict[str, Any]
@@ -66,13 +67,16 @@ OTHER_EVENT = ("dot", "#6b7280", "other event")
 
 
 def text(value: Any) -> str:
-    """Untrusted text ready for an element's content (also valid XML 1.0)."""
-    return html.escape(multiline(str(value)), quote=False)
+    """Untrusted text ready for an element's content (also valid XML 1.0). Its line breaks
+    become character references: the page shows them, but no line of the file is log text
+    (so none can start a CI workflow command when the SVG goes to a CI log)."""
+    return html.escape(multiline(str(value)), quote=False).replace("\n", "&#10;")
 
 
 def attr(value: Any) -> str:
-    """Untrusted text ready for a double-quoted attribute value."""
-    return html.escape(multiline(str(value)), quote=True)
+    """Untrusted text ready for a double-quoted attribute value (line breaks as in
+    :func:`text`)."""
+    return html.escape(multiline(str(value)), quote=True).replace("\n", "&#10;")
 
 
 def preview(value: Any, limit: int = PREVIEW) -> str:
@@ -84,18 +88,12 @@ def preview(value: Any, limit: int = PREVIEW) -> str:
 
 
 def duration(ms: int | float | None) -> str:
-    if ms is None:
-        return "?"
-    if ms < 1000:
-        return f"{ms:.0f}ms"
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
+    return "?" if ms is None else took_text(ms)
+
+
+def offset(ms: int | float | None) -> str:
+    """Time since the session started; an event written before its start is negative."""
+    return "?" if ms is None else signed_offset(ms)
 
 
 def _tick_label(ms: int) -> str:
@@ -342,7 +340,7 @@ def _interaction_tip(node: Node) -> str:
     trigger = names.get(node["trigger"], node["trigger"])
     lines = [
         f"Interaction #{node['interaction_index']} ({trigger})",
-        f"at +{duration(node['offset_ms'])}, took {duration(node.get('duration_ms'))}",
+        f"at {offset(node['offset_ms'])}, took {duration(node.get('duration_ms'))}",
         f"{node.get('llm_calls', 0)} LLM calls, {node.get('tool_calls', 0)} tools "
         f"({node.get('failed_tool_calls', 0)} failed), "
         f"{node.get('subagent_calls', 0)} sub-agent calls",
@@ -355,10 +353,11 @@ def _interaction_tip(node: Node) -> str:
 
 
 def _turn_tip(turn: Node, interaction: int) -> str:
-    state = "open (no turn_end)" if turn["open"] else f"took {duration(turn['duration_ms'])}"
+    left = " at shutdown" if turn.get("open_at_shutdown") else ""  # the user quit while it ran
+    state = f"open{left} (no turn_end)" if turn["open"] else f"took {duration(turn['duration_ms'])}"
     lines = [
         f"Turn {turn['turn_index']} (turn id {turn['turn_id']}), interaction #{interaction}",
-        f"at +{duration(turn['offset_ms'])}, {state}",
+        f"at {offset(turn['offset_ms'])}, {state}",
         f"model {turn.get('model') or '?'}, {turn.get('output_tokens') or 0} output tokens",
         f"{turn['tool_calls']} tools ({turn['failed_tool_calls']} failed)",
     ]
@@ -371,10 +370,14 @@ def _turn_tip(turn: Node, interaction: int) -> str:
     return "\n".join(lines)
 
 
+def _tool_status(tool: Node) -> str:
+    return "open at shutdown" if tool.get("open_at_shutdown") else str(tool["status"])
+
+
 def _tool_tip(tool: Node, where: str) -> str:
     lines = [
-        f"{tool['name'] or '?'} ({tool['status']}), {where}",
-        f"at +{duration(tool['offset_ms'])}, took {duration(tool.get('duration_ms'))}",
+        f"{tool['name'] or '?'} ({_tool_status(tool)}), {where}",
+        f"at {offset(tool['offset_ms'])}, took {duration(tool.get('duration_ms'))}",
     ]
     if tool.get("arguments"):
         lines.append(f"arguments: {preview(tool['arguments'], 80)}")
@@ -506,7 +509,7 @@ def _tool_lane(canvas: _Canvas, tools: list[tuple[Node, str]]) -> None:
 def _run_tip(run: Node, name: str, interaction: int) -> str:
     lines = [
         f"Sub-agent {name} ({run.get('status') or '?'}), interaction #{interaction}",
-        f"at +{duration(run['offset_ms'])}, took {duration(run.get('duration_ms'))}",
+        f"at {offset(run['offset_ms'])}, took {duration(run.get('duration_ms'))}",
         f"{run['llm_calls']} LLM calls, {run['tool_calls']} tools "
         f"({run['failed_tool_calls']} failed)",
     ]
@@ -520,7 +523,7 @@ def _run_tip(run: Node, name: str, interaction: int) -> str:
 def _call_tip(call: Node, name: str) -> str:
     lines = [
         f"{name} call {call['call_index']} (turn id {call['turn_id']})",
-        f"at +{duration(call['offset_ms'])}, took {duration(call['duration_ms'])}",
+        f"at {offset(call['offset_ms'])}, took {duration(call['duration_ms'])}",
         f"model {call.get('model') or '?'}, {call['tool_calls']} tools "
         f"({call['failed_tool_calls']} failed)",
     ]
@@ -573,7 +576,7 @@ def _subagent_lane(canvas: _Canvas, run: Node, interaction: int) -> None:
 
 
 def _event_tip(event: Node) -> str:
-    lines = [f"{event['type']} (line {event['line']})", f"at +{duration(event['offset_ms'])}"]
+    lines = [f"{event['type']} (line {event['line']})", f"at {offset(event['offset_ms'])}"]
     if event.get("text"):
         lines.append(preview(event["text"]))
     return "\n".join(lines)

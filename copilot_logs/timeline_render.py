@@ -18,7 +18,7 @@ from rich.segment import Segment, Segments
 from rich.text import Text
 
 from copilot_logs import output
-from copilot_logs.render import human_duration
+from copilot_logs.render import human_duration, signed_offset, took_text
 from copilot_logs.sanitize import one_line
 
 Node = dict[str, Any]
@@ -103,8 +103,9 @@ class _Layout:
         if self.show_start:
             line.append("start".rjust(START_WIDTH) + " ", style="dim")
         line.append("took".rjust(TOOK_WIDTH) + " ", style="dim")
-        scale = f"max {human_duration(self.scale_ms)}" if self.scale_ms else ""
-        line.append(scale[: self.bar_width], style="dim")
+        longest = human_duration(self.scale_ms) if self.scale_ms else ""
+        scale = f"max {longest}" if len(longest) + 4 <= self.bar_width else longest
+        line.append(scale[: self.bar_width], style="dim")  # not "max 25.4" for 25.4s
         return line
 
     def render(self, line: Line, *, prefix: str, guide: str) -> Iterator[Text]:
@@ -113,7 +114,7 @@ class _Layout:
         label.truncate(self.label_width, overflow="ellipsis", pad=True)
         label.append(" ")
         if self.show_start:
-            start = "" if line.offset_ms is None else _signed(line.offset_ms)
+            start = "" if line.offset_ms is None else signed_offset(line.offset_ms)
             label.append(start.rjust(START_WIDTH) + " ", style="dim")
         took = "" if line.duration_ms is None else took_text(line.duration_ms)
         label.append(took.rjust(TOOK_WIDTH) + " ")
@@ -135,11 +136,6 @@ class _Layout:
         )
         full, partial = divmod(eighths, 8)
         return "█" * full + (PARTIAL_BLOCKS[partial] if partial else "")
-
-
-def took_text(ms: int) -> str:
-    """Milliseconds under a second (tools are often that quick), else as everywhere else."""
-    return f"{ms}ms" if 0 <= ms < 1000 else human_duration(ms)
 
 
 def _bar_values(lines: list[Line]) -> Iterator[int]:
@@ -278,11 +274,6 @@ def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
         bar_style="yellow" if turn["open"] else "cyan",
         children=[line for _, line in sorted(children, key=lambda pair: pair[0])],
     )
-
-
-def _signed(offset_ms: int) -> str:
-    """A start offset: ``+14.2s`` after the session start, ``-14.2s`` before it."""
-    return "-" + human_duration(-offset_ms) if offset_ms < 0 else "+" + human_duration(offset_ms)
 
 
 def _unplaced(turn: Node, runs: dict[str, Line]) -> Iterator[tuple[Node, Line]]:

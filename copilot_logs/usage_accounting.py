@@ -485,7 +485,9 @@ def session_usage(result: ReadResult) -> pl.DataFrame:
         )
         .with_columns(reconciliation=_reconciliation())
     )
-    return table.select(list(SESSION_SCHEMA)).sort("started_at", descending=True, nulls_last=True)
+    return table.select(list(SESSION_SCHEMA)).sort(
+        "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
+    )
 
 
 # --- sessions -> grouped rows and totals ---------------------------------------------------------
@@ -605,8 +607,6 @@ def usage(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> Usag
 
 def report(parts: list[pl.DataFrame], *, by: str = "session", zone: str = "UTC") -> UsageReport:
     """The report over the session rows of several batches (see :func:`session_usage`)."""
-    # Ties broken by file and session, so that the rows do not depend on the order in which
-    # batches were read (worker processes, Spark tasks).
     sessions = pl.concat(parts).sort(
         "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
     )

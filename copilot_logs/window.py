@@ -14,9 +14,8 @@ from typing import TypeVar
 
 import polars as pl
 
+from copilot_logs.envelope import STDIN
 from copilot_logs.reader import ReadResult
-
-STDIN = "<stdin>"
 
 T = TypeVar("T")
 

@@ -47,3 +47,62 @@ def test_reader_fills_exactly_the_schema_columns() -> None:
     assert sorted(EVENTS_SCHEMA) == sorted(
         ("session_id", "file", *ENVELOPE_FIELDS, *PAYLOAD_FIELDS)
     )
+
+
+# --- docs/rules.md, generated from the rules ----------------------------------------------------
+
+RULES_PAGE = PROJECT / "docs" / "rules.md"
+
+
+def test_rules_page_is_up_to_date() -> None:
+    from copilot_logs.rules import docs
+
+    assert RULES_PAGE.read_text(encoding="utf-8") == docs.render(), (
+        "docs/rules.md is out of date: run `python -m copilot_logs.rules.docs > docs/rules.md`"
+    )
+
+
+def test_the_rules_page_generator_runs_as_documented() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "copilot_logs.rules.docs"],
+        capture_output=True,
+        check=True,
+        cwd=PROJECT,
+    )
+    assert done.stdout == RULES_PAGE.read_bytes()
+    assert done.stderr == b""
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation other than '-' and
+    '_' dropped, each space a '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_rules_page_documents_every_rule_and_its_links_resolve() -> None:
+    from copilot_logs.rules import FAMILIES, RULES
+
+    page = RULES_PAGE.read_text(encoding="utf-8")
+    headings = re.findall(r"^#{1,6} (.+)$", page, re.MULTILINE)
+    for rule in RULES:
+        entry = page.split(f"\n### {rule.code} {rule.name}\n", 1)[1].split("\n### ", 1)[0]
+        assert f"**{rule.summary}**" in entry, rule.code
+        assert f"Severity: {rule.severity}. Family: {FAMILIES[rule.code[0]]}." in entry
+        assert rule.explanation in entry, rule.code
+    rows = re.findall(r"^\| \[`([A-Z]\d{3})`\]\(#([\w-]+)\) \|", page, re.MULTILINE)
+    assert [code for code, _ in rows] == [rule.code for rule in RULES]
+    anchors = {github_slug(heading) for heading in headings}
+    assert {target for _, target in rows} <= anchors
+
+
+def test_readme_points_at_the_rules_page_and_names_only_real_codes() -> None:
+    from copilot_logs.rules import RULES_BY_CODE
+
+    section = README.split("\n### Rules\n", 1)[1].split("\n## ", 1)[0]
+    assert "](docs/rules.md)" in section
+    assert "python -m copilot_logs.rules.docs > docs/rules.md" in section
+    named = set(re.findall(r"\b[ETXSCR][1-6]\d\d\b", README))
+    assert named and named <= set(RULES_BY_CODE)

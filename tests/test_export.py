@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
 import copilot_logs as cl
-from copilot_logs import api, corpus, export
+from copilot_logs import api, export, parallel
 from copilot_logs.cli import main
 from copilot_logs.reader import ReadResult
 from tests.conftest import PROJECT, SAMPLES
@@ -296,7 +296,7 @@ def test_empty_batch_gives_the_same_schemas(samples: Path) -> None:
 def test_batches_of_one_log_give_the_tables_of_one_read(
     samples: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(corpus, "BATCH_BYTES", 1)  # every log its own batch
+    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 1)  # every log its own batch
     out = tmp_path / "out"
     api.export(out, samples)
     assert_same_tables(out, cl.frames(cl.read(samples)))

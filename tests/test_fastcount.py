@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import counting, fastcount, synth
-from copilot_logs.cache import JsonCache, cache_dir
+from copilot_logs import counting, fastcount, parallel, store, synth
+from copilot_logs.calls import CallCounter
 from copilot_logs.cli import main
 from copilot_logs.envelope import Source
 from copilot_logs.reader import read_bytes
@@ -40,12 +40,18 @@ def full_count(data: bytes) -> tuple[int, int]:
     return int(table["llm_calls"].sum()), int(table["subagent_calls"].sum())
 
 
-def scan(data: bytes, tmp_path: Path) -> fastcount.FileTotals | None:
-    """The scan's totals when it vouches for the whole file, else None."""
+def scan_file(path: Path) -> CallCounter | None:
+    """The scan's counts when it vouches for the whole file, else None."""
+    counter = CallCounter()
+    with path.open("rb") as stream:
+        scanned = fastcount.scan_stream(stream, counter)
+    return counter if scanned.whole else None
+
+
+def scan(data: bytes, tmp_path: Path) -> CallCounter | None:
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
-    totals = fastcount.scan_file(path)
-    return totals if isinstance(totals, fastcount.FileTotals) else None
+    return scan_file(path)
 
 
 @settings(max_examples=30, deadline=None)
@@ -57,7 +63,6 @@ def test_scan_equals_full_reader_on_clean_logs(
     totals = scan(data, tmp_path_factory.mktemp("scan"))
     assert totals is not None
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    assert totals.end == len(data)
 
 
 def test_scan_equals_full_reader_on_every_clean_sample(tmp_path: Path) -> None:
@@ -66,8 +71,8 @@ def test_scan_equals_full_reader_on_every_clean_sample(tmp_path: Path) -> None:
         files += list(REAL_SAMPLES.glob("*.jsonl"))
     vouched = 0
     for path in files:
-        totals = fastcount.scan_file(path)
-        if isinstance(totals, fastcount.FileTotals):
+        totals = scan_file(path)
+        if totals is not None:
             vouched += 1
             assert (totals.llm_calls, totals.subagent_calls) == full_count(path.read_bytes()), path
     assert vouched >= len(files) - 1  # only the damaged sample is left to the reader
@@ -127,31 +132,34 @@ def total(*args: str) -> str:
     return result.stdout
 
 
-def cached_entries() -> dict[str, Any]:
-    return JsonCache("totals").entries
+def entries() -> list[Path]:
+    return sorted(store.folder().glob("*.entry"))
 
 
 def test_cache_is_written_under_the_cache_folder(tmp_path: Path, copilot_home: Path) -> None:
     path = write(tmp_path, session(2).to_bytes())
     assert total(str(path)) == "3\n"
-    assert cache_dir() == copilot_home / "cache" / "copilot-logs"
-    [(key, entry)] = cached_entries().items()
-    assert key == str(path.resolve())
-    assert entry["llm_calls"] == 3
+    assert store.folder() == copilot_home / "cache" / "copilot-logs" / "store"
+    [entry] = entries()
+    assert entry == store.entry_path(path)
+    found = store.find(Source(path, "s1"))
+    assert found.state is store.State.FRESH and found.header is not None
+    assert (found.header.path, found.header.llm_calls) == (str(path.absolute()), 3)
+    assert found.header.body is None  # counts only: count --total builds no frames
     assert not (copilot_home / "session-state").exists()
 
 
 def test_unchanged_file_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, session(2).to_bytes())
     total(str(path))
-    monkeypatch.setattr(fastcount, "scan_file", lambda *a, **k: pytest.fail("file was read again"))
+    monkeypatch.setattr(fastcount, "_scan", lambda *a, **k: pytest.fail("file was read again"))
     assert total(str(path)) == "3\n"
 
 
 def test_no_cache_reads_and_leaves_the_cache_alone(tmp_path: Path) -> None:
     path = write(tmp_path, session(2).to_bytes())
     assert total("--no-cache", str(path)) == "3\n"
-    assert cached_entries() == {}
+    assert entries() == []
 
 
 def test_changed_file_is_read_again(tmp_path: Path) -> None:
@@ -175,13 +183,13 @@ def test_grown_file_reads_only_its_new_bytes(
     builder.turn("three")
     path.write_bytes(builder.to_bytes())
     starts: list[int] = []
-    real_scan = fastcount.scan_file
+    real_scan = fastcount._scan
 
-    def spy(target: Path, *, start: int = 0, last_id: str | None = None) -> Any:
+    def spy(source: Source, counter: CallCounter, start: int = 0, *args: Any) -> Any:
         starts.append(start)
-        return real_scan(target, start=start, last_id=last_id)
+        return real_scan(source, counter, start, *args)
 
-    monkeypatch.setattr(fastcount, "scan_file", spy)
+    monkeypatch.setattr(fastcount, "_scan", spy)
     assert total(str(path)) == "3\n"
     assert starts == [len(first)]
 
@@ -201,10 +209,10 @@ def test_parallel_scan_matches_sequential(tmp_path: Path, monkeypatch: pytest.Mo
     broken = write(tmp_path, damaged("glued"), name="broken")
     sources.append(Source(broken, "broken"))
     sequential = fastcount.scan_sources(sources, use_cache=False)
-    monkeypatch.setattr(fastcount, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(fastcount, "_can_fork", lambda: True)
-    parallel = fastcount.scan_sources(sources, use_cache=False)
-    assert (parallel.llm_calls, parallel.damage) == (sequential.llm_calls, sequential.damage)
+    monkeypatch.setattr(parallel, "SCAN_PARALLEL_BYTES", 0)
+    monkeypatch.setenv(parallel.CPUS_VARIABLE, "2")
+    both = fastcount.scan_sources(sources, use_cache=False)
+    assert (both.llm_calls, both.damage) == (sequential.llm_calls, sequential.damage)
     assert sequential.llm_calls == sum(n + 1 for n in range(6)) + full_count(damaged("glued"))[0]
     assert [kind for _, _, kind, _ in sequential.damage] == ["truncated-event"]
 
@@ -242,15 +250,21 @@ def test_unreadable_file_exits_3(tmp_path: Path) -> None:
     assert "empty-file" in result.stderr
 
 
-def test_total_never_imports_polars(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache", ["--no-cache", "cold store", "warm store", "after sessions"])
+def test_total_never_imports_polars(cache: str, tmp_path: Path) -> None:
     clean = write(tmp_path, session(2).to_bytes(), name="clean")
     broken = write(tmp_path, damaged("split"), name="broken")
+    option = "'--no-cache', " if cache == "--no-cache" else ""
     code = (
         "import sys; from copilot_logs.cli import main\n"
-        "try:\n    main(['count', '--total', '--no-cache', sys.argv[1], sys.argv[2]])\n"
+        f"try:\n    main(['count', '--total', {option}sys.argv[1], sys.argv[2]])\n"
         "except SystemExit:\n    pass\n"
         "print('polars' in sys.modules)"
     )
+    if cache == "warm store":
+        total(str(clean), str(broken))
+    if cache == "after sessions":  # full entries: their headers answer
+        CliRunner().invoke(main, ["sessions", str(clean), str(broken)])
     out = subprocess.run(
         [sys.executable, "-c", code, str(clean), str(broken)],
         capture_output=True,
@@ -258,6 +272,7 @@ def test_total_never_imports_polars(tmp_path: Path) -> None:
         check=True,
     )
     assert out.stdout.split() == [str(3 + full_count(damaged("split"))[0]), "False"]
+    assert len(list(store.folder().glob("*.entry"))) == (0 if cache == "--no-cache" else 2)
 
 
 def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
@@ -269,9 +284,9 @@ def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
     offsets: list[int] = []
     real = fastcount.count_calls
 
-    def spy(source: Source, resume: Any = None, calls: Any = None) -> Any:
+    def spy(source: Source, counter: CallCounter, resume: Any = None) -> Any:
         offsets.append(resume.offset if resume else 0)
-        return real(source, resume, calls)
+        return real(source, counter, resume)
 
     monkeypatch.setattr(fastcount, "count_calls", spy)
     totals = fastcount.count_file(Source(path, "s"))

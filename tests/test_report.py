@@ -288,6 +288,21 @@ def test_timeline_svg_stays_valid_xml_with_hostile_text(tmp_path: Path) -> None:
     assert "\\x1b" in titles
 
 
+def test_timeline_svg_keeps_log_text_off_its_own_lines(tmp_path: Path) -> None:
+    """A line break in a prompt is a character reference in the SVG: the picture still shows
+    it, but no line of the file begins with log text (a CI log would run `::error::`)."""
+    builder = SessionBuilder(repository="octo\n::error::injected\r\n::warning::too")
+    builder.user_message("Fix it.")
+    builder.turn("Done.")
+    builder.shutdown()
+    path = builder.write(tmp_path / "s.jsonl")
+    result = run("timeline", str(path), "--format", "svg")
+    assert result.exit_code == 0, result.output
+    assert not [line for line in result.stdout.splitlines() if line.lstrip().startswith("::")]
+    titles = " ".join(t.text or "" for t in ET.fromstring(result.stdout).iter(f"{SVG}title"))
+    assert "octo\n::error::injected" in titles
+
+
 def test_timeline_svg_wants_one_session(tmp_path: Path) -> None:
     result = run("timeline", str(SAMPLES), "--format", "svg")
     assert result.exit_code == 2
@@ -333,3 +348,21 @@ def test_a_long_idle_stretch_is_cut_to_a_marked_break(tmp_path: Path) -> None:
     # On a linear axis a turn of a second or two in a two-hour session is a sliver.
     assert float(first.get("width") or 0) > 50 and float(second.get("width") or 0) > 50
     assert float(first.get("x") or 0) < float(second.get("x") or 0) <= 1200
+
+
+def test_no_line_of_the_svg_or_the_page_is_a_ci_command(tmp_path: Path) -> None:
+    """Both go to stdout (`timeline --format svg`, `report -o -`), where a CI runs a line that
+    begins with `::`: a line break in log text is written as a character reference."""
+    builder = SessionBuilder(repository="octo/x\n::error::repo")
+    builder.user_message("hi\n::error::prompt")
+    builder.turn("ok", [bash("true")])
+    builder.session_error("::error::boom")
+    builder.shutdown()
+    path = builder.write(tmp_path / "ci.jsonl")
+    svg = run("timeline", str(path), "--format", "svg").stdout
+    page = run("report", str(path), "-o", "-").stdout
+    for output in (svg, page):
+        assert not [line for line in output.splitlines() if line.lstrip().startswith("::")]
+        assert "octo/x&#10;::error::repo" in output  # shown, the break a reference
+        assert "query: ::error::boom" in output  # mid-line: harmless, kept as it is
+    ET.fromstring(svg)  # still valid XML

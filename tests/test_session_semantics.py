@@ -68,6 +68,42 @@ def test_a_file_with_two_sessions_gives_two_rows_in_every_command(tmp_path: Path
     )
 
 
+def test_two_sessions_of_a_file_that_start_together_are_ordered_by_id(tmp_path: Path) -> None:
+    """Newest first, and a tie (one file, one start) broken by session id: the same order cold,
+    from the store and warm, whatever order the sessions have in the file."""
+    start = "2026-08-05T15:21:31.493Z"
+    later = SessionBuilder(session_id=SECOND, start=start, seed=2)
+    earlier = SessionBuilder(session_id=FIRST, start=start, seed=1)
+    for builder in (later, earlier):
+        builder.user_message("hi")
+        builder.turn("ok")
+        builder.shutdown()
+    path = tmp_path / "tied.jsonl"
+    path.write_bytes(later.to_bytes() + earlier.to_bytes())
+    for command in ("sessions", "count", "audit", "timeline"):
+        for extra in (["--no-cache"], [], []):
+            rows = cli(command, str(path), *extra, *(["--all"] if command == "audit" else []))
+            assert [r["session_id"] for r in rows] == [FIRST, SECOND], (command, extra)
+    for extra in (["--no-cache"], [], []):
+        rows = cli("usage", str(path), *extra)["rows"]
+        assert [r["session_id"] for r in rows] == [FIRST, SECOND], extra
+
+
+def test_timeline_latest_keeps_that_many_sessions_of_a_file_that_holds_several(
+    tmp_path: Path,
+) -> None:
+    """`--format svg` of such a file says to add `--latest 1`: that must draw one session."""
+    first, second = two_sessions()
+    path = tmp_path / "spliced.jsonl"
+    path.write_bytes(first.to_bytes() + second.to_bytes())
+    assert [s["session_id"] for s in cli("timeline", str(path), "--latest", "1")] == [SECOND]
+    several = CliRunner().invoke(main, ["timeline", str(path), "--format", "svg"])
+    assert several.exit_code == 2 and "add --latest 1" in several.stderr
+    one = CliRunner().invoke(main, ["timeline", str(path), "--format", "svg", "--latest", "1"])
+    assert one.exit_code == 0, one.output
+    assert f"Session {SECOND}" in one.stdout and FIRST not in one.stdout
+
+
 def test_validate_checks_each_session_of_a_file_as_its_own_log(tmp_path: Path) -> None:
     first, second = two_sessions()
     path = tmp_path / "spliced.jsonl"
@@ -278,6 +314,12 @@ def test_the_timeline_marks_what_the_user_left_open(tmp_path: Path) -> None:
     text = CliRunner(env={"COLUMNS": "120"}).invoke(main, ["timeline", str(killed_path)]).stdout
     assert "open at shutdown" not in text
     assert "[open]" in text
+    # The picture (timeline --format svg, and the report) says the same in its details.
+    svg = CliRunner().invoke(main, ["timeline", str(quit_path), "--format", "svg"]).stdout
+    assert "open at shutdown (no turn_end)" in svg and "bash (open at shutdown)" in svg
+    svg = CliRunner().invoke(main, ["timeline", str(killed_path), "--format", "svg"]).stdout
+    assert "open at shutdown" not in svg
+    assert "open (no turn_end)" in svg and "bash (open)" in svg
 
 
 # --- a message queued while a turn runs ------------------------------------------------------
@@ -376,6 +418,9 @@ def test_an_event_before_the_session_start_has_a_negative_offset(tmp_path: Path)
     assert "+-" not in text
     model_line = next(line for line in text.splitlines() if "• model" in line)
     assert model_line.split()[-1] == f"-{seconds:.1f}s"
+    svg = CliRunner().invoke(main, ["timeline", str(path), "--format", "svg"]).stdout
+    assert "+-" not in svg
+    assert f"session.model_change (line 2)&#10;at -{seconds:.1f}s" in svg
 
 
 # --- the session's model on a tie ---------------------------------------------------------------

@@ -1,23 +1,26 @@
-"""The events cache: same frames as a fresh read, unchanged files not read again, grown files
-read from where the cache stopped, and parallel parsing equal to sequential."""
+"""The store: one entry per log, the same frames as a fresh read, unchanged logs not read again,
+grown logs read from where the entry stopped, and never a stale, corrupt or foreign answer."""
 
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import polars as pl
 import pytest
 from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
-from copilot_logs import corpus, parallel, reader
+from copilot_logs import corpus, parallel, reader, store
 from copilot_logs.cli import main
 from copilot_logs.corpus import read_all
 from copilot_logs.envelope import Source
 from copilot_logs.reader import ReadResult
-from copilot_logs.store import EventStore
 from copilot_logs.synth import SessionBuilder, bash, nul_tail
 
 from .conftest import SAMPLES
@@ -39,11 +42,20 @@ def sample_sources() -> list[Source]:
     ]
 
 
+def entries() -> list[Path]:
+    return sorted(store.folder().glob("*.entry"))
+
+
+def leftovers() -> list[Path]:
+    return [p for p in store.folder().iterdir() if not p.name.endswith(".entry")]
+
+
 def test_cached_read_equals_fresh_read(monkeypatch: pytest.MonkeyPatch) -> None:
     sources = sample_sources()
     fresh = read_all(sources)
     first = read_all(sources, use_cache=True)
     assert_same(first, fresh)
+    assert len(entries()) == len(sources)  # one entry per log
     monkeypatch.setattr(reader, "read_many", lambda *a, **k: pytest.fail("read again"))
     monkeypatch.setattr(corpus, "read_many", lambda *a, **k: pytest.fail("read again"))
     second = read_all(sources, use_cache=True)
@@ -59,6 +71,7 @@ def test_file_names_follow_the_caller(tmp_path: Path) -> None:
     relative = Path(os.path.relpath(path))
     again = read_all([Source(relative, "s")], use_cache=True)
     assert again.events["file"].unique().to_list() == [str(relative)]
+    assert again.diagnostics.height == 0
 
 
 def grow(tmp_path: Path) -> tuple[Path, SessionBuilder, int]:
@@ -109,30 +122,11 @@ def test_changed_file_is_read_again(tmp_path: Path) -> None:
     assert "nul-bytes" in result.diagnostics["kind"].to_list()
 
 
-def test_store_and_index_disagreeing_means_a_fresh_read(tmp_path: Path) -> None:
-    sources = sample_sources()
-    read_all(sources, use_cache=True)
-    store = EventStore()
-    [segment] = {entry["segment"] for entry in store.index.entries.values()}
-    events_path, _ = store._paths(segment)
-    pl.read_ipc(events_path).head(10).write_ipc(events_path)  # another run rewrote it
-    assert_same(read_all(sources, use_cache=True), read_all(sources))
-
-
-def test_dead_segments_are_deleted(tmp_path: Path) -> None:
-    path, _, _ = grow(tmp_path)
-    read_all([Source(path, "s")], use_cache=True)  # the grown file goes to a new segment
-    store = EventStore()
-    live = {entry["segment"] for entry in store.index.entries.values()}
-    on_disk = {p.name.split(".")[0] for p in store.folder.glob("*.arrow")}
-    assert on_disk == live
-
-
 def test_batches_give_the_same_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     sources = sample_sources()
     whole = read_all(sources)
-    monkeypatch.setattr(corpus, "BATCH_BYTES", 4000)
-    assert len(corpus.batches(sources)) > 3
+    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 4000)
+    assert len(corpus.batches(sources, 4000)) > 3
     assert_same(read_all(sources), whole)
     assert_same(read_all(sources, use_cache=True), whole)
     assert_same(read_all(sources, use_cache=True), whole)
@@ -143,13 +137,15 @@ def test_cli_no_cache_writes_nothing(copilot_home: Path) -> None:
     assert result.exit_code == 0
     assert not (copilot_home / "cache").exists()
     CliRunner().invoke(main, ["sessions", str(SAMPLES), "--format", "json"])
-    assert list(EventStore().folder.glob("*.arrow"))
+    assert len(entries()) == len(sample_sources())
 
 
 def test_parallel_parse_equals_sequential(monkeypatch: pytest.MonkeyPatch) -> None:
     sources = sample_sources()
     sequential = read_all(sources)
-    monkeypatch.setattr(parallel, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(parallel, "FRAMES_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 20_000)
+    monkeypatch.setenv(parallel.CPUS_VARIABLE, "2")
     seen: list[Source] = []
     in_workers = read_all(sources, on_read=seen.append)
     assert_same(in_workers, sequential)
@@ -196,13 +192,13 @@ def test_workers_start_early_only_when_there_is_a_lot_to_parse(
 
     started: list[bool] = []
     monkeypatch.setattr(forkserver, "ensure_running", lambda: started.append(True))
-    monkeypatch.setattr(parallel, "worker_count", lambda jobs: 2)
+    monkeypatch.setenv(parallel.CPUS_VARIABLE, "2")
     sources = sample_sources()
     total = sum(s.size for s in sources)
-    monkeypatch.setattr(parallel, "PARALLEL_BYTES", total + 1)
+    monkeypatch.setattr(parallel, "FRAMES_PARALLEL_BYTES", total + 1)
     parallel.start_workers_early(sources, use_cache=False)
     assert started == []
-    monkeypatch.setattr(parallel, "PARALLEL_BYTES", total)
+    monkeypatch.setattr(parallel, "FRAMES_PARALLEL_BYTES", total)
     parallel.start_workers_early([*sources, Source(None, "stdin")], use_cache=False)
     assert started == []  # standard input is read here, never by a worker
     parallel.start_workers_early(sources, use_cache=False)
@@ -211,3 +207,360 @@ def test_workers_start_early_only_when_there_is_a_lot_to_parse(
     started.clear()
     parallel.start_workers_early(sources, use_cache=True)
     assert started == []
+
+
+# --- The key fails closed --------------------------------------------------------------------
+
+
+def turns_log(turns: int, seed: int = 0) -> bytes:
+    builder = SessionBuilder(seed=seed)
+    builder.user_message("go")
+    for n in range(turns):
+        builder.turn(f"step {n}", [bash("ls", "a")])
+    builder.shutdown()
+    return builder.to_bytes()
+
+
+def llm_calls(args: list[str]) -> int:
+    result = CliRunner().invoke(main, ["count", "--format", "json", *args])
+    assert result.exit_code == 0, result.output
+    return sum(row["llm_calls"] for row in msgspec.json.decode(result.stdout))
+
+
+def total(args: list[str]) -> int:
+    result = CliRunner().invoke(main, ["count", "--total", *args])
+    assert result.exit_code == 0, result.output
+    return int(result.stdout)
+
+
+def same_size_rewrite(path: Path) -> None:
+    """Rewrite the log in place with other events of the same size, and put its modification
+    time back (`cp -p`, `rsync -t`, `tar x`, an editor that restores mtime)."""
+    before = path.stat()
+    data = path.read_bytes()
+    changed = data.replace(b'"type":"assistant.turn_start"', b'"type":"assistant.turn_stop!"', 1)
+    assert len(changed) == len(data) and changed != data
+    path.write_bytes(changed)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+@pytest.mark.parametrize("command", [llm_calls, total])
+def test_a_same_size_same_mtime_rewrite_is_not_served_stale(command: Any, tmp_path: Path) -> None:
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(turns_log(3))
+    assert command([str(path)]) == 3
+    same_size_rewrite(path)
+    assert command([str(path)]) == 2
+    assert command([str(path), "--no-cache"]) == 2
+
+
+def restamp(log: Path) -> None:
+    """Make the entry of ``log`` claim the log's current stat, ctime included (what a rewrite
+    that kept the ctime would look like): only the hashes can tell then."""
+    entry = store.entry_path(log)
+    raw = entry.read_bytes()
+    _, length, _ = store.PREFIX.unpack(raw[: store.PREFIX.size])
+    header = msgspec.json.decode(raw[store.PREFIX.size : store.PREFIX.size + length])
+    stamp = store.stamp_of(log)
+    assert stamp is not None
+    header["stamp"] = msgspec.structs.asdict(stamp)
+    encoded = msgspec.json.encode(header)
+    prefix = store.PREFIX.pack(store.MAGIC, len(encoded), __import__("zlib").crc32(encoded))
+    entry.write_bytes(prefix + encoded + raw[store.PREFIX.size + length :])
+    assert store.find(Source(log, "s")).header is not None
+
+
+@pytest.mark.parametrize("command", [llm_calls, total])
+def test_the_hashes_catch_a_rewrite_with_the_same_ctime(command: Any, tmp_path: Path) -> None:
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(turns_log(3))
+    assert command([str(path)]) == 3
+    same_size_rewrite(path)
+    restamp(path)
+    assert command([str(path)]) == 2
+
+
+# --- A corrupt, foreign or other-version entry is ignored and rewritten -----------------------
+
+
+def flip(data: bytes, at: int) -> bytes:
+    return data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1 :]
+
+
+def header_of(entry: Path) -> tuple[dict[str, Any], bytes]:
+    raw = entry.read_bytes()
+    _, length, _ = store.PREFIX.unpack(raw[: store.PREFIX.size])
+    header = msgspec.json.decode(raw[store.PREFIX.size : store.PREFIX.size + length])
+    return header, raw[store.PREFIX.size + length :]
+
+
+def with_header(header: dict[str, Any], body: bytes) -> bytes:
+    import zlib
+
+    encoded = msgspec.json.encode(header)
+    return store.PREFIX.pack(store.MAGIC, len(encoded), zlib.crc32(encoded)) + encoded + body
+
+
+def other_body(body: bytes, header: dict[str, Any]) -> bytes:
+    """A body of another shape (one column more), with a valid CRC."""
+    import io
+    import zlib
+
+    events_length, _, diagnostics_length, diagnostics_crc, rows = header["body"]
+    events = pl.read_ipc(io.BytesIO(body[:events_length])).with_columns(extra=pl.lit(1))
+    buffer = io.BytesIO()
+    events.write_ipc(buffer)
+    new = buffer.getvalue()
+    header["body"] = [len(new), zlib.crc32(new), diagnostics_length, diagnostics_crc, rows]
+    return new + body[events_length:]
+
+
+DAMAGES = {
+    "bit-flip in the header": lambda raw, entry: flip(raw, store.PREFIX.size + 40),
+    "bit-flip in the body": lambda raw, entry: flip(raw, len(raw) - 100),
+    "truncated": lambda raw, entry: raw[: len(raw) // 2],
+    "empty": lambda raw, entry: b"",
+    "a pickle": lambda raw, entry: b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01.",
+    "negative count, valid CRC": lambda raw, entry: with_header(
+        {**header_of(entry)[0], "llm_calls": -281474976710653}, header_of(entry)[1]
+    ),
+    "wrong value types, valid CRC": lambda raw, entry: with_header(
+        {**header_of(entry)[0], "llm_calls": "3", "stamp": [1, 2]}, header_of(entry)[1]
+    ),
+    "unknown field, valid CRC": lambda raw, entry: with_header(
+        {**header_of(entry)[0], "extra": 1}, header_of(entry)[1]
+    ),
+    "another version": lambda raw, entry: with_header(
+        {**header_of(entry)[0], "version": store.VERSION + 1}, header_of(entry)[1]
+    ),
+    "another copilot-logs": lambda raw, entry: with_header(
+        {**header_of(entry)[0], "code": "0" * 32}, header_of(entry)[1]
+    ),
+    "another log's entry": lambda raw, entry: with_header(
+        {**header_of(entry)[0], "path": "/elsewhere/events.jsonl"}, header_of(entry)[1]
+    ),
+    "wrong schema, valid CRC": lambda raw, entry: with_header(
+        header_of(entry)[0], other_body(header_of(entry)[1], header_of(entry)[0])
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_entry_is_never_served_and_is_rewritten(damage: str, tmp_path: Path) -> None:
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(turns_log(3))
+    source = Source(path, "s")
+    fresh = read_all([source])
+    entry = store.entry_path(path)
+
+    def damaged_entry() -> None:
+        store.clear()
+        read_all([source], use_cache=True)
+        entry.write_bytes(DAMAGES[damage](entry.read_bytes(), entry))
+
+    damaged_entry()
+    found = store.find(source)
+    assert found.state is store.State.MISS or store.load_frames(source, found) is None
+    assert total([str(path)]) == 3  # the header-only reader neither crashes nor trusts it
+    damaged_entry()
+    assert_same(read_all([source], use_cache=True), fresh)
+    found = store.find(source)
+    assert found.state is store.State.FRESH and store.load_frames(source, found) is not None
+    damaged_entry()
+    assert llm_calls([str(path)]) == 3
+
+
+# --- Private, atomic, safe under concurrent runs, bounded ------------------------------------
+
+
+def test_the_store_is_private(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        read_all(sample_sources(), use_cache=True)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(store.folder().stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.folder().parent.stat().st_mode) == 0o700
+    modes = {stat.S_IMODE(entry.stat().st_mode) for entry in entries()}
+    assert modes == {0o600}
+
+
+def test_a_failed_rename_leaves_no_temporary_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = sample_sources()
+    fresh = read_all(sources)
+
+    def failing(*args: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store.os, "replace", failing)
+    assert_same(read_all(sources, use_cache=True), fresh)
+    assert total([str(SAMPLES)]) > 0
+    assert list(store.folder().iterdir()) == []
+
+
+def test_concurrent_runs_leave_one_whole_entry_per_log(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    for n in range(12):
+        path = root / f"s{n}" / "events.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(turns_log(n % 4 + 1, seed=n))
+    commands = [["sessions"], ["count"], ["count", "--total"], ["validate"]] * 2
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "copilot_logs", *command, "--root", str(root)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for command in commands
+    ]
+    for run in runs:
+        _, err = run.communicate(timeout=120)
+        assert b"Traceback" not in err
+    assert leftovers() == []
+    assert len(entries()) == 12
+    for path in sorted(root.rglob("events.jsonl")):
+        assert store.find(Source(path, path.parent.name)).state is store.State.FRESH
+
+
+def test_entries_of_logs_that_are_gone_are_removed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    paths = []
+    for n in range(3):
+        path = root / f"s{n}" / "events.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(turns_log(2, seed=n))
+        paths.append(path)
+    llm_calls(["--root", str(root)])
+    assert len(entries()) == 3
+    paths[0].unlink()
+    paths[1].write_bytes(turns_log(4, seed=9))  # a run that writes also tidies the store
+    llm_calls(["--root", str(root)])
+    assert sorted(entries()) == sorted(store.entry_path(p) for p in paths[1:])
+
+
+def test_the_store_keeps_under_its_size_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = sample_sources()
+    read_all(sources, use_cache=True)
+    sizes = {entry: entry.stat().st_size for entry in entries()}
+    limit = sum(sizes.values()) // 2
+    store.prune(limit)
+    assert 0 < sum(entry.stat().st_size for entry in entries()) <= limit
+    monkeypatch.setenv(store.MAX_MB_VARIABLE, "0")
+    assert store.max_bytes() == 0
+    read_all(sources, use_cache=True)
+    assert entries() == []
+    monkeypatch.setenv(store.MAX_MB_VARIABLE, "not a number")
+    assert store.max_bytes() == store.DEFAULT_MAX_MB << 20
+
+
+def test_stale_temporary_files_are_removed(tmp_path: Path) -> None:
+    read_all(sample_sources(), use_cache=True)
+    old = store.folder() / ".dead.tmp"
+    young = store.folder() / ".writing.tmp"
+    old.write_bytes(b"x")
+    young.write_bytes(b"x")
+    os.utime(old, (1, 1))
+    store.prune()
+    assert not old.exists() and young.exists()
+
+
+# --- cache info / clear ------------------------------------------------------------------------
+
+
+def test_cache_info_and_clear(copilot_home: Path) -> None:
+    runner = CliRunner()
+    empty = msgspec.json.decode(runner.invoke(main, ["cache", "info", "--format", "json"]).stdout)
+    assert empty == {"path": str(store.folder()), "entries": 0, "bytes": 0}
+    assert store.folder() == copilot_home / "cache" / "copilot-logs" / "store"
+    runner.invoke(main, ["sessions", str(SAMPLES)])
+    held = msgspec.json.decode(runner.invoke(main, ["cache", "info", "--format", "json"]).stdout)
+    on_disk = sum(p.stat().st_size for p in store.folder().iterdir())
+    assert held == {"path": str(store.folder()), "entries": len(sample_sources()), "bytes": on_disk}
+    table = runner.invoke(main, ["cache", "info"]).stdout
+    assert str(store.folder()) in table and f"{len(sample_sources())} session logs" in table
+    cleared = runner.invoke(main, ["cache", "clear"])
+    assert cleared.exit_code == 0
+    assert not store.folder().exists()
+    again = msgspec.json.decode(runner.invoke(main, ["cache", "info", "--format", "json"]).stdout)
+    assert (again["entries"], again["bytes"]) == (0, 0)
+
+
+# --- A command's value per log: a warm run reads no events ------------------------------------
+
+COMMANDS = [
+    ["sessions", "--format", "json"],
+    ["count", "--format", "json"],
+    ["count", "--by", "day", "--tz", "UTC", "--format", "json"],
+    ["audit", "--format", "json", "--all"],
+    ["validate", "--format", "json"],
+    ["usage", "--format", "json"],
+    ["timeline", "--format", "json"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:3]))
+def test_a_warm_run_equals_a_cold_one(command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = CliRunner()
+    cold = runner.invoke(main, [*command, str(SAMPLES), "--no-cache"])
+    first = runner.invoke(main, [*command, str(SAMPLES)])
+    second = runner.invoke(main, [*command, str(SAMPLES)])
+    for run in (first, second):
+        assert (run.exit_code, run.stdout, run.stderr) == (cold.exit_code, cold.stdout, cold.stderr)
+
+
+def test_values_that_split_by_file_are_answered_without_the_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner = CliRunner()
+    cold = runner.invoke(main, ["sessions", str(SAMPLES), "--format", "json", "--no-cache"])
+    runner.invoke(main, ["sessions", str(SAMPLES), "--format", "json"])
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "read", lambda *a, **k: pytest.fail("the events were read"))
+        warm = runner.invoke(main, ["sessions", str(SAMPLES), "--format", "json"])
+    assert (warm.stdout, warm.stderr, warm.exit_code) == (cold.stdout, cold.stderr, cold.exit_code)
+    # Another command's value is added to the same entries, the first one's kept.
+    runner.invoke(main, ["count", str(SAMPLES), "--format", "json", "--tz", "UTC"])
+    for entry in entries():
+        assert [key for key, _, _ in header_of(entry)[0]["results"]] == [
+            "copilot_logs.counting.count(by='session', zone='UTC')",
+            "copilot_logs.overview.summarize",
+        ]
+
+
+def test_a_damaged_value_is_computed_again(tmp_path: Path) -> None:
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(turns_log(3))
+    assert llm_calls([str(path)]) == 3
+    entry = store.entry_path(path)
+    raw = entry.read_bytes()
+    entry.write_bytes(flip(raw, len(raw) - 50))  # inside the kept value, at the end
+    assert (
+        store.recall([Source(path, "s")], "copilot_logs.counting.count(by='session', zone='UTC')")
+        is None
+    )
+    assert llm_calls([str(path)]) == 3
+
+
+def test_functions_are_described_the_same_in_every_process() -> None:
+    from functools import partial
+
+    from copilot_logs import counting
+
+    described = store.describe(partial(counting.count, by="day", zone="UTC"))
+    assert described == "copilot_logs.counting.count(by='day', zone='UTC')"
+    code = (
+        "from functools import partial; from copilot_logs import counting, store\n"
+        "print(store.describe(partial(counting.count, by='day', zone='UTC')))"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert other.stdout.strip() == described
+    assert store.describe(lambda result: result) is None
+    assert store.describe(partial(counting.count, by=object())) is None
+    ordered_sets = {store.describe(partial(counting.count, by={"a", "b", "c"})) for _ in range(5)}
+    assert len(ordered_sets) == 1

@@ -341,6 +341,18 @@ def test_every_line_fits_the_width(width: int) -> None:
         assert line.cell_len <= width, line.plain
 
 
+@pytest.mark.parametrize("width", [40, 60, 120])
+def test_the_scale_is_never_cut_inside_its_number(width: int) -> None:
+    builder = SessionBuilder()
+    builder.user_message("slow")
+    builder.turn("done", duration_ms=25_400)
+    builder.shutdown()
+    session = only(builder)
+    longest = max(t["elapsed_ms"] for i in session["interactions"] for t in i["turns"])
+    header = render_lines(session, width)[2].plain.rstrip()
+    assert header.endswith(f" {longest / 1000:.1f}s"), header  # whole, "max " or not
+
+
 def test_the_bar_is_proportional_to_the_longest_turn() -> None:
     session = only(rich_session())
     lines = {

@@ -169,8 +169,9 @@ def test_junit_is_valid_xml_for_any_session_id(hostile_file: Path) -> None:
 
 
 def test_machine_formats_keep_the_exact_text(hostile_file: Path) -> None:
-    """json, ndjson, csv and sarif hold the text as logged; JSON writes what a terminal or a CI
-    would act on (C1, bidi controls, ``##[``) as ``\\u`` escapes, which decode to the same."""
+    """json, ndjson and sarif hold the text as logged; JSON writes what a terminal or a CI
+    would act on (C1, bidi controls, ``##[``) as ``\\u`` escapes, which decode to the same.
+    csv cells show control characters as visible escapes: a row stays one line."""
     runs = {
         fmt: run(*args, str(hostile_file), "--format", fmt).stdout
         for fmt, args in {
@@ -182,9 +183,10 @@ def test_machine_formats_keep_the_exact_text(hostile_file: Path) -> None:
     }
     assert orjson.loads(runs["json"])[0]["repository"] == REPOSITORY
     assert orjson.loads(runs["ndjson"].splitlines()[0])["model"] == "gpt" + HOSTILE
-    assert next(csv.DictReader(io.StringIO(runs["csv"])))["repository"] == REPOSITORY
+    assert next(csv.DictReader(io.StringIO(runs["csv"])))["repository"] == one_line(REPOSITORY)
+    assert len(runs["csv"].splitlines()) == 2  # the header and the session, one line each
     assert json.loads(runs["sarif"])["runs"][0]["results"]
-    for fmt in ("json", "ndjson", "sarif"):
+    for fmt in ("json", "ndjson", "sarif", "csv"):
         assert_inert(runs[fmt])
     sessions = run("validate", str(hostile_file), "--format", "json").stdout
     assert_inert(sessions)
@@ -395,3 +397,14 @@ def test_only_the_output_module_writes_to_the_terminal() -> None:
     assert WRITES.search('click.echo("x")') and WRITES.search("    print(x)")
     assert WRITES.search("Console(file=sys.stdout)") and not WRITES.search("console.print(t)")
     assert WRITES.search("from rich import print") and WRITES.search("rich.print(x)")
+
+
+def test_the_damage_summary_of_standard_input_says_a_command_that_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`copilot-logs validate <stdin>` would be a shell redirection from a file named stdin>."""
+    rows = [("<stdin>", line, "invalid-json", "bad") for line in range(1, 23)]
+    print_damage(rows)
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert "<stdin>`" not in last
+    assert last.endswith("run `copilot-logs validate -` on the same input to list them all")

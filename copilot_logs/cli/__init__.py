@@ -24,6 +24,7 @@ COMMANDS = {
     "rules": "copilot_logs.cli.rules_command:rules",
     "timeline": "copilot_logs.cli.timeline_command:timeline",
     "audit": "copilot_logs.cli.audit_command:audit",
+    "cache": "copilot_logs.cli.cache_command:cache",
     "report": "copilot_logs.cli.report_command:report",
     "export": "copilot_logs.cli.export_command:export",
 }

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from copilot_logs import output
+from copilot_logs.envelope import STDIN
 from copilot_logs.errors import ExitCode
 from copilot_logs.sanitize import one_line
 
@@ -98,7 +99,8 @@ def selection_options(function: F) -> F:
             is_flag=True,
             expose_value=False,
             callback=_remember_no_cache,
-            help="Read every file again instead of using the cache under ~/.cache/copilot-logs.",
+            help="Read every file again; neither use nor update the store "
+            "(see `copilot-logs cache`).",
         ),
     ]
     wrapped: Any = command
@@ -352,9 +354,10 @@ def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
             unshown_lines.setdefault(file, set()).add(line)
     for file, lines in unshown_lines.items():
         problems = shown[file] - MAX_DAMAGE_LINES
+        target = "-` on the same input" if file == STDIN else f"{one_line(file)}`"
         output.echo(
             f"warning: {one_line(file)}: {_plural(problems, 'more problem')} on "
-            f"{_plural(len(lines), 'line')}; run `copilot-logs validate {one_line(file)}` to "
+            f"{_plural(len(lines), 'line')}; run `copilot-logs validate {target} to "
             "list them all",
             err=True,
         )

@@ -65,6 +65,8 @@ def timeline(
     if loaded is None and fmt in (*HUMAN_FORMATS, "svg"):
         return
     sessions = newest_first(read_each(loaded, partial(build, include_tools=not no_tools)))
+    if picked.latest is not None:  # a file may hold several sessions: keep N sessions, not files
+        sessions = sessions[: picked.latest]
     if fmt == "table":
         from copilot_logs.timeline_render import print_timeline
 
