@@ -21,8 +21,9 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
+# The spark extra too, so that the Spark engine's comparison tests run (they skip without Java).
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
 	@touch $@ $(RUN_STAMP)
 
 demo: $(RUN_STAMP)

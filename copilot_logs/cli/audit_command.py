@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from copilot_logs import output
-from copilot_logs.cli.options import Picked, exit_code, format_option, load, selection_options
+from copilot_logs.cli.options import (
+    Picked,
+    engine_options,
+    exit_code,
+    format_option,
+    load,
+    selection_options,
+)
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import Column, local_time, short_id
 
@@ -62,6 +69,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozense
 
 @click.command()
 @selection_options
+@engine_options
 @click.option(
     "--fail-on",
     metavar="VERDICT,...",

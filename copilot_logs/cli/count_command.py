@@ -9,6 +9,7 @@ from copilot_logs import output
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
     Picked,
+    engine_options,
     exit_code,
     find,
     format_option,
@@ -16,6 +17,7 @@ from copilot_logs.cli.options import (
     print_damage,
     read_each,
     selection_options,
+    spark_engine,
     use_cache,
 )
 from copilot_logs.errors import ExitCode
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @selection_options
+@engine_options
 @click.option(
     "--total", is_flag=True, help="Print one integer, the sum of llm_calls, and nothing else."
 )
@@ -68,6 +71,8 @@ def count(
     from copilot_logs.timezones import resolve_zone
 
     zone = resolve_zone(tz)
+    if total and spark_engine():
+        raise click.UsageError("--total reads with the local engine: drop --engine spark")
     if total:
         windowed = "-" in picked.selectors and (picked.since or picked.until)
         counter = _windowed_total if windowed else _fast_total

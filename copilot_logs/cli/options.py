@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -21,9 +22,12 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from copilot_logs.corpus import BatchResult
     from copilot_logs.discover import Selection
     from copilot_logs.envelope import Source
     from copilot_logs.reader import ReadResult
+
+    Engine = Callable[[list[Source], Callable[[ReadResult], Any]], Iterable[BatchResult[Any]]]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -105,6 +109,44 @@ def selection_options(function: F) -> F:
     return cast(F, wrapped)
 
 
+ENGINE = "copilot_logs.engine"
+MASTER = "copilot_logs.master"
+
+
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        ctx.meta[key] = value
+
+    return callback
+
+
+def engine_options(function: F) -> F:
+    """--engine local|spark and --master URL: where the logs are read (docs/spark.md)."""
+    engine = click.option(
+        "--engine",
+        type=click.Choice(["local", "spark"]),
+        default="local",
+        show_default=True,
+        expose_value=False,
+        callback=_remember(ENGINE),
+        help="Read the logs here, or on Apache Spark (pip install 'copilot-logs[spark]'; "
+        "paths may then be URIs such as s3a://bucket/session-state).",
+    )
+    master = click.option(
+        "--master",
+        metavar="URL",
+        expose_value=False,
+        callback=_remember(MASTER),
+        help="With --engine spark: the Spark master [default: spark-submit's, else local[*]].",
+    )
+    return engine(master(function))
+
+
+def spark_engine() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.meta.get(ENGINE) == "spark"
+
+
 def format_option(*choices: str, default: str = "table") -> Callable[[F], F]:
     return click.option(
         "--format",
@@ -158,6 +200,8 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     worker processes, their fork server starts here and imports polars on the other core
     meanwhile.
     """
+    if spark_engine():
+        return _load_on_spark(picked, report=report, zone=zone)
     sources = find(picked, zone=zone)
     if not sources:
         return None
@@ -166,6 +210,29 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     start_workers_early(sources, use_cache())
     chosen = choose(picked, zone=zone)
     return Loaded(sources, report=report, since=chosen.since, until=chosen.until)
+
+
+def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded | None:
+    """As :func:`load`, the logs to be read by Spark: URIs listed there, the rest found here."""
+    from dataclasses import replace
+
+    from copilot_logs.spark import engine
+
+    master = click.get_current_context().meta.get(MASTER)
+    uris = [s for s in picked.selectors if engine.is_uri(s)]
+    rest = tuple(s for s in picked.selectors if not engine.is_uri(s))
+    if uris and (picked.since or picked.until or picked.latest):
+        raise click.UsageError("--since, --until and --latest select local logs, not URIs")
+    if "-" in rest:
+        raise click.UsageError("--engine spark reads files, not standard input")
+    sources = find(replace(picked, selectors=rest), zone=zone) if rest or not uris else []
+    if uris:
+        sources += engine.list_uris(engine.session(master), uris)
+        if not sources:
+            output.echo(f"No sessions found in {one_line(', '.join(uris))}.", err=True)
+    if not sources:
+        return None
+    return Loaded(sources, report=report, engine=partial(engine.map_batches, master=master))
 
 
 T = TypeVar("T")
@@ -183,9 +250,13 @@ class Loaded:
         report: bool = True,
         since: datetime | None = None,
         until: datetime | None = None,
+        engine: Engine | None = None,
     ) -> None:
         self.sources = sources
         self.report = report
+        self.engine = engine
+        """Where the batches are read: None for here (the cache, worker processes), else
+        :func:`copilot_logs.spark.engine.map_batches`."""
         self.window = (since, until)
         """--since/--until, applied to standard input once it is read (files on disk were
         chosen by them before reading)."""
@@ -211,9 +282,14 @@ class Loaded:
             functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
         )
         with _progress(self.sources) as advance:
-            for done in map_batches(
-                self.sources, step, use_cache=use_cache(), on_read=advance, remember=remember
-            ):
+            batches = (
+                self.engine(self.sources, step)
+                if self.engine is not None
+                else map_batches(
+                    self.sources, step, use_cache=use_cache(), on_read=advance, remember=remember
+                )
+            )
+            for done in batches:
                 value, found = done.value, done.diagnostics
                 if narrowed:  # standard input's sessions outside --since/--until: not reported
                     value, dropped = value

@@ -5,6 +5,7 @@ import click
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
     Picked,
+    engine_options,
     exit_code,
     format_option,
     load,
@@ -16,6 +17,7 @@ from copilot_logs.render import Column, human_duration, local_time, short_id, ye
 
 @click.command()
 @selection_options
+@engine_options
 @format_option("table", "json", "ndjson", "csv")
 @click.pass_context
 def sessions(

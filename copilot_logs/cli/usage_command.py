@@ -10,6 +10,7 @@ from copilot_logs import output
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
     Picked,
+    engine_options,
     exit_code,
     format_option,
     load,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @selection_options
+@engine_options
 @click.option(
     "--by",
     type=click.Choice(["session", "day", "week", "month", "model", "repository"]),

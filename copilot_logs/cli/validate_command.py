@@ -5,12 +5,19 @@ from functools import partial
 import click
 
 from copilot_logs import output
-from copilot_logs.cli.options import Picked, format_option, load, selection_options
+from copilot_logs.cli.options import (
+    Picked,
+    engine_options,
+    format_option,
+    load,
+    selection_options,
+)
 from copilot_logs.errors import ExitCode
 
 
 @click.command()
 @selection_options
+@engine_options
 @click.option(
     "--select",
     multiple=True,

@@ -1,0 +1,379 @@
+"""The Spark engine: the project's own reader and per-batch core functions, run on executors.
+
+Spark reads the logs (``binaryFile``: local paths or any URI the cluster's Hadoop file systems
+read, ``s3a://`` included), each file whole in one task; a task reads its files with the same
+damage-tolerant reader as the local engine (:func:`copilot_logs.reader.read_stream`) in batches
+of about BATCH_BYTES, maps the command's core function over each batch, and sends back the
+pickled value with the batch's diagnostics. The driver gets exactly what
+:func:`copilot_logs.corpus.map_batches` gives locally, so the commands combine and render the
+values as they always do. A session resumed in its log stays in one file, so in one batch: it
+is judged whole.
+
+A local file that cannot be opened (or that Spark fails to read) is read on the driver by the
+local reader, which reports it as the local engine does. Spark's own failures become
+:class:`SparkError` (one line, an exit code), never a traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import unquote, urlsplit
+
+from copilot_logs.discover import EVENTS_FILE
+from copilot_logs.envelope import Source
+from copilot_logs.errors import CopilotLogsError, ExitCode
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+    from copilot_logs.corpus import BatchResult
+    from copilot_logs.reader import ReadResult
+
+T = TypeVar("T")
+
+BATCH_BYTES = 24 << 20
+"""A task reads and reduces its files in batches of about this much input (as locally)."""
+RESULT_SCHEMA = "result binary"
+_GLOB = re.compile(r"([\\*?\[\]{}])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_WRAPPERS = ("An error occurred while calling", "An exception was thrown from the Python worker")
+
+
+class SparkError(CopilotLogsError):
+    """Spark could not do the work: not installed, no Java, a bad master, a failed job."""
+
+    exit_code = ExitCode.USAGE
+
+
+class SparkJobError(SparkError):
+    """A Spark job failed (an executor lost, a file system error): the input was not read."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
+@dataclass(frozen=True)
+class RemoteSource(Source):
+    """A log Spark lists under a URI (``s3a://...``): named by its URI, not a local path."""
+
+    uri: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.uri
+
+
+def is_uri(selector: str) -> bool:
+    """A selector Spark resolves (``s3a://bucket/logs``, ``file:///x``), not a local one."""
+    return "://" in selector
+
+
+def session_hint(path: str) -> str:
+    """The id the layout gives a log at ``path``: its folder for events.jsonl, else its stem."""
+    pure = PurePosixPath(urlsplit(path).path)
+    return pure.parent.name if pure.name == EVENTS_FILE else pure.stem
+
+
+# --- the session ------------------------------------------------------------------------------
+
+
+def session(master: str | None = None) -> SparkSession:
+    """The running SparkSession (under spark-submit or a notebook), else a new one on
+    ``master`` (``local[*]`` when neither says) whose JVM writes its logs to :func:`log_file`,
+    not to the terminal."""
+    try:
+        from pyspark import SparkConf
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise SparkError(
+            "--engine spark needs pyspark: pip install 'copilot-logs[spark]' (and Java 17+)"
+        ) from None
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    master = master or SparkConf().get("spark.master", "local[*]")
+    if master.startswith("local"):
+        # Local workers run this interpreter, the one that has copilot-logs installed.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("copilot-logs")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    try:
+        with _stderr_to(log_file()):
+            return builder.getOrCreate()
+    except Exception as error:
+        raise SparkError(
+            f"could not start Spark on {master}: {first_line(error)} (is Java 17+ installed, "
+            f"JAVA_HOME set, the master reachable? Spark's log: {log_file()})"
+        ) from None
+
+
+def log_file() -> Path:
+    """Where the JVM that copilot-logs starts writes its stderr (Spark's log, executor
+    errors): ``$XDG_CACHE_HOME/copilot-logs/spark.log``, written anew by each run."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(cache) / "copilot-logs" / "spark.log"
+
+
+@contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """The JVM (and the Python workers it starts) inherit file descriptor 2 when launched:
+    point it at ``path`` for the launch, so that Spark never writes to the user's terminal."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    saved = os.dup(2)
+    try:
+        os.dup2(log, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
+
+
+def first_line(error: BaseException) -> str:
+    """One line of an error, control characters escaped: what a user is shown. For an
+    executor's Python traceback, its exception line (the last one not indented)."""
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    while len(lines) > 1 and lines[0].startswith(_WRAPPERS):
+        lines.pop(0)  # Py4J's "An error occurred while calling o31.load.": the cause follows
+    line = lines[0].lstrip(": ") if lines else type(error).__name__
+    if "Traceback (most recent call last)" in str(error):
+        line = next((x for x in reversed(lines) if not x[0].isspace()), line)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line)[:500]
+
+
+def spark_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a Spark call raises for a failed job or a bad path."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    return (PySparkException, Py4JError)
+
+
+# --- which files ------------------------------------------------------------------------------
+
+
+def list_uris(spark: SparkSession, uris: Iterable[str]) -> list[Source]:
+    """The logs under each URI, laid out as locally: a ``.jsonl`` URI (a glob too) names
+    files, any other a folder of ``<id>/events.jsonl`` and ``<id>.jsonl``."""
+    sources: list[Source] = []
+    for uri in uris:
+        base = uri.rstrip("/")
+        patterns = (
+            [base] if base.endswith(".jsonl") else [f"{base}/*/{EVENTS_FILE}", f"{base}/*.jsonl"]
+        )
+        for pattern in patterns:
+            for path in _listed(spark, pattern):
+                sources.append(RemoteSource(None, session_hint(path), uri=path))
+    return sources
+
+
+def _listed(spark: SparkSession, pattern: str) -> list[str]:
+    try:
+        frame = spark.read.format("binaryFile").load(pattern).select("path")
+        return sorted(row.path for row in frame.collect())
+    except spark_errors() as error:
+        if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
+            return []
+        raise SparkJobError(f"cannot list {pattern}: {first_line(error)}") from None
+
+
+def _location(source: Source) -> str:
+    """What Spark is given for a source: its URI, or the local file as a file: URI (glob
+    characters escaped, so that Hadoop takes them literally)."""
+    if isinstance(source, RemoteSource):
+        return _GLOB.sub(r"\\\1", source.uri)
+    return "file://" + _GLOB.sub(r"\\\1", os.path.abspath(str(source.path)))
+
+
+def key(path: str) -> str:
+    """A file as Spark names it (``file:/a/b c``) and as we named it, made the same."""
+    parts = urlsplit(path)
+    if parts.scheme in ("", "file"):
+        return os.path.normpath(unquote(parts.path) if parts.scheme else path)
+    return path
+
+
+def by_key(sources: Iterable[Source]) -> dict[str, Source]:
+    """Sources by the key of the path Spark will name them by."""
+    return {
+        key(s.uri if isinstance(s, RemoteSource) else os.path.abspath(str(s.path))): s
+        for s in sources
+    }
+
+
+def plain(source: Source) -> bool:
+    """Whether Spark can be given the source's path: printable UTF-8, no colon (Hadoop takes
+    ``a:b`` for a URI). Other paths, rare and hostile, are read here by the local engine."""
+    if isinstance(source, RemoteSource) or source.path is None:
+        return True
+    name = str(source.path)
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return name.isprintable() and ":" not in name
+
+
+def opens(source: Source) -> bool:
+    if source.path is None:
+        return True
+    try:
+        with source.path.open("rb"):
+            return True
+    except OSError:
+        return False
+
+
+def files_frame(spark: SparkSession, sources: Sequence[Source]) -> DataFrame:
+    """The sources' bytes as Spark reads them (one row per file: ``path``, ``content``).
+    A file that vanished or cannot be read is left out (the caller reads it locally)."""
+    return (
+        spark.read.format("binaryFile")
+        .option("ignoreMissingFiles", "true")
+        .option("ignoreCorruptFiles", "true")
+        .load([_location(s) for s in sources])
+        .select("path", "content")
+    )
+
+
+# --- the work on the executors ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Done:
+    """A batch's result as it travels back to the driver, with the files it read."""
+
+    value: Any
+    diagnostics: Any
+    files_with_events: list[str]
+    names: list[str]
+
+
+def _reduce(group: list[tuple[Source, bytes]], fn: Callable[[ReadResult], Any]) -> _Done:
+    from copilot_logs.corpus import _file_by_file
+    from copilot_logs.reader import ReadResult, read_stream
+
+    result = ReadResult.concat(read_stream(io.BytesIO(data), source)[0] for source, data in group)
+    try:
+        value = fn(result)
+    except Exception:  # as locally: from one log's content, the other logs are still mapped
+        value, result = _file_by_file(result, fn)
+    return _Done(
+        value,
+        result.diagnostics,
+        result.events["file"].unique().to_list(),
+        [source.name for source, _ in group],
+    )
+
+
+def sources_in(
+    batches: Iterable[pa.RecordBatch], named: dict[str, Source]
+) -> Iterator[tuple[Source, bytes]]:
+    for batch in batches:
+        paths = batch.column("path").to_pylist()
+        for index, path in enumerate(paths):
+            source = named.get(key(path))
+            if source is not None:
+                yield source, batch.column("content")[index].as_py()
+
+
+def grouped(
+    pairs: Iterable[tuple[Source, bytes]], limit: int = BATCH_BYTES
+) -> Iterator[list[tuple[Source, bytes]]]:
+    """Files in groups of about ``limit`` bytes, at least one file each."""
+    group: list[tuple[Source, bytes]] = []
+    size = 0
+    for source, data in pairs:
+        if group and size + len(data) > limit:
+            yield group
+            group, size = [], 0
+        group.append((source, data))
+        size += len(data)
+    if group:
+        yield group
+
+
+def _task(
+    fn: Callable[[ReadResult], Any], named: dict[str, Source]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        for group in grouped(sources_in(batches, named)):
+            done = pickle.dumps(_reduce(group, fn), protocol=pickle.HIGHEST_PROTOCOL)
+            yield pa.RecordBatch.from_pydict({"result": [done]}, schema=_RESULT_ARROW())
+
+    return run
+
+
+def _RESULT_ARROW() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([("result", pa.binary())])
+
+
+def map_batches(
+    sources: Sequence[Source], fn: Callable[[ReadResult], T], *, master: str | None = None
+) -> Iterator[BatchResult[T]]:
+    """``fn`` over batches of the sources on Spark's executors: what
+    :func:`copilot_logs.corpus.map_batches` gives locally (values in no particular order)."""
+    from copilot_logs.corpus import BatchResult, map_batches
+
+    spark = session(master)
+    readable = [s for s in sources if plain(s) and opens(s)]
+    named = by_key(readable)
+    seen: set[str] = set()
+    if readable:
+        try:
+            frame = files_frame(spark, readable).mapInArrow(_task(fn, named), RESULT_SCHEMA)
+            rows = frame.collect()
+        except spark_errors() as error:
+            raise SparkJobError(f"the Spark job failed: {first_line(error)}") from None
+        for row in rows:
+            done: _Done = pickle.loads(row.result)
+            seen.update(done.names)
+            yield BatchResult(done.value, done.diagnostics, done.files_with_events)
+    missed = [s for s in sources if s.name not in seen]
+    local = [s for s in missed if not isinstance(s, RemoteSource)]
+    yield from map_batches(local, fn)
+    remote = [s for s in missed if isinstance(s, RemoteSource)]
+    if remote:
+        yield _unread(remote, fn)
+
+
+def _unread(sources: Sequence[Source], fn: Callable[[ReadResult], T]) -> BatchResult[T]:
+    """Logs Spark listed but could not read: each reported as an unreadable file."""
+    import polars as pl
+
+    from copilot_logs.corpus import BatchResult
+    from copilot_logs.reader import ReadResult
+    from copilot_logs.schema import DIAGNOSTICS_SCHEMA, empty_events
+
+    diagnostics = pl.DataFrame(
+        {
+            "session_id": [s.session_hint for s in sources],
+            "file": [s.name for s in sources],
+            "line": [0] * len(sources),
+            "offset": [0] * len(sources),
+            "kind": ["unreadable"] * len(sources),
+            "message": ["cannot read the file: Spark could not read it"] * len(sources),
+            "event_id": [None] * len(sources),
+        },
+        schema=DIAGNOSTICS_SCHEMA,
+    )
+    result = ReadResult(empty_events(), diagnostics)
+    return BatchResult(fn(result), diagnostics, [])
