@@ -10,12 +10,14 @@ cores, or to see what copilot-logs does on a bigger machine.
 
 from __future__ import annotations
 
+import importlib
+import multiprocessing
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
-from multiprocessing.context import ForkServerContext
+from multiprocessing.context import BaseContext, ForkServerContext
 from typing import TypeVar
 
 from copilot_logs.envelope import Source
@@ -61,23 +63,38 @@ def plan(to_read: int, cpus: int | None = None, *, frames: bool = True) -> Plan:
     return Plan(workers, min(MAX_BATCH_BYTES, IN_FLIGHT_BYTES // workers))
 
 
+def start_method() -> str:
+    """``forkserver`` where the platform has it (Linux, macOS): the workers fork from a server
+    that imported the reader but never ran polars. ``spawn`` where it has none (Windows). Never
+    plain ``fork``: forking a process whose polars thread pool has started can deadlock the
+    child, and macOS's system libraries do not survive a fork."""
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
 def executor(workers: int, *, frames: bool) -> ProcessPoolExecutor:
-    """A pool of ``workers`` processes forked from a fork server that imported the reader (and
-    polars too when ``frames``: the workers build frames)."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=_context(frames))
+    """A pool of ``workers`` processes (see :func:`start_method`). Each imports
+    copilot_logs.worker before any work (a spawned one through the initializer), then the
+    reader, and polars too when ``frames`` (the workers build frames)."""
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=_context(frames),
+        initializer=importlib.import_module,
+        initargs=("copilot_logs.worker",),
+    )
 
 
-def _context(frames: bool) -> ForkServerContext:
-    context = get_context("forkserver")
-    modules = ["copilot_logs.corpus"] if frames else ["copilot_logs.fastcount"]
-    context.set_forkserver_preload(["copilot_logs.worker", *modules])
+def _context(frames: bool) -> BaseContext:
+    context = get_context(start_method())
+    if isinstance(context, ForkServerContext):
+        modules = ["copilot_logs.corpus"] if frames else ["copilot_logs.fastcount"]
+        context.set_forkserver_preload(["copilot_logs.worker", *modules])
     return context
 
 
 def start_workers_early(sources: Sequence[Source], use_cache: bool) -> None:
-    """When the sources will be read into frames by worker processes, start their fork
-    server now: it imports polars on another core while this process imports it too."""
-    if any(source.path is None for source in sources):
+    """When the sources will be read into frames by worker processes from a fork server,
+    start it now: it imports polars on another core while this process imports it too."""
+    if start_method() != "forkserver" or any(source.path is None for source in sources):
         return
     if plan(to_read(sources, use_cache)).workers >= 2:
         from multiprocessing import forkserver

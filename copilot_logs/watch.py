@@ -393,7 +393,7 @@ def state(follower: Follower) -> SessionState | None:
         session_id=str(last["session_id"] or follower.session_hint),
         file=follower.name,
         mode=str(annotated.select(session_mode=_mode()).item()),
-        ended=shutdown is not None and (last_work is None or shutdown > last_work),  # type: ignore[operator]
+        ended=bool(shutdown is not None and (last_work is None or shutdown > last_work)),  # type: ignore[operator,unused-ignore]
         interaction=int(last["interaction_index"]),
         turns_in_interaction=in_interaction.height,
         turn_open=bool(last["during_turn"]) and not bool(last["closes_turn"]),
@@ -467,7 +467,7 @@ def _shut_down(result: ReadResult) -> bool:
     events = result.events
     work = events.filter(TYPE.is_in([model.TURN_START, "user.message"]))["line"].max()
     shutdown = events.filter(TYPE == "session.shutdown")["line"].max()
-    return shutdown is not None and (work is None or shutdown > work)  # type: ignore[operator]
+    return bool(shutdown is not None and (work is None or shutdown > work))  # type: ignore[operator,unused-ignore]
 
 
 def verdict(result: ReadResult, *, nudge_cap: int) -> pl.DataFrame:

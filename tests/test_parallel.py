@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -37,3 +38,29 @@ def test_the_core_count_can_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
     for junk in ("0", "-3", "many", ""):
         monkeypatch.setenv(parallel.CPUS_VARIABLE, junk)
         assert parallel.cpu_count() == (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize(
+    ("platform", "method"), [("linux", "forkserver"), ("darwin", "forkserver"), ("win32", "spawn")]
+)
+def test_workers_start_the_way_each_platform_supports(
+    monkeypatch: pytest.MonkeyPatch, platform: str, method: str
+) -> None:
+    """Never plain fork (it deadlocks under a running polars pool, and macOS forbids it)."""
+    monkeypatch.setattr(sys, "platform", platform)
+    assert parallel.start_method() == method
+    assert parallel._context(frames=True).get_start_method() == method
+
+
+def test_spawned_workers_read_what_one_process_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on Windows: each worker is a fresh interpreter that must import what it runs."""
+    from copilot_logs.corpus import read_all
+    from tests.test_store import assert_same, sample_sources
+
+    sources = sample_sources()
+    alone = read_all(sources)
+    monkeypatch.setattr(parallel, "start_method", lambda: "spawn")
+    monkeypatch.setenv(parallel.CPUS_VARIABLE, "2")
+    monkeypatch.setattr(parallel, "FRAMES_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 1)  # a batch per log: the pool is used
+    assert_same(read_all(sources), alone)
