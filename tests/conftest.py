@@ -16,8 +16,14 @@ from hypothesis import HealthCheck, Phase, settings
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 _CI = bool(os.environ.get("CI"))
 settings.register_profile("default", deadline=None, suppress_health_check=_SLOW_OK, derandomize=_CI)
+# Each fuzz example runs every command in every format (about 15 CLI runs): 100 examples a
+# property take several minutes; FUZZ_EXAMPLES sets another count for a longer soak.
 settings.register_profile(
-    "fuzz", max_examples=1_000, deadline=None, suppress_health_check=_SLOW_OK, derandomize=_CI
+    "fuzz",
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "100")),
+    deadline=None,
+    suppress_health_check=_SLOW_OK,
+    derandomize=_CI,
 )
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
 settings.load_profile(PROFILE)

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
@@ -112,3 +113,31 @@ def test_model_tie_is_broken_by_the_latest_reply(tmp_path: Path) -> None:
     path = b.write(tmp_path / "tie.jsonl")
     assert _tie_break_by_hand(path) == "gpt-5-mini"
     assert _listed_model(path) == "gpt-5-mini"
+
+
+def test_two_problems_of_one_line_are_reported_in_the_same_order_whatever_the_batches(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A cut last line padded with NULs has two problems on one line: the warnings come in the
+    order of their kind, whichever order the batches (or Spark's executors) gave them."""
+    import polars as pl
+
+    from copilot_logs.cli.options import report_damage
+    from copilot_logs.schema import empty_diagnostics
+
+    rows = [
+        ("s", "f.jsonl", 42, 10, "nul-bytes", "64 NUL bytes", None),
+        ("s", "f.jsonl", 42, 10, "cut-line", "the last line is cut off", None),
+        ("s", "f.jsonl", 7, 3, "crlf", "a CR before the newline", None),
+    ]
+    schema = empty_diagnostics().schema
+    shown = []
+    for order in (rows, rows[::-1]):
+        report_damage(pl.DataFrame(order, schema=schema, orient="row"))
+        shown.append(capsys.readouterr().err)
+    assert shown[0] == shown[1]
+    assert [line.split(": ")[2] for line in shown[0].splitlines()] == [
+        "crlf",
+        "cut-line",
+        "nul-bytes",
+    ]

@@ -336,8 +336,10 @@ def read_each(loaded: Loaded | None, fn: Callable[[ReadResult], T]) -> list[T]:
 
 
 def report_damage(diagnostics: pl.DataFrame) -> None:
-    """Each damaged line on stderr as FILE:LINE: kind: message, a few per file."""
-    rows = diagnostics.sort("file", "line").select("file", "line", "kind", "message")
+    """Each damaged line on stderr as FILE:LINE: kind: message, a few per file; two problems
+    of one line in the order of their kind, so the report never depends on how batches ran."""
+    ordered = diagnostics.sort("file", "line", "kind", "message")
+    rows = ordered.select("file", "line", "kind", "message")
     print_damage(rows.iter_rows())
 
 
