@@ -66,19 +66,12 @@ KINDS = (
 """The kinds of ``--format ndjson`` records, in the README's order."""
 
 FIGURES = (
-    "llm_calls",
-    "completed_turns",
-    "subagent_calls",
-    "interactions",
-    "user_prompts",
-    "autopilot_nudges",
-    "tool_calls",
-    "failed_tool_calls",
-    "subagent_tool_calls",
+    *(name for name in model.COUNT_FIELDS if name != "open_turns"),
     "subagent_runs",
     "errors",
 )
-"""The running figures every record carries: their values just after its event."""
+"""The running figures every record carries, their values just after its event: ``count``'s
+(but open turns, which a running sum cannot hold), then sub-agent runs and errors."""
 
 KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "session_start": ("copilot_version", "cwd"),
