@@ -356,3 +356,23 @@ def test_exit_codes_are_documented_once_and_linked() -> None:
     for name in main.list_commands(click.Context(main)):
         page = PROJECT / "docs" / f"{name}.md"
         assert "../README.md#exit-codes" in page.read_text(encoding="utf-8"), page.name
+
+
+# --- the pre-commit hook of docs/ci.md works as pre-commit runs it ----------------------------
+
+
+def test_the_pre_commit_hook_runs_on_the_staged_logs(workdir: Path) -> None:
+    """pre-commit runs `entry` with the staged files that match `files` as arguments."""
+    (config,) = [b for b in blocks(PROJECT / "docs" / "ci.md") if "repo: local" in b.text]
+    entry = re.search(r"^\s+entry: (.+)$", config.text, re.M)
+    files = re.search(r"^\s+files: (.+)$", config.text, re.M)
+    assert entry and files
+    logs = sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*") if p.is_file())
+    staged = [log for log in logs if re.search(files[1], log)]
+    assert len(staged) == 11  # every log, not README.md or expected.json
+    clean = [log for log in staged if any(f"/{id}" in log for id in ("a1f0c3e2", "b2e1d4f3"))]
+    assert len(clean) == 2
+    assert shell(f"{entry[1]} {' '.join(clean)}", workdir).returncode == 0
+    done = shell(f"{entry[1]} {' '.join(staged)}", workdir)
+    assert done.returncode == 1
+    assert "X302 tool-not-completed-in-turn" in done.stdout
