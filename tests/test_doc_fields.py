@@ -141,3 +141,20 @@ def test_watch_records_are_documented() -> None:
     assert printed_kinds <= documented_kinds
     assert len(printed_kinds) >= 10
     assert printed_keys <= named
+
+
+def test_damage_kinds_and_their_rules() -> None:
+    """docs/damaged-logs.md names every kind of damage a rule reports, with that rule."""
+    from copilot_logs.rules import RULES
+
+    page = (DOCS / "damaged-logs.md").read_text(encoding="utf-8")
+    table: dict[str, set[str]] = {}
+    for kinds, rules in re.findall(
+        r"^\| ((?:`[a-z0-9-]+`(?:, )?)+) \|.*\| (\[.*\)) \|$", page, re.M
+    ):
+        codes = set(re.findall(r"\[([A-Z]\d{3})\]", rules))
+        for kind in re.findall(r"`([a-z0-9-]+)`", kinds):
+            table[kind] = codes
+    expected = {kind: {rule.code for rule in RULES if kind in rule.diagnostics} for kind in table}
+    assert table == expected
+    assert set(table) == {kind for rule in RULES for kind in rule.diagnostics}
