@@ -99,11 +99,14 @@ def test_rules_page_documents_every_rule_and_its_links_resolve() -> None:
     assert {target for _, target in rows} <= anchors
 
 
-def test_readme_points_at_the_rules_page_and_names_only_real_codes() -> None:
+def test_the_docs_point_at_the_rules_page_and_name_only_real_codes() -> None:
     from copilot_logs.commands.validate import RULES_BY_CODE
 
-    section = README.split("\n### Rules\n", 1)[1].split("\n## ", 1)[0]
-    assert "](docs/rules.md)" in section
+    assert "](docs/rules.md)" in README
+    validate_page = (PROJECT / "docs" / "validate.md").read_text(encoding="utf-8")
+    section = validate_page.split("\n## Rules\n", 1)[1].split("\n## ", 1)[0]
+    assert "](rules.md)" in section
     assert "python -m copilot_logs.commands.validate.docs > docs/rules.md" in section
-    named = set(re.findall(r"\b[ETXSCR][1-6]\d\d\b", README))
+    pages = [README] + [page.read_text() for page in (PROJECT / "docs").glob("*.md")]
+    named = set(re.findall(r"\b[ETXSCR][1-6]\d\d\b", "\n".join(pages)))
     assert named and named <= set(RULES_BY_CODE)

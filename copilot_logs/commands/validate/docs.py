@@ -17,8 +17,19 @@ COMMAND = "python -m copilot_logs.commands.validate.docs > docs/rules.md"
 
 INTRO = """\
 `copilot-logs validate` checks every session log against the rules below; each finding names
-its rule and points at a file, a line and an event id. `copilot-logs rules` lists them and
-`copilot-logs rules CODE` (or `NAME`) prints one.
+its rule and points at a file, a line and an event id ([validate.md](validate.md)).
+`copilot-logs rules` lists them and `copilot-logs rules CODE` (or `NAME`) prints one;
+`--format json` gives a list with, per rule, `code`, `name`, `severity` (`error`, `warning` or
+`info`), `family`, `summary` (one line) and `explanation` (the text below). An unknown code or
+name is a usage error (exit codes: see [the README](../README.md#exit-codes)).
+
+```console
+$ copilot-logs rules T201
+T201 orphan-turn-end (error, turns)
+...
+$ copilot-logs rules --format json | jq -r '.[0] | keys | join(" ")'
+code explanation family name severity summary
+```
 
 Codes are stable: the letter is the family, the hundreds digit the family's number; a code is
 never renumbered or reused, and a new rule takes the next free code in its family.
@@ -36,7 +47,7 @@ NOT_FINDINGS = """\
   `permission.requested` prompt), reported as T205 and X307 (info) instead of T204 and X303;
   their message names a `shutdownType` other than `routine`, such as `error`.
 - The second session of a file that holds two: it is checked as its own log (R603 says where
-  it begins; see *Several sessions in one file* in the README).
+  it begins; see [several sessions in one file](damaged-logs.md#several-sessions-in-one-file)).
 - A `!cmd` shell escape: `tool.user_requested` and a `tool.execution_complete` with
   `isUserRequested: true`, no start, between turns.
 - A session that ends cleanly without `session.shutdown`.
