@@ -112,7 +112,7 @@ def test_timeline_fields() -> None:
 
 
 def test_events_frame_columns() -> None:
-    from copilot_logs.schema import EVENTS_SCHEMA
+    from copilot_logs.ingest.schema import EVENTS_SCHEMA
 
     page = (DOCS / "api.md").read_text(encoding="utf-8")
     section = page.split("\n## The events frame\n", 1)[1]
@@ -145,7 +145,7 @@ def test_watch_records_are_documented() -> None:
 
 def test_damage_kinds_and_their_rules() -> None:
     """docs/damaged-logs.md names every kind of damage a rule reports, with that rule."""
-    from copilot_logs.rules import RULES
+    from copilot_logs.commands.validate import RULES
 
     page = (DOCS / "damaged-logs.md").read_text(encoding="utf-8")
     table: dict[str, set[str]] = {}
