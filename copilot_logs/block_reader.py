@@ -59,27 +59,27 @@ class FileReader(LineReader):
         ends = line_ends(block, cut)
         view = memoryview(block)
         valid = block.isascii() or valid_utf8(view[:cut])
-        if valid and self._clean_run(view, ends, (offset, number, 0)):
+        if valid and self._clean_run(block, ends, (offset, number, 0)):
             return len(ends)
         many = len(ends) > FALLBACK_LINES
         for first in range(0, len(ends), FALLBACK_LINES):
             run = ends[first : first + FALLBACK_LINES]
             start = ends[first - 1] + 1 if first else 0
             clean = many and (valid or valid_utf8(view[start : run[-1]]))
-            if clean and self._clean_run(view, run, (offset, number + first, start)):
+            if clean and self._clean_run(block, run, (offset, number + first, start)):
                 continue
             for line, end in enumerate(run, start=number + first):
                 yield Physical(line, offset + start, block[start:end], True)
                 start = end + 1
         return len(ends)
 
-    def _clean_run(self, view: memoryview, ends: list[int], where: tuple[int, int, int]) -> bool:
-        """Add the lines of ``view`` that end at ``ends`` in one go, if they are clean (see
+    def _clean_run(self, block: bytes, ends: list[int], where: tuple[int, int, int]) -> bool:
+        """Add the lines of ``block`` that end at ``ends`` in one go, if they are clean (see
         :func:`copilot_logs.clean_blocks.decode_run`); adds nothing and returns False
         otherwise."""
         if not self.clean_lane or self.held is not None:
             return False
-        run = decode_run(view, ends, where, self.seen_ids)
+        run = decode_run(block, ends, where, self.seen_ids)
         if run is None:
             return False
         rows = self.columns.count

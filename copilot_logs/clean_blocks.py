@@ -62,18 +62,19 @@ def valid_utf8(view: memoryview) -> bool:
 
 
 def decode_run(
-    view: memoryview, ends: list[int], where: tuple[int, int, int], seen_ids: Set[str]
+    block: bytes, ends: list[int], where: tuple[int, int, int], seen_ids: Set[str]
 ) -> CleanRun | None:
-    """The rows of the lines of ``view`` that end at ``ends`` (newline positions in ``view``,
-    the first line starting at 0), or None when one of them is not clean. ``where`` is the
-    offset in the file of ``view[0]``, its line number and the first line's start in ``view``
-    (the others start after the newline before them)."""
+    """The rows of the lines of ``block`` that end at ``ends`` (newline positions), or None
+    when one of them is not clean. ``where`` is the offset in the file of ``block[0]``, the
+    first line's number and its start in ``block`` (the others start after the newline
+    before them)."""
     offset, number, start = where
+    view = memoryview(block)
     try:
         events = EVENT_LINES.decode_lines(view[start : ends[-1] + 1])
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    if len(events) != len(ends) or any(view[end - 1] == 13 for end in ends):
+    if len(events) != len(ends) or _crlf(block, start, ends):
         return None
     ids = [event.id for event in events]
     if len(set(ids)) != len(ids) or not seen_ids.isdisjoint(ids):
@@ -103,6 +104,14 @@ def decode_run(
         if kind == "session.start"
     ]
     return CleanRun([*envelope, *payload_columns(kinds, datas, details)], ids, sessions)
+
+
+def _crlf(block: bytes, start: int, ends: list[int]) -> bool:
+    """A line ends with CR LF (looked for only where the block holds a CR: finding one byte is
+    much faster than finding two)."""
+    if block.find(b"\r", start, ends[-1]) == -1:
+        return False
+    return any(block[end - 1] == 13 for end in ends)
 
 
 def _details(

@@ -216,11 +216,11 @@ def test_blocks_after_a_damaged_one_are_decoded_whole(monkeypatch: pytest.Monkey
 
     def spy(
         self: block_reader.FileReader,
-        view: memoryview,
+        block: bytes,
         ends: list[int],
         where: tuple[int, int, int],
     ) -> bool:
-        outcomes.append(clean_run(self, view, ends, where))
+        outcomes.append(clean_run(self, block, ends, where))
         return outcomes[-1]
 
     monkeypatch.setattr(block_reader.FileReader, "_clean_run", spy)
