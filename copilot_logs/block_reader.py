@@ -16,8 +16,8 @@ from collections.abc import Generator, Iterator
 
 from copilot_logs import clean_blocks
 from copilot_logs.clean_blocks import FALLBACK_LINES, decode_run, line_ends, valid_utf8
-from copilot_logs.envelope import Readable
 from copilot_logs.events_frame import FLUSH_ROWS
+from copilot_logs.ingest.envelope import Readable
 from copilot_logs.line_reader import LineReader, Physical
 
 

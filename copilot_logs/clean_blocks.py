@@ -18,10 +18,10 @@ from typing import Any, Literal
 import msgspec
 import orjson
 
-from copilot_logs import json_limits
 from copilot_logs.event_structs import EVENT_LINES, Data, detail
-from copilot_logs.event_types import DETAIL_TYPES
-from copilot_logs.payload import PAYLOAD_TYPES, payload_columns
+from copilot_logs.ingest import json_limits
+from copilot_logs.ingest.event_types import DETAIL_TYPES
+from copilot_logs.ingest.payload import PAYLOAD_TYPES, payload_columns
 
 CLEAN_BLOCK = 2 << 20
 """Bytes the reader decodes at a time when the lines are clean (memory stays bounded by a few

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
-from copilot_logs.payload import PAYLOAD_FIELDS
+from copilot_logs.ingest.payload import PAYLOAD_FIELDS
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
 
@@ -81,7 +81,7 @@ class Rows:
     def _chunk(self) -> pl.DataFrame:
         import polars as pl
 
-        from copilot_logs.schema import EVENTS_SCHEMA
+        from copilot_logs.ingest.schema import EVENTS_SCHEMA
 
         height = self.held
         columns: dict[str, Any] = dict(zip(ROW_FIELDS, self.columns, strict=True))
@@ -97,7 +97,7 @@ class Rows:
         """All rows as one events frame; ``spans`` say which file each run of rows is from."""
         import polars as pl
 
-        from copilot_logs.schema import EVENTS_SCHEMA
+        from copilot_logs.ingest.schema import EVENTS_SCHEMA
 
         self.flush()
         if not self.chunks:
@@ -161,7 +161,7 @@ def _requests_column(values: list[list[tuple[str | None, str | None]] | None]) -
     values from Python objects slowly)."""
     import polars as pl
 
-    from copilot_logs.schema import EVENTS_SCHEMA
+    from copilot_logs.ingest.schema import EVENTS_SCHEMA
 
     rows: list[int] = []
     ids: list[str | None] = []
@@ -231,7 +231,7 @@ class Diagnostics:
     def frame(self, spans: list[Span]) -> pl.DataFrame:
         import polars as pl
 
-        from copilot_logs.schema import DIAGNOSTICS_SCHEMA
+        from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
 
         return pl.DataFrame(
             {

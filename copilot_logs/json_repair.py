@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from copilot_logs import json_limits
-from copilot_logs.event_types import DETAIL_TYPES
+from copilot_logs.ingest import json_limits
+from copilot_logs.ingest.event_types import DETAIL_TYPES
 
 Repair = tuple[str, str]
 """A diagnostic (kind, message) for what had to be mended to read a line."""

@@ -5,7 +5,7 @@ Each line is parsed with orjson (mended where it must be: :mod:`copilot_logs.jso
 a line that does not parse waits for the next, in case a raw newline split one event over
 several lines. Every damaged physical line is reported with its number and byte offset. An
 event whose payload no command reads is kept from its envelope alone when the envelope
-vouches for the whole line (:mod:`copilot_logs.envelope`).
+vouches for the whole line (:mod:`copilot_logs.ingest.envelope`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from copilot_logs import json_limits
-from copilot_logs.envelope import EVENT_START, Envelope, envelope
 from copilot_logs.event_structs import from_json
-from copilot_logs.event_types import DETAIL_TYPES
 from copilot_logs.events_frame import Diagnostics, Rows, SessionMark
+from copilot_logs.ingest import json_limits
+from copilot_logs.ingest.envelope import EVENT_START, Envelope, envelope
+from copilot_logs.ingest.event_types import DETAIL_TYPES
+from copilot_logs.ingest.payload import NO_PAYLOAD, PAYLOAD_TYPES, as_str, as_text, payload
 from copilot_logs.json_repair import (
     TOO_DEEP_MESSAGE,
     Repair,
@@ -28,7 +29,6 @@ from copilot_logs.json_repair import (
     too_deep,
     try_loads,
 )
-from copilot_logs.payload import NO_PAYLOAD, PAYLOAD_TYPES, as_str, as_text, payload
 
 MAX_REJOIN_LINES = 16
 """How many following physical lines an event split by raw newlines may span."""
@@ -184,7 +184,7 @@ class LineReader:
     def _envelope_only(self, raw: bytes, physical: Physical) -> bool:
         """Keep an event whose payload no command reads without decoding that payload.
 
-        Only a line :func:`copilot_logs.envelope.envelope` vouches for, whose parentId is the
+        Only a line :func:`copilot_logs.ingest.envelope.envelope` vouches for, whose parentId is the
         id of the event before it and whose id is new; any other line is decoded.
         """
         type_end = raw.find(b'"', 9)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.envelope import Source
-from copilot_logs.reader import read_bytes, read_source
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import read_bytes, read_source
 
 
 def event(
