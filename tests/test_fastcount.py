@@ -17,7 +17,7 @@ from copilot_logs import store, synth
 from copilot_logs.cli import main
 from copilot_logs.commands import count, count_total
 from copilot_logs.ingest.calls import CallCounter
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.store import pool
 from copilot_logs.synth import SessionBuilder, bash, task

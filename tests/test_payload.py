@@ -10,8 +10,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.ingest.event_types import NUDGE_TEXT, PREVIEW_CHARS
-from copilot_logs.ingest.payload import (
+from copilot_logs.ingest.decode.event_types import NUDGE_TEXT, PREVIEW_CHARS
+from copilot_logs.ingest.decode.payload import (
     PAYLOAD_FIELDS,
     TEXT_HEAD,
     from_dict,

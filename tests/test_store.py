@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.ingest import reader
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import collect, pool
 from copilot_logs.store.collect import read_all

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from copilot_logs.errors import ExitCode
-from copilot_logs.ingest.envelope import STDIN
+from copilot_logs.ingest.decode.envelope import STDIN
 from copilot_logs.render import output
 from copilot_logs.render.sanitize import one_line
 
@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from copilot_logs.ingest.decode.envelope import Source
     from copilot_logs.ingest.discover import Selection
-    from copilot_logs.ingest.envelope import Source
     from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.store.collect import BatchResult
 

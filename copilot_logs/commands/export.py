@@ -37,7 +37,7 @@ from copilot_logs import derive
 from copilot_logs.commands import sessions as sessions_core
 from copilot_logs.commands import usage, validate
 from copilot_logs.errors import CopilotLogsError, ExitCode
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.logfile import open_log
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.ingest.schema import EVENTS_SCHEMA

@@ -1,7 +1,7 @@
 """Bytes on disk -> an events frame and a diagnostics frame: the reader's entry points.
 
-The frames are built once per batch of files (:mod:`copilot_logs.events_frame`) from what the
-block reader (:mod:`copilot_logs.block_reader`) reads of each file: whole runs of clean lines
+The frames are built once per batch of files (:mod:`copilot_logs.ingest.events_frame`) from what the
+block reader (:mod:`copilot_logs.ingest.block_reader`) reads of each file: whole runs of clean lines
 decoded at once, and every other line through the line reader, which recovers every event the
 known kinds of damage leave behind and reports each damaged physical line.
 """
@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, BinaryIO
 if TYPE_CHECKING:
     import polars as pl
 
-from copilot_logs.block_reader import FileReader
-from copilot_logs.events_frame import ENVELOPE_FIELDS, Diagnostics, Rows, Span
+from copilot_logs.ingest.block_reader import FileReader
 from copilot_logs.ingest.calls import CallCounter, needs_payload
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS, PAYLOAD_TYPES
+from copilot_logs.ingest.events_frame import ENVELOPE_FIELDS, Diagnostics, Rows, Span
+from copilot_logs.ingest.line_reader import Resume
 from copilot_logs.ingest.logfile import open_log, why_unreadable
-from copilot_logs.ingest.payload import PAYLOAD_FIELDS, PAYLOAD_TYPES
-from copilot_logs.line_reader import Resume
 
 __all__ = [
     "ENVELOPE_FIELDS",

@@ -5,7 +5,7 @@ assembled, never the file. It splits on ``b"\\n"`` only (a raw U+2028 inside a s
 line break). A block whose every line is clean is decoded whole (:mod:`copilot_logs.
 clean_blocks`); in any other block, runs of FALLBACK_LINES lines are tried the same way, and
 the lines of a run that is not clean go one by one through the line reader
-(:mod:`copilot_logs.line_reader`), which recovers and reports the damage. Both ways give the
+(:mod:`copilot_logs.ingest.line_reader`), which recovers and reports the damage. Both ways give the
 same rows.
 """
 
@@ -14,11 +14,11 @@ from __future__ import annotations
 import codecs
 from collections.abc import Generator, Iterator
 
-from copilot_logs import clean_blocks
-from copilot_logs.clean_blocks import FALLBACK_LINES, decode_run, line_ends, valid_utf8
-from copilot_logs.events_frame import FLUSH_ROWS
-from copilot_logs.ingest.envelope import Readable
-from copilot_logs.line_reader import LineReader, Physical
+from copilot_logs.ingest import clean_blocks
+from copilot_logs.ingest.clean_blocks import FALLBACK_LINES, decode_run, line_ends, valid_utf8
+from copilot_logs.ingest.decode.envelope import Readable
+from copilot_logs.ingest.events_frame import FLUSH_ROWS
+from copilot_logs.ingest.line_reader import LineReader, Physical
 
 
 class FileReader(LineReader):
@@ -75,7 +75,7 @@ class FileReader(LineReader):
 
     def _clean_run(self, block: bytes, ends: list[int], where: tuple[int, int, int]) -> bool:
         """Add the lines of ``block`` that end at ``ends`` in one go, if they are clean (see
-        :func:`copilot_logs.clean_blocks.decode_run`); adds nothing and returns False
+        :func:`copilot_logs.ingest.clean_blocks.decode_run`); adds nothing and returns False
         otherwise."""
         if not self.clean_lane or self.held is not None:
             return False
@@ -84,7 +84,7 @@ class FileReader(LineReader):
             return False
         rows = self.columns.count
         for row, session_id in run.sessions:
-            self._session(session_id, rows + row)
+            self._session(session_id, rows + row, where[1] + row)
         self.columns.extend(run.columns)
         self.seen_ids.update(run.ids)
         self.last_id = run.ids[-1]

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from copilot_logs.ingest import json_limits
-from copilot_logs.ingest.event_types import DETAIL_TYPES
+from copilot_logs.ingest.decode import json_limits
+from copilot_logs.ingest.decode.event_types import DETAIL_TYPES
 
 Repair = tuple[str, str]
 """A diagnostic (kind, message) for what had to be mended to read a line."""
@@ -84,7 +84,8 @@ def dumps(data: dict[str, Any]) -> bytes:
 def stored_numbers(kind: str, data: Any) -> list[tuple[str, Any]]:
     """Out-of-range numbers in the fields of ``data`` that reach a numeric or JSON column (the
     whole payload of DETAIL_TYPES, an assistant message's outputTokens and chunkIndex), set to
-    None in place. The clean-block lane checks the same fields (see copilot_logs.clean_blocks)."""
+    None in place. The clean-block lane checks the same fields (see
+    copilot_logs.ingest.clean_blocks)."""
     if not isinstance(data, dict):
         return []
     if kind in DETAIL_TYPES:

@@ -3,7 +3,7 @@
 :func:`payload_columns` turns the ``data`` of many events (a block of clean lines, or one line
 read with damage recovery: see :mod:`copilot_logs.ingest.reader`) into the columns of
 :data:`PAYLOAD_FIELDS`, type by type, a column at a time. The long texts are raw JSON
-(:mod:`copilot_logs.event_structs`), of which only the head is decoded for a preview.
+(:mod:`copilot_logs.ingest.decode.event_structs`), of which only the head is decoded for a preview.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
-from copilot_logs.event_structs import Data, as_str, as_text, from_dict, from_json
-from copilot_logs.ingest.event_types import DETAIL_TYPES, NUDGE_TEXT, PREVIEW_CHARS
+from copilot_logs.ingest.decode.event_structs import Data, as_str, as_text, from_dict, from_json
+from copilot_logs.ingest.decode.event_types import DETAIL_TYPES, NUDGE_TEXT, PREVIEW_CHARS
 
 __all__ = [
     "NO_PAYLOAD",

@@ -2,7 +2,8 @@
 
 A run of lines is clean when each is an event of the usual shape on a line of its own: valid
 UTF-8, no CR, no blank line, an envelope and payload fields of the usual types
-(:class:`copilot_logs.event_structs.Event`), an id not seen before, no number beyond what a
+(:class:`copilot_logs.ingest.decode.event_structs.Event`), an id not seen before, no number beyond
+what a
 column holds. Such a run gives the same rows as the line reader would (a property test checks
 it), without a Python step per field; any other run is read by the line reader, which
 recovers what it can and reports the damage.
@@ -18,10 +19,10 @@ from typing import Any, Literal
 import msgspec
 import orjson
 
-from copilot_logs.event_structs import EVENT_LINES, Data, detail
-from copilot_logs.ingest import json_limits
-from copilot_logs.ingest.event_types import DETAIL_TYPES
-from copilot_logs.ingest.payload import PAYLOAD_TYPES, payload_columns
+from copilot_logs.ingest.decode import json_limits
+from copilot_logs.ingest.decode.event_structs import EVENT_LINES, Data, detail
+from copilot_logs.ingest.decode.event_types import DETAIL_TYPES
+from copilot_logs.ingest.decode.payload import PAYLOAD_TYPES, payload_columns
 
 CLEAN_BLOCK = 2 << 20
 """Bytes the reader decodes at a time when the lines are clean (memory stays bounded by a few
@@ -36,7 +37,7 @@ class CleanRun:
     """The rows of a run of clean lines."""
 
     columns: list[list[Any]]
-    """In ROW_FIELDS order (copilot_logs.events_frame)."""
+    """In ROW_FIELDS order (copilot_logs.ingest.events_frame)."""
     ids: list[str]
     sessions: list[tuple[int, str | None]]
     """(row in the run, sessionId) of each session.start."""
@@ -130,7 +131,8 @@ def _details(
 
 
 def _clean_detail(line: memoryview) -> str | Literal[False]:
-    """:func:`copilot_logs.event_structs.detail` of a clean line; False when its payload
+    """:func:`copilot_logs.ingest.decode.event_structs.detail` of a clean line; False when its
+    payload
     holds what only the line reader handles (an out-of-range number, deep nesting)."""
     try:
         text = detail(line)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
-from copilot_logs.ingest.payload import PAYLOAD_FIELDS
+from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
 

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import msgspec
 import orjson
 
-from copilot_logs.ingest.envelope import as_int
+from copilot_logs.ingest.decode.envelope import as_int
 
 JSONScalar = str | int | float | bool | None
 Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
@@ -55,7 +55,7 @@ class Data(msgspec.Struct, gc=False):
     messageId: str | None = None
     parentToolCallId: str | None = None
     sessionId: str | None = None
-    # Per type: see copilot_logs.ingest.payload.
+    # Per type: see copilot_logs.ingest.decode.payload.
     toolName: str | None = None
     model: str | None = None
     content: msgspec.Raw = _ABSENT

@@ -1,11 +1,12 @@
 """Physical lines -> events and diagnostics: the line reader, which recovers every event the
 known kinds of damage leave behind (no polars here).
 
-Each line is parsed with orjson (mended where it must be: :mod:`copilot_logs.json_repair`);
+Each line is parsed with orjson (mended where it must be:
+:mod:`copilot_logs.ingest.decode.json_repair`);
 a line that does not parse waits for the next, in case a raw newline split one event over
 several lines. Every damaged physical line is reported with its number and byte offset. An
 event whose payload no command reads is kept from its envelope alone when the envelope
-vouches for the whole line (:mod:`copilot_logs.ingest.envelope`).
+vouches for the whole line (:mod:`copilot_logs.ingest.decode.envelope`).
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from copilot_logs.event_structs import from_json
-from copilot_logs.events_frame import Diagnostics, Rows, SessionMark
-from copilot_logs.ingest import json_limits
-from copilot_logs.ingest.envelope import EVENT_START, Envelope, envelope
-from copilot_logs.ingest.event_types import DETAIL_TYPES
-from copilot_logs.ingest.payload import NO_PAYLOAD, PAYLOAD_TYPES, as_str, as_text, payload
-from copilot_logs.json_repair import (
+from copilot_logs.ingest.decode import json_limits
+from copilot_logs.ingest.decode.envelope import EVENT_START, Envelope, envelope
+from copilot_logs.ingest.decode.event_structs import from_json
+from copilot_logs.ingest.decode.event_types import DETAIL_TYPES
+from copilot_logs.ingest.decode.json_repair import (
     TOO_DEEP_MESSAGE,
     Repair,
     TooDeep,
@@ -29,6 +28,8 @@ from copilot_logs.json_repair import (
     too_deep,
     try_loads,
 )
+from copilot_logs.ingest.decode.payload import NO_PAYLOAD, PAYLOAD_TYPES, as_str, as_text, payload
+from copilot_logs.ingest.events_frame import Diagnostics, Rows, SessionMark
 
 MAX_REJOIN_LINES = 16
 """How many following physical lines an event split by raw newlines may span."""
@@ -184,7 +185,8 @@ class LineReader:
     def _envelope_only(self, raw: bytes, physical: Physical) -> bool:
         """Keep an event whose payload no command reads without decoding that payload.
 
-        Only a line :func:`copilot_logs.ingest.envelope.envelope` vouches for, whose parentId is the
+        Only a line :func:`copilot_logs.ingest.decode.envelope.envelope` vouches for, whose
+        parentId is the
         id of the event before it and whose id is new; any other line is decoded.
         """
         type_end = raw.find(b'"', 9)
@@ -347,18 +349,24 @@ class LineReader:
         self.last_id = event_id
         if obj["type"] == "session.start":
             data = obj.get("data")
-            if isinstance(data, dict):
-                self._session(as_text(data.get("sessionId")), self.columns.count)
+            named = as_text(data.get("sessionId")) if isinstance(data, dict) else None
+            self._session(named, self.columns.count, number)
         self.columns.append(row)
 
-    def _session(self, session_id: str | None, row: int) -> None:
+    def _session(self, session_id: str | None, row: int, line: int) -> None:
         """A session.start with ``session_id`` is about to be added as row ``row`` of the
-        batch. One with another id than the session under way starts a new session (two logs
-        in one file, or ``cat a b``), so that nothing of two sessions is merged. Events before
-        a file's first session.start keep the file's hint (they belong to no session the log
-        names); when it is the first event, it names the span, and damage reported before it
-        joins its session."""
-        if not session_id or session_id == self.session_id:
+        batch (line ``line``). One with another id than the session under way starts a new
+        session (two logs in one file, or ``cat a b``), so that nothing of two sessions is
+        merged; one without an id after a session under way is another session too, named
+        after its line (``no-id-line-N``), so that its events never join the one before.
+        Events before a file's first session.start keep the file's hint (they belong to no
+        session the log names); when it is the first event, it names the span, and damage
+        reported before it joins its session."""
+        if not session_id:
+            if self.session_id is None:
+                return
+            session_id = f"no-id-line-{line}"
+        if session_id == self.session_id:
             return
         if self.session_id is None and row == self.rows_before:
             self.session_id = self.first_session_id = session_id
