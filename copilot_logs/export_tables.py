@@ -108,7 +108,8 @@ def frames(result: ReadResult) -> dict[str, pl.DataFrame]:
         "usage": usage_accounting.session_usage(result),
     }
     days = _session_days(result.events, sessions)
-    return {name: _with_day(table, days) for name, table in tables.items()}
+    file_days = days.group_by("file").agg(_file_day=pl.col(PARTITION).min())
+    return {name: _with_day(table, days, file_days) for name, table in tables.items()}
 
 
 def _session_days(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
@@ -116,13 +117,17 @@ def _session_days(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
     session the sessions table does not name (a second session.start in one file)."""
     # A file can hold several sessions: its own day is its first session's.
     file_day = sessions.group_by("file").agg(_file_day=pl.col("started_at").min().dt.date())
-    pairs = pl.concat(
-        [events.select("file", "session_id"), sessions.select("file", "session_id")],
-        how="vertical",
-    ).unique()
     starts = events.group_by("file", "session_id").agg(_start=pl.col("timestamp").min())
+    pairs = pl.concat(
+        [
+            starts,
+            sessions.select("file", "session_id", _start=pl.lit(None, starts["_start"].dtype)),
+        ],
+        how="vertical",
+    )
     return (
-        pairs.join(starts, on=["file", "session_id"], how="left", nulls_equal=True)
+        pairs.group_by("file", "session_id")
+        .agg(pl.col("_start").min())
         .join(file_day, on="file", how="left")
         .join(
             sessions.select("file", "session_id", _own=pl.col("started_at").dt.date()),
@@ -138,11 +143,14 @@ def _session_days(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _with_day(table: pl.DataFrame, days: pl.DataFrame) -> pl.DataFrame:
+def _with_day(table: pl.DataFrame, days: pl.DataFrame, file_days: pl.DataFrame) -> pl.DataFrame:
+    """``table`` with the day of each row's session; of its file's first session for a row
+    whose session has no day of its own."""
     keyed = table.join(days, on=["file", "session_id"], how="left", nulls_equal=True)
-    file_day = days.group_by("file").agg(_file_day=pl.col(PARTITION).min())
+    if keyed[PARTITION].null_count() == 0:
+        return keyed
     return (
-        keyed.join(file_day, on="file", how="left")
+        keyed.join(file_days, on="file", how="left")
         .with_columns(pl.coalesce(PARTITION, "_file_day").alias(PARTITION))
         .drop("_file_day")
     )

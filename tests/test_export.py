@@ -123,14 +123,17 @@ def test_a_batch_writes_one_file_per_table_and_day_and_batches_follow_start_days
     samples: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:
     """Logs are read oldest start first, so a batch of logs spans few days: with batches of
-    about three logs, no two parts share a start day but at a boundary."""
+    about three logs, given newest and oldest in turn, no two parts' start days overlap."""
     monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 3 * 20_000)
-    out = tmp_path / "out"
-    api.export(out, samples)
-    parts = manifest(out)["parts"]
-    assert len(parts) > 2
     sessions = api.sessions(api.read(samples))
     start = dict(sessions.select("file", "started_at").iter_rows())
+    by_start = sorted(start, key=lambda f: start[f])
+    turns = [by_start[i // 2] if i % 2 else by_start[-1 - i // 2] for i in range(len(by_start))]
+    assert sorted(turns) == sorted(by_start)
+    out = tmp_path / "out"
+    api.export(out, *turns)
+    parts = manifest(out)["parts"]
+    assert len(parts) > 2
     spans = sorted(
         (min(start[f] for f in p["sources"]), max(start[f] for f in p["sources"])) for p in parts
     )
