@@ -22,11 +22,11 @@ from typing import Any, TypeGuard
 
 import orjson
 
-from copilot_logs.envelope import Source
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.export_files import RUN, atomic, written_files
 from copilot_logs.export_tables import PARTITION, TABLES
-from copilot_logs.logfile import open_log
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.logfile import open_log
 
 MANIFEST = "_manifest.json"
 FORMAT = "copilot-logs-export"

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs import model, overview, rules, usage_accounting
-from copilot_logs.reader import ReadResult
-from copilot_logs.schema import EVENTS_SCHEMA
+from copilot_logs import derive
+from copilot_logs.commands import sessions as sessions_core
+from copilot_logs.commands import usage, validate
+from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.ingest.schema import EVENTS_SCHEMA
 
 TABLES = ("events", "turns", "tools", "sessions", "findings", "usage")
 PARTITION = "date"
@@ -31,14 +33,14 @@ def events_table(events: pl.DataFrame) -> pl.DataFrame:
 def turns_table(annotated: pl.DataFrame) -> pl.DataFrame:
     """One row per LLM call: the main agent's turns, then the sub-agents' calls.
 
-    A main-agent row is a turn of :func:`copilot_logs.model.turns` (turn_start to turn_end),
+    A main-agent row is a turn of :func:`copilot_logs.derive.turns` (turn_start to turn_end),
     ``agent_id`` null. A sub-agent writes no turn events: its row is one call counted by
     ``count`` (the first ``assistant.message`` line of each messageId), spanning that agent's
     lines up to its next call; ``agent_id`` is the sub-agent's id, ``turn_index`` the main-agent
     turn it ran in, and ``ended_at``, ``open`` and ``duration_ms`` are null (no turn_end).
     ``call_index`` numbers the calls of each agent in the file from 1.
     """
-    main = model.turns(annotated).with_columns(
+    main = derive.turns(annotated).with_columns(
         agent_id=pl.lit(None, pl.String), call_index=pl.col("turn_index")
     )
     sub = _subagent_calls(annotated)
@@ -51,14 +53,17 @@ def turns_table(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
-    is_message = model.TYPE == "assistant.message"
+    is_message = derive.TYPE == "assistant.message"
     requests = pl.col("tool_requests").filter(is_message).explode().drop_nulls()
     agents = annotated.filter(pl.col("agent_id").is_not_null()).with_columns(
-        call_index=pl.col("subagent_call").cum_sum().over(*model.SESSION, "agent_id").cast(pl.Int64)
+        call_index=pl.col("subagent_call")
+        .cum_sum()
+        .over(*derive.SESSION, "agent_id")
+        .cast(pl.Int64)
     )
     return (
         agents.filter(pl.col("call_index") > 0)
-        .group_by(*model.SESSION, "agent_id", "call_index", maintain_order=True)
+        .group_by(*derive.SESSION, "agent_id", "call_index", maintain_order=True)
         .agg(
             turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")).first(),
             interaction_index=pl.col("interaction_index").first(),
@@ -78,9 +83,9 @@ def _subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
             text=pl.col("text").filter(is_message & (pl.col("text") != "")).first(),
             output_tokens=pl.col("output_tokens").filter(is_message).sum(),
             requested_tools=requests.struct.field("name"),
-            tool_calls=(model.TYPE == "tool.execution_start").sum().cast(pl.Int64),
+            tool_calls=(derive.TYPE == "tool.execution_start").sum().cast(pl.Int64),
             failed_tool_calls=(
-                (model.TYPE == "tool.execution_complete") & (pl.col("success") == False)  # noqa: E712
+                (derive.TYPE == "tool.execution_complete") & (pl.col("success") == False)  # noqa: E712
             )
             .sum()
             .cast(pl.Int64),
@@ -97,15 +102,15 @@ def _subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
 def frames(result: ReadResult) -> dict[str, pl.DataFrame]:
     """The tables ``export`` writes, for the logs of ``result``, each with its ``date``
     partition column (the start day, UTC, of the row's session) last."""
-    annotated = model.annotate(result.events)
-    sessions = overview.summarize(result)
+    annotated = derive.annotate(result.events)
+    sessions = sessions_core.summarize(result)
     tables = {
         "events": events_table(result.events),
         "turns": turns_table(annotated),
-        "tools": model.tools(annotated),
+        "tools": derive.tools(annotated),
         "sessions": sessions,
-        "findings": rules.check(result),
-        "usage": usage_accounting.session_usage(result),
+        "findings": validate.check(result),
+        "usage": usage.session_usage(result),
     }
     days = _session_days(result.events, sessions)
     file_days = days.group_by("file").agg(_file_day=pl.col(PARTITION).min())

@@ -19,10 +19,12 @@ from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
 import copilot_logs as cl
-from copilot_logs import api, export, parallel
+from copilot_logs import api
 from copilot_logs import export_files as files
 from copilot_logs.cli import main
-from copilot_logs.reader import ReadResult
+from copilot_logs.commands import export
+from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.store import pool
 from tests.conftest import PROJECT, SAMPLES
 
 REAL_EDGE = PROJECT.parent / "shared" / "real-samples-edge"
@@ -124,7 +126,7 @@ def test_a_batch_writes_one_file_per_table_and_day_and_batches_follow_start_days
 ) -> None:
     """Logs are read oldest start first, so a batch of logs spans few days: with batches of
     about three logs, given newest and oldest in turn, no two parts' start days overlap."""
-    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 3 * 20_000)
+    monkeypatch.setattr(pool, "MAX_BATCH_BYTES", 3 * 20_000)
     sessions = api.sessions(api.read(samples))
     start = dict(sessions.select("file", "started_at").iter_rows())
     by_start = sorted(start, key=lambda f: start[f])
@@ -317,7 +319,7 @@ def test_sessions_have_the_columns_of_sessions_json(samples: Path, tmp_path: Pat
 
 
 def test_usage_rows_are_usage_json_rows(samples: Path, tmp_path: Path) -> None:
-    from copilot_logs.render import records
+    from copilot_logs.render.formats import records
 
     out = tmp_path / "out"
     run("export", out, samples)
@@ -347,7 +349,7 @@ def test_empty_batch_gives_the_same_schemas(samples: Path) -> None:
 def test_batches_of_one_log_give_the_tables_of_one_read(
     samples: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 1)  # every log its own batch
+    monkeypatch.setattr(pool, "MAX_BATCH_BYTES", 1)  # every log its own batch
     out = tmp_path / "out"
     api.export(out, samples)
     assert_same_tables(out, cl.frames(cl.read(samples)))
@@ -375,7 +377,7 @@ def test_real_edge_samples(tmp_path: Path) -> None:
 
 def shared_batches(monkeypatch: Any) -> None:
     """Batches of about three logs of sample_sessions."""
-    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 3 * 20_000)
+    monkeypatch.setattr(pool, "MAX_BATCH_BYTES", 3 * 20_000)
 
 
 def part_of(out: Path, log: Path) -> dict[str, Any]:
