@@ -21,7 +21,7 @@ from copilot_logs.autopilot_audit import AUDIT_COLUMNS, audit
 from copilot_logs.cli import audit_command, main
 from copilot_logs.overview import summarize
 from copilot_logs.reader import ReadResult, read_bytes
-from copilot_logs.synth import SessionBuilder, ToolCall, bash, edit, view
+from synth import SessionBuilder, ToolCall, bash, edit, view
 
 from .conftest import SAMPLES
 

@@ -15,7 +15,7 @@ from polars.testing import assert_frame_equal
 from copilot_logs import counting
 from copilot_logs.cli import main
 from copilot_logs.reader import read_bytes
-from copilot_logs.synth import SessionBuilder, ToolCall, bash, task, view
+from synth import SessionBuilder, ToolCall, bash, task, view
 
 from .conftest import SAMPLES
 

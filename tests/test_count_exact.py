@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import calls, counting, fastcount, store, synth
+import synth
+from copilot_logs import calls, counting, fastcount, store
 from copilot_logs.calls import CallCounter
 from copilot_logs.cli import main
 from copilot_logs.corpus import read_all

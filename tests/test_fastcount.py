@@ -13,12 +13,13 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import counting, fastcount, parallel, store, synth
+import synth
+from copilot_logs import counting, fastcount, parallel, store
 from copilot_logs.calls import CallCounter
 from copilot_logs.cli import main
 from copilot_logs.envelope import Source
 from copilot_logs.reader import read_bytes
-from copilot_logs.synth import SessionBuilder, bash, task
+from synth import SessionBuilder, bash, task
 
 from .conftest import REAL_SAMPLES, SAMPLES
 

@@ -16,8 +16,8 @@ from rich.text import Text
 from copilot_logs.agent_loop import TURN_ROW_SCHEMA, iso, timeline, turn_rows
 from copilot_logs.cli import main
 from copilot_logs.reader import ReadResult, read_bytes
-from copilot_logs.synth import SessionBuilder, bash, join_lines, task, view
 from copilot_logs.timeline_render import print_timeline, session_lines
+from synth import SessionBuilder, bash, join_lines, task, view
 
 Node = dict[str, Any]
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from copilot_logs.agent_loop import EVENT_TYPES, timeline, turn_rows
 from copilot_logs.reader import read_bytes
-from copilot_logs.synth import SessionBuilder, Subagent, SubagentStep, ToolCall, bash, task, view
 from copilot_logs.timeline_render import session_lines
+from synth import SessionBuilder, Subagent, SubagentStep, ToolCall, bash, task, view
 
 Node = dict[str, Any]
 
