@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import synth
-from copilot_logs import reader
-from copilot_logs.envelope import Source
-from copilot_logs.reader import ReadResult, read_bytes, read_many
+from copilot_logs.ingest import reader
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import ReadResult, read_bytes, read_many
 from synth import SessionBuilder, bash, edit, glob, grep, view
 
 from .conftest import REAL_SAMPLES, SAMPLES
