@@ -1,113 +1,43 @@
-"""The typed payload columns of an event, from its ``data`` object (no polars here).
+"""The typed payload columns of events, from their decoded ``data`` (no polars here).
 
-``data`` differs per event type and between CLI versions; only a few of its fields are ever
-read. :class:`Data` names them, and msgspec decodes straight into it, skipping every other
-field (system prompts, tool outputs beyond their first characters, arguments) without building
-Python objects for them; the long texts (message content, tool output, arguments) are kept as
-raw JSON, of which only the first characters are ever decoded. Every field accepts any JSON
-value: a payload of an unexpected shape is read as far as it makes sense, never rejected.
-:func:`payload` turns one decoded ``data`` into the columns of :data:`PAYLOAD_FIELDS`,
-whichever way the line was read (a whole clean block of lines at once, or line by line with
-damage recovery: see :mod:`copilot_logs.ingest.reader`).
+:func:`payload_columns` turns the ``data`` of many events (a block of clean lines, or one line
+read with damage recovery: see :mod:`copilot_logs.ingest.reader`) into the columns of
+:data:`PAYLOAD_FIELDS`, type by type, a column at a time. The long texts are raw JSON
+(:mod:`copilot_logs.event_structs`), of which only the head is decoded for a preview.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 import msgspec
-import orjson
 
-from copilot_logs.ingest.envelope import as_int
+from copilot_logs.event_structs import Data, as_str, as_text, from_dict, from_json
 from copilot_logs.ingest.event_types import DETAIL_TYPES, NUDGE_TEXT, PREVIEW_CHARS
 
-JSONScalar = str | int | float | bool | None
+__all__ = [
+    "NO_PAYLOAD",
+    "PAYLOAD_FIELDS",
+    "PAYLOAD_TYPES",
+    "TEXT_HEAD",
+    "as_str",
+    "as_text",
+    "from_dict",
+    "from_json",
+    "payload",
+    "payload_columns",
+    "preview",
+    "raw_preview",
+]
 
-
-_ABSENT = msgspec.Raw(b"")
-"""The value of a raw field the payload does not have."""
-
-
-class Request(msgspec.Struct):
-    """One entry of an assistant message's ``toolRequests``."""
-
-    toolCallId: Any = None
-    name: Any = None
-
-
-class Result(msgspec.Struct):
-    """A tool's ``result``."""
-
-    content: msgspec.Raw = _ABSENT
-
-
-class Data(msgspec.Struct):
-    """The fields of ``data`` some command reads (any other field is skipped)."""
-
-    # Ids shared by many event types.
-    turnId: Any = None
-    interactionId: Any = None
-    toolCallId: Any = None
-    messageId: Any = None
-    parentToolCallId: Any = None
-    sessionId: Any = None
-    # Per type: see payload().
-    toolName: Any = None
-    model: Any = None
-    content: msgspec.Raw = _ABSENT
-    outputTokens: Any = None
-    chunkIndex: Any = None
-    toolRequests: list[Request | list[Any] | JSONScalar] | dict[str, Any] | JSONScalar = None
-    arguments: msgspec.Raw = _ABSENT
-    success: Any = None
-    isUserRequested: Any = None
-    error: Any = None
-    result: Result | list[Any] | JSONScalar = None
-    agentMode: Any = None
-    isAutopilotContinuation: Any = None
-    transformedContent: msgspec.Raw = _ABSENT
-    summary: Any = None
-    outcome: Any = None
-    message: Any = None
-    errorType: Any = None
-    command: Any = None
-    newMode: Any = None
-    newModel: Any = None
-    chosenModel: Any = None
-    selectedModel: Any = None
-    currentModel: Any = None
-    agentName: Any = None
-    agentDisplayName: Any = None
-    reason: Any = None
-
-
-class Event(msgspec.Struct):
-    """An event whose envelope has the shape the CLI writes: a string type, id and
-    timestamp, an object ``data``; parentId and agentId strings or absent. A line of any other
-    shape fails to decode as one and is read by the line reader, which reports it."""
-
-    type: str
-    id: str
-    timestamp: str
-    data: Data
-    parentId: str | None = None
-    agentId: str | None = None
-
-
-class RawData(msgspec.Struct):
-    """Just the ``data`` object of a line, undecoded (for the ``detail`` column)."""
-
-    data: msgspec.Raw
-
-
-EVENT_LINES = msgspec.json.Decoder(Event)
-"""``EVENT_LINES.decode_lines(buffer)``: every line of a clean block as an :class:`Event`."""
-_DATA = msgspec.json.Decoder(Data)
 _STRING = msgspec.json.Decoder(str)
 TEXT_HEAD = 1024
 """Bytes of a long raw JSON text decoded to preview it: more than PREVIEW_CHARS characters
 unless most are escapes (then the whole text is decoded)."""
-_RAW_DATA = msgspec.json.Decoder(RawData)
 
 PAYLOAD_FIELDS = (
     "turn_id",
@@ -130,7 +60,7 @@ PAYLOAD_FIELDS = (
     "tool_requests",
     "detail",
 )
-"""The columns :func:`payload` fills, in its order."""
+"""The columns :func:`payload_columns` fills, in its order."""
 
 NO_PAYLOAD: tuple[Any, ...] = tuple(
     False if name == "is_nudge" else None for name in PAYLOAD_FIELDS
@@ -155,59 +85,67 @@ PAYLOAD_TYPES = frozenset(
     }
 )
 
-
-def from_json(encoded: bytes) -> Data:
-    """A ``data`` object given as JSON text, as :class:`Data`."""
-    return _DATA.decode(encoded)
-
-
-def from_dict(data: dict[str, Any]) -> Data:
-    """A ``data`` object already decoded, as :class:`Data`."""
-    return from_json(orjson.dumps(data))
-
-
-def detail(line: bytes | memoryview) -> str:
-    """The ``data`` object of one event line as compact JSON (as the line reader writes it)."""
-    raw = _RAW_DATA.decode(line).data
-    return orjson.dumps(orjson.loads(bytes(raw))).decode()
+_NO_DATA = Data()
+_IDS = {
+    "turn_id": "turnId",
+    "interaction_id": "interactionId",
+    "tool_call_id": "toolCallId",
+    "message_id": "messageId",
+    "parent_tool_call_id": "parentToolCallId",
+}
+"""The columns every payload type fills, from the ``data`` field of the same meaning."""
 
 
-def as_str(value: Any) -> str | None:
-    """:func:`as_text` with the common case (already a string) first."""
-    return value if value is None or value.__class__ is str else as_text(value)
+def payload_columns(
+    kinds: Sequence[str], datas: Sequence[Data | None], details: Sequence[str | None]
+) -> list[list[Any]]:
+    """The PAYLOAD_FIELDS columns of events of types ``kinds``: ``datas[i]`` is None when the
+    payload is not read (not a PAYLOAD_TYPES type, or not an object); ``details[i]`` the
+    whole ``data`` as JSON for DETAIL_TYPES, else None."""
+    height = len(kinds)
+    present = [_NO_DATA if data is None else data for data in datas]
+    columns: dict[str, list[Any]] = {
+        name: list(map(attrgetter(field), present)) for name, field in _IDS.items()
+    }
+    for name in PAYLOAD_FIELDS:
+        if name not in columns:
+            columns[name] = [False] * height if name == "is_nudge" else [None] * height
+    columns["detail"] = list(details)
+    for kind, rows in _rows_by_kind(kinds, datas):
+        values = _BY_KIND[kind](kind, list(map(present.__getitem__, rows)))
+        for name, column in values.items():
+            deque(map(columns[name].__setitem__, rows, column), maxlen=0)
+    return [columns[name] for name in PAYLOAD_FIELDS]
 
 
-def as_text(value: Any) -> str | None:
-    """A scalar as a string (ids are sometimes numbers in old logs), else None."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return str(value)
-    return None
+def payload(kind: str, data: Data | None, detail: str | None) -> tuple[Any, ...]:
+    """The payload columns of one event, in PAYLOAD_FIELDS order: :func:`payload_columns`
+    of one row, without its cost per call."""
+    row = dict(zip(PAYLOAD_FIELDS, NO_PAYLOAD, strict=True))
+    row["detail"] = detail
+    if data is not None:
+        row.update((name, getattr(data, field)) for name, field in _IDS.items())
+        fill = _BY_KIND.get(kind)
+        if fill is not None:
+            row.update((name, column[0]) for name, column in fill(kind, [data]).items())
+    return tuple(row.values())
+
+
+def _rows_by_kind(
+    kinds: Sequence[str], datas: Sequence[Data | None]
+) -> Iterator[tuple[str, list[int]]]:
+    """The rows of each type that fills more than the ids, in order."""
+    keys = [kind if data is not None else "" for kind, data in zip(kinds, datas, strict=True)]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    for kind, rows in groupby(order, key=keys.__getitem__):
+        if kind in _BY_KIND:
+            yield kind, list(rows)
 
 
 def preview(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     return value if len(value) <= PREVIEW_CHARS else value[: PREVIEW_CHARS - 1] + "…"
-
-
-def _bool(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _error_fields(error: Any) -> tuple[str | None, str | None]:
-    if isinstance(error, dict):
-        return preview(error.get("message")), as_text(error.get("code"))
-    return preview(error), None
-
-
-def _tool_requests(value: Any) -> list[tuple[str | None, str | None]] | None:
-    if not isinstance(value, list):
-        return None
-    return [(as_str(r.toolCallId), as_str(r.name)) for r in value if isinstance(r, Request)]
 
 
 def _is(raw: msgspec.Raw, *literals: bytes) -> bool:
@@ -242,9 +180,10 @@ def raw_preview(raw: msgspec.Raw) -> str | None:
 
 def raw_json_preview(raw: msgspec.Raw) -> str | None:
     """The start of a raw field's JSON text (tool arguments), as a preview."""
-    if _is(raw, b"", b"null"):
+    head = memoryview(raw)[:TEXT_HEAD].tobytes()
+    if head == b"" or head == b"null":
         return None
-    return preview(memoryview(raw)[:TEXT_HEAD].tobytes().decode(errors="ignore"))
+    return preview(head.decode(errors="ignore"))
 
 
 def _is_nudge(data: Data, content: str | None) -> bool:
@@ -264,93 +203,140 @@ def _is_nudge(data: Data, content: str | None) -> bool:
     return False
 
 
-_TURN_TYPES = frozenset({"assistant.turn_start", "assistant.turn_end"})
+def _error_fields(error: Any) -> tuple[str | None, str | None]:
+    if isinstance(error, dict):
+        return preview(error.get("message")), as_text(error.get("code"))
+    return preview(error), None
 
 
-def payload(kind: str, data: Data, detail: str | None) -> tuple[Any, ...]:
-    """The payload columns of one event of a PAYLOAD_TYPES type, in PAYLOAD_FIELDS order;
-    ``detail`` is its whole ``data`` as JSON for DETAIL_TYPES, else None."""
-    tool_name = model = text = error = error_code = outcome = agent_mode = None
-    success = is_user_requested = None
-    is_nudge = False
-    output_tokens = chunk_index = None
-    requests = None
-    # The most frequent types first; turn events have only the ids below.
-    if kind in _TURN_TYPES:
-        pass
-    elif kind == "tool.execution_start":
-        tool_name = as_str(data.toolName)
-        model = as_str(data.model)
-        text = raw_json_preview(data.arguments)
-    elif kind == "tool.execution_complete":
-        model = as_str(data.model)
-        success = _bool(data.success)
-        is_user_requested = _bool(data.isUserRequested)
-        error, error_code = _error_fields(data.error)
-        if isinstance(data.result, Result):
-            text = raw_preview(data.result.content)
-    elif kind == "assistant.message":
-        model = as_str(data.model)
-        text = raw_preview(data.content)
-        output_tokens = as_int(data.outputTokens)
-        chunk_index = as_int(data.chunkIndex)
-        requests = _tool_requests(data.toolRequests)
-    elif kind == "user.message":
-        text = raw_preview(data.content)
-        agent_mode = as_text(data.agentMode)
-        is_nudge = _is_nudge(data, text)
-    elif kind == "tool.user_requested":
-        tool_name = as_text(data.toolName)
-        arguments = raw_value(data.arguments)
-        command = arguments.get("command") if isinstance(arguments, dict) else None
-        text = preview(command or data.command or raw_value(data.content))
-    elif kind == "session.error":
-        error = preview(data.message)
-        error_code = as_text(data.errorType)
-        text = error
-    elif kind == "session.task_complete":
-        text = preview(data.summary)
-        success = _bool(data.success)
-        outcome = as_text(data.outcome)
-    elif kind == "session.mode_changed":
-        agent_mode = as_text(data.newMode)
-    elif kind == "session.model_change":
-        model = as_text(data.newModel)
-    elif kind == "session.auto_mode_resolved":
-        model = as_text(data.chosenModel)
-    elif kind == "session.start":
-        model = as_text(data.selectedModel)
-    elif kind == "session.shutdown":
-        model = as_text(data.currentModel)
-    elif kind == "subagent.started":
-        model = as_text(data.model)
-        tool_name = as_text(data.agentName)
-        text = preview(data.agentDisplayName or data.agentName)
-    elif kind in ("subagent.completed", "subagent.failed"):
-        model = as_text(data.model)
-        tool_name = as_text(data.agentName)
-        success = kind == "subagent.completed"
-        error, error_code = _error_fields(data.error)
-    elif kind in ("abort", "session.info", "session.warning"):
-        text = preview(data.reason or data.message)
-    return (
-        as_str(data.turnId),
-        as_str(data.interactionId),
-        as_str(data.toolCallId),
-        tool_name,
-        as_str(data.messageId),
-        as_str(data.parentToolCallId),
-        success,
-        is_user_requested,
-        is_nudge,
-        agent_mode,
-        model,
-        output_tokens,
-        chunk_index,
-        text,
-        error,
-        error_code,
-        outcome,
-        requests,
-        detail,
-    )
+Columns = dict[str, list[Any]]
+"""Some payload columns of the events of one type, by name."""
+Fill = Callable[[str, list[Data]], Columns]
+"""The columns of the events of one type (given as the type and the events' ``data``)."""
+
+
+def _tool_start(_kind: str, datas: list[Data]) -> Columns:
+    return {
+        "tool_name": [d.toolName for d in datas],
+        "model": [d.model for d in datas],
+        "text": [raw_json_preview(d.arguments) for d in datas],
+    }
+
+
+def _tool_complete(_kind: str, datas: list[Data]) -> Columns:
+    errors = [_error_fields(d.error) for d in datas]
+    return {
+        "model": [d.model for d in datas],
+        "success": [d.success for d in datas],
+        "is_user_requested": [d.isUserRequested for d in datas],
+        "error": [error for error, _ in errors],
+        "error_code": [code for _, code in errors],
+        "text": [None if d.result is None else raw_preview(d.result.content) for d in datas],
+    }
+
+
+def _assistant_message(_kind: str, datas: list[Data]) -> Columns:
+    return {
+        "model": [d.model for d in datas],
+        "text": [raw_preview(d.content) for d in datas],
+        "output_tokens": [d.outputTokens for d in datas],
+        "chunk_index": [d.chunkIndex for d in datas],
+        "tool_requests": [
+            None if d.toolRequests is None else [(r.toolCallId, r.name) for r in d.toolRequests]
+            for d in datas
+        ],
+    }
+
+
+def _user_message(_kind: str, datas: list[Data]) -> Columns:
+    texts = [raw_preview(d.content) for d in datas]
+    return {
+        "text": texts,
+        "agent_mode": [d.agentMode for d in datas],
+        "is_nudge": [_is_nudge(d, text) for d, text in zip(datas, texts, strict=True)],
+    }
+
+
+def _one_by_one(
+    fill: Callable[[str, Data], dict[str, Any]],
+) -> Callable[[str, list[Data]], Columns]:
+    """The columns of a rare type from a function of one event."""
+
+    def columns(kind: str, datas: list[Data]) -> Columns:
+        rows = [fill(kind, data) for data in datas]
+        return {name: [row[name] for row in rows] for name in rows[0]}
+
+    return columns
+
+
+def _user_requested(_kind: str, data: Data) -> dict[str, Any]:
+    arguments = raw_value(data.arguments)
+    command = arguments.get("command") if isinstance(arguments, dict) else None
+    return {
+        "tool_name": data.toolName,
+        "text": preview(command or data.command or raw_value(data.content)),
+    }
+
+
+def _session_error(_kind: str, data: Data) -> dict[str, Any]:
+    error = preview(data.message)
+    return {"error": error, "error_code": as_text(data.errorType), "text": error}
+
+
+def _task_complete(_kind: str, data: Data) -> dict[str, Any]:
+    return {
+        "text": preview(data.summary),
+        "success": data.success,
+        "outcome": as_text(data.outcome),
+    }
+
+
+def _subagent_started(_kind: str, data: Data) -> dict[str, Any]:
+    return {
+        "model": data.model,
+        "tool_name": as_text(data.agentName),
+        "text": preview(data.agentDisplayName or data.agentName),
+    }
+
+
+def _subagent_ended(kind: str, data: Data) -> dict[str, Any]:
+    error, code = _error_fields(data.error)
+    return {
+        "model": data.model,
+        "tool_name": as_text(data.agentName),
+        "success": kind == "subagent.completed",
+        "error": error,
+        "error_code": code,
+    }
+
+
+def _reason(_kind: str, data: Data) -> dict[str, Any]:
+    return {"text": preview(data.reason or data.message)}
+
+
+def _field(column: str, field: str) -> Fill:
+    """The columns of a type that fills one column with one field's text."""
+    return lambda _kind, datas: {column: [as_text(getattr(d, field)) for d in datas]}
+
+
+# The types that fill more than the ids (turn events have only the ids).
+_BY_KIND: dict[str, Fill] = {
+    "tool.execution_start": _tool_start,
+    "tool.execution_complete": _tool_complete,
+    "assistant.message": _assistant_message,
+    "user.message": _user_message,
+    "tool.user_requested": _one_by_one(_user_requested),
+    "session.error": _one_by_one(_session_error),
+    "session.task_complete": _one_by_one(_task_complete),
+    "session.mode_changed": _field("agent_mode", "newMode"),
+    "session.model_change": _field("model", "newModel"),
+    "session.auto_mode_resolved": _field("model", "chosenModel"),
+    "session.start": _field("model", "selectedModel"),
+    "session.shutdown": _field("model", "currentModel"),
+    "subagent.started": _one_by_one(_subagent_started),
+    "subagent.completed": _one_by_one(_subagent_ended),
+    "subagent.failed": _one_by_one(_subagent_ended),
+    "abort": _one_by_one(_reason),
+    "session.info": _one_by_one(_reason),
+    "session.warning": _one_by_one(_reason),
+}
