@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from copilot_logs import synth
+import synth
 from copilot_logs.ingest import block_reader, clean_blocks, reader
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.line_reader import Physical
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_many
-from copilot_logs.synth import SessionBuilder, bash, edit, glob, grep, view
+from synth import SessionBuilder, bash, edit, glob, grep, view
 
 from .conftest import REAL_SAMPLES, SAMPLES
 

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import store, synth
+import synth
+from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.commands import count, count_total
 from copilot_logs.ingest import calls

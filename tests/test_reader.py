@@ -284,7 +284,7 @@ def test_round_trip_any_valid_stream(contents: list[str], block: int) -> None:
 
 
 def test_shell_escape_command_is_previewed() -> None:
-    from copilot_logs.synth import SessionBuilder
+    from synth import SessionBuilder
 
     builder = SessionBuilder()
     builder.user_message("go")

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from copilot_logs.synth import SessionBuilder, bash
+from synth import SessionBuilder, bash
 
 FIRST = "11111111-1111-4111-8111-111111111111"
 SECOND = "22222222-2222-4222-8222-222222222222"

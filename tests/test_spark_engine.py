@@ -9,7 +9,7 @@ import orjson
 import polars as pl
 from click.testing import CliRunner
 
-from copilot_logs import synth
+import synth
 from copilot_logs.cli import main
 from copilot_logs.commands.usage import report, session_usage
 from copilot_logs.ingest.decode.envelope import Source
