@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from copilot_logs import shutdown_usage
 from copilot_logs import usage_accounting as usage
 from copilot_logs.cli import main
 from copilot_logs.reader import ReadResult, read_bytes
@@ -188,14 +189,14 @@ def test_checkpoints_make_a_file_cumulative_whatever_the_figures() -> None:
     big = {"m": {"requests": {"count": 5, "cost": 1}, "usage": {"inputTokens": 100}}}
     small = {"m": {"requests": {"count": 2, "cost": 1}, "usage": {"inputTokens": 40}}}
     pair = [{"modelMetrics": big}, {"modelMetrics": small}]
-    assert usage.accounting(pair, has_checkpoints=False) == "per-segment"
-    assert usage.accounting(pair, has_checkpoints=True) == "cumulative"
-    assert usage.accounting(pair[::-1], has_checkpoints=False) == "cumulative"
+    assert shutdown_usage.accounting(pair, has_checkpoints=False) == "per-segment"
+    assert shutdown_usage.accounting(pair, has_checkpoints=True) == "cumulative"
+    assert shutdown_usage.accounting(pair[::-1], has_checkpoints=False) == "cumulative"
     # A model missing from the later shutdown: that one reset.
     other = [{"modelMetrics": big}, {"modelMetrics": {"n": big["m"]}}]
-    assert usage.accounting(other, has_checkpoints=False) == "per-segment"
-    assert usage.accounting(pair[:1], has_checkpoints=False) == "single"
-    assert usage.accounting([], has_checkpoints=True) == "none"
+    assert shutdown_usage.accounting(other, has_checkpoints=False) == "per-segment"
+    assert shutdown_usage.accounting(pair[:1], has_checkpoints=False) == "single"
+    assert shutdown_usage.accounting([], has_checkpoints=True) == "none"
 
 
 def test_a_session_without_shutdown_is_unknown_not_zero() -> None:
@@ -349,7 +350,7 @@ def test_file_usage_marks_missing_fields_unknown() -> None:
             "a": {"requests": {"count": 1}, "usage": {"inputTokens": 10, "outputTokens": 2}},
         },
     }
-    figures = usage.file_usage([no_reasoning])
+    figures = shutdown_usage.file_usage([no_reasoning])
     assert figures["reasoning_tokens"] is None
     assert figures["premium_requests"] is None  # no total, no per-model cost
     assert figures["requests"] == 1
