@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from copilot_logs import autopilot_audit, counting, watch
+from copilot_logs import autopilot_audit, counting, log_tail, watch
 from copilot_logs.cli import main
 from copilot_logs.discover import Selection
 from copilot_logs.errors import ExitCode
@@ -308,7 +308,7 @@ def test_watching_a_root_follows_recent_and_new_sessions_and_lets_ended_ones_lea
     recent = watcher.followers[0]
     assert recent.ended_seen_at is not None  # it shut down
     assert recent in watcher.shown()
-    recent.ended_seen_at -= watch.ENDED_LINGER
+    recent.ended_seen_at -= log_tail.ENDED_LINGER
     assert [f.session_hint for f in watcher.shown()] == ["new"]
     # Resumed: new work after the shutdown brings it back.
     resumed = COMPLETED_SAMPLE.read_bytes().splitlines(keepends=True)

@@ -13,7 +13,7 @@ from copilot_logs.cli.options import Picked, format_option, selection_options
 from copilot_logs.errors import ExitCode
 
 if TYPE_CHECKING:
-    from copilot_logs.watch import Follower, Watcher
+    from copilot_logs.log_tail import Follower, Watcher
 
 REFRESH_SECONDS = 1.0
 """How often the live view is drawn again when nothing changed (its clocks move)."""
