@@ -556,6 +556,33 @@ def test_subagent_lines_without_their_lifecycle_are_still_shown() -> None:
     assert [t["name"] for t in run["calls"][0]["tools"]] == ["bash"]
 
 
+@pytest.mark.parametrize("shut_down", [True, False])
+def test_a_running_subagent_call_is_open_and_left_open_only_by_a_shutdown(
+    shut_down: bool,
+) -> None:
+    builder = SessionBuilder()
+    builder.user_message("Go.")
+    record = builder.turn("Delegating.", [task("t", llm_calls=2)], end=False)
+    if shut_down:
+        builder.shutdown()
+    # The run never finished: no subagent.completed, no complete of its task call.
+    kept = [
+        line
+        for line, event in zip(builder.lines(), builder.events, strict=True)
+        if event["type"] != "subagent.completed"
+        and not (
+            event["type"] == "tool.execution_complete"
+            and event["data"]["toolCallId"] == record.tool_call_ids[0]
+        )
+    ]
+    (session,) = timeline(read_bytes(join_lines(kept), "s.jsonl"))
+    (run,) = all_turns(session)[0]["subagents"]
+    assert run["status"] == "running"
+    first, last = run["calls"]
+    assert (first["open"], first["open_at_shutdown"]) == (False, False)
+    assert (last["open"], last["open_at_shutdown"]) == (True, shut_down)
+
+
 def test_cli_a_file_with_no_event_exits_unreadable(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_bytes(b"not json\n")

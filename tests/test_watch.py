@@ -341,6 +341,29 @@ def test_in_a_file_of_two_sessions_the_last_one_decides_whether_the_run_goes_on(
     assert watch.run_status(follower) == watch.ENDED
 
 
+def test_the_live_state_is_ended_only_while_a_shutdown_follows_the_last_work(
+    tmp_path: Path,
+) -> None:
+    from copilot_logs.synth import SessionBuilder
+
+    builder = SessionBuilder(seed=3)
+    builder.user_message("Go.")
+    builder.turn("Done.")
+    builder.shutdown()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(builder.to_bytes())
+    follower = watch.Follower((path,), "s")
+    follower.poll()
+    ended = watch.state(follower)
+    assert ended is not None and ended.ended
+    builder.resume()
+    builder.user_message("One more thing.")
+    path.write_bytes(builder.to_bytes())
+    follower.poll()
+    resumed = watch.state(follower)
+    assert resumed is not None and not resumed.ended
+
+
 def test_visible_escapes_control_characters() -> None:
     assert visible("a\x1b[2Jb\x07\r\n\u202e\x9b") == "a\\x1b[2Jb\\x07\\r\\n\\u202e\\x9b"
     assert visible("plain text: ünïcode ✓") == "plain text: ünïcode ✓"
