@@ -25,12 +25,12 @@ from pathlib import Path
 
 import polars as pl
 
-from copilot_logs import model
-from copilot_logs.discover import EVENTS_FILE
-from copilot_logs.envelope import Source
-from copilot_logs.model import TYPE
-from copilot_logs.reader import ReadResult, ReadState, Resume, read_stream
-from copilot_logs.schema import empty_diagnostics, empty_events
+from copilot_logs import derive
+from copilot_logs.derive import TYPE
+from copilot_logs.ingest.discover import EVENTS_FILE
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import ReadResult, ReadState, Resume, read_stream
+from copilot_logs.ingest.schema import empty_diagnostics, empty_events
 from copilot_logs.watch_records import record, records
 
 POLL_SECONDS = 0.2
@@ -260,6 +260,6 @@ def root_entries(root: Path) -> Iterator[tuple[str, tuple[Path, ...]]]:
 def shut_down(result: ReadResult) -> bool:
     """Whether the log's last session.shutdown comes after its last prompt or turn."""
     events = result.events
-    work = events.filter(TYPE.is_in([model.TURN_START, "user.message"]))["line"].max()
+    work = events.filter(TYPE.is_in([derive.TURN_START, "user.message"]))["line"].max()
     shutdown = events.filter(TYPE == "session.shutdown")["line"].max()
     return bool(shutdown is not None and (work is None or shutdown > work))  # type: ignore[operator,unused-ignore]

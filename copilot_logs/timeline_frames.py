@@ -1,6 +1,6 @@
 """The frames a session's timeline is built from, and their rows grouped by session log.
 
-Each frame is derived from the annotated events frame (:func:`copilot_logs.model.annotate`):
+Each frame is derived from the annotated events frame (:func:`copilot_logs.derive.annotate`):
 the tools (with the name a ``!cmd`` shell escape gives), the sub-agent LLM calls, the lifecycle
 events shown where they happened, the messages that start interactions, and the sub-agents'
 prompts.
@@ -14,8 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from copilot_logs import model
-from copilot_logs.model import MAIN, SESSION, TYPE
+from copilot_logs import derive
+from copilot_logs.derive import MAIN, SESSION, TYPE
 
 Row = dict[str, Any]
 
@@ -40,7 +40,7 @@ EVENT_TYPES = frozenset(
 )
 
 SessionKey = tuple[str, str]
-"""(file, session_id): one session log (see :data:`copilot_logs.model.SESSION`)."""
+"""(file, session_id): one session log (see :data:`copilot_logs.derive.SESSION`)."""
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,9 @@ class SessionRows:
 def rows_by_session(annotated: pl.DataFrame) -> dict[SessionKey, SessionRows]:
     """Every session log's rows of every frame (a log with none of a kind gets none)."""
     frames = [
-        _by_session(model.turns(annotated)),
+        _by_session(derive.turns(annotated)),
         _by_session(tool_frame(annotated)),
-        _by_session(model.subagent_runs(annotated)),
+        _by_session(derive.subagent_runs(annotated)),
         _by_session(subagent_calls(annotated)),
         _by_session(events_frame(annotated)),
         _by_session(interaction_frame(annotated)),
@@ -95,7 +95,7 @@ def tool_frame(annotated: pl.DataFrame) -> pl.DataFrame:
         .unique(subset=keys, keep="first", maintain_order=True)
     )
     return (
-        model.tools(annotated)
+        derive.tools(annotated)
         .join(requested, on=keys, how="left")
         .join(codes, on=keys, how="left")
         .with_columns(

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from copilot_logs import model
+from copilot_logs import derive
 
 Node = dict[str, Any]
 Row = dict[str, Any]
@@ -51,7 +51,7 @@ def event_text(row: Row) -> str:
     kind = row["type"]
     data = _detail(row)
     text = row.get("text") or ""
-    if row.get("stray_end") or kind == model.TURN_END:
+    if row.get("stray_end") or kind == derive.TURN_END:
         return f"turn_end with no open turn (turn id {row.get('turn_id')})"
     if kind == "user.message":
         return f"queued message: {text}" if text else "queued message"

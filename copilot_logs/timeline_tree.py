@@ -88,7 +88,7 @@ class _Placement:
 
 
 def build_session(nodes: SessionNodes, rows: SessionRows, prompts: Prompts) -> Node:
-    """The tree of one session log (see :func:`copilot_logs.agent_loop.timeline`)."""
+    """The tree of one session log (see :func:`copilot_logs.commands.timeline.timeline`)."""
     nodes.shutdown_line = max(
         (e["line"] for e in rows.events if e["type"] == "session.shutdown"), default=None
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from copilot_logs.model import SESSION
+from copilot_logs.derive import SESSION
 from copilot_logs.shutdown_usage import MODEL_FIGURES, MODEL_USAGE, NANO_PER_CREDIT, SUMMED
 
 GROUPINGS = ("session", "day", "week", "month", "model", "repository")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs import model
-from copilot_logs.model import MAIN, TYPE
+from copilot_logs import derive
+from copilot_logs.derive import MAIN, TYPE
 
 KINDS = (
     "session_start",
@@ -25,7 +25,7 @@ KINDS = (
 """The kinds of ``--format ndjson`` records, in the README's order."""
 
 FIGURES = (
-    *(name for name in model.COUNT_FIELDS if name != "open_turns"),
+    *(name for name in derive.COUNT_FIELDS if name != "open_turns"),
     "subagent_runs",
     "errors",
 )
@@ -64,7 +64,7 @@ def _kind() -> pl.Expr:
         (TYPE == "session.start", "session_start"),
         (user & pl.col("is_nudge").fill_null(False), "nudge"),
         (user, "prompt"),
-        (MAIN & (TYPE == model.TURN_START), "turn_start"),
+        (MAIN & (TYPE == derive.TURN_START), "turn_start"),
         (pl.col("subagent_call"), "turn_start"),
         (pl.col("closes_turn"), "turn_end"),
         (TYPE == "tool.execution_start", "tool_start"),
@@ -81,19 +81,19 @@ def _kind() -> pl.Expr:
 def records(events: pl.DataFrame) -> pl.DataFrame:
     """One row per event that makes a record (see :data:`KINDS`), in file order, with the
     running figures just after it and every kind's fields."""
-    annotated = model.annotate(events)
-    flags = model.count_flags(annotated)
+    annotated = derive.annotate(events)
+    flags = derive.count_flags(annotated)
     running = flags.with_columns(
         completed_turns=pl.col("closes_turn").cast(pl.Int64),
         subagent_runs=(TYPE == "subagent.started").cast(pl.Int64),
         errors=(TYPE == "session.error").cast(pl.Int64),
-    ).with_columns(pl.col(name).cum_sum().over(*model.SESSION) for name in FIGURES)
-    keys = list(model.SESSION)
-    tools = model.tools(annotated).select(
+    ).with_columns(pl.col(name).cum_sum().over(*derive.SESSION) for name in FIGURES)
+    keys = list(derive.SESSION)
+    tools = derive.tools(annotated).select(
         *keys, "tool_call_id", _tool_name="tool_name", _tool_ms="duration_ms"
     )
-    runs = model.subagent_runs(annotated).select(*keys, "tool_call_id", _agent_name="agent_name")
-    turns = model.turns(annotated).select(*keys, "turn_index", _turn_ms="duration_ms")
+    runs = derive.subagent_runs(annotated).select(*keys, "tool_call_id", _agent_name="agent_name")
+    turns = derive.turns(annotated).select(*keys, "turn_index", _turn_ms="duration_ms")
     detail = pl.col("detail")
     return (
         running.with_columns(kind=_kind())
