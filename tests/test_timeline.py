@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from rich.text import Text
 
 from copilot_logs.cli import main
-from copilot_logs.commands.timeline import TURN_ROW_SCHEMA, iso, timeline, turn_rows
+from copilot_logs.commands.timeline import TURN_ROW_SCHEMA, timeline, turn_rows
+from copilot_logs.commands.timeline.nodes import iso
 from copilot_logs.ingest.reader import ReadResult, read_bytes
 from copilot_logs.render.timeline import print_timeline, session_lines
 from synth import SessionBuilder, bash, join_lines, task, view
@@ -553,6 +554,33 @@ def test_subagent_lines_without_their_lifecycle_are_still_shown() -> None:
     assert (run["agent_id"], run["status"]) == (record.tool_call_ids[0], "unknown")
     assert len(run["calls"]) == 2
     assert [t["name"] for t in run["calls"][0]["tools"]] == ["bash"]
+
+
+@pytest.mark.parametrize("shut_down", [True, False])
+def test_a_running_subagent_call_is_open_and_left_open_only_by_a_shutdown(
+    shut_down: bool,
+) -> None:
+    builder = SessionBuilder()
+    builder.user_message("Go.")
+    record = builder.turn("Delegating.", [task("t", llm_calls=2)], end=False)
+    if shut_down:
+        builder.shutdown()
+    # The run never finished: no subagent.completed, no complete of its task call.
+    kept = [
+        line
+        for line, event in zip(builder.lines(), builder.events, strict=True)
+        if event["type"] != "subagent.completed"
+        and not (
+            event["type"] == "tool.execution_complete"
+            and event["data"]["toolCallId"] == record.tool_call_ids[0]
+        )
+    ]
+    (session,) = timeline(read_bytes(join_lines(kept), "s.jsonl"))
+    (run,) = all_turns(session)[0]["subagents"]
+    assert run["status"] == "running"
+    first, last = run["calls"]
+    assert (first["open"], first["open_at_shutdown"]) == (False, False)
+    assert (last["open"], last["open_at_shutdown"]) == (True, shut_down)
 
 
 def test_cli_a_file_with_no_event_exits_unreadable(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from polars.testing import assert_frame_equal
 
 from copilot_logs.cli import main
 from copilot_logs.commands import usage
+from copilot_logs.commands.usage import shutdown as shutdown_usage
 from copilot_logs.ingest.reader import ReadResult, read_bytes
 from synth import SessionBuilder, bash, view
 from tests.conftest import SAMPLES
@@ -188,14 +189,32 @@ def test_checkpoints_make_a_file_cumulative_whatever_the_figures() -> None:
     big = {"m": {"requests": {"count": 5, "cost": 1}, "usage": {"inputTokens": 100}}}
     small = {"m": {"requests": {"count": 2, "cost": 1}, "usage": {"inputTokens": 40}}}
     pair = [{"modelMetrics": big}, {"modelMetrics": small}]
-    assert usage.accounting(pair, has_checkpoints=False) == "per-segment"
-    assert usage.accounting(pair, has_checkpoints=True) == "cumulative"
-    assert usage.accounting(pair[::-1], has_checkpoints=False) == "cumulative"
+    assert shutdown_usage.accounting(pair, has_checkpoints=False) == "per-segment"
+    assert shutdown_usage.accounting(pair, has_checkpoints=True) == "cumulative"
+    assert shutdown_usage.accounting(pair[::-1], has_checkpoints=False) == "cumulative"
     # A model missing from the later shutdown: that one reset.
     other = [{"modelMetrics": big}, {"modelMetrics": {"n": big["m"]}}]
-    assert usage.accounting(other, has_checkpoints=False) == "per-segment"
-    assert usage.accounting(pair[:1], has_checkpoints=False) == "single"
-    assert usage.accounting([], has_checkpoints=True) == "none"
+    assert shutdown_usage.accounting(other, has_checkpoints=False) == "per-segment"
+    assert shutdown_usage.accounting(pair[:1], has_checkpoints=False) == "single"
+    assert shutdown_usage.accounting([], has_checkpoints=True) == "none"
+
+
+def test_checkpoint_lines_in_a_log_make_its_shutdowns_cumulative() -> None:
+    """A log whose second shutdown is smaller than its first reads as per-segment, unless it
+    holds usage checkpoints: then the last shutdown is the session's usage."""
+    b = SessionBuilder(seed=15)
+    worked(b)
+    b.usage_checkpoint()
+    b.shutdown(per_segment=True)
+    b.resume()
+    b.user_message("one more thing")
+    b.turn("Done.")
+    b.shutdown(per_segment=True)
+    first, second = shutdowns(b)
+    assert shutdown_usage.accounting([first, second], has_checkpoints=False) == "per-segment"
+    row = session_row(b)
+    assert row["accounting"] == "cumulative"
+    assert row["requests"] == model_sums(second)["requests"] == 1
 
 
 def test_a_session_without_shutdown_is_unknown_not_zero() -> None:
@@ -349,7 +368,7 @@ def test_file_usage_marks_missing_fields_unknown() -> None:
             "a": {"requests": {"count": 1}, "usage": {"inputTokens": 10, "outputTokens": 2}},
         },
     }
-    figures = usage.file_usage([no_reasoning])
+    figures = shutdown_usage.file_usage([no_reasoning])
     assert figures["reasoning_tokens"] is None
     assert figures["premium_requests"] is None  # no total, no per-model cost
     assert figures["requests"] == 1
@@ -439,6 +458,13 @@ def test_week_and_month_buckets() -> None:
     tokyo = usage.usage(result, by="month", zone="Asia/Tokyo").rows
     assert tokyo["month"].to_list() == ["2026-09"]
     assert tokyo["sessions"].to_list() == [2]
+
+
+def test_week_buckets_take_the_iso_year_at_new_year() -> None:
+    """2027-01-01 is a Friday: ISO week 53 of 2026, not a week 53 of 2027."""
+    result = read(_at("2027-01-01T12:00:00.000Z", 24), _at("2027-01-04T12:00:00.000Z", 25))
+    weeks = usage.usage(result, by="week", zone="UTC").rows
+    assert weeks["week"].to_list() == ["2026-W53", "2027-W01"]
 
 
 def test_a_bucket_sums_what_is_known_and_counts_the_rest() -> None:

@@ -32,6 +32,7 @@ from polars.testing import assert_frame_equal
 from copilot_logs.cli import main
 from copilot_logs.commands import audit, count, watch
 from copilot_logs.errors import ExitCode
+from copilot_logs.ingest import log_tail
 from copilot_logs.ingest.discover import Selection
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.render.watch import visible
@@ -307,7 +308,7 @@ def test_watching_a_root_follows_recent_and_new_sessions_and_lets_ended_ones_lea
     recent = watcher.followers[0]
     assert recent.ended_seen_at is not None  # it shut down
     assert recent in watcher.shown()
-    recent.ended_seen_at -= watch.ENDED_LINGER
+    recent.ended_seen_at -= log_tail.ENDED_LINGER
     assert [f.session_hint for f in watcher.shown()] == ["new"]
     # Resumed: new work after the shutdown brings it back.
     resumed = COMPLETED_SAMPLE.read_bytes().splitlines(keepends=True)
@@ -338,6 +339,29 @@ def test_in_a_file_of_two_sessions_the_last_one_decides_whether_the_run_goes_on(
     path.write_bytes(data)
     follower.poll()
     assert watch.run_status(follower) == watch.ENDED
+
+
+def test_the_live_state_is_ended_only_while_a_shutdown_follows_the_last_work(
+    tmp_path: Path,
+) -> None:
+    from synth import SessionBuilder
+
+    builder = SessionBuilder(seed=3)
+    builder.user_message("Go.")
+    builder.turn("Done.")
+    builder.shutdown()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(builder.to_bytes())
+    follower = watch.Follower((path,), "s")
+    follower.poll()
+    ended = watch.state(follower)
+    assert ended is not None and ended.ended
+    builder.resume()
+    builder.user_message("One more thing.")
+    path.write_bytes(builder.to_bytes())
+    follower.poll()
+    resumed = watch.state(follower)
+    assert resumed is not None and not resumed.ended
 
 
 def test_visible_escapes_control_characters() -> None:

@@ -13,7 +13,7 @@ from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 
 if TYPE_CHECKING:
-    from copilot_logs.commands.watch import Follower, Watcher
+    from copilot_logs.ingest.log_tail import Follower, Watcher
 
 REFRESH_SECONDS = 1.0
 """How often the live view is drawn again when nothing changed (its clocks move)."""

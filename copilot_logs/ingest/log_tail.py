@@ -1,0 +1,265 @@
+"""Follow session logs as they grow: the reading side of ``watch``.
+
+A :class:`Follower` keeps, per file, the offset just past its last complete line. Each
+:meth:`Follower.poll` stats the file (one system call when nothing changed) and hands the new
+complete lines to the reader, resumed where the last read stopped, so damaged lines are
+recovered and reported exactly as ``count`` and ``timeline`` do. A half-written last line
+waits for its newline. A file that shrank (``/rewind``) or was replaced (new inode) is read
+again whole. When the new bytes do not continue the old ones (the first new event's parentId
+is not the last event's id, or the old part ended on a damaged line), the file is read again
+whole too, so the events held always equal what a batch read of the same complete lines gives.
+
+A :class:`Watcher` polls its followers and, watching a root, lists it for sessions that appear.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+
+from copilot_logs import derive
+from copilot_logs.commands.watch.records import record, records
+from copilot_logs.derive import TYPE
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.discover import EVENTS_FILE
+from copilot_logs.ingest.reader import ReadResult, ReadState, Resume, read_stream
+from copilot_logs.ingest.schema import empty_diagnostics, empty_events
+
+POLL_SECONDS = 0.2
+"""How often each followed file is stat'ed."""
+SCAN_SECONDS = 1.0
+"""How often the root is listed for new sessions."""
+ENDED_LINGER = timedelta(seconds=60)
+"""Watching a root: how long an ended session stays on screen."""
+
+
+@dataclass
+class Update:
+    """What one poll of a file brought: new records (in file order) and new damage."""
+
+    records: list[dict[str, object]]
+    diagnostics: pl.DataFrame
+    reread: bool = False
+    """The file shrank, was replaced, or did not continue: it was read again whole."""
+
+
+class Follower:
+    """One session log followed as it grows (or waited for until it exists)."""
+
+    def __init__(self, candidates: tuple[Path, ...], session_hint: str) -> None:
+        self.candidates = candidates
+        self.session_hint = session_hint
+        self.path: Path | None = None
+        self.result = ReadResult(empty_events(), empty_diagnostics())
+        self.pending_bytes = 0
+        """Bytes of a last line still waiting for its newline."""
+        self.ended_seen_at: datetime | None = None
+        """Watching a root: when the session was first seen ended (it leaves later)."""
+        self.last_growth = time.monotonic()
+        """When a complete line last arrived (or when following began)."""
+        self._emitted: set[str] = set()
+        """The ids of the events already reported: a re-read file reports only new ones."""
+        self._forget()
+
+    def _forget(self) -> None:
+        self.result = ReadResult(empty_events(), empty_diagnostics())
+        self._end = 0
+        self._next_line = 1
+        self._last_id: str | None = None
+        self._session_id: str | None = None
+        self._inode: int | None = None
+        self._tail_damaged = False
+        self._seen: set[str] = set()
+
+    @property
+    def name(self) -> str:
+        return str(self.path if self.path is not None else self.candidates[0])
+
+    def _locate(self) -> os.stat_result | None:
+        """Stat the file (the first candidate that exists, while waiting for it)."""
+        for path in (self.path,) if self.path is not None else self.candidates:
+            try:
+                found = path.stat()
+            except OSError:
+                continue
+            if stat.S_ISREG(found.st_mode):
+                self.path = path
+                return found
+        return None
+
+    def poll(self) -> Update | None:
+        """Read what was appended since the last poll; None when nothing new is complete."""
+        found = self._locate()
+        if found is None or self.path is None:
+            return None
+        size = found.st_size
+        reread = self._inode is not None and (found.st_ino != self._inode or size < self._end)
+        if reread:
+            self._forget()
+        self._inode = found.st_ino
+        if size == self._end:
+            self.pending_bytes = 0
+            return Update([], empty_diagnostics(), True) if reread else None
+        try:
+            with self.path.open("rb") as stream:
+                stream.seek(self._end)
+                data = stream.read(size - self._end)
+        except OSError:
+            return None
+        cut = data.rfind(b"\n") + 1
+        self.pending_bytes = len(data) - cut
+        if cut == 0:
+            return Update([], empty_diagnostics(), True) if reread else None
+        return self._take(data[:cut], reread)
+
+    def _take(self, chunk: bytes, reread: bool) -> Update:
+        old_end, old_next_line = self._end, self._next_line
+        whole, reread_whole = b"", False
+        part, state = self._read(chunk)
+        continues = part.events.is_empty() or part.events["parent_id"][0] == self._last_id
+        if old_end and (self._tail_damaged or not continues):
+            # The new lines may belong with the old ones (an event split across the cut) or
+            # the file was rewritten in place: read everything again, as a batch read would.
+            assert self.path is not None
+            with self.path.open("rb") as stream:
+                whole = stream.read(old_end + len(chunk))
+            self._forget()
+            self._inode = self.path.stat().st_ino
+            part, state = self._read(whole)
+            reread = reread_whole = True
+            self.result = part
+        else:
+            self.result = ReadResult.concat([self.result, part])
+        # Every byte fed was complete lines, all read or reported: the next read starts after
+        # them even when the reader's own end lags (a file of lines it cannot read at all).
+        fed = whole if reread_whole else chunk
+        self._end = (0 if reread_whole else old_end) + len(fed)
+        self._next_line = (1 if reread_whole else old_next_line) + fed.count(b"\n")
+        self._last_id, self._session_id = state.last_id, state.session_id
+        self._tail_damaged = bool(
+            part.diagnostics.filter(pl.col("line") == self._next_line - 1).height
+        )
+        self._seen.update(part.events["event_id"].drop_nulls().to_list())
+        new_damage = part.diagnostics.filter(pl.col("offset") >= (0 if reread else old_end))
+        return Update(self._new_records(old_end), new_damage, reread)
+
+    def _read(self, chunk: bytes) -> tuple[ReadResult, ReadState]:
+        assert self.path is not None
+        source = Source(self.path, self.session_hint)
+        resume = None
+        if self._end:
+            resume = Resume(
+                offset=self._end,
+                line=self._next_line,
+                last_id=self._last_id,
+                seen_ids=frozenset(self._seen),
+                session_id=self._session_id,
+            )
+        result, state = read_stream(io.BytesIO(chunk), source, resume=resume)
+        return result, state
+
+    def _new_records(self, old_end: int) -> list[dict[str, object]]:
+        """Records for the events not yet reported (after a re-read: those with new ids)."""
+        frame = records(self.result.events)
+        new = (
+            pl.col("event_id").is_not_null() & ~pl.col("event_id").is_in(list(self._emitted))
+        ) | (pl.col("event_id").is_null() & (pl.col("offset") >= old_end))
+        fresh = frame.filter(new)
+        self._emitted.update(fresh["event_id"].drop_nulls().to_list())
+        return [record(row) for row in fresh.to_dicts()]
+
+
+@dataclass
+class Watcher:
+    """The followed files, and the root watched for sessions that appear."""
+
+    followers: list[Follower]
+    root: Path
+    pick_up_new: bool
+    """Watching the root: follow sessions that appear; ended ones leave the view."""
+    wanted: int = 0
+    """With --latest N and fewer than N sessions at the start: how many more to pick up."""
+    known: set[str] = field(default_factory=set)
+    """The root's session names already seen."""
+    _next_scan: float = 0.0
+
+    def tick(self) -> list[tuple[Follower, Update]]:
+        """One round: list the root when due, poll every file; what changed, in order."""
+        now = time.monotonic()
+        if (self.pick_up_new or self.wanted) and now >= self._next_scan:
+            self._next_scan = now + SCAN_SECONDS
+            self._scan()
+        changes = []
+        for follower in self.followers:
+            update = follower.poll()
+            if update is not None:
+                follower.last_growth = now
+                changes.append((follower, update))
+        self._note_ended([follower for follower, _ in changes])
+        return changes
+
+    def _scan(self) -> None:
+        for name, candidates in root_entries(self.root):
+            if name in self.known or not (self.pick_up_new or self.wanted):
+                continue
+            self.known.add(name)
+            self.followers.append(Follower(candidates, name))
+            self.wanted = max(0, self.wanted - 1)
+
+    def _note_ended(self, changed: list[Follower]) -> None:
+        """Note when changed sessions shut down (a resumed one runs again)."""
+        wall = datetime.now(UTC)
+        for follower in changed:
+            if not shut_down(follower.result):
+                follower.ended_seen_at = None
+            elif follower.ended_seen_at is None:
+                follower.ended_seen_at = wall
+
+    def shown(self) -> list[Follower]:
+        """The followers to show: watching a root, an ended session leaves after
+        ENDED_LINGER (it is still followed, and comes back if it is resumed)."""
+        if not self.pick_up_new:
+            return self.followers
+        wall = datetime.now(UTC)
+        return [
+            f
+            for f in self.followers
+            if f.ended_seen_at is None or wall - f.ended_seen_at < ENDED_LINGER
+        ]
+
+
+def follow(watcher: Watcher) -> Iterator[list[tuple[Follower, Update]]]:
+    """Poll forever, every POLL_SECONDS: each round's changes (often none)."""
+    while True:
+        yield watcher.tick()
+        time.sleep(POLL_SECONDS)
+
+
+def root_entries(root: Path) -> Iterator[tuple[str, tuple[Path, ...]]]:
+    """The session names under ``root`` (both layouts), without opening any file."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.endswith(".jsonl"):
+            yield entry.name.removesuffix(".jsonl"), (Path(entry.path),)
+        elif entry.is_dir():
+            # The folder may appear before its events.jsonl: wait for the file.
+            yield entry.name, (Path(entry.path) / EVENTS_FILE,)
+
+
+def shut_down(result: ReadResult) -> bool:
+    """Whether the log's last session.shutdown comes after its last prompt or turn."""
+    events = result.events
+    work = events.filter(TYPE.is_in([derive.TURN_START, "user.message"]))["line"].max()
+    shutdown = events.filter(TYPE == "session.shutdown")["line"].max()
+    return bool(shutdown is not None and (work is None or shutdown > work))  # type: ignore[operator,unused-ignore]
