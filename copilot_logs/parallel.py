@@ -18,9 +18,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.context import BaseContext, ForkServerContext
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from copilot_logs.envelope import Source
+
+if TYPE_CHECKING:
+    from copilot_logs.store_key import Found
 
 T = TypeVar("T")
 
@@ -91,32 +94,31 @@ def _context(frames: bool) -> BaseContext:
     return context
 
 
-def start_workers_early(sources: Sequence[Source], use_cache: bool) -> None:
+def start_workers_early(
+    sources: Sequence[Source], use_cache: bool, found: Sequence[Found] | None = None
+) -> None:
     """When the sources will be read into frames by worker processes from a fork server,
-    start it now: it imports polars on another core while this process imports it too."""
+    start it now: it imports polars on another core while this process imports it too.
+    ``found`` is each source's entry in the store, when the caller looked them up."""
     if start_method() != "forkserver" or any(source.path is None for source in sources):
         return
-    if plan(to_read(sources, use_cache)).workers >= 2:
+    if use_cache and found is None:
+        from copilot_logs.store import look_up
+
+        found = look_up(sources)
+    if plan(to_read(sources, found if use_cache else None)).workers >= 2:
         from multiprocessing import forkserver
 
         _context(frames=True)
         forkserver.ensure_running()
 
 
-def to_read(sources: Sequence[Source], use_cache: bool) -> int:
-    """How much of the sources a read would parse: what the store cannot serve."""
-    if not use_cache:
+def to_read(sources: Sequence[Source], found: Sequence[Found] | None) -> int:
+    """How much of the sources a read would parse: all of them without the store (``found``
+    None), else what their entries cannot serve."""
+    if found is None:
         return sum(source.size for source in sources)
-    from copilot_logs import store
-
-    total = 0
-    for source in sources:
-        found = store.find(source)
-        if found.state is store.State.FRESH and found.header and found.header.body:
-            continue  # (a fresh entry without frames, written by count --total, is read)
-        grown = found.state is store.State.GROWN and found.header and found.header.body
-        total += source.size - (found.header.end if grown and found.header else 0)
-    return total
+    return sum(looked.to_parse() for looked in found)
 
 
 def balance(items: Sequence[T], sizes: Sequence[int], count: int) -> list[list[T]]:
