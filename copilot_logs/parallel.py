@@ -2,7 +2,8 @@
 
 Workers come from a fork server (never a fork of a process whose polars thread pool has
 started, which can deadlock the child). How many, and how much input each handles at a time,
-is :func:`plan`: at most MAX_WORKERS workers whatever the core count, and batches that shrink
+is :func:`plan`: at most MAX_FRAME_WORKERS workers (MAX_WORKERS for ``count --total``'s scan)
+whatever the core count, and batches that shrink
 as workers are added, so that the memory summed over all processes stays bounded (under 250 MB
 in the benchmarks) on any machine. ``COPILOT_LOGS_CPUS`` overrides the core count: to use fewer
 cores, or to see what copilot-logs does on a bigger machine.
@@ -29,7 +30,12 @@ T = TypeVar("T")
 
 CPUS_VARIABLE = "COPILOT_LOGS_CPUS"
 MAX_WORKERS = 4
-IN_FLIGHT_BYTES = 48 << 20
+"""Workers of ``count --total``'s scan (they never import polars: a few MB each)."""
+MAX_FRAME_WORKERS = 3
+"""Workers that read into frames. Each costs about 35 MB summed PSS before its first batch
+(polars, the interpreter): a fourth one took cold ``sessions --no-cache`` of 1 GB over 250 MB
+summed at 4 cores and more, where three stay near 215 MB."""
+IN_FLIGHT_BYTES = 36 << 20
 """Input held by all workers at once (a batch each): the part of memory that grows with the
 number of workers; the rest is a fixed cost per process."""
 MAX_BATCH_BYTES = 24 << 20
@@ -60,7 +66,8 @@ def plan(to_read: int, cpus: int | None = None, *, frames: bool = True) -> Plan:
     """How to read ``to_read`` bytes on ``cpus`` cores (default :func:`cpu_count`)."""
     cores = cpu_count() if cpus is None else cpus
     threshold = FRAMES_PARALLEL_BYTES if frames else SCAN_PARALLEL_BYTES
-    workers = min(cores, MAX_WORKERS) if to_read >= threshold else 1
+    cap = MAX_FRAME_WORKERS if frames else MAX_WORKERS
+    workers = min(cores, cap) if to_read >= threshold else 1
     if workers < 2:
         return Plan(1, MAX_BATCH_BYTES)
     return Plan(workers, min(MAX_BATCH_BYTES, IN_FLIGHT_BYTES // workers))

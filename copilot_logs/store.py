@@ -46,7 +46,7 @@ from copilot_logs.store_entry import (
     replace,
     result,
 )
-from copilot_logs.store_key import Found, State, find, hashes, stamp_of
+from copilot_logs.store_key import Found, State, find, hashes, no_gc, stamp_of
 from copilot_logs.store_rows import DIAGNOSTIC_COLUMNS, describe, diagnostics_of, split_rows
 from copilot_logs.store_upkeep import (
     DEFAULT_MAX_MB,
@@ -97,7 +97,8 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
 
 def look_up(sources: Sequence[Source]) -> list[Found]:
     """Each source's entry and what to do with it (one lookup per log and run)."""
-    return [find(source) for source in sources]
+    with no_gc():
+        return [find(source) for source in sources]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from copilot_logs.envelope import Source
 from copilot_logs.store_entry import Header, Result, Rows, rows_of
-from copilot_logs.store_key import Found, State
+from copilot_logs.store_key import Found, State, no_gc
 from copilot_logs.store_rows import diagnostics_of, frame_of
 
 if TYPE_CHECKING:
@@ -41,6 +41,13 @@ def recall(
     """The value the function described by ``key`` gave for the unchanged logs whose entry
     holds it, from their headers (one value per schema the logs' rows have); and the indexes
     of the other sources, to be read."""
+    with no_gc():
+        return _recall(sources, found, key)
+
+
+def _recall(
+    sources: Sequence[Source], found: Sequence[Found], key: str
+) -> tuple[list[Recalled], list[int]]:
     groups: dict[object, list[tuple[int, Member]]] = {}
     rest: list[int] = []
     for index, (source, looked) in enumerate(zip(sources, found, strict=True)):

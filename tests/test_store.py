@@ -645,3 +645,39 @@ def test_functions_are_described_the_same_in_every_process() -> None:
     assert store.describe(partial(counting.count, by=object())) is None
     ordered_sets = {store.describe(partial(counting.count, by={"a", "b", "c"})) for _ in range(5)}
     assert len(ordered_sets) == 1
+
+
+def test_rows_of_every_kept_dtype_build_the_same_frame() -> None:
+    from datetime import UTC, date, datetime, timedelta
+
+    from copilot_logs.store_rows import frame_of, split_rows
+
+    models = pl.List(pl.Struct({"model": pl.String, "cost": pl.Float64}))
+    frame = pl.DataFrame(
+        {
+            "file": ["a", "b", "a"],
+            "at": [datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC), None, datetime(1969, 1, 1)],
+            "day": [date(2026, 1, 2), date(1969, 12, 31), None],
+            "took": [timedelta(milliseconds=1500), None, timedelta(days=-1)],
+            "cost": [float("nan"), float("inf"), -0.5],
+            "big": [2**64 - 1, 0, None],
+            "ok": [True, None, False],
+            "none": [None, None, None],
+            "tags": [["x", None], [], None],
+            "models": [[{"model": "m", "cost": 1.5}], None, [{"model": None, "cost": None}]],
+        },
+        schema_overrides={
+            "at": pl.Datetime("ms", "UTC"),
+            "took": pl.Duration("ms"),
+            "big": pl.UInt64,
+            "models": models,
+        },
+    )
+    split = split_rows(frame)
+    assert split is not None
+    empty, by_file = split
+    rebuilt = frame_of([("a", by_file["a"]), ("b", by_file["b"]), ("c", empty)])
+    assert_frame_equal(rebuilt, pl.concat([frame.filter(pl.col("file") == f) for f in "ab"]))
+    assert split_rows(frame.with_columns(pl.col("file").cast(pl.Categorical))) is None
+    assert split_rows(frame.with_columns(kind=pl.lit("x", dtype=pl.Categorical))) is None
+    assert split_rows(frame.drop("file")) is None
