@@ -25,6 +25,8 @@ from typing import Annotated, Any
 
 import msgspec
 
+import copilot_logs
+
 VERSION = 2
 MAGIC = b"CLSTORE\x02"
 PREFIX = struct.Struct("<8sII")
@@ -134,7 +136,7 @@ def _folder(*environment: str | None) -> str:
     return os.path.join(platformdirs.user_cache_dir("copilot-logs", appauthor=False), "store")
 
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(copilot_logs.__file__).resolve().parent
 
 
 @functools.cache

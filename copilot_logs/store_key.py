@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from copilot_logs.envelope import Source
+from copilot_logs.ingest.envelope import Source
 from copilot_logs.store_entry import Header, Stamp, entry_file, load_header
 
 HASH_BYTES = 4096

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from copilot_logs.envelope import Source
+from copilot_logs.ingest.envelope import Source
 from copilot_logs.store_entry import Header, Result, Rows, rows_of
 from copilot_logs.store_key import Found, State, no_gc
 from copilot_logs.store_rows import diagnostics_of, frame_of

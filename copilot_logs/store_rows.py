@@ -192,7 +192,7 @@ def diagnostics_of(logs: Iterable[tuple[str, Header]]) -> pl.DataFrame:
     """The diagnostics frame the headers of these logs keep (each under the caller's name)."""
     import polars as pl
 
-    from copilot_logs.schema import DIAGNOSTICS_SCHEMA
+    from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
 
     rows = [(row[0], name, *row[1:]) for name, header in logs for row in header.diagnostics]
     return pl.DataFrame(rows, schema=DIAGNOSTICS_SCHEMA, orient="row")

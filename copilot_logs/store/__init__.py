@@ -1,0 +1,393 @@
+"""The store: one entry per source log, holding what the commands need of it.
+
+Each entry (:mod:`copilot_logs.store_entry`) holds the log's key, how far the read got, its
+``count --total`` figures, its diagnostics, its events frame (Arrow IPC), and what commands
+computed from its frames, as rows of plain values in the header (:mod:`copilot_logs.store_rows`).
+A warm run reads one header per log: each log is looked up once (:func:`look_up`), the logs
+whose entry holds the command's value are answered from the headers alone (:func:`recall`),
+and the others are read through :func:`read` (their frames from the entry when unchanged, read
+from where the entry stopped when they only grew, read whole otherwise) and their entries
+written with the command's value (:func:`keep`).
+
+The key fails closed (:mod:`copilot_logs.store_key`): any doubt means a re-read. An entry that
+is corrupt, foreign, or from another version of copilot-logs is ignored and rewritten, never
+served. Entries are written to a temporary file in the store folder and renamed over the old
+one, so concurrent runs never see half an entry and leave nothing behind; the folder is 0700
+and the files 0600 (they hold previews of prompts). :func:`prune` removes the entries of logs
+that are gone and keeps the store under :func:`max_bytes`
+(:mod:`copilot_logs.store_upkeep`).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from copilot_logs.ingest.calls import CallCounter, needs_payload
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.store_entry import (
+    MAGIC,
+    PREFIX,
+    VERSION,
+    Header,
+    Result,
+    Rows,
+    Stamp,
+    code_stamp,
+    encode,
+    entry_path,
+    folder,
+    private_folder,
+    replace,
+    result,
+)
+from copilot_logs.store_key import Found, State, find, hashes, no_gc, stamp_of
+from copilot_logs.store_rows import DIAGNOSTIC_COLUMNS, describe, diagnostics_of, split_rows
+from copilot_logs.store_upkeep import (
+    DEFAULT_MAX_MB,
+    MAX_MB_VARIABLE,
+    Info,
+    clear,
+    info,
+    max_bytes,
+    prune,
+)
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from copilot_logs.ingest.reader import ReadResult, ReadState, Resume
+
+__all__ = [  # what the rest of copilot-logs uses of the store's modules, under one name
+    "DEFAULT_MAX_MB",
+    "MAGIC",
+    "MAX_MB_VARIABLE",
+    "PREFIX",
+    "VERSION",
+    "Found",
+    "Header",
+    "Info",
+    "Pending",
+    "Progress",
+    "Stamp",
+    "State",
+    "clear",
+    "code_stamp",
+    "describe",
+    "entry_path",
+    "find",
+    "folder",
+    "info",
+    "keep",
+    "load_frames",
+    "look_up",
+    "max_bytes",
+    "progress_of",
+    "prune",
+    "read",
+    "stamp_of",
+    "write",
+]
+
+
+def look_up(sources: Sequence[Source]) -> list[Found]:
+    """Each source's entry and what to do with it (one lookup per log and run)."""
+    with no_gc():
+        return [find(source) for source in sources]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a read of a log got, and its ``count --total`` figures."""
+
+    end: int
+    next_line: int
+    last_id: str | None
+    session_id: str | None
+    clean: bool
+    llm_calls: int
+    subagent_calls: int
+    messages: Iterable[tuple[str, str]]
+    damage: Iterable[tuple[int, str, str]]
+    unreadable: bool
+
+
+def progress_of(result: ReadResult, state: ReadState, size: int) -> Progress:
+    """The progress and figures of one log's frames, counted by the one kernel."""
+    import polars as pl
+
+    events, diagnostics = result.events, result.diagnostics
+    counter = CallCounter()
+    candidates = events.filter(
+        (pl.col("type") == "assistant.turn_start")
+        | ((pl.col("type") == "assistant.message") & pl.col("agent_id").is_not_null())
+    ).select("type", "agent_id", "message_id", "chunk_index")
+    for kind, agent_id, message_id, chunk_index in candidates.iter_rows():
+        if needs_payload(kind, agent_id):
+            counter.add(kind, agent_id, message_id, chunk_index)
+        else:
+            counter.add(kind, agent_id)
+    damage = diagnostics.sort("line").select("line", "kind", "message").rows()
+    return Progress(
+        end=state.end,
+        next_line=state.next_line,
+        last_id=state.last_id,
+        session_id=state.session_id,
+        clean=not damage and state.end == size,
+        llm_calls=counter.llm_calls,
+        subagent_calls=counter.subagent_calls,
+        messages=counter.messages,
+        damage=damage,
+        unreadable=events.height == 0 and bool(damage),
+    )
+
+
+def _progress_of_header(header: Header) -> Progress:
+    return Progress(
+        end=header.end,
+        next_line=header.next_line,
+        last_id=header.last_id,
+        session_id=header.session_id,
+        clean=header.clean,
+        llm_calls=header.llm_calls,
+        subagent_calls=header.subagent_calls,
+        messages=header.messages,
+        damage=header.damage,
+        unreadable=header.unreadable,
+    )
+
+
+def write(
+    source: Source,
+    stamp: Stamp,
+    progress: Progress,
+    frames: ReadResult | None,
+    results: Iterable[Result] = (),
+    *,
+    events_ipc: bytes | None = None,
+    where: Path | None = None,
+) -> bool:
+    """Write the entry of a log read at ``stamp`` (its events frame as ``events_ipc`` when
+    the caller has its IPC already); False when it cannot be written (the store is a cache:
+    the next run reads the log again)."""
+    if source.path is None:
+        return False
+    found = hashes(source.path, progress.end)
+    if found is None:
+        return False
+    body, shape, diagnostics = b"", None, []
+    if frames is not None:
+        body = events_ipc if events_ipc is not None else _ipc(frames.events)
+        shape = (len(body), zlib.crc32(body), frames.events.height)
+        diagnostics = frames.diagnostics.select(DIAGNOSTIC_COLUMNS).rows()
+    header = Header(
+        version=VERSION,
+        code=code_stamp(),
+        path=os.path.abspath(source.path),
+        stamp=stamp,
+        end=progress.end,
+        head=found[0],
+        tail=found[1],
+        next_line=progress.next_line,
+        last_id=progress.last_id,
+        session_id=progress.session_id,
+        clean=progress.clean,
+        llm_calls=progress.llm_calls,
+        subagent_calls=progress.subagent_calls,
+        messages=sorted(progress.messages),
+        damage=list(progress.damage),
+        unreadable=progress.unreadable,
+        body=shape,
+        diagnostics=diagnostics,
+        results=sorted(results, key=lambda result: result.key) if frames is not None else [],
+    )
+    return replace(entry_path(source.path), encode(header, body), where)
+
+
+def _ipc(frame: object) -> bytes:
+    import polars as pl
+
+    assert isinstance(frame, pl.DataFrame)
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer, compression="lz4")
+    return buffer.getvalue()
+
+
+def load_frames(source: Source, found: Found) -> ReadResult | None:
+    """The frames an entry holds, under the caller's name for the file; None when the entry
+    has none or they are not whole."""
+    loaded = _load_events(source, found)
+    return loaded[0] if loaded is not None else None
+
+
+def _load_events(source: Source, found: Found) -> tuple[ReadResult, bytes] | None:
+    """The frames an entry holds and the IPC of its events (to write the entry again)."""
+    import polars as pl
+
+    from copilot_logs.ingest.reader import ReadResult
+    from copilot_logs.ingest.schema import EVENTS_SCHEMA
+
+    header = found.header
+    if header is None or header.body is None or source.path is None:
+        return None
+    length, crc, rows = header.body
+    try:
+        with entry_path(source.path).open("rb") as stream:
+            stream.seek(found.body_at)
+            body = stream.read(length)
+    except OSError:
+        return None
+    if len(body) != length or zlib.crc32(body) != crc:
+        return None
+    try:
+        events = pl.read_ipc(io.BytesIO(body))
+    except (OSError, pl.exceptions.PolarsError):
+        return None
+    if events.schema != EVENTS_SCHEMA or events.height != rows:
+        return None
+    name = pl.lit(source.name, dtype=pl.String)
+    diagnostics = diagnostics_of([(source.name, header)])
+    return ReadResult(events.with_columns(file=name), diagnostics), body
+
+
+@dataclass
+class Pending:
+    """An entry to write once the command's value for the batch is known (see :func:`keep`)."""
+
+    source: Source
+    stamp: Stamp
+    progress: Progress
+    frames: ReadResult
+    found: Found | None = None
+    """The entry that was served (None: the log was read now, so the entry must be written)."""
+    events_ipc: bytes | None = None
+    """The served entry's events IPC, written again as it is."""
+
+
+Parse = Callable[
+    [Sequence[tuple[Source, "Resume | None"]]], tuple["ReadResult", list["ReadState | None"]]
+]
+"""How logs are read (the reader's ``read_many``, or a caller's wrapper around it)."""
+
+Job = tuple[Source, "Resume | None", Found, "ReadResult | None"]
+
+
+def read(
+    sources: Sequence[Source],
+    parse: Parse | None = None,
+    found: Sequence[Found] | None = None,
+) -> tuple[ReadResult, list[Pending]]:
+    """Every source's frames: from its entry when the log is unchanged, read from where the
+    entry stopped when it only grew, read whole otherwise (by ``parse``, the reader's
+    ``read_many`` by default); and the entries to write (pass them to :func:`keep`).
+    ``found`` is each source's :func:`look_up` when the caller has it."""
+    from copilot_logs.ingest.reader import ReadResult, Resume
+
+    served: list[ReadResult] = []
+    pending: list[Pending] = []
+    jobs: list[Job] = []
+    for source, looked in zip(sources, found or look_up(sources), strict=True):
+        loaded = _load_events(source, looked) if looked.state is not State.MISS else None
+        header = looked.header
+        if loaded is None or header is None:
+            jobs.append((source, None, looked, None))
+        elif looked.state is State.FRESH:
+            cached, ipc = loaded
+            served.append(cached)
+            if looked.stamp is not None:
+                progress = _progress_of_header(header)
+                pending.append(Pending(source, looked.stamp, progress, cached, looked, ipc))
+        else:
+            cached = loaded[0]
+            seen = frozenset(cached.events["event_id"].drop_nulls().to_list())
+            resume = Resume(header.end, header.next_line, header.last_id, seen, header.session_id)
+            jobs.append((source, resume, looked, cached))
+    read_now, written = _read(jobs, parse)
+    return ReadResult.concat([*served, *read_now]), pending + written
+
+
+def _read(jobs: list[Job], parse: Parse | None) -> tuple[list[ReadResult], list[Pending]]:
+    """Read the jobs' logs (grown ones from where their entry stopped: read whole again when
+    the new part does not continue the old one)."""
+    from copilot_logs.ingest.reader import ReadResult, read_many
+
+    if not jobs:
+        return [], []
+    parsed, states = (parse or read_many)([(source, resume) for source, resume, _, _ in jobs])
+    events = _by_file(parsed.events)
+    diagnostics = _by_file(parsed.diagnostics)
+    done: list[ReadResult] = []
+    pending: list[Pending] = []
+    again: list[Job] = []
+    for (source, resume, found, cached), state in zip(jobs, states, strict=True):
+        mine = _part(events, diagnostics, source.name, parsed)
+        if cached is not None and resume is not None:
+            first = mine.events["parent_id"].head(1).to_list()
+            if first and first[0] != resume.last_id:
+                again.append((source, None, Found(State.MISS, found.stamp), None))
+                continue
+            mine = ReadResult.concat([cached, mine])
+        done.append(mine)
+        if found.stamp is not None and state is not None:
+            progress = progress_of(mine, state, found.stamp.size)
+            pending.append(Pending(source, found.stamp, progress, mine))
+    more, more_pending = _read(again, parse)
+    return done + more, pending + more_pending
+
+
+def keep(pending: list[Pending], key: str | None = None, value: object = None) -> None:
+    """Write the pending entries, each with its rows of ``value`` (what the function described
+    by ``key`` computed from the batch's frames) when the value splits by file."""
+    split = _split(value) if key is not None else None
+    try:
+        where = private_folder()
+    except OSError:
+        return
+    for item in pending:
+        found = item.found
+        if found is not None and (split is None or found.header is None):
+            continue  # served as it is: nothing new to keep
+        results = {r.key: r for r in found.header.results} if found and found.header else {}
+        if split is not None and key is not None:
+            rows = [by_file.get(item.source.name, empty) for empty, by_file in split]
+            results[key] = result(key, isinstance(value, tuple), rows)
+        write(
+            item.source,
+            item.stamp,
+            item.progress,
+            item.frames,
+            results.values(),
+            events_ipc=item.events_ipc,
+            where=where,
+        )
+
+
+def _split(value: object) -> list[tuple[Rows, dict[str, Rows]]] | None:
+    """Each frame of a command's value, split by log (None: the value does not split)."""
+    frames = value if isinstance(value, tuple) else (value,)
+    split = [split_rows(frame) for frame in frames]
+    if not split or any(part is None for part in split):
+        return None
+    return [part for part in split if part is not None]
+
+
+def _by_file(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    return {str(key[0]): part for key, part in frame.partition_by("file", as_dict=True).items()}
+
+
+def _part(
+    events: dict[str, pl.DataFrame],
+    diagnostics: dict[str, pl.DataFrame],
+    name: str,
+    parsed: ReadResult,
+) -> ReadResult:
+    from copilot_logs.ingest.reader import ReadResult
+
+    return ReadResult(
+        events.get(name, parsed.events.clear()), diagnostics.get(name, parsed.diagnostics.clear())
+    )
