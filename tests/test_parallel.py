@@ -20,7 +20,14 @@ def test_the_plan_bounds_what_is_in_flight_at_any_core_count(cpus: int) -> None:
         assert plan.batch_bytes <= pool.MAX_BATCH_BYTES
         if plan.workers > 1:
             assert plan.workers * plan.batch_bytes <= pool.IN_FLIGHT_BYTES
-    assert pool.plan(GB, cpus).workers == min(cpus, pool.MAX_WORKERS)
+    assert pool.plan(GB, cpus).workers == min(cpus, pool.MAX_FRAME_WORKERS)
+    assert pool.plan(GB, cpus, frames=False).workers == min(cpus, pool.MAX_WORKERS)
+
+
+def test_fewer_workers_read_into_frames_than_scan() -> None:
+    """A frames worker imports polars (about 35 MB summed each): three keep cold `sessions`
+    of 1 GB under 250 MB summed at any core count (measured; see pool.MAX_FRAME_WORKERS)."""
+    assert pool.plan(GB, 64).workers < pool.plan(GB, 64, frames=False).workers
 
 
 def test_little_to_read_is_read_in_this_process() -> None:
@@ -32,7 +39,7 @@ def test_little_to_read_is_read_in_this_process() -> None:
 def test_the_core_count_can_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(pool.CPUS_VARIABLE, "16")
     assert pool.cpu_count() == 16
-    assert pool.plan(GB).workers == pool.MAX_WORKERS
+    assert pool.plan(GB).workers == pool.MAX_FRAME_WORKERS
     monkeypatch.setenv(pool.CPUS_VARIABLE, "1")
     assert pool.plan(GB).workers == 1
     for junk in ("0", "-3", "many", ""):

@@ -265,11 +265,11 @@ def restamp(log: Path) -> None:
     entry = store.entry_path(log)
     raw = entry.read_bytes()
     _, length, _ = store.PREFIX.unpack(raw[: store.PREFIX.size])
-    header = msgspec.json.decode(raw[store.PREFIX.size : store.PREFIX.size + length])
+    header = msgspec.msgpack.decode(raw[store.PREFIX.size : store.PREFIX.size + length])
     stamp = store.stamp_of(log)
     assert stamp is not None
     header["stamp"] = msgspec.structs.asdict(stamp)
-    encoded = msgspec.json.encode(header)
+    encoded = msgspec.msgpack.encode(header)
     prefix = store.PREFIX.pack(store.MAGIC, len(encoded), __import__("zlib").crc32(encoded))
     entry.write_bytes(prefix + encoded + raw[store.PREFIX.size + length :])
     assert store.find(Source(log, "s")).header is not None
@@ -296,14 +296,14 @@ def flip(data: bytes, at: int) -> bytes:
 def header_of(entry: Path) -> tuple[dict[str, Any], bytes]:
     raw = entry.read_bytes()
     _, length, _ = store.PREFIX.unpack(raw[: store.PREFIX.size])
-    header = msgspec.json.decode(raw[store.PREFIX.size : store.PREFIX.size + length])
+    header = msgspec.msgpack.decode(raw[store.PREFIX.size : store.PREFIX.size + length])
     return header, raw[store.PREFIX.size + length :]
 
 
 def with_header(header: dict[str, Any], body: bytes) -> bytes:
     import zlib
 
-    encoded = msgspec.json.encode(header)
+    encoded = msgspec.msgpack.encode(header)
     return store.PREFIX.pack(store.MAGIC, len(encoded), zlib.crc32(encoded)) + encoded + body
 
 
@@ -312,12 +312,12 @@ def other_body(body: bytes, header: dict[str, Any]) -> bytes:
     import io
     import zlib
 
-    events_length, _, diagnostics_length, diagnostics_crc, rows = header["body"]
+    events_length, _, rows = header["body"]
     events = pl.read_ipc(io.BytesIO(body[:events_length])).with_columns(extra=pl.lit(1))
     buffer = io.BytesIO()
     events.write_ipc(buffer)
     new = buffer.getvalue()
-    header["body"] = [len(new), zlib.crc32(new), diagnostics_length, diagnostics_crc, rows]
+    header["body"] = [len(new), zlib.crc32(new), rows]
     return new + body[events_length:]
 
 
@@ -534,21 +534,101 @@ def test_values_that_split_by_file_are_answered_without_the_events(
         ]
 
 
-def test_a_damaged_value_is_computed_again(tmp_path: Path) -> None:
+COUNT_KEY = "copilot_logs.commands.count.count(by='session', zone="
+"""The start of the key of count's value (the zone is the machine's)."""
+
+
+def with_count_rows(entry: Path, change: Any) -> None:
+    """Rewrite the rows of count's value in an entry's header with ``change(rows)``, the
+    header's CRC made valid again (what a crafted or buggy entry looks like)."""
+    header, body = header_of(entry)
+    for result in header["results"]:
+        if result[0].startswith(COUNT_KEY):
+            result[2][0] = change(result[2][0])
+    entry.write_bytes(with_header(header, body))
+
+
+def set_column(name: str, values: list[Any]) -> Any:
+    def change(rows: list[Any]) -> list[Any]:
+        schema, height, columns = rows
+        columns[[column for column, _ in schema].index(name)] = values
+        return [schema, height, columns]
+
+    return change
+
+
+ROW_DAMAGES = {
+    "bit-flip in the rows": None,
+    "a text in a count column": set_column("llm_calls", ["3"]),
+    "a column shorter than the rows": set_column("llm_calls", []),
+    "an unknown dtype": lambda rows: [
+        [[name, "Object" if name == "llm_calls" else text] for name, text in rows[0]],
+        *rows[1:],
+    ],
+    "a negative height": lambda rows: [rows[0], -1, rows[2]],
+    "a column missing": lambda rows: [rows[0], rows[1], rows[2][1:]],
+}
+
+
+@pytest.mark.parametrize("damage", sorted(ROW_DAMAGES))
+def test_damaged_result_rows_are_never_served(
+    damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "s" / "events.jsonl"
     path.parent.mkdir()
     path.write_bytes(turns_log(3))
     assert llm_calls([str(path)]) == 3
     entry = store.entry_path(path)
-    raw = entry.read_bytes()
-    entry.write_bytes(flip(raw, len(raw) - 50))  # inside the kept value, at the end
-    assert (
-        store.recall(
-            [Source(path, "s")], "copilot_logs.commands.count.count(by='session', zone='UTC')"
-        )
-        is None
-    )
+    if ROW_DAMAGES[damage] is None:
+        raw = entry.read_bytes()
+        at = raw.index(COUNT_KEY.encode()) + len(COUNT_KEY) + 40  # inside the kept rows
+        entry.write_bytes(flip(raw, at))
+    else:
+        with_count_rows(entry, ROW_DAMAGES[damage])
+    read_again: list[int] = []
+    original = store.read
+    monkeypatch.setattr(store, "read", lambda *a, **k: read_again.append(1) or original(*a, **k))
+    assert llm_calls([str(path)]) == 3  # computed again from the frames, never the rows
+    assert read_again
+    read_again.clear()
+    assert llm_calls([str(path)]) == 3  # and the entry was rewritten whole: served again
+    assert not read_again
+
+
+def test_result_rows_of_another_copilot_logs_are_never_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(turns_log(3))
     assert llm_calls([str(path)]) == 3
+    entry = store.entry_path(path)
+    _, body = header_of(entry)
+    with_count_rows(entry, set_column("llm_calls", [7]))
+    assert llm_calls([str(path)]) == 7  # (rows that fit are served: the CRC vouches for them)
+    entry.write_bytes(with_header({**header_of(entry)[0], "code": "0" * 32}, body))
+    assert llm_calls([str(path)]) == 3
+
+
+def test_a_warm_run_looks_each_log_up_once_and_starts_no_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from copilot_logs.store import entry as entry_store
+    from copilot_logs.store import key as key_store
+
+    runner = CliRunner()
+    command = ["sessions", str(SAMPLES), "--format", "json"]
+    cold = runner.invoke(main, [*command, "--no-cache"])
+    runner.invoke(main, command)
+    monkeypatch.setenv(pool.CPUS_VARIABLE, "4")
+    monkeypatch.setattr(pool, "FRAMES_PARALLEL_BYTES", 0)  # workers for any read
+    monkeypatch.setattr(pool, "executor", lambda *a, **k: pytest.fail("a worker started"))
+    opened: list[str] = []
+    original = entry_store.load_header
+    monkeypatch.setattr(key_store, "load_header", lambda e: opened.append(e) or original(e))
+    warm = runner.invoke(main, command)
+    assert (warm.stdout, warm.exit_code) == (cold.stdout, cold.exit_code)
+    assert sorted(opened) == sorted(str(store.entry_path(s.path)) for s in sample_sources())
 
 
 def test_functions_are_described_the_same_in_every_process() -> None:
@@ -569,3 +649,55 @@ def test_functions_are_described_the_same_in_every_process() -> None:
     assert store.describe(partial(count.count, by=object())) is None
     ordered_sets = {store.describe(partial(count.count, by={"a", "b", "c"})) for _ in range(5)}
     assert len(ordered_sets) == 1
+
+
+def test_rows_of_every_kept_dtype_build_the_same_frame() -> None:
+    from datetime import UTC, date, datetime, timedelta
+
+    from copilot_logs.store.rows import frame_of, split_rows
+
+    models = pl.List(pl.Struct({"model": pl.String, "cost": pl.Float64}))
+    frame = pl.DataFrame(
+        {
+            "file": ["a", "b", "a"],
+            "at": [datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC), None, datetime(1969, 1, 1)],
+            "day": [date(2026, 1, 2), date(1969, 12, 31), None],
+            "took": [timedelta(milliseconds=1500), None, timedelta(days=-1)],
+            "cost": [float("nan"), float("inf"), -0.5],
+            "big": [2**64 - 1, 0, None],
+            "ok": [True, None, False],
+            "none": [None, None, None],
+            "tags": [["x", None], [], None],
+            "models": [[{"model": "m", "cost": 1.5}], None, [{"model": None, "cost": None}]],
+        },
+        schema_overrides={
+            "at": pl.Datetime("ms", "UTC"),
+            "took": pl.Duration("ms"),
+            "big": pl.UInt64,
+            "models": models,
+        },
+    )
+    split = split_rows(frame)
+    assert split is not None
+    empty, by_file = split
+    rebuilt = frame_of([("a", by_file["a"]), ("b", by_file["b"]), ("c", empty)])
+    assert_frame_equal(rebuilt, pl.concat([frame.filter(pl.col("file") == f) for f in "ab"]))
+    assert split_rows(frame.with_columns(pl.col("file").cast(pl.Categorical))) is None
+    assert split_rows(frame.with_columns(kind=pl.lit("x", dtype=pl.Categorical))) is None
+    assert split_rows(frame.drop("file")) is None
+
+
+def test_the_code_stamp_covers_modules_outside_the_store() -> None:
+    """An edit anywhere in the package (here: count's core) makes every entry stale."""
+    import copilot_logs
+    from copilot_logs.store.entry import code_stamp as cached
+
+    code_stamp = cached.__wrapped__  # computed afresh: the process keeps its first stamp
+    target = Path(copilot_logs.__file__).parent / "commands" / "count.py"
+    before, info = code_stamp(), target.stat()
+    try:
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+        assert code_stamp() != before
+    finally:
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert code_stamp() == before

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from copilot_logs import store
     from copilot_logs.ingest.decode.envelope import Source
     from copilot_logs.ingest.discover import Selection
     from copilot_logs.ingest.reader import ReadResult
@@ -205,11 +206,15 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     sources = find(picked, zone=zone)
     if not sources:
         return None
+    from copilot_logs.store import look_up
     from copilot_logs.store.pool import start_workers_early
 
-    start_workers_early(sources, use_cache())
+    found = look_up(sources) if use_cache() else None
+    start_workers_early(sources, use_cache(), found)
     chosen = choose(picked, zone=zone)
-    return Loaded(sources, report=report, since=chosen.since, until=chosen.until)
+    loaded = Loaded(sources, report=report, since=chosen.since, until=chosen.until)
+    loaded.found = found
+    return loaded
 
 
 def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded | None:
@@ -262,6 +267,9 @@ class Loaded:
         chosen by them before reading)."""
         self.diagnostics: pl.DataFrame | None = None
         self.files_with_events: set[str] = set()
+        self.found: list[store.Found] | None = None
+        """Each source's entry in the store, looked up by :func:`load`: used by the first
+        :meth:`map` (a map writes entries, so a later one looks them up again)."""
 
     def map(self, fn: Callable[[ReadResult], T], *, remember: bool = True) -> list[T]:
         """``fn`` over every batch (it must be picklable: a module-level function or a
@@ -277,6 +285,7 @@ class Loaded:
         from copilot_logs.ingest import window
 
         since, until = self.window
+        looked, self.found = self.found, None
         narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
         step: Callable[[ReadResult], Any] = (
             functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
@@ -286,7 +295,12 @@ class Loaded:
                 self.engine(self.sources, step)
                 if self.engine is not None
                 else map_batches(
-                    self.sources, step, use_cache=use_cache(), on_read=advance, remember=remember
+                    self.sources,
+                    step,
+                    use_cache=use_cache(),
+                    on_read=advance,
+                    remember=remember,
+                    found=looked,
                 )
             )
             for done in batches:

@@ -20,22 +20,25 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, ReadState, Resume, read_many
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
 from copilot_logs.store import pool as pool_store
+from copilot_logs.store import recall
 
 T = TypeVar("T")
 
 OnRead = Callable[[Source], None]
 
 
-def batches(sources: Sequence[Source], limit: int) -> list[list[Source]]:
-    """Consecutive sources in batches of about ``limit`` bytes, at least one source each."""
-    groups: list[list[Source]] = [[]]
+def batches(
+    sources: Sequence[Source], limit: int, sizes: Sequence[int] | None = None
+) -> list[list[int]]:
+    """The indexes of consecutive sources in batches of about ``limit`` bytes (``sizes``, else
+    their size on disk), at least one source each."""
+    groups: list[list[int]] = [[]]
     total = 0
-    for source in sources:
-        size = source.size
+    for index, size in enumerate(sizes if sizes is not None else [s.size for s in sources]):
         if groups[-1] and total + size > limit:
             groups.append([])
             total = 0
-        groups[-1].append(source)
+        groups[-1].append(index)
         total += size
     return [group for group in groups if group]
 
@@ -81,21 +84,19 @@ class BatchResult(Generic[T]):
 
 
 def _run_batch(
-    sources: Sequence[Source], fn: Callable[[ReadResult], T], use_cache: bool, remember: bool
+    sources: Sequence[Source],
+    fn: Callable[[ReadResult], T],
+    key: str | None,
+    found: Sequence[store.Found] | None,
 ) -> BatchResult[T]:
-    """``fn`` of a batch. Through the store (``use_cache``): answered from the entries alone
-    when they all hold ``fn``'s value (a value that splits by file is kept per log), else
-    computed from the frames, and the entries written with the value."""
-    if not use_cache:
+    """``fn`` of a batch. Through the store (when ``found``, each source's entry, is given):
+    the frames from the entries where they serve, and the entries written with ``fn``'s
+    value (under ``key``, when it splits by file)."""
+    if found is None:
         result = _parse([(source, None) for source in sources])[0]
         value, result, _ = _mapped(result, fn)
         return BatchResult(value, result.diagnostics, _with_events(result))
-    key = store.describe(fn) if remember else None
-    recalled = store.recall(sources, key) if key is not None else None
-    if recalled is not None:
-        value = cast(T, recalled.value)
-        return BatchResult(value, recalled.diagnostics, recalled.files_with_events)
-    result, pending = store.read(sources, _parse)
+    result, pending = store.read(sources, _parse, found)
     value, result, whole = _mapped(result, fn)
     store.keep(pending, key if whole else None, value)
     return BatchResult(value, result.diagnostics, _with_events(result))
@@ -141,37 +142,68 @@ def map_batches(
     use_cache: bool = False,
     on_read: OnRead | None = None,
     remember: bool = True,
+    found: Sequence[store.Found] | None = None,
 ) -> Iterator[BatchResult[T]]:
     """``fn`` applied to each batch of sources, in worker processes when there is a lot to
     parse. ``fn`` must be picklable for that (a module-level function or a partial of one).
     Results come in the order batches finish.
 
-    With ``use_cache`` the batches are read through the store (:mod:`copilot_logs.store`):
-    unchanged files come from their entries, grown ones are read from where their entry
-    stopped, and what was read is written back; unless ``remember`` is false (a function
-    whose work is a side effect, such as export's), ``fn``'s value is kept in the entries when
-    it splits by file, and a later run with the same logs is answered from them.
+    With ``use_cache`` the batches are read through the store (:mod:`copilot_logs.store`),
+    each log looked up once (``found``, when the caller did it already): unless ``remember``
+    is false (a function whose work is a side effect, such as export's), the unchanged logs
+    whose entry holds ``fn``'s value are answered from their headers alone, in this process;
+    the others come from their entries' frames when unchanged, are read from where their entry
+    stopped when they grew, are read whole otherwise, and their entries are written with
+    ``fn``'s value when it splits by file.
     """
     if not sources:
         return
+    looked = (found or store.look_up(sources)) if use_cache else None
+    key = store.describe(fn) if use_cache and remember else None
+    rest = list(range(len(sources)))
+    if looked is not None and key is not None:
+        recalled, rest = recall.recall(sources, looked, key)
+        for done in recalled:
+            _notify(done.sources, on_read)
+            yield BatchResult(cast(T, done.value), done.diagnostics, done.files_with_events)
+    todo = [sources[index] for index in rest]
+    todo_found = [looked[index] for index in rest] if looked is not None else None
+    yield from _map_rest(todo, fn, key, todo_found, on_read)
+
+
+def _map_rest(
+    sources: list[Source],
+    fn: Callable[[ReadResult], T],
+    key: str | None,
+    found: list[store.Found] | None,
+    on_read: OnRead | None,
+) -> Iterator[BatchResult[T]]:
+    """:func:`map_batches` of what the store did not answer."""
+    if not sources:
+        return
     stdin = any(source.path is None for source in sources)
-    to_read = 0 if stdin else pool_store.to_read(sources, use_cache)
+    sizes = [f.stamp.size if f.stamp else 0 for f in found] if found is not None else None
+    to_read = 0 if stdin else pool_store.to_read(sources, found)
     plan = pool_store.plan(to_read)
-    groups = batches(sources, plan.batch_bytes)
+    groups = batches(sources, plan.batch_bytes, sizes)
+    jobs = [
+        ([sources[i] for i in group], [found[i] for i in group] if found is not None else None)
+        for group in groups
+    ]
     if plan.workers < 2 or len(groups) < 2:
-        for group in groups:
-            done = _run_batch(group, fn, use_cache, remember)
+        for group, looked in jobs:
+            done = _run_batch(group, fn, key, looked)
             _notify(group, on_read)
             yield done
     else:
         with pool_store.executor(plan.workers, frames=True) as pool:
             futures = {
-                pool.submit(_run_batch, group, fn, use_cache, remember): group for group in groups
+                pool.submit(_run_batch, group, fn, key, looked): group for group, looked in jobs
             }
             for future in as_completed(futures):
                 _notify(futures[future], on_read)
                 yield future.result()
-    if use_cache and (to_read or stdin):
+    if found is not None and (to_read or stdin):
         store.prune()
 
 

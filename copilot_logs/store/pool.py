@@ -2,7 +2,8 @@
 
 Workers come from a fork server (never a fork of a process whose polars thread pool has
 started, which can deadlock the child). How many, and how much input each handles at a time,
-is :func:`plan`: at most MAX_WORKERS workers whatever the core count, and batches that shrink
+is :func:`plan`: at most MAX_FRAME_WORKERS workers (MAX_WORKERS for ``count --total``'s scan)
+whatever the core count, and batches that shrink
 as workers are added, so that the memory summed over all processes stays bounded (under 250 MB
 in the benchmarks) on any machine. ``COPILOT_LOGS_CPUS`` overrides the core count: to use fewer
 cores, or to see what copilot-logs does on a bigger machine.
@@ -18,15 +19,23 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from multiprocessing.context import BaseContext, ForkServerContext
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from copilot_logs.ingest.decode.envelope import Source
+
+if TYPE_CHECKING:
+    from copilot_logs.store.key import Found
 
 T = TypeVar("T")
 
 CPUS_VARIABLE = "COPILOT_LOGS_CPUS"
 MAX_WORKERS = 4
-IN_FLIGHT_BYTES = 48 << 20
+"""Workers of ``count --total``'s scan (they never import polars: a few MB each)."""
+MAX_FRAME_WORKERS = 3
+"""Workers that read into frames. Each costs about 35 MB summed PSS before its first batch
+(polars, the interpreter): a fourth one took cold ``sessions --no-cache`` of 1 GB over 250 MB
+summed at 4 cores and more, where three stay near 215 MB."""
+IN_FLIGHT_BYTES = 36 << 20
 """Input held by all workers at once (a batch each): the part of memory that grows with the
 number of workers; the rest is a fixed cost per process."""
 MAX_BATCH_BYTES = 24 << 20
@@ -57,7 +66,8 @@ def plan(to_read: int, cpus: int | None = None, *, frames: bool = True) -> Plan:
     """How to read ``to_read`` bytes on ``cpus`` cores (default :func:`cpu_count`)."""
     cores = cpu_count() if cpus is None else cpus
     threshold = FRAMES_PARALLEL_BYTES if frames else SCAN_PARALLEL_BYTES
-    workers = min(cores, MAX_WORKERS) if to_read >= threshold else 1
+    cap = MAX_FRAME_WORKERS if frames else MAX_WORKERS
+    workers = min(cores, cap) if to_read >= threshold else 1
     if workers < 2:
         return Plan(1, MAX_BATCH_BYTES)
     return Plan(workers, min(MAX_BATCH_BYTES, IN_FLIGHT_BYTES // workers))
@@ -93,32 +103,31 @@ def _context(frames: bool) -> BaseContext:
     return context
 
 
-def start_workers_early(sources: Sequence[Source], use_cache: bool) -> None:
+def start_workers_early(
+    sources: Sequence[Source], use_cache: bool, found: Sequence[Found] | None = None
+) -> None:
     """When the sources will be read into frames by worker processes from a fork server,
-    start it now: it imports polars on another core while this process imports it too."""
+    start it now: it imports polars on another core while this process imports it too.
+    ``found`` is each source's entry in the store, when the caller looked them up."""
     if start_method() != "forkserver" or any(source.path is None for source in sources):
         return
-    if plan(to_read(sources, use_cache)).workers >= 2:
+    if use_cache and found is None:
+        from copilot_logs.store import look_up
+
+        found = look_up(sources)
+    if plan(to_read(sources, found if use_cache else None)).workers >= 2:
         from multiprocessing import forkserver
 
         _context(frames=True)
         forkserver.ensure_running()
 
 
-def to_read(sources: Sequence[Source], use_cache: bool) -> int:
-    """How much of the sources a read would parse: what the store cannot serve."""
-    if not use_cache:
+def to_read(sources: Sequence[Source], found: Sequence[Found] | None) -> int:
+    """How much of the sources a read would parse: all of them without the store (``found``
+    None), else what their entries cannot serve."""
+    if found is None:
         return sum(source.size for source in sources)
-    from copilot_logs import store
-
-    total = 0
-    for source in sources:
-        found = store.find(source)
-        if found.state is store.State.FRESH and found.header and found.header.body:
-            continue  # (a fresh entry without frames, written by count --total, is read)
-        grown = found.state is store.State.GROWN and found.header and found.header.body
-        total += source.size - (found.header.end if grown and found.header else 0)
-    return total
+    return sum(looked.to_parse() for looked in found)
 
 
 def balance(items: Sequence[T], sizes: Sequence[int], count: int) -> list[list[T]]:

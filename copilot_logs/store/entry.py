@@ -1,0 +1,223 @@
+"""The store's entry format: one file per source log, its header, and writing it atomically.
+
+An entry is ``<hash of the log's path>.entry`` in the store folder (:func:`folder`)::
+
+    magic (8 bytes) | header length (u32) | CRC-32 of the header (u32) | header | body
+
+The header is MessagePack, decoded into the typed :class:`Header` by msgspec (never executed):
+the log's path and key, how far the read got, the file's ``count --total`` figures, its
+diagnostics, and what commands computed from its frames, as rows of plain values
+(:class:`Result`); a warm run reads only headers. The body, when present, is the log's events
+frame in Arrow IPC (its length and CRC-32 in the header).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import struct
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+
+import copilot_logs
+
+VERSION = 2
+MAGIC = b"CLSTORE\x02"
+PREFIX = struct.Struct("<8sII")
+HEAD_READ = 16 << 10
+"""Bytes read at once from the start of an entry: the header of almost every entry."""
+MAX_HEADER_BYTES = 64 << 20
+
+Count = Annotated[int, msgspec.Meta(ge=0)]
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+class Stamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``stat`` says of a log: any difference means the file changed."""
+
+    size: Count
+    mtime_ns: int
+    ctime_ns: int
+    inode: Count
+    device: Count
+
+
+class Rows(msgspec.Struct, frozen=True, forbid_unknown_fields=True, array_like=True):
+    """One log's rows of a frame, column by column, as plain values (see
+    :mod:`copilot_logs.store.rows`); the ``file`` column is left empty (it is the caller's
+    name for the log)."""
+
+    schema: list[tuple[str, str]]
+    """Each column's name and dtype, as :func:`copilot_logs.store.rows.dtype_text` writes it."""
+    height: Count
+    columns: list[list[Any]]
+
+
+class Result(msgspec.Struct, frozen=True, forbid_unknown_fields=True, array_like=True):
+    """What the function described by ``key`` computed from the log's frames."""
+
+    key: str
+    is_tuple: bool
+    """The value is a tuple of frames (else one frame)."""
+    frames: msgspec.Raw
+    """Each frame's :class:`Rows`, decoded only when asked for (:func:`rows_of`): a run
+    decodes the rows of its own command, not those of every command the entry holds."""
+
+
+def result(key: str, is_tuple: bool, frames: list[Rows]) -> Result:
+    return Result(key, is_tuple, msgspec.Raw(_ENCODER.encode(frames)))
+
+
+def rows_of(result: Result) -> list[Rows] | None:
+    """The rows of each frame of a result; None when they are not valid rows."""
+    try:
+        return _ROWS.decode(result.frames)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+Diagnostic = tuple[str | None, int | None, int | None, str | None, str | None, str | None]
+"""A diagnostics row without its file: session_id, line, offset, kind, message, event_id."""
+
+
+class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    version: int
+    code: str
+    path: str
+    stamp: Stamp
+    end: Count
+    """Bytes read: up to the last newline."""
+    head: str
+    tail: str
+    next_line: Count
+    last_id: str | None
+    session_id: str | None
+    clean: bool
+    """No damage, and the file ended with a newline: a later read may go on from ``end``."""
+    llm_calls: Count
+    subagent_calls: Count
+    messages: list[tuple[str, str]]
+    damage: list[tuple[Count, str, str]]
+    unreadable: bool
+    body: tuple[Count, Count, Count] | None
+    """The events frame in the body: its IPC length and CRC-32, and its rows; None when the
+    entry holds only the counts (written by ``count --total``)."""
+    diagnostics: list[Diagnostic]
+    """The diagnostics frame's rows (when the entry has a body)."""
+    results: list[Result]
+
+
+_DECODER = msgspec.msgpack.Decoder(Header)
+_ROWS = msgspec.msgpack.Decoder(list[Rows])
+
+
+def folder() -> Path:
+    """The store folder: ``copilot-logs/store`` in the user's cache folder (on Linux
+    ``$XDG_CACHE_HOME``, else ``~/.cache``; the platform's cache folder elsewhere)."""
+    return Path(_where())
+
+
+def _where() -> str:
+    get = os.environ.get
+    return _folder(get("XDG_CACHE_HOME"), get("HOME"), get("LOCALAPPDATA"))
+
+
+@functools.cache
+def _folder(*environment: str | None) -> str:
+    """:func:`folder` for the variables platformdirs reads (asked once per process)."""
+    import platformdirs
+
+    return os.path.join(platformdirs.user_cache_dir("copilot-logs", appauthor=False), "store")
+
+
+_PACKAGE = Path(copilot_logs.__file__).resolve().parent
+
+
+@functools.cache
+def code_stamp() -> str:
+    """A hash of the size and modification time of every module of copilot-logs: an entry is
+    never served to code other than the code that wrote it (an upgrade, an edit)."""
+    digest = hashlib.blake2b(f"{VERSION}".encode(), digest_size=16)
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        info = path.stat()
+        digest.update(f"\n{path.relative_to(_PACKAGE)}:{info.st_size}:{info.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def entry_path(log: Path) -> Path:
+    return Path(entry_file(os.path.abspath(log)))
+
+
+def entry_file(absolute: str) -> str:
+    """The entry of the log at ``absolute`` (an absolute path)."""
+    name = hashlib.blake2b(absolute.encode(), digest_size=16).hexdigest()
+    return os.path.join(_where(), name + ".entry")
+
+
+def load_header(entry: str | Path) -> tuple[Header, int] | None:
+    """The header of an entry and where its body starts; None for anything but a whole, valid
+    entry of this version of copilot-logs."""
+    try:
+        with open(entry, "rb", buffering=0) as stream:
+            start = stream.read(HEAD_READ)
+            if len(start) < PREFIX.size:
+                return None
+            magic, length, crc = PREFIX.unpack_from(start)
+            if magic != MAGIC or length > MAX_HEADER_BYTES:
+                return None
+            raw = start[PREFIX.size : PREFIX.size + length]
+            if len(raw) < length:
+                raw += stream.read(length - len(raw))
+    except OSError:
+        return None
+    if len(raw) != length or zlib.crc32(raw) != crc:
+        return None
+    try:
+        header = _DECODER.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if header.version != VERSION or header.code != code_stamp():
+        return None
+    return header, PREFIX.size + length
+
+
+def encode(header: Header, body: bytes) -> bytes:
+    """An entry's bytes."""
+    raw = _ENCODER.encode(header)
+    return PREFIX.pack(MAGIC, len(raw), zlib.crc32(raw)) + raw + body
+
+
+def private_folder() -> Path:
+    """The store folder, created 0700 (and made so when it was not)."""
+    where = folder()
+    for path in (where.parent, where):
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    return where
+
+
+def replace(target: Path, data: bytes, where: Path | None = None) -> bool:
+    """Write ``data`` to ``target`` atomically: a temporary file (0600) in the store folder
+    (``where``, once made private by the caller, else :func:`private_folder`), renamed over the
+    target; the temporary file is removed when anything fails."""
+    try:
+        where = where or private_folder()
+        handle, name = tempfile.mkstemp(dir=where, prefix=".", suffix=".tmp")
+    except OSError:
+        return False
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(name, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        return False
+    return True
