@@ -498,6 +498,18 @@ def _big_counts(data: Data) -> bool:
     return json_limits.out_of_range(data.outputTokens) or json_limits.out_of_range(data.chunkIndex)
 
 
+def _one_object_a_line(view: memoryview, ends: list[int]) -> bool:
+    """Whether each line starts with ``{`` and ends with ``}``. Inside a JSON value ``}`` is
+    never followed by ``{``, so each line then starts a new event, and as many events as lines
+    means one a line: a blank line and a line of two events cannot shift them against the
+    lines (nor a CR end a line)."""
+    if view[0] != 123:
+        return False
+    return all(
+        view[end - 1] == 125 and (end + 1 == len(view) or view[end + 1] == 123) for end in ends
+    )
+
+
 def _valid_utf8(view: memoryview) -> bool:
     try:
         codecs.utf_8_decode(view, "strict", True)
@@ -598,7 +610,7 @@ class _FileReader:
             events = EVENT_LINES.decode_lines(view)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return False
-        if len(events) != len(ends) or any(view[end - 1] == 13 for end in ends):
+        if len(events) != len(ends) or not _one_object_a_line(view, ends):
             return False
         ids = [event.id for event in events]
         if len(set(ids)) != len(ids) or not self.seen_ids.isdisjoint(ids):
@@ -1009,6 +1021,30 @@ def read_stream(
 def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> ReadResult:
     """Read a session log held in memory (tests, and callers who already have the bytes)."""
     return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))[0]
+
+
+@dataclass(frozen=True)
+class Window:
+    """What :func:`count_window` read, and the reader's state after it."""
+
+    events: int
+    damage: tuple[tuple[int, str, str], ...]
+    state: ReadState
+    seen_ids: set[str]
+
+
+def count_window(data: bytes, counter: CallCounter, resume: Resume) -> Window:
+    """:func:`count_calls` of the whole lines ``data``, which start at ``resume`` in a file and
+    end with a line the reader does not hold (one JSON object, starting with ``{``): so the
+    reader's figures and state after them are those of a read of the whole file."""
+    rows, diagnostics = _Rows(), _Diagnostics()
+    reader = _FileReader(rows, diagnostics, resume, needs_payload)
+    reader.run(reader.lines(io.BytesIO(data)))
+    for row in rows.rows:
+        counter.add(row[_TYPE], row[_AGENT], row[_MESSAGE_ID], row[_CHUNK])
+    damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
+    state = ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
+    return Window(len(rows.rows), damage, state, reader.seen_ids)
 
 
 @dataclass(frozen=True)
