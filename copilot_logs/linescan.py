@@ -4,7 +4,7 @@ and vouched for when the full reader would read the same event from it.
 The file is read a block at a time into one reused buffer, and each line is decoded by msgspec
 into the fields a count needs (type, id, agentId, and the data's messageId and chunkIndex),
 skipping the rest of the payload at C speed. A line is vouched for, and fed to the one
-:class:`copilot_logs.calls.CallCounter`, when all of these hold:
+:class:`copilot_logs.ingest.calls.CallCounter`, when all of these hold:
 
 - msgspec decodes it whole, as ONE JSON object (text after the object is an error), with a
   string ``type`` and ``id``, an object ``data``, and ``agentId`` a string or absent: so the
@@ -42,9 +42,9 @@ from pathlib import Path
 
 import msgspec
 
-from copilot_logs.calls import CALL_TYPES, CallCounter, needs_payload
-from copilot_logs.json_limits import out_of_range
-from copilot_logs.logfile import display_name
+from copilot_logs.ingest.calls import CALL_TYPES, CallCounter, needs_payload
+from copilot_logs.ingest.decode.json_limits import out_of_range
+from copilot_logs.ingest.logfile import display_name
 
 
 class _CallData(msgspec.Struct):

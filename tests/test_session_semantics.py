@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
@@ -441,28 +442,29 @@ def tied_session(first_model: str, then_model: str) -> SessionBuilder:
 
 
 def test_a_model_tie_goes_to_the_latest_reply_whatever_the_names() -> None:
-    from copilot_logs import agent_loop, overview
-    from copilot_logs.reader import read_bytes
+    from copilot_logs.commands import sessions as sessions_core
+    from copilot_logs.commands import timeline
+    from copilot_logs.ingest.reader import read_bytes
 
     for first_model, then_model in (
         ("claude-sonnet-4.5", "gpt-5-mini"),
         ("gpt-5-mini", "claude-sonnet-4.5"),
     ):
         result = read_bytes(tied_session(first_model, then_model).to_bytes(), "tie.jsonl")
-        assert overview.summarize(result)["model"].to_list() == [then_model]
-        assert [s["model"] for s in agent_loop.timeline(result)] == [then_model]
+        assert sessions_core.summarize(result)["model"].to_list() == [then_model]
+        assert [s["model"] for s in timeline.timeline(result)] == [then_model]
 
 
 def test_the_most_named_model_wins_over_the_latest() -> None:
-    from copilot_logs import overview
-    from copilot_logs.reader import read_bytes
+    from copilot_logs.commands import sessions as sessions_core
+    from copilot_logs.ingest.reader import read_bytes
 
     b = tied_session("gpt-5-mini", "claude-sonnet-4.5")
     b.user_message("c")
     b.turn("z", model="gpt-5-mini")
     b.turn("z", model="o3")
     result = read_bytes(b.to_bytes(), "most.jsonl")
-    assert overview.summarize(result)["model"].to_list() == ["gpt-5-mini"]
+    assert sessions_core.summarize(result)["model"].to_list() == ["gpt-5-mini"]
 
 
 # --- usage after /rewind, and per-model figures at a switch ---------------------------------
@@ -514,3 +516,30 @@ def test_per_model_figures_split_at_a_model_switch() -> None:
         "gpt-5-mini": 1,
         "claude-sonnet-4.5": 2,
     }
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["clean-lane", "line-reader"])
+@pytest.mark.parametrize("unnamed", [b'"sessionId":""', b'"sessionIdX":"gone"'])
+def test_a_session_start_without_an_id_never_joins_the_session_before(
+    tmp_path: Path, unnamed: bytes, damaged: bool
+) -> None:
+    """`cat good bad`: a session.start whose sessionId is empty or missing starts a session of
+    its own (named after its line), so the session before keeps exactly its own figures."""
+    first, second = two_sessions()
+    head = first.to_bytes()
+    lines = second.to_bytes().split(b"\n")
+    named = f'"sessionId":"{SECOND}"'.encode()
+    assert named in lines[0]
+    lines[0] = lines[0].replace(named, unnamed)
+    if damaged:  # a CR LF ending sends the line through the line reader
+        lines[0] += b"\r"
+    path = tmp_path / "stream.jsonl"
+    path.write_bytes(head + b"\n".join(lines))
+    line = head.count(b"\n") + 1
+    expected = {FIRST: 3, f"no-id-line-{line}": 1}
+    for extra in ([], ["--no-cache"]):
+        rows = cli("sessions", str(path), *extra)
+        assert {r["session_id"]: r["llm_calls"] for r in rows} == expected
+        assert {r["session_id"]: r["llm_calls"] for r in cli("count", str(path))} == expected
+    piped = cli("sessions", "-", stdin=path.read_bytes())
+    assert {r["session_id"]: r["llm_calls"] for r in piped} == expected

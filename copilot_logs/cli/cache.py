@@ -1,0 +1,61 @@
+"""``copilot-logs cache info|clear``: where the store is, what it holds, and emptying it."""
+
+from __future__ import annotations
+
+import click
+
+from copilot_logs.cli.options import format_option
+
+
+@click.group()
+def cache() -> None:
+    """Show or empty the store of what was read (see the README's "The cache").
+
+    Each session log read is kept as one entry under the user's cache folder, so an unchanged
+    log is not parsed again; `--no-cache` on any command bypasses it. Deleting it is always safe.
+
+    \b
+    Examples:
+      copilot-logs cache info
+      copilot-logs cache info --format json
+      copilot-logs cache clear
+    """
+
+
+@cache.command()
+@format_option("table", "json")
+def info(fmt: str) -> None:
+    """Where the store is, how many session logs it holds, and its size in bytes.
+
+    \b
+    Examples:
+      copilot-logs cache info
+      copilot-logs cache info --format json | jq .bytes
+    """
+    from copilot_logs import store
+    from copilot_logs.render import formats, output
+
+    held = store.info()
+    facts = {"path": str(held.path), "entries": held.entries, "bytes": held.bytes}
+    if fmt == "json":
+        formats.write_json(facts)
+        return
+    output.echo(f"path     {held.path}")
+    output.echo(f"entries  {held.entries:,} session logs")
+    output.echo(f"bytes    {held.bytes:,} ({held.bytes / (1 << 20):.1f} MB)")
+
+
+@cache.command()
+def clear() -> None:
+    """Delete everything the store holds (the next run reads every log again).
+
+    \b
+    Examples:
+      copilot-logs cache clear
+    """
+    from copilot_logs import store
+    from copilot_logs.render import output
+
+    before = store.info()
+    store.clear()
+    output.echo(f"Removed {before.entries:,} entries ({before.bytes:,} bytes).", err=True)

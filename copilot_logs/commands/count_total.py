@@ -1,0 +1,295 @@
+"""``count --total``: exact, at close to the speed of reading the bytes.
+
+Each file is scanned by :mod:`copilot_logs.linescan`, which decodes every line for the few
+fields a count needs and vouches for it when the full reader would read the same event from
+it. At a line it cannot vouch for, the full reader reads the damaged lines, up to the next line
+the scan vouches for, and the scan goes on after them with the reader's state (the ids seen,
+the last id, the counter): so the damage is recovered and reported as ``count`` does, and the
+figures are ``count``'s. Both feed the one :class:`copilot_logs.ingest.calls.CallCounter`.
+
+Each file's figures are kept in the store (a header without frames, see
+:mod:`copilot_logs.store`): an unchanged file is not opened again, and a clean file that grew
+is scanned from where the entry stopped. Many bytes to count are shared between this process
+and worker processes (see :func:`_run`). No polars is imported on this path, and the full
+reader and the worker pool are imported only when needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from copilot_logs import store
+from copilot_logs.ingest.calls import CallCounter
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.linescan import Scanned, scan_file, window_end
+
+if TYPE_CHECKING:
+    from copilot_logs.ingest.line_reader import Resume
+
+__all__ = ["FileTotals", "Scan", "Scanned", "count_file", "scan_file", "scan_sources"]
+
+Damage = tuple[tuple[int, str, str], ...]
+"""(line, kind, message) of each damaged line the full reader reported."""
+
+
+@dataclass(frozen=True)
+class FileTotals:
+    """A file's figures, and what the store keeps to go on when the file grows."""
+
+    llm_calls: int
+    subagent_calls: int
+    damage: Damage
+    unreadable: bool
+    """Nothing could be read: no event at all, only damage."""
+    progress: store.Progress | None
+    """None for standard input or a file that cannot be read."""
+
+
+def count_file(source: Source, since: store.Header | None = None) -> FileTotals:
+    """A file's figures: by the scan as far as it vouches for the lines (going on from an
+    earlier read's entry ``since`` when the file only grew), and by the full reader, which
+    recovers and reports damage, over the lines it does not (see :func:`_recover`)."""
+    if source.path is not None and since is not None:
+        counter = CallCounter(since.messages)
+        counter.llm_calls, counter.subagent_calls = since.llm_calls, since.subagent_calls
+        scanned = _scan(source, counter, since.end, since.next_line, since.last_id)
+        if scanned is not None and scanned.whole:
+            return _totals(counter, scanned, since.session_id)
+    counter = CallCounter()
+    scanned = _scan(source, counter) if source.path is not None else None
+    if scanned is not None and scanned.whole:
+        return _totals(counter, scanned, None)
+    return _recover(source, counter, scanned)
+
+
+MAX_WINDOWS = 16
+"""Runs of damaged lines handed to the full reader one at a time before it reads the rest."""
+
+
+def _recover(source: Source, counter: CallCounter, scanned: Scanned | None) -> FileTotals:
+    """From the first line the scan did not vouch for: the full reader reads each run of
+    damaged lines, through the next line the scan vouches for (where the reader holds nothing,
+    see :func:`copilot_logs.linescan.window_end`), and the scan goes on after it with the
+    reader's state; after MAX_WINDOWS runs, or when no such line follows, the reader reads the
+    rest. ``counter`` holds what the scan counted."""
+    from copilot_logs.ingest.reader import count_calls
+
+    damage: list[tuple[int, str, str]] = []
+    events = scanned.line - 1 if scanned is not None else 0
+    for _ in range(MAX_WINDOWS):
+        if scanned is None or scanned.whole:
+            break
+        read = _window(source, counter, scanned, damage)
+        if read is None:
+            break
+        scanned, more_events = read
+        events += more_events
+    if scanned is not None and scanned.whole:
+        progress = _progress(counter, scanned.offset, scanned.line, scanned.last_id, damage)
+        return FileTotals(counter.llm_calls, counter.subagent_calls, tuple(damage), False, progress)
+    resume = _resume_at(scanned) if scanned is not None and scanned.offset else None
+    calls = count_calls(source, counter, resume)
+    damage.extend(calls.damage)
+    unreadable = events + calls.events == 0 and bool(damage)
+    if calls.state is None:
+        return FileTotals(
+            counter.llm_calls, counter.subagent_calls, tuple(damage), unreadable, None
+        )
+    state = calls.state
+    progress = dataclasses.replace(
+        _progress(counter, state.end, state.next_line, state.last_id, damage),
+        session_id=state.session_id,
+        unreadable=unreadable,
+    )
+    return FileTotals(
+        counter.llm_calls, counter.subagent_calls, tuple(damage), unreadable, progress
+    )
+
+
+def _window(
+    source: Source, counter: CallCounter, scanned: Scanned, damage: list[tuple[int, str, str]]
+) -> tuple[Scanned, int] | None:
+    """The full reader over one run of damaged lines, then the scan from after it: where that
+    got, and how many events both read (None when the run has no end the scan vouches for)."""
+    from copilot_logs.ingest.reader import count_window
+
+    assert source.path is not None
+    lines = window_end(source.path, scanned.offset)
+    if lines is None:
+        return None
+    read = count_window(lines, counter, _resume_at(scanned))
+    damage.extend(read.damage)
+    state = read.state
+    after = Scanned(state.end, state.next_line, state.last_id, read.seen_ids, whole=False)
+    more = scan_file(
+        source.path,
+        counter,
+        start=state.end,
+        line=state.next_line,
+        last_id=state.last_id,
+        seen=read.seen_ids,
+    )
+    after = more if more is not None else after
+    return after, read.events + after.line - state.next_line
+
+
+def _resume_at(scanned: Scanned) -> Resume:
+    """Where the full reader goes on after the scan."""
+    from copilot_logs.ingest.line_reader import Resume
+
+    return Resume(
+        offset=scanned.offset,
+        line=scanned.line,
+        last_id=scanned.last_id,
+        seen_ids=frozenset(scanned.seen),
+        session_id=None,
+    )
+
+
+def _progress(
+    counter: CallCounter,
+    end: int,
+    next_line: int,
+    last_id: str | None,
+    damage: list[tuple[int, str, str]],
+) -> store.Progress:
+    """What the store keeps of a damaged file (it is read again whole if it grows)."""
+    return store.Progress(
+        end=end,
+        next_line=next_line,
+        last_id=last_id,
+        session_id=None,
+        clean=False,
+        llm_calls=counter.llm_calls,
+        subagent_calls=counter.subagent_calls,
+        messages=counter.messages,
+        damage=tuple(damage),
+        unreadable=False,
+    )
+
+
+def _scan(
+    source: Source,
+    counter: CallCounter,
+    start: int = 0,
+    line: int = 1,
+    last_id: str | None = None,
+) -> Scanned | None:
+    """:func:`scan_file` of a source."""
+    assert source.path is not None
+    return scan_file(source.path, counter, start=start, line=line, last_id=last_id)
+
+
+def _totals(counter: CallCounter, scanned: Scanned, session_id: str | None) -> FileTotals:
+    progress = store.Progress(
+        end=scanned.offset,
+        next_line=scanned.line,
+        last_id=scanned.last_id,
+        session_id=session_id,
+        clean=True,
+        llm_calls=counter.llm_calls,
+        subagent_calls=counter.subagent_calls,
+        messages=counter.messages,
+        damage=(),
+        unreadable=False,
+    )
+    return FileTotals(counter.llm_calls, counter.subagent_calls, (), False, progress)
+
+
+Job = tuple[Source, "store.Stamp | None", "store.Header | None"]
+"""A file to count, its stamp before the count, and its entry when the file only grew."""
+
+
+def _count_and_keep(jobs: Sequence[Job], use_cache: bool) -> list[FileTotals]:
+    """Count each file (in a worker process when there are several) and write its entry."""
+    results = []
+    for source, stamp, since in jobs:
+        totals = _count_one(source, since)
+        if use_cache and stamp is not None and totals.progress is not None:
+            store.write(source, stamp, totals.progress, None)
+        results.append(totals)
+    return results
+
+
+def _count_one(source: Source, since: store.Header | None) -> FileTotals:
+    try:
+        return count_file(source, since=since)
+    except Exception:  # from one log's content: the other files are still counted
+        from copilot_logs.errors import failed_on_session
+
+        damage = ((0, "unprocessable", failed_on_session()),)
+        return FileTotals(0, 0, damage, unreadable=True, progress=None)
+
+
+@dataclass
+class Scan:
+    """The selection's totals, and the damage met on the way (file, line, kind, message)."""
+
+    llm_calls: int = 0
+    subagent_calls: int = 0
+    damage: list[tuple[str, int, str, str]] = field(default_factory=list)
+    unreadable: bool = False
+
+    def add(self, source: Source, totals: FileTotals | store.Header) -> None:
+        self.llm_calls += totals.llm_calls
+        self.subagent_calls += totals.subagent_calls
+        if totals.damage:
+            name = source.name
+            self.damage.extend((name, line, kind, text) for line, kind, text in totals.damage)
+        self.unreadable = self.unreadable or totals.unreadable
+
+
+def scan_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Scan:
+    """Totals of every source: from the store, scanned, or read in full, whichever each file
+    allows; what was counted is written to the store (unless ``use_cache`` is false)."""
+    scan = Scan()
+    jobs: list[Job] = []
+    for source in sources:
+        found = store.find(source) if use_cache else store.Found(store.State.MISS, None)
+        if found.state is store.State.FRESH and found.header is not None:
+            scan.add(source, found.header)
+            continue
+        since = found.header if found.state is store.State.GROWN else None
+        jobs.append((source, found.stamp, since))
+    sizes = [_to_read(source, since) for source, _, since in jobs]
+    for (source, _, _), totals in zip(jobs, _run(jobs, sizes, use_cache), strict=True):
+        scan.add(source, totals)
+    if use_cache and jobs:
+        store.prune()
+    return scan
+
+
+def _to_read(source: Source, since: store.Header | None) -> int:
+    return source.size - (since.end if since is not None else 0)
+
+
+def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[FileTotals]:
+    """Count the jobs, on ``plan.workers`` processes when there is enough to read: this one
+    and ``plan.workers - 1`` workers. The batches go to the pool; this process takes the ones
+    no worker has started yet, from the last, so it works while the workers start."""
+    if not jobs:
+        return []  # every file was in the store: no worker module to import
+    from copilot_logs.store import pool as parallel
+
+    plan = parallel.plan(sum(sizes), frames=False)
+    if plan.workers < 2 or any(source.path is None for source, _, _ in jobs):
+        return _count_and_keep(jobs, use_cache)
+    batches = parallel.balance(jobs, sizes, plan.workers * 8)
+    done: list[list[FileTotals] | None] = [None] * len(batches)
+    with parallel.executor(plan.workers - 1, frames=False) as pool:
+        futures = [pool.submit(_count_and_keep, batch, use_cache) for batch in batches]
+        for index in reversed(range(len(batches))):
+            if futures[index].cancel():
+                done[index] = _count_and_keep(batches[index], use_cache)
+        for index, future in enumerate(futures):
+            if done[index] is None:
+                done[index] = future.result()
+    totals = {
+        id(job): total
+        for batch, counted in zip(batches, done, strict=True)
+        for job, total in zip(batch, counted or [], strict=True)
+    }
+    return [totals[id(job)] for job in jobs]

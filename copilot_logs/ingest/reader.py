@@ -1,0 +1,219 @@
+"""Bytes on disk -> an events frame and a diagnostics frame: the reader's entry points.
+
+The frames are built once per batch of files (:mod:`copilot_logs.ingest.events_frame`) from what the
+block reader (:mod:`copilot_logs.ingest.block_reader`) reads of each file: whole runs of clean lines
+decoded at once, and every other line through the line reader, which recovers every event the
+known kinds of damage leave behind and reports each damaged physical line.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import polars as pl
+
+from copilot_logs.ingest.block_reader import FileReader
+from copilot_logs.ingest.calls import CallCounter, needs_payload
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS, PAYLOAD_TYPES
+from copilot_logs.ingest.events_frame import ENVELOPE_FIELDS, Diagnostics, Rows, Span
+from copilot_logs.ingest.line_reader import Resume
+from copilot_logs.ingest.logfile import open_log, why_unreadable
+
+__all__ = [
+    "ENVELOPE_FIELDS",
+    "PAYLOAD_FIELDS",
+    "PAYLOAD_TYPES",
+    "ReadResult",
+    "ReadState",
+    "Resume",
+    "read_many",
+]
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """What reading gives: one row per event, and one row per problem met on the way."""
+
+    events: pl.DataFrame
+    diagnostics: pl.DataFrame
+
+    @staticmethod
+    def concat(parts: Iterable[ReadResult]) -> ReadResult:
+        import polars as pl
+
+        parts = list(parts)
+        if not parts:
+            return ReadResult.empty()
+        return ReadResult(
+            pl.concat([p.events for p in parts], how="vertical"),
+            pl.concat([p.diagnostics for p in parts], how="vertical"),
+        )
+
+    @staticmethod
+    def empty() -> ReadResult:
+        from copilot_logs.ingest.schema import empty_diagnostics, empty_events
+
+        return ReadResult(empty_events(), empty_diagnostics())
+
+
+@dataclass(frozen=True)
+class ReadState:
+    """How far a read got, so that a cache can later read only what was appended."""
+
+    end: int
+    """Bytes up to and including the last newline."""
+    next_line: int
+    last_id: str | None
+    session_id: str | None
+    """The session the last rows belong to: appended rows continue it."""
+
+
+def _read(
+    stream: BinaryIO,
+    source: Source,
+    rows: Rows,
+    diagnostics: Diagnostics,
+    resume: Resume | None = None,
+    wants_payload: Callable[[str, str | None], bool] | None = None,
+) -> tuple[Span, ReadState]:
+    """Read one stream into shared row lists; returns its span and how far it got."""
+    events_before, diagnostics_before = rows.count, len(diagnostics.rows)
+    reader = FileReader(rows, diagnostics, resume, wants_payload)
+    reader.run(reader.lines(stream))
+    if resume is None and rows.count == events_before:
+        if len(diagnostics.rows) == diagnostics_before:
+            # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without
+            # a row it would vanish from every frame, and the caller could not say it was read.
+            diagnostics.add(0, 0, "empty-file", "the file is empty: it holds no event")
+        else:
+            diagnostics.add(
+                0,
+                0,
+                "no-event",
+                "no event could be read from the file: is it a Copilot CLI session log?",
+            )
+    span = Span(
+        source.name,
+        reader.first_session_id or source.session_hint,
+        rows.count - events_before,
+        len(diagnostics.rows) - diagnostics_before,
+        reader.sessions,
+    )
+    return span, ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
+
+
+def _read_source_into(
+    source: Source,
+    resume: Resume | None,
+    rows: Rows,
+    diagnostics: Diagnostics,
+    wants_payload: Callable[[str, str | None], bool] | None = None,
+) -> tuple[Span, ReadState | None]:
+    """Read a file (or stdin); an unreadable file becomes a diagnostic, never an exception."""
+    if source.path is None:
+        import sys
+
+        return _read(sys.stdin.buffer, source, rows, diagnostics, None, wants_payload)[0], None
+    try:
+        with open_log(source.path) as stream:
+            if resume is not None:
+                stream.seek(resume.offset)
+            return _read(stream, source, rows, diagnostics, resume, wants_payload)
+    except OSError as exc:
+        before = len(diagnostics.rows)
+        diagnostics.add(0, 0, "unreadable", why_unreadable(source.path, exc))
+        return Span(source.name, source.session_hint, 0, len(diagnostics.rows) - before), None
+
+
+def read_many(
+    jobs: Sequence[tuple[Source, Resume | None]],
+) -> tuple[ReadResult, list[ReadState | None]]:
+    """Read several sources (each maybe resumed where an earlier read stopped) into one
+    ReadResult, and say how far each read got (None for stdin or an unreadable file).
+
+    The frames are built once for the whole batch: building them per file costs more than
+    reading a small file.
+    """
+    rows, diagnostics = Rows(), Diagnostics()
+    spans: list[Span] = []
+    states: list[ReadState | None] = []
+    for source, resume in jobs:
+        span, state = _read_source_into(source, resume, rows, diagnostics)
+        spans.append(span)
+        states.append(state)
+    return ReadResult(rows.frame(spans), diagnostics.frame(spans)), states
+
+
+def read_source(source: Source) -> ReadResult:
+    """Read one session log; an unreadable file becomes a diagnostic, never an exception."""
+    return read_many([(source, None)])[0]
+
+
+def read_stream(
+    stream: BinaryIO, source: Source, *, resume: Resume | None = None
+) -> tuple[ReadResult, ReadState]:
+    """Read one session log from an open binary stream (positioned at ``resume.offset`` when
+    continuing an earlier read)."""
+    rows, diagnostics = Rows(), Diagnostics()
+    span, state = _read(stream, source, rows, diagnostics, resume)
+    return ReadResult(rows.frame([span]), diagnostics.frame([span])), state
+
+
+def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> ReadResult:
+    """Read a session log held in memory (tests, and callers who already have the bytes)."""
+    return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))[0]
+
+
+@dataclass(frozen=True)
+class Window:
+    """What :func:`count_window` read, and the reader's state after it."""
+
+    events: int
+    damage: tuple[tuple[int, str, str], ...]
+    state: ReadState
+    seen_ids: set[str]
+
+
+def count_window(data: bytes, counter: CallCounter, resume: Resume) -> Window:
+    """:func:`count_calls` of the whole lines ``data``, which start at ``resume`` in a file and
+    end with a line the reader does not hold (one JSON object, starting with ``{``): so the
+    reader's figures and state after them are those of a read of the whole file."""
+    rows, diagnostics = Rows(), Diagnostics()
+    reader = FileReader(rows, diagnostics, resume, needs_payload)
+    reader.run(reader.lines(io.BytesIO(data)))
+    columns = (rows.column(name) for name in ("type", "agent_id", "message_id", "chunk_index"))
+    for kind, agent_id, message_id, chunk in zip(*columns, strict=True):
+        counter.add(kind, agent_id, message_id, chunk)
+    damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
+    state = ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
+    return Window(rows.held, damage, state, reader.seen_ids)
+
+
+@dataclass(frozen=True)
+class Calls:
+    """What :func:`count_calls` read of a file: how many events, its damage, how far it got."""
+
+    events: int
+    damage: tuple[tuple[int, str, str], ...]
+    """(line, kind, message) of each diagnostic."""
+    state: ReadState | None
+
+
+def count_calls(source: Source, counter: CallCounter, resume: Resume | None = None) -> Calls:
+    """Feed the main-agent and sub-agent LLM calls of a file to ``counter``, read with full
+    recovery but without building frames (so without polars): only the lines that need it are
+    decoded. ``resume`` goes on where an envelope scan stopped (``counter`` then holds what the
+    scan counted)."""
+    rows, diagnostics = Rows(), Diagnostics()
+    _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload)
+    columns = (rows.column(name) for name in ("type", "agent_id", "message_id", "chunk_index"))
+    for kind, agent_id, message_id, chunk in zip(*columns, strict=True):
+        counter.add(kind, agent_id, message_id, chunk)
+    damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
+    return Calls(rows.held, damage, state)
