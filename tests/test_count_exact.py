@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 import orjson
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -40,8 +41,9 @@ def written(tmp_path: Path, data: bytes, name: str = "events.jsonl") -> Path:
 
 def scanned(path: Path) -> tuple[count_total.Scanned, CallCounter]:
     counter = CallCounter()
-    with path.open("rb") as stream:
-        return count_total.scan_stream(stream, counter), counter
+    scan = count_total.scan_file(path, counter)
+    assert scan is not None
+    return scan, counter
 
 
 def cli(*args: str) -> str:
@@ -102,6 +104,20 @@ def test_a_file_that_grew_inside_a_subagent_message_is_counted_once(tmp_path: Pa
     assert found.header.end == len(data)  # and the second run only read the new bytes
 
 
+def test_a_blank_line_and_two_events_on_one_line_do_not_shift_the_lines() -> None:
+    """The reader's block lane once saw as many events as lines (one line none, one line two)
+    and took the block as clean: the events landed on the wrong lines, or it crashed."""
+    lines = render(session_events())
+    lines[1:3] = [b"", lines[1] + lines[2]]
+    result = read_bytes(synth.join_lines(lines))
+    kinds = result.diagnostics.select("line", "kind").rows()
+    assert kinds == [(2, "blank-line"), (3, "truncated-event")]
+    # The line reader keeps the second event of line 3 (the first is taken as cut off).
+    second = orjson.loads(render(session_events())[2])
+    assert result.events.filter(pl.col("line") == 3)["event_id"].to_list() == [second["id"]]
+    assert result.events.height == len(lines) - 1
+
+
 # --- The property: every damage, every key order ----------------------------------------------
 
 
@@ -156,6 +172,35 @@ def damage(
         else:
             event["data"]["note"] = '{"type":"assistant.turn_start","data":{}}'
         lines[at] = orjson.dumps(event)
+    else:
+        _damage_json(lines, kind, at)
+
+
+def _damage_json(lines: list[bytes], kind: str, at: int) -> None:
+    """Lines that are JSON, or nearly, in ways the CLI never writes them."""
+    event = _event(lines[at])
+    if kind == "two-events" and at + 1 < len(lines):
+        lines[at : at + 2] = [lines[at] + lines[at + 1]]  # both whole, on one line
+    elif kind == "space-line":
+        lines.insert(at, b" \t ")
+    elif kind == "trailing-space":
+        lines[at] += b" "
+    elif kind == "newline-between-keys" and b',"data":' in lines[at]:
+        lines[at : at + 1] = lines[at].replace(b',"data":', b',\n"data":', 1).split(b"\n")
+    elif kind == "escaped-type":
+        lines[at] = lines[at].replace(b'{"type":"assistant.', b'{"type":"assistant\\u002e', 1)
+    elif kind == "raw-tab":
+        try:
+            lines[at] = synth.invalid_utf8(lines[at], b"\t")
+        except ValueError:
+            return
+    elif event is not None and event["type"] == "assistant.message" and "agentId" in event:
+        if kind == "numeric-message-id":
+            event["data"]["messageId"] = 7  # old logs wrote ids as numbers
+        elif kind == "huge-chunk-index":  # beyond 64 bits: msgspec and orjson differ
+            event["data"]["chunkIndex"] = 12345
+        line = orjson.dumps(event)
+        lines[at] = line.replace(b'"chunkIndex":12345', b'"chunkIndex":%d' % 2**64)
 
 
 KINDS = [
@@ -170,6 +215,14 @@ KINDS = [
     "invalid-utf8",
     "nested-type",
     "quoted-type",
+    "two-events",
+    "space-line",
+    "trailing-space",
+    "newline-between-keys",
+    "escaped-type",
+    "raw-tab",
+    "numeric-message-id",
+    "huge-chunk-index",
 ]
 ENDINGS = ["newline", "cut", "nul-tail", "cut+nul-tail"]
 

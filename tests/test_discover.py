@@ -103,6 +103,15 @@ def test_same_file_twice_is_read_once(root: Path) -> None:
     assert ids(Selection([path, path + "/events.jsonl"])) == ["3fa85f64-aaaa"]
 
 
+def test_a_link_to_a_log_is_the_same_log(root: Path, tmp_path: Path) -> None:
+    """A symbolic or a hard link and the log it names are one file: read once."""
+    log = root / "3fa85f64-aaaa" / "events.jsonl"
+    (tmp_path / "soft.jsonl").symlink_to(log)
+    os.link(log, tmp_path / "hard.jsonl")
+    named = [str(log), str(tmp_path / "soft.jsonl"), str(tmp_path / "hard.jsonl")]
+    assert ids(Selection(named)) == ["3fa85f64-aaaa"]
+
+
 def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SelectionError, match="no such file"):
         find_sources(Selection([str(tmp_path / "nope.jsonl")]))

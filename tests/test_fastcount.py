@@ -17,6 +17,7 @@ import synth
 from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.commands import count, count_total
+from copilot_logs.ingest import reader
 from copilot_logs.ingest.calls import CallCounter
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import read_bytes
@@ -46,9 +47,8 @@ def full_count(data: bytes) -> tuple[int, int]:
 def scan_file(path: Path) -> CallCounter | None:
     """The scan's counts when it vouches for the whole file, else None."""
     counter = CallCounter()
-    with path.open("rb") as stream:
-        scanned = count_total.scan_stream(stream, counter)
-    return counter if scanned.whole else None
+    scanned = count_total.scan_file(path, counter)
+    return counter if scanned is not None and scanned.whole else None
 
 
 def scan(data: bytes, tmp_path: Path) -> CallCounter | None:
@@ -102,15 +102,28 @@ def damaged(kind: str) -> bytes:
         lines.insert(3, b'{"hello":1}')
     elif kind == "dropped":
         del lines[4]
+    elif kind == "invalid-utf8":
+        message = next(i for i, line in enumerate(lines) if b'"assistant.message"' in line)
+        lines[message] = synth.invalid_utf8(lines[message])
     return synth.join_lines(lines)
 
 
-@pytest.mark.parametrize(
-    "kind",
-    ["nul-tail", "cut", "crlf", "split", "glued", "duplicate", "blank", "not-an-event", "dropped"],
-)
+DAMAGE = ["nul-tail", "cut", "crlf", "split", "glued", "duplicate", "blank", "not-an-event"]
+
+
+@pytest.mark.parametrize("kind", [*DAMAGE, "invalid-utf8"])
 def test_any_damage_leaves_the_file_to_the_full_reader(kind: str, tmp_path: Path) -> None:
     assert scan(damaged(kind), tmp_path) is None
+
+
+def test_a_dropped_line_is_no_damage_to_the_scan(tmp_path: Path) -> None:
+    """The reader reports no gap in the parentId chain, and counts what is there: so does the
+    scan, to the end."""
+    data = damaged("dropped")
+    assert read_bytes(data).diagnostics.height == 0
+    totals = scan(data, tmp_path)
+    assert totals is not None
+    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
 
 
 def test_total_on_damaged_file_matches_full_count_and_reports(tmp_path: Path) -> None:
@@ -220,10 +233,7 @@ def test_parallel_scan_matches_sequential(tmp_path: Path, monkeypatch: pytest.Mo
     assert [kind for _, _, kind, _ in sequential.damage] == ["truncated-event"]
 
 
-@pytest.mark.parametrize(
-    "kind",
-    ["nul-tail", "cut", "crlf", "split", "glued", "duplicate", "blank", "not-an-event", "dropped"],
-)
+@pytest.mark.parametrize("kind", [*DAMAGE, "invalid-utf8", "dropped"])
 def test_full_read_fallback_counts_like_count(kind: str, tmp_path: Path) -> None:
     data = damaged(kind)
     path = tmp_path / "events.jsonl"
@@ -285,14 +295,40 @@ def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
     offsets: list[int] = []
-    real = count_total.count_calls
+    real = reader.count_calls
 
     def spy(source: Source, counter: CallCounter, resume: Any = None) -> Any:
         offsets.append(resume.offset if resume else 0)
         return real(source, counter, resume)
 
-    monkeypatch.setattr(count_total, "count_calls", spy)
+    monkeypatch.setattr(reader, "count_calls", spy)
     totals = count_total.count_file(Source(path, "s"))
     assert offsets == [data.rindex(b"\n") + 1]  # only the cut last line was read again
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
     assert [kind for _, kind, _ in totals.damage] == ["cut-line"]
+
+
+def test_the_reader_reads_only_the_damaged_lines_and_the_scan_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = session(6).lines()
+    lines[2:3] = synth.split_line(lines[2])  # an event split over lines 3 and 4
+    lines[9:11] = [synth.glue_truncated(lines[9], lines[10])]  # a glued line further on
+    data = synth.join_lines(lines)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    windows: list[int] = []
+    real = reader.count_window
+
+    def spy(lines: bytes, counter: CallCounter, resume: Any) -> Any:
+        windows.append(lines.count(b"\n"))
+        return real(lines, counter, resume)
+
+    monkeypatch.setattr(reader, "count_window", spy)
+    monkeypatch.setattr(reader, "count_calls", lambda *a: pytest.fail("read to the end"))
+    totals = count_total.count_file(Source(path, "s"))
+    assert windows == [3, 2]  # the two halves and the next line; the glued line and the next
+    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    reported = read_bytes(data).diagnostics.select("line", "kind", "message").rows()
+    assert list(totals.damage) == reported
+    assert totals.progress is not None and totals.progress.end == len(data)

@@ -68,9 +68,6 @@ def count(
       copilot-logs count --total --include-subagents ./events.jsonl
       copilot-logs count --by day --tz Europe/Berlin --format csv
     """
-    from copilot_logs.timezones import resolve_zone
-
-    zone = resolve_zone(tz)
     if total and spark_engine():
         raise click.UsageError("--total reads with the local engine: drop --engine spark")
     if total:
@@ -79,6 +76,9 @@ def count(
         calls, code = counter(picked, include_subagents)
         output.echo(str(calls))
         ctx.exit(code)
+    from copilot_logs.timezones import resolve_zone
+
+    zone = resolve_zone(tz)
     loaded = load(picked)
     from copilot_logs.commands import count as count_core
     from copilot_logs.derive import COUNT_FIELDS

@@ -1,108 +1,38 @@
-"""``count --total`` from envelopes alone: exact, at close to the speed of reading the bytes.
+"""``count --total``: exact, at close to the speed of reading the bytes.
 
-Only the envelope of each line is looked at (see
-:func:`copilot_logs.ingest.decode.envelope.envelope_at`); a sub-agent's ``assistant.message`` is
-decoded for its messageId and chunkIndex. The first line the envelope cannot vouch for (any
-damage, a broken parentId chain, a replayed line, a cut last line) stops the scan: the full
-reader goes on from there, which recovers and reports what it can. Both feed the one
-:class:`copilot_logs.ingest.calls.CallCounter`, so a file is counted exactly as ``count`` counts
-it. Each file's figures are kept in the store (a header without frames, see
-:mod:`copilot_logs.store`): an unchanged file is not opened again, and a clean file that grew is
-scanned from where the entry stopped. No polars is imported on this path."""
+Each file is scanned by :mod:`copilot_logs.linescan`, which decodes every line for the few
+fields a count needs and vouches for it when the full reader would read the same event from
+it. At a line it cannot vouch for, the full reader reads the damaged lines, up to the next line
+the scan vouches for, and the scan goes on after them with the reader's state (the ids seen,
+the last id, the counter): so the damage is recovered and reported as ``count`` does, and the
+figures are ``count``'s. Both feed the one :class:`copilot_logs.ingest.calls.CallCounter`.
+
+Each file's figures are kept in the store (a header without frames, see
+:mod:`copilot_logs.store`): an unchanged file is not opened again, and a clean file that grew
+is scanned from where the entry stopped. Many bytes to count are shared between this process
+and worker processes (see :func:`_run`). No polars is imported on this path, and the full
+reader and the worker pool are imported only when needed.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
-
-import orjson
+from typing import TYPE_CHECKING
 
 from copilot_logs import store
-from copilot_logs.errors import failed_on_session
-from copilot_logs.ingest.calls import MESSAGE, TURN_START, CallCounter
-from copilot_logs.ingest.decode.envelope import Source, envelope_at
-from copilot_logs.ingest.logfile import open_log
-from copilot_logs.ingest.reader import Resume, count_calls
-from copilot_logs.store import pool as pool_store
+from copilot_logs.ingest.calls import CallCounter
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.linescan import Scanned, scan_file, window_end
+
+if TYPE_CHECKING:
+    from copilot_logs.ingest.line_reader import Resume
+
+__all__ = ["FileTotals", "Scan", "Scanned", "count_file", "scan_file", "scan_sources"]
 
 Damage = tuple[tuple[int, str, str], ...]
 """(line, kind, message) of each damaged line the full reader reported."""
-
-
-@dataclass
-class Scanned:
-    """How far a scan vouched for the lines: to the end of the stream (``whole``), or to the
-    line it stopped at, with what the full reader needs to go on from there."""
-
-    offset: int
-    line: int
-    last_id: bytes | None
-    seen: set[bytes]
-    whole: bool
-
-
-SCAN_BLOCK = 8 << 20
-_TURN_START = TURN_START.encode()
-_MESSAGE = MESSAGE.encode()
-
-
-def scan_stream(
-    stream: BinaryIO,
-    counter: CallCounter,
-    *,
-    start: int = 0,
-    line: int = 1,
-    last_id: str | None = None,
-) -> Scanned:
-    """Feed the LLM calls of a stream's lines to ``counter`` until a line needs the full
-    reader. ``start``, ``line`` and ``last_id`` go on where an earlier scan ended.
-
-    Lines are checked in place in the read buffer (no copy per line). The parentId chain
-    check also catches replayed lines: a replay's parentId is never the id just before it.
-    Payload bytes are not checked as UTF-8: a bad byte inside a string changes no count (the
-    full reader keeps that event too) and `validate` reports it.
-    """
-    seen: set[bytes] = set()
-    previous = last_id.encode() if last_id is not None else None
-    buffer = bytearray()
-    consumed = start
-    number = line
-    remember, add = seen.add, counter.add
-
-    def stopped(at: int) -> Scanned:
-        return Scanned(at, number, previous, seen, whole=False)
-
-    while block := stream.read(SCAN_BLOCK):
-        buffer += block
-        position = 0
-        find = buffer.find
-        while (newline := find(b"\n", position)) != -1:
-            fields = envelope_at(buffer, position, newline)
-            if fields is None:
-                return stopped(consumed + position)
-            kind, agent_id, event_id, _stamp, parent_id = fields
-            if parent_id != previous:
-                return stopped(consumed + position)
-            if kind == _TURN_START:
-                add(TURN_START, agent_id.decode() if agent_id is not None else None)
-            elif kind == _MESSAGE and agent_id is not None:
-                try:
-                    data = orjson.loads(buffer[position:newline]).get("data")
-                except orjson.JSONDecodeError:  # invalid UTF-8: the reader mends and reports
-                    return stopped(consumed + position)
-                data = data if isinstance(data, dict) else {}
-                add(MESSAGE, agent_id.decode(), data.get("messageId"), data.get("chunkIndex"))
-            remember(event_id)
-            previous = event_id
-            position = newline + 1
-            number += 1
-        consumed += position
-        del buffer[:position]
-    if buffer or consumed == 0:
-        # A last line with no newline (cut off, or still being written), or an empty file.
-        return stopped(consumed)
-    return Scanned(consumed, number, previous, seen, whole=True)
 
 
 @dataclass(frozen=True)
@@ -119,9 +49,9 @@ class FileTotals:
 
 
 def count_file(source: Source, since: store.Header | None = None) -> FileTotals:
-    """A file's figures: by the envelope scan as far as it vouches for the lines (going on
-    from an earlier read's entry ``since`` when the file only grew), and by the full reader,
-    which recovers and reports damage, from the first line it does not."""
+    """A file's figures: by the scan as far as it vouches for the lines (going on from an
+    earlier read's entry ``since`` when the file only grew), and by the full reader, which
+    recovers and reports damage, over the lines it does not (see :func:`_recover`)."""
     if source.path is not None and since is not None:
         counter = CallCounter(since.messages)
         counter.llm_calls, counter.subagent_calls = since.llm_calls, since.subagent_calls
@@ -132,33 +62,113 @@ def count_file(source: Source, since: store.Header | None = None) -> FileTotals:
     scanned = _scan(source, counter) if source.path is not None else None
     if scanned is not None and scanned.whole:
         return _totals(counter, scanned, None)
-    resume = None
-    if scanned is not None and scanned.offset:
-        resume = Resume(
-            offset=scanned.offset,
-            line=scanned.line,
-            last_id=scanned.last_id.decode() if scanned.last_id is not None else None,
-            seen_ids=frozenset(event_id.decode() for event_id in scanned.seen),
-            session_id=None,
-        )
+    return _recover(source, counter, scanned)
+
+
+MAX_WINDOWS = 16
+"""Runs of damaged lines handed to the full reader one at a time before it reads the rest."""
+
+
+def _recover(source: Source, counter: CallCounter, scanned: Scanned | None) -> FileTotals:
+    """From the first line the scan did not vouch for: the full reader reads each run of
+    damaged lines, through the next line the scan vouches for (where the reader holds nothing,
+    see :func:`copilot_logs.linescan.window_end`), and the scan goes on after it with the
+    reader's state; after MAX_WINDOWS runs, or when no such line follows, the reader reads the
+    rest. ``counter`` holds what the scan counted."""
+    from copilot_logs.ingest.reader import count_calls
+
+    damage: list[tuple[int, str, str]] = []
+    events = scanned.line - 1 if scanned is not None else 0
+    for _ in range(MAX_WINDOWS):
+        if scanned is None or scanned.whole:
+            break
+        read = _window(source, counter, scanned, damage)
+        if read is None:
+            break
+        scanned, more_events = read
+        events += more_events
+    if scanned is not None and scanned.whole:
+        progress = _progress(counter, scanned.offset, scanned.line, scanned.last_id, damage)
+        return FileTotals(counter.llm_calls, counter.subagent_calls, tuple(damage), False, progress)
+    resume = _resume_at(scanned) if scanned is not None and scanned.offset else None
     calls = count_calls(source, counter, resume)
-    unreadable = calls.events == 0 and resume is None and bool(calls.damage)
-    state = calls.state
-    progress = None
-    if state is not None:
-        progress = store.Progress(
-            end=state.end,
-            next_line=state.next_line,
-            last_id=state.last_id,
-            session_id=state.session_id,
-            clean=False,
-            llm_calls=counter.llm_calls,
-            subagent_calls=counter.subagent_calls,
-            messages=counter.messages,
-            damage=calls.damage,
-            unreadable=unreadable,
+    damage.extend(calls.damage)
+    unreadable = events + calls.events == 0 and bool(damage)
+    if calls.state is None:
+        return FileTotals(
+            counter.llm_calls, counter.subagent_calls, tuple(damage), unreadable, None
         )
-    return FileTotals(counter.llm_calls, counter.subagent_calls, calls.damage, unreadable, progress)
+    state = calls.state
+    progress = dataclasses.replace(
+        _progress(counter, state.end, state.next_line, state.last_id, damage),
+        session_id=state.session_id,
+        unreadable=unreadable,
+    )
+    return FileTotals(
+        counter.llm_calls, counter.subagent_calls, tuple(damage), unreadable, progress
+    )
+
+
+def _window(
+    source: Source, counter: CallCounter, scanned: Scanned, damage: list[tuple[int, str, str]]
+) -> tuple[Scanned, int] | None:
+    """The full reader over one run of damaged lines, then the scan from after it: where that
+    got, and how many events both read (None when the run has no end the scan vouches for)."""
+    from copilot_logs.ingest.reader import count_window
+
+    assert source.path is not None
+    lines = window_end(source.path, scanned.offset)
+    if lines is None:
+        return None
+    read = count_window(lines, counter, _resume_at(scanned))
+    damage.extend(read.damage)
+    state = read.state
+    after = Scanned(state.end, state.next_line, state.last_id, read.seen_ids, whole=False)
+    more = scan_file(
+        source.path,
+        counter,
+        start=state.end,
+        line=state.next_line,
+        last_id=state.last_id,
+        seen=read.seen_ids,
+    )
+    after = more if more is not None else after
+    return after, read.events + after.line - state.next_line
+
+
+def _resume_at(scanned: Scanned) -> Resume:
+    """Where the full reader goes on after the scan."""
+    from copilot_logs.ingest.line_reader import Resume
+
+    return Resume(
+        offset=scanned.offset,
+        line=scanned.line,
+        last_id=scanned.last_id,
+        seen_ids=frozenset(scanned.seen),
+        session_id=None,
+    )
+
+
+def _progress(
+    counter: CallCounter,
+    end: int,
+    next_line: int,
+    last_id: str | None,
+    damage: list[tuple[int, str, str]],
+) -> store.Progress:
+    """What the store keeps of a damaged file (it is read again whole if it grows)."""
+    return store.Progress(
+        end=end,
+        next_line=next_line,
+        last_id=last_id,
+        session_id=None,
+        clean=False,
+        llm_calls=counter.llm_calls,
+        subagent_calls=counter.subagent_calls,
+        messages=counter.messages,
+        damage=tuple(damage),
+        unreadable=False,
+    )
 
 
 def _scan(
@@ -168,21 +178,16 @@ def _scan(
     line: int = 1,
     last_id: str | None = None,
 ) -> Scanned | None:
-    """:func:`scan_stream` of a file (None when it cannot be opened)."""
+    """:func:`scan_file` of a source."""
     assert source.path is not None
-    try:
-        with open_log(source.path) as stream:  # never blocks on a named pipe
-            stream.seek(start)
-            return scan_stream(stream, counter, start=start, line=line, last_id=last_id)
-    except OSError:
-        return None
+    return scan_file(source.path, counter, start=start, line=line, last_id=last_id)
 
 
 def _totals(counter: CallCounter, scanned: Scanned, session_id: str | None) -> FileTotals:
     progress = store.Progress(
         end=scanned.offset,
         next_line=scanned.line,
-        last_id=scanned.last_id.decode() if scanned.last_id is not None else None,
+        last_id=scanned.last_id,
         session_id=session_id,
         clean=True,
         llm_calls=counter.llm_calls,
@@ -213,6 +218,8 @@ def _count_one(source: Source, since: store.Header | None) -> FileTotals:
     try:
         return count_file(source, since=since)
     except Exception:  # from one log's content: the other files are still counted
+        from copilot_logs.errors import failed_on_session
+
         damage = ((0, "unprocessable", failed_on_session()),)
         return FileTotals(0, 0, damage, unreadable=True, progress=None)
 
@@ -229,7 +236,9 @@ class Scan:
     def add(self, source: Source, totals: FileTotals | store.Header) -> None:
         self.llm_calls += totals.llm_calls
         self.subagent_calls += totals.subagent_calls
-        self.damage.extend((source.name, line, kind, text) for line, kind, text in totals.damage)
+        if totals.damage:
+            name = source.name
+            self.damage.extend((name, line, kind, text) for line, kind, text in totals.damage)
         self.unreadable = self.unreadable or totals.unreadable
 
 
@@ -258,15 +267,29 @@ def _to_read(source: Source, since: store.Header | None) -> int:
 
 
 def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[FileTotals]:
-    plan = pool_store.plan(sum(sizes), frames=False)
+    """Count the jobs, on ``plan.workers`` processes when there is enough to read: this one
+    and ``plan.workers - 1`` workers. The batches go to the pool; this process takes the ones
+    no worker has started yet, from the last, so it works while the workers start."""
+    if not jobs:
+        return []  # every file was in the store: no worker module to import
+    from copilot_logs.store import pool as parallel
+
+    plan = parallel.plan(sum(sizes), frames=False)
     if plan.workers < 2 or any(source.path is None for source, _, _ in jobs):
         return _count_and_keep(jobs, use_cache)
-    batches = pool_store.balance(jobs, sizes, plan.workers * 4)
-    order = {id(job): index for index, job in enumerate(jobs)}
-    results: list[FileTotals | None] = [None] * len(jobs)
-    with pool_store.executor(plan.workers, frames=False) as pool:
+    batches = parallel.balance(jobs, sizes, plan.workers * 8)
+    done: list[list[FileTotals] | None] = [None] * len(batches)
+    with parallel.executor(plan.workers - 1, frames=False) as pool:
         futures = [pool.submit(_count_and_keep, batch, use_cache) for batch in batches]
-        for batch, future in zip(batches, futures, strict=True):
-            for job, total in zip(batch, future.result(), strict=True):
-                results[order[id(job)]] = total
-    return [total for total in results if total is not None]
+        for index in reversed(range(len(batches))):
+            if futures[index].cancel():
+                done[index] = _count_and_keep(batches[index], use_cache)
+        for index, future in enumerate(futures):
+            if done[index] is None:
+                done[index] = future.result()
+    totals = {
+        id(job): total
+        for batch, counted in zip(batches, done, strict=True)
+        for job, total in zip(batch, counted or [], strict=True)
+    }
+    return [totals[id(job)] for job in jobs]

@@ -1,4 +1,4 @@
-"""The one rule for what is an LLM call (no polars here): the envelope scan of ``count
+"""The one rule for what is an LLM call (no polars here): the scan of ``count
 --total``, the reader's counting lane, the store's per-file totals and the model's
 ``subagent_call`` column all ask :class:`CallCounter`.
 
@@ -20,6 +20,8 @@ from copilot_logs.ingest.decode.envelope import as_int
 
 TURN_START = "assistant.turn_start"
 MESSAGE = "assistant.message"
+CALL_TYPES = frozenset({TURN_START, MESSAGE})
+"""The only event types :meth:`CallCounter.add` can count: any other event is no LLM call."""
 
 
 def needs_payload(kind: str, agent_id: str | None) -> bool:

@@ -75,7 +75,7 @@ def decode_run(
         events = EVENT_LINES.decode_lines(view[start : ends[-1] + 1])
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    if len(events) != len(ends) or _crlf(block, start, ends):
+    if len(events) != len(ends) or not _one_object_a_line(block, start, ends):
         return None
     ids = [event.id for event in events]
     if len(set(ids)) != len(ids) or not seen_ids.isdisjoint(ids):
@@ -107,12 +107,15 @@ def decode_run(
     return CleanRun([*envelope, *payload_columns(kinds, datas, details)], ids, sessions)
 
 
-def _crlf(block: bytes, start: int, ends: list[int]) -> bool:
-    """A line ends with CR LF (looked for only where the block holds a CR: finding one byte is
-    much faster than finding two)."""
-    if block.find(b"\r", start, ends[-1]) == -1:
+def _one_object_a_line(block: bytes, start: int, ends: list[int]) -> bool:
+    """Whether each line starts with ``{`` and ends with ``}``. Inside a JSON value ``}`` is
+    never followed by ``{``, so each line then starts a new event, and as many events as lines
+    means one a line: a blank line and a line of two events cannot shift them against the
+    lines (nor a CR end a line)."""
+    last = ends[-1]
+    if block[start] != 123:
         return False
-    return any(block[end - 1] == 13 for end in ends)
+    return all(block[end - 1] == 125 and (end == last or block[end + 1] == 123) for end in ends)
 
 
 def _details(

@@ -195,15 +195,25 @@ def find_sources(selection: Selection) -> list[Source]:
 
 
 def _unique(sources: list[Source]) -> list[Source]:
-    seen: set[Path | None] = set()
+    seen: set[object] = set()
     kept = []
     for source in sources:
-        key = _resolved(source.path) if source.path is not None else None
+        key = _identity(source.path) if source.path is not None else None
         if key in seen:
             continue  # the same file twice, or `-` twice: standard input can be read once
         seen.add(key)
         kept.append(source)
     return kept
+
+
+def _identity(path: Path) -> object:
+    """What makes two paths one file: its device and inode (a path given twice, a link and its
+    target), found by one stat; a path that cannot be stat'ed is known by its resolved form."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return _resolved(path)
+    return (info.st_dev, info.st_ino)
 
 
 def _resolved(path: Path) -> Path:

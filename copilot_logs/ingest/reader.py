@@ -171,6 +171,31 @@ def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> Re
 
 
 @dataclass(frozen=True)
+class Window:
+    """What :func:`count_window` read, and the reader's state after it."""
+
+    events: int
+    damage: tuple[tuple[int, str, str], ...]
+    state: ReadState
+    seen_ids: set[str]
+
+
+def count_window(data: bytes, counter: CallCounter, resume: Resume) -> Window:
+    """:func:`count_calls` of the whole lines ``data``, which start at ``resume`` in a file and
+    end with a line the reader does not hold (one JSON object, starting with ``{``): so the
+    reader's figures and state after them are those of a read of the whole file."""
+    rows, diagnostics = Rows(), Diagnostics()
+    reader = FileReader(rows, diagnostics, resume, needs_payload)
+    reader.run(reader.lines(io.BytesIO(data)))
+    columns = (rows.column(name) for name in ("type", "agent_id", "message_id", "chunk_index"))
+    for kind, agent_id, message_id, chunk in zip(*columns, strict=True):
+        counter.add(kind, agent_id, message_id, chunk)
+    damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
+    state = ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
+    return Window(rows.held, damage, state, reader.seen_ids)
+
+
+@dataclass(frozen=True)
 class Calls:
     """What :func:`count_calls` read of a file: how many events, its damage, how far it got."""
 
