@@ -1,6 +1,6 @@
 """``count --total``: exact, at close to the speed of reading the bytes.
 
-Each file is scanned by :mod:`copilot_logs.linescan`, which decodes every line for the few
+Each file is scanned by :mod:`copilot_logs.ingest.linescan`, which decodes every line for the few
 fields a count needs and vouches for it when the full reader would read the same event from
 it. At a line it cannot vouch for, the full reader reads the damaged lines, up to the next line
 the scan vouches for, and the scan goes on after them with the reader's state (the ids seen,
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from copilot_logs import store
 from copilot_logs.ingest.calls import CallCounter
 from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.linescan import Scanned, scan_file, window_end
+from copilot_logs.ingest.linescan import Scanned, scan_file, window_end
 
 if TYPE_CHECKING:
     from copilot_logs.ingest.line_reader import Resume
@@ -72,7 +72,7 @@ MAX_WINDOWS = 16
 def _recover(source: Source, counter: CallCounter, scanned: Scanned | None) -> FileTotals:
     """From the first line the scan did not vouch for: the full reader reads each run of
     damaged lines, through the next line the scan vouches for (where the reader holds nothing,
-    see :func:`copilot_logs.linescan.window_end`), and the scan goes on after it with the
+    see :func:`copilot_logs.ingest.linescan.window_end`), and the scan goes on after it with the
     reader's state; after MAX_WINDOWS runs, or when no such line follows, the reader reads the
     rest. ``counter`` holds what the scan counted."""
     from copilot_logs.ingest.reader import count_calls
