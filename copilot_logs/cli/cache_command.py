@@ -32,16 +32,10 @@ def info(fmt: str) -> None:
       copilot-logs cache info
       copilot-logs cache info --format json | jq .bytes
     """
-    from copilot_logs import output, render, store
+    from copilot_logs import store
+    from copilot_logs.cache_render import write_info
 
-    held = store.info()
-    facts = {"path": str(held.path), "entries": held.entries, "bytes": held.bytes}
-    if fmt == "json":
-        render.write_json(facts)
-        return
-    output.echo(f"path     {held.path}")
-    output.echo(f"entries  {held.entries:,} session logs")
-    output.echo(f"bytes    {held.bytes:,} ({held.bytes / (1 << 20):.1f} MB)")
+    write_info(store.info(), fmt)
 
 
 @cache.command()
@@ -52,8 +46,9 @@ def clear() -> None:
     Examples:
       copilot-logs cache clear
     """
-    from copilot_logs import output, store
+    from copilot_logs import store
+    from copilot_logs.cache_render import write_cleared
 
     before = store.info()
     store.clear()
-    output.echo(f"Removed {before.entries:,} entries ({before.bytes:,} bytes).", err=True)
+    write_cleared(before)

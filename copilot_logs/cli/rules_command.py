@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import click
 
-from copilot_logs import output
 from copilot_logs.cli.options import format_option
-from copilot_logs.render import Column
 
 
 @click.command()
@@ -21,29 +19,10 @@ def rules(rule: str | None, fmt: str) -> None:
       copilot-logs rules T201
       copilot-logs rules orphan-turn-end --format json
     """
-    from copilot_logs import render
     from copilot_logs import rules as core
+    from copilot_logs.rules_render import write_rule, write_rules
 
-    if rule is not None:
-        found = core.find_rule(rule)
-        if fmt == "json":
-            render.write_json(found.as_dict())
-        else:
-            output.echo(f"{found.code} {found.name} ({found.severity}, {found.family})\n")
-            output.echo(f"{found.summary}\n\n{click.wrap_text(found.explanation, width=88)}")
-        return
-    import polars as pl
-
-    table = pl.DataFrame([r.as_dict() for r in core.RULES])
-    if fmt == "json":
-        render.write_frame(table, "json")
+    if rule is None:
+        write_rules(core.RULES, fmt)
     else:
-        render.print_table(table, COLUMNS)
-
-
-COLUMNS = [
-    Column("code", "code", 1),
-    Column("name", "name", 1),
-    Column("severity", "severity", 2),
-    Column("summary", "summary", 3, max_width=60),
-]
+        write_rule(core.find_rule(rule), fmt)

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from copilot_logs import output
-from copilot_logs.cli.audit_command import _duration
-from copilot_logs.cli.options import Picked, format_option, selection_options
+from copilot_logs.cli.options import Picked, format_option, parse_duration, selection_options
 from copilot_logs.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -20,7 +19,7 @@ REFRESH_SECONDS = 1.0
 
 
 def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> timedelta | None:
-    return None if value is None else _duration(ctx, param, value)
+    return None if value is None else parse_duration(ctx, param, value)
 
 
 @click.command()
@@ -213,13 +212,8 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     and return audit's exit code for it."""
     from copilot_logs import autopilot_audit
     from copilot_logs import watch as core
-    from copilot_logs.cli.audit_command import (
-        DEFAULT_FAIL_ON,
-        AuditContext,
-        describe,
-        summary_line,
-        write_table,
-    )
+    from copilot_logs.audit_render import AuditContext, describe, summary_line, write_table
+    from copilot_logs.cli.audit_command import DEFAULT_FAIL_ON
     from copilot_logs.envelope import Source
     from copilot_logs.reader import read_source
     from copilot_logs.watch_render import visible
