@@ -57,7 +57,7 @@ REFERENCE_GREP = "grep-F"
 REFERENCE_ORJSON = "orjson"
 REFERENCE_POLARS = "polars"
 CPUS_VARIABLE = "COPILOT_LOGS_CPUS"
-"""Read by copilot_logs.parallel: the core count the command plans its workers for."""
+"""Read by copilot_logs.store.pool: the core count the command plans its workers for."""
 
 Counter = Callable[[bytes], int | None]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import sys
 import time
 
-from copilot_logs.corpus import map_batches
-from copilot_logs.discover import Selection, find_sources
-from copilot_logs.overview import newest_first, summarize
+from copilot_logs.commands.sessions import newest_first, summarize
+from copilot_logs.ingest.discover import Selection, find_sources
 from copilot_logs.spark import engine
+from copilot_logs.store.collect import map_batches
 
 
 def main(argv: list[str]) -> int:

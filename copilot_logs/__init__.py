@@ -26,7 +26,8 @@ _API = (
     "usage",
     "frames",
 )
-# ``copilot_logs.export`` is the export module; its API function is ``copilot_logs.api.export``.
+# ``copilot_logs.commands.export`` is the export module; its API function is
+# ``copilot_logs.api.export``.
 
 __all__ = ["__version__", *_API]
 

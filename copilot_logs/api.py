@@ -16,15 +16,18 @@ from typing import Any
 
 import polars as pl
 
-from copilot_logs import agent_loop as _timeline
-from copilot_logs import autopilot_audit as _audit
-from copilot_logs import counting, model, overview, rules
-from copilot_logs import export as _export
-from copilot_logs import usage_accounting as _usage
-from copilot_logs.corpus import map_batches, read_all
-from copilot_logs.discover import Selection, find_sources, parse_when
-from copilot_logs.envelope import Source
-from copilot_logs.reader import ReadResult, read_bytes, read_source
+from copilot_logs import derive
+from copilot_logs.commands import audit as _audit
+from copilot_logs.commands import count as count_core
+from copilot_logs.commands import export as _export
+from copilot_logs.commands import sessions as sessions_core
+from copilot_logs.commands import timeline as _timeline
+from copilot_logs.commands import usage as _usage
+from copilot_logs.commands import validate as validate_core
+from copilot_logs.ingest.discover import Selection, find_sources, parse_when
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
+from copilot_logs.store.collect import map_batches, read_all
 
 __all__ = [
     "ReadResult",
@@ -58,7 +61,7 @@ def read(
     ``cache=True`` serves unchanged files from the store the CLI keeps in the user's cache
     folder (and updates it; see :mod:`copilot_logs.store`).
     """
-    from copilot_logs.window import started_within
+    from copilot_logs.ingest.window import started_within
 
     selection = _selection(selectors, root, since, until, latest)
     read = read_all(find_sources(selection), use_cache=cache)
@@ -90,27 +93,27 @@ def read_file(path: str | Path) -> ReadResult:
 
 def sessions(result: ReadResult) -> pl.DataFrame:
     """One row per session, newest first (the `sessions` command)."""
-    return overview.summarize(result)
+    return sessions_core.summarize(result)
 
 
 def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.DataFrame:
     """LLM calls and related figures per session or regrouped (the `count` command)."""
-    return counting.count(result, by=by, zone=zone)
+    return count_core.count(result, by=by, zone=zone)
 
 
 def turns(result: ReadResult) -> pl.DataFrame:
     """One row per main-agent turn (LLM call), open turns included."""
-    return model.turns(model.annotate(result.events))
+    return derive.turns(derive.annotate(result.events))
 
 
 def tools(result: ReadResult) -> pl.DataFrame:
     """One row per tool execution, start joined to complete."""
-    return model.tools(model.annotate(result.events))
+    return derive.tools(derive.annotate(result.events))
 
 
 def subagent_runs(result: ReadResult) -> pl.DataFrame:
     """One row per sub-agent run with its own LLM and tool calls."""
-    return model.subagent_runs(model.annotate(result.events))
+    return derive.subagent_runs(derive.annotate(result.events))
 
 
 def timeline(result: ReadResult, *, include_tools: bool = True) -> list[dict[str, Any]]:
@@ -134,9 +137,9 @@ def validate(
     select: list[str] | None = None,
     ignore: tuple[str, ...] = (),
     strict: bool = False,
-) -> rules.Report:
+) -> validate_core.Report:
     """Findings of `validate`'s rules (``.findings``), and whether the gate ``.failed``."""
-    return rules.validate(result, select=select, ignore=ignore, strict=strict)
+    return validate_core.validate(result, select=select, ignore=ignore, strict=strict)
 
 
 def usage(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> _usage.UsageReport:

@@ -91,7 +91,7 @@ def _codes(path: Path, key: str, value: Any) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{path}: [tool.{TABLE}] {key} must be a list of rule codes or names")
-    from copilot_logs.rules import UnknownRuleError, matching, split_selectors
+    from copilot_logs.commands.validate import UnknownRuleError, matching, split_selectors
 
     selectors = tuple(split_selectors(value))
     for selector in selectors:

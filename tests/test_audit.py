@@ -16,11 +16,12 @@ import pytest
 from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
-from copilot_logs import autopilot_audit as core
-from copilot_logs.autopilot_audit import AUDIT_COLUMNS, audit
-from copilot_logs.cli import audit_command, main
-from copilot_logs.overview import summarize
-from copilot_logs.reader import ReadResult, read_bytes
+from copilot_logs.cli import audit as audit_cli
+from copilot_logs.cli import main
+from copilot_logs.commands import audit as core
+from copilot_logs.commands.audit import AUDIT_COLUMNS, audit
+from copilot_logs.commands.sessions import summarize
+from copilot_logs.ingest.reader import ReadResult, read_bytes
 from copilot_logs.synth import SessionBuilder, ToolCall, bash, edit, view
 
 from .conftest import SAMPLES
@@ -721,8 +722,8 @@ def test_cli_help_lists_examples_and_the_verdicts_of_the_core() -> None:
     assert result.exit_code == 0
     assert "Examples:" in result.output
     assert "copilot-logs audit --latest 1 --format github" in result.output
-    assert audit_command.VERDICT_NAMES == core.FAILING_VERDICTS
-    assert ",".join(core.DEFAULT_FAIL_ON) == audit_command.DEFAULT_FAIL_ON
+    assert audit_cli.VERDICT_NAMES == core.FAILING_VERDICTS
+    assert ",".join(core.DEFAULT_FAIL_ON) == audit_cli.DEFAULT_FAIL_ON
     assert "audit" in CliRunner().invoke(main, ["--help"]).output
 
 

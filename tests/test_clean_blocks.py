@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from copilot_logs import reader, synth
-from copilot_logs.envelope import Source
-from copilot_logs.reader import ReadResult, read_bytes, read_many
+from copilot_logs import synth
+from copilot_logs.ingest import reader
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import ReadResult, read_bytes, read_many
 from copilot_logs.synth import SessionBuilder, bash, edit, glob, grep, view
 
 from .conftest import REAL_SAMPLES, SAMPLES

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from copilot_logs import counting
 from copilot_logs.cli import main
-from copilot_logs.reader import read_bytes
+from copilot_logs.commands import count
+from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.synth import SessionBuilder, ToolCall, bash, task, view
 
 from .conftest import SAMPLES
@@ -34,7 +34,7 @@ INTERACTION = st.fixed_dictionaries(
 
 def build(interactions: list[dict[str, Any]], seed: int) -> tuple[bytes, dict[str, int]]:
     builder = SessionBuilder(seed=seed)
-    expected = dict.fromkeys(counting.model.COUNT_FIELDS, 0)
+    expected = dict.fromkeys(count.derive.COUNT_FIELDS, 0)
     for index, interaction in enumerate(interactions):
         if interaction["nudge"] and index > 0:
             builder.nudge()
@@ -67,9 +67,9 @@ def build(interactions: list[dict[str, Any]], seed: int) -> tuple[bytes, dict[st
 @given(interactions=st.lists(INTERACTION, min_size=1, max_size=4), seed=st.integers(0, 1000))
 def test_generated_sessions_count_exactly(interactions: list[dict[str, Any]], seed: int) -> None:
     data, expected = build(interactions, seed)
-    table = counting.count(read_bytes(data, "s.jsonl"))
+    table = count.count(read_bytes(data, "s.jsonl"))
     assert table.height == 1
-    figures = {name: table[name][0] for name in counting.model.COUNT_FIELDS}
+    figures = {name: table[name][0] for name in count.derive.COUNT_FIELDS}
     assert figures == expected
     assert figures["completed_turns"] == figures["llm_calls"]
 
@@ -79,7 +79,7 @@ def test_open_turn_is_counted_and_marked_open() -> None:
     builder.user_message("go")
     builder.turn("reading", [view("a.py", "x")])
     builder.turn("still reading", [view("b.py", "y", never_completes=True)], end=False)
-    table = counting.count(read_bytes(builder.to_bytes()))
+    table = count.count(read_bytes(builder.to_bytes()))
     assert table.select("llm_calls", "completed_turns", "open_turns").row(0) == (2, 1, 1)
 
 
@@ -91,7 +91,7 @@ def test_duplicated_turn_start_counted_once() -> None:
     start = next(i for i, line in enumerate(lines) if b'"assistant.turn_start"' in line)
     data = b"\n".join([*lines[: start + 1], lines[start], *lines[start + 1 :]]) + b"\n"
     result = read_bytes(data)
-    assert counting.count(result)["llm_calls"][0] == 1
+    assert count.count(result)["llm_calls"][0] == 1
     assert result.diagnostics["kind"].to_list() == ["duplicate-id"]
 
 
@@ -118,10 +118,10 @@ def test_by_day_follows_the_time_zone() -> None:
 
 def test_regroupings_keep_the_totals() -> None:
     per_session = sample_rows()
-    totals = {k: sum(r[k] for r in per_session) for k in counting.model.COUNT_FIELDS}
+    totals = {k: sum(r[k] for r in per_session) for k in count.derive.COUNT_FIELDS}
     for by in ("interaction", "model", "day", "repository"):
         rows = sample_rows("--by", by, "--tz", "UTC")
-        assert {k: sum(r[k] for r in rows) for k in counting.model.COUNT_FIELDS} == totals, by
+        assert {k: sum(r[k] for r in rows) for k in count.derive.COUNT_FIELDS} == totals, by
 
 
 def test_by_model_uses_the_turns_model() -> None:
@@ -208,7 +208,7 @@ def test_subagent_calls_are_one_per_message_id(tmp_path: Path) -> None:
         data = subagent_lines(list(chunks))
         path = tmp_path / "events.jsonl"
         path.write_bytes(data)
-        frame_count = counting.count(read_bytes(data))["subagent_calls"][0]
+        frame_count = count.count(read_bytes(data))["subagent_calls"][0]
         total = CliRunner().invoke(
             main, ["count", "--total", "--include-subagents", "--no-cache", str(path)]
         )

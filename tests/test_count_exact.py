@@ -13,19 +13,21 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import calls, counting, fastcount, store, synth
-from copilot_logs.calls import CallCounter
+from copilot_logs import store, synth
 from copilot_logs.cli import main
-from copilot_logs.corpus import read_all
-from copilot_logs.envelope import Source
-from copilot_logs.reader import read_bytes
+from copilot_logs.commands import count, count_total
+from copilot_logs.ingest import calls
+from copilot_logs.ingest.calls import CallCounter
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import read_bytes
+from copilot_logs.store.collect import read_all
 
 from .chained import chunked, render, session_events
 
 
 def full_count(data: bytes) -> tuple[int, int]:
     """The oracle: `count`'s figures (the full reader and the model)."""
-    table = counting.count(read_bytes(data))
+    table = count.count(read_bytes(data))
     return int(table["llm_calls"].sum()), int(table["subagent_calls"].sum())
 
 
@@ -35,10 +37,10 @@ def written(tmp_path: Path, data: bytes, name: str = "events.jsonl") -> Path:
     return path
 
 
-def scanned(path: Path) -> tuple[fastcount.Scanned, CallCounter]:
+def scanned(path: Path) -> tuple[count_total.Scanned, CallCounter]:
     counter = CallCounter()
     with path.open("rb") as stream:
-        return fastcount.scan_stream(stream, counter), counter
+        return count_total.scan_stream(stream, counter), counter
 
 
 def cli(*args: str) -> str:
@@ -59,7 +61,7 @@ def test_a_truncated_event_glued_to_a_complete_one_is_not_vouched_for(tmp_path: 
     path = written(tmp_path, data)
     scan, _ = scanned(path)
     assert not scan.whole and scan.line == at + 1  # the scan stops at the glued line
-    totals = fastcount.count_file(Source(path, "s"))
+    totals = count_total.count_file(Source(path, "s"))
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
     assert cli("count", "--total", "--no-cache", str(path)) == f"{full_count(data)[0]}\n"
 
@@ -205,7 +207,7 @@ def test_total_equals_counts_total_on_every_damage_and_key_order(
     expected = full_count(data)
     path = written(tmp_path, data, f"{seed}-{len(data)}.jsonl")
     source = Source(path, "s")
-    totals = fastcount.count_file(source)
+    totals = count_total.count_file(source)
     assert (totals.llm_calls, totals.subagent_calls) == expected
     # The store's figures, counted from the frames, agree too.
     read_all([source], use_cache=True)
@@ -242,7 +244,7 @@ def test_every_count_asks_the_one_kernel(tmp_path: Path, monkeypatch: pytest.Mon
     assert full_count(clean) == expected  # the model
     for data, name in ((clean, "clean.jsonl"), (damaged, "damaged.jsonl")):
         source = Source(written(tmp_path, data, name), "s")
-        totals = fastcount.count_file(source)  # the scan, then the reader's counting lane
+        totals = count_total.count_file(source)  # the scan, then the reader's counting lane
         assert (totals.llm_calls, totals.subagent_calls) == expected, name
         read_all([source], use_cache=True)
         header = store.find(source).header

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from copilot_logs.discover import Selection, default_root, find_sources, parse_when
 from copilot_logs.errors import ExitCode, SelectionError, UnsupportedFormatError
+from copilot_logs.ingest.discover import Selection, default_root, find_sources, parse_when
 
 
 def write_session(folder: Path, session_id: str, start: str, *, flat: bool = False) -> Path:

@@ -9,8 +9,8 @@ import click
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from copilot_logs.reader import ENVELOPE_FIELDS, PAYLOAD_FIELDS
-from copilot_logs.schema import EVENTS_SCHEMA
+from copilot_logs.ingest.reader import ENVELOPE_FIELDS, PAYLOAD_FIELDS
+from copilot_logs.ingest.schema import EVENTS_SCHEMA
 
 from .conftest import PROJECT
 
@@ -55,10 +55,11 @@ RULES_PAGE = PROJECT / "docs" / "rules.md"
 
 
 def test_rules_page_is_up_to_date() -> None:
-    from copilot_logs.rules import docs
+    from copilot_logs.commands.validate import docs
 
     assert RULES_PAGE.read_text(encoding="utf-8") == docs.render(), (
-        "docs/rules.md is out of date: run `python -m copilot_logs.rules.docs > docs/rules.md`"
+        "docs/rules.md is out of date: run "
+        "`python -m copilot_logs.commands.validate.docs > docs/rules.md`"
     )
 
 
@@ -67,7 +68,7 @@ def test_the_rules_page_generator_runs_as_documented() -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "copilot_logs.rules.docs"],
+        [sys.executable, "-m", "copilot_logs.commands.validate.docs"],
         capture_output=True,
         check=True,
         cwd=PROJECT,
@@ -83,7 +84,7 @@ def github_slug(heading: str) -> str:
 
 
 def test_rules_page_documents_every_rule_and_its_links_resolve() -> None:
-    from copilot_logs.rules import FAMILIES, RULES
+    from copilot_logs.commands.validate import FAMILIES, RULES
 
     page = RULES_PAGE.read_text(encoding="utf-8")
     headings = re.findall(r"^#{1,6} (.+)$", page, re.MULTILINE)
@@ -98,11 +99,14 @@ def test_rules_page_documents_every_rule_and_its_links_resolve() -> None:
     assert {target for _, target in rows} <= anchors
 
 
-def test_readme_points_at_the_rules_page_and_names_only_real_codes() -> None:
-    from copilot_logs.rules import RULES_BY_CODE
+def test_the_docs_point_at_the_rules_page_and_name_only_real_codes() -> None:
+    from copilot_logs.commands.validate import RULES_BY_CODE
 
-    section = README.split("\n### Rules\n", 1)[1].split("\n## ", 1)[0]
-    assert "](docs/rules.md)" in section
-    assert "python -m copilot_logs.rules.docs > docs/rules.md" in section
-    named = set(re.findall(r"\b[ETXSCR][1-6]\d\d\b", README))
+    assert "](docs/rules.md)" in README
+    validate_page = (PROJECT / "docs" / "validate.md").read_text(encoding="utf-8")
+    section = validate_page.split("\n## Rules\n", 1)[1].split("\n## ", 1)[0]
+    assert "](rules.md)" in section
+    assert "python -m copilot_logs.commands.validate.docs > docs/rules.md" in section
+    pages = [README] + [page.read_text() for page in (PROJECT / "docs").glob("*.md")]
+    named = set(re.findall(r"\b[ETXSCR][1-6]\d\d\b", "\n".join(pages)))
     assert named and named <= set(RULES_BY_CODE)

@@ -18,9 +18,11 @@ from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
 import copilot_logs as cl
-from copilot_logs import api, export, parallel
+from copilot_logs import api
 from copilot_logs.cli import main
-from copilot_logs.reader import ReadResult
+from copilot_logs.commands import export
+from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.store import pool
 from tests.conftest import PROJECT, SAMPLES
 
 REAL_EDGE = PROJECT.parent / "shared" / "real-samples-edge"
@@ -266,7 +268,7 @@ def test_sessions_have_the_columns_of_sessions_json(samples: Path, tmp_path: Pat
 
 
 def test_usage_rows_are_usage_json_rows(samples: Path, tmp_path: Path) -> None:
-    from copilot_logs.render import records
+    from copilot_logs.render.formats import records
 
     out = tmp_path / "out"
     run("export", out, samples)
@@ -296,7 +298,7 @@ def test_empty_batch_gives_the_same_schemas(samples: Path) -> None:
 def test_batches_of_one_log_give_the_tables_of_one_read(
     samples: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 1)  # every log its own batch
+    monkeypatch.setattr(pool, "MAX_BATCH_BYTES", 1)  # every log its own batch
     out = tmp_path / "out"
     api.export(out, samples)
     assert_same_tables(out, cl.frames(cl.read(samples)))

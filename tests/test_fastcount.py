@@ -13,11 +13,13 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import counting, fastcount, parallel, store, synth
-from copilot_logs.calls import CallCounter
+from copilot_logs import store, synth
 from copilot_logs.cli import main
-from copilot_logs.envelope import Source
-from copilot_logs.reader import read_bytes
+from copilot_logs.commands import count, count_total
+from copilot_logs.ingest.calls import CallCounter
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import read_bytes
+from copilot_logs.store import pool
 from copilot_logs.synth import SessionBuilder, bash, task
 
 from .conftest import REAL_SAMPLES, SAMPLES
@@ -36,7 +38,7 @@ def session(turns: int = 3, *, subagent_calls: int = 0, seed: int = 0) -> Sessio
 
 
 def full_count(data: bytes) -> tuple[int, int]:
-    table = counting.count(read_bytes(data))
+    table = count.count(read_bytes(data))
     return int(table["llm_calls"].sum()), int(table["subagent_calls"].sum())
 
 
@@ -44,7 +46,7 @@ def scan_file(path: Path) -> CallCounter | None:
     """The scan's counts when it vouches for the whole file, else None."""
     counter = CallCounter()
     with path.open("rb") as stream:
-        scanned = fastcount.scan_stream(stream, counter)
+        scanned = count_total.scan_stream(stream, counter)
     return counter if scanned.whole else None
 
 
@@ -152,7 +154,7 @@ def test_cache_is_written_under_the_cache_folder(tmp_path: Path, copilot_home: P
 def test_unchanged_file_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, session(2).to_bytes())
     total(str(path))
-    monkeypatch.setattr(fastcount, "_scan", lambda *a, **k: pytest.fail("file was read again"))
+    monkeypatch.setattr(count_total, "_scan", lambda *a, **k: pytest.fail("file was read again"))
     assert total(str(path)) == "3\n"
 
 
@@ -183,13 +185,13 @@ def test_grown_file_reads_only_its_new_bytes(
     builder.turn("three")
     path.write_bytes(builder.to_bytes())
     starts: list[int] = []
-    real_scan = fastcount._scan
+    real_scan = count_total._scan
 
     def spy(source: Source, counter: CallCounter, start: int = 0, *args: Any) -> Any:
         starts.append(start)
         return real_scan(source, counter, start, *args)
 
-    monkeypatch.setattr(fastcount, "_scan", spy)
+    monkeypatch.setattr(count_total, "_scan", spy)
     assert total(str(path)) == "3\n"
     assert starts == [len(first)]
 
@@ -208,10 +210,10 @@ def test_parallel_scan_matches_sequential(tmp_path: Path, monkeypatch: pytest.Mo
         sources.append(Source(path, f"s{n}"))
     broken = write(tmp_path, damaged("glued"), name="broken")
     sources.append(Source(broken, "broken"))
-    sequential = fastcount.scan_sources(sources, use_cache=False)
-    monkeypatch.setattr(parallel, "SCAN_PARALLEL_BYTES", 0)
-    monkeypatch.setenv(parallel.CPUS_VARIABLE, "2")
-    both = fastcount.scan_sources(sources, use_cache=False)
+    sequential = count_total.scan_sources(sources, use_cache=False)
+    monkeypatch.setattr(pool, "SCAN_PARALLEL_BYTES", 0)
+    monkeypatch.setenv(pool.CPUS_VARIABLE, "2")
+    both = count_total.scan_sources(sources, use_cache=False)
     assert (both.llm_calls, both.damage) == (sequential.llm_calls, sequential.damage)
     assert sequential.llm_calls == sum(n + 1 for n in range(6)) + full_count(damaged("glued"))[0]
     assert [kind for _, _, kind, _ in sequential.damage] == ["truncated-event"]
@@ -225,7 +227,7 @@ def test_full_read_fallback_counts_like_count(kind: str, tmp_path: Path) -> None
     data = damaged(kind)
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
-    totals = fastcount.count_file(Source(path, "s"))
+    totals = count_total.count_file(Source(path, "s"))
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
     reported = read_bytes(data).diagnostics.select("line", "kind", "message").rows()
     assert list(totals.damage) == reported
@@ -236,7 +238,7 @@ def test_warm_total_repeats_the_warnings_without_reading(
 ) -> None:
     path = write(tmp_path, damaged("glued"))
     first = CliRunner().invoke(main, ["count", "--total", str(path)])
-    monkeypatch.setattr(fastcount, "count_file", lambda *a, **k: pytest.fail("read again"))
+    monkeypatch.setattr(count_total, "count_file", lambda *a, **k: pytest.fail("read again"))
     second = CliRunner().invoke(main, ["count", "--total", str(path)])
     assert (second.stdout, second.stderr) == (first.stdout, first.stderr)
     assert "truncated-event" in second.stderr
@@ -282,14 +284,14 @@ def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
     offsets: list[int] = []
-    real = fastcount.count_calls
+    real = count_total.count_calls
 
     def spy(source: Source, counter: CallCounter, resume: Any = None) -> Any:
         offsets.append(resume.offset if resume else 0)
         return real(source, counter, resume)
 
-    monkeypatch.setattr(fastcount, "count_calls", spy)
-    totals = fastcount.count_file(Source(path, "s"))
+    monkeypatch.setattr(count_total, "count_calls", spy)
+    totals = count_total.count_file(Source(path, "s"))
     assert offsets == [data.rindex(b"\n") + 1]  # only the cut last line was read again
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
     assert [kind for _, kind, _ in totals.damage] == ["cut-line"]

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from copilot_logs.reader import read_bytes
+from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.synth import SessionBuilder, bash
 
 from .conftest import SAMPLES

@@ -14,12 +14,12 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from copilot_logs import agent_loop, autopilot_audit, counting, overview, rules, usage_accounting
 from copilot_logs.cli import main
-from copilot_logs.corpus import map_batches
-from copilot_logs.envelope import Source
+from copilot_logs.commands import audit, count, sessions, timeline, usage, validate
 from copilot_logs.errors import ExitCode
-from copilot_logs.reader import ReadResult, read_source
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import ReadResult, read_source
+from copilot_logs.store.collect import map_batches
 
 from .conftest import SAMPLES
 
@@ -65,12 +65,12 @@ def test_a_batch_that_raises_is_redone_file_by_file() -> None:
 
 
 CORES = {
-    "sessions": (overview, "summarize"),
-    "count": (counting, "count"),
-    "timeline": (agent_loop, "timeline"),
-    "audit": (autopilot_audit, "facts"),
-    "validate": (rules, "check_batch"),
-    "usage": (usage_accounting, "session_usage"),
+    "sessions": (sessions, "summarize"),
+    "count": (count, "count"),
+    "timeline": (timeline, "timeline"),
+    "audit": (audit, "facts"),
+    "validate": (validate, "check_batch"),
+    "usage": (usage, "session_usage"),
 }
 
 
@@ -126,16 +126,16 @@ def test_a_session_a_command_fails_on_hides_no_other(
 
 
 def test_a_file_whose_reading_raises_is_left_out_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    from copilot_logs import corpus
+    from copilot_logs.store import collect
 
-    original = corpus.read_many
+    original = collect.read_many
 
     def read_many(jobs: Any) -> Any:
         if any(source.session_hint == POISONED for source, _ in jobs):
             raise RecursionError("a reader fault")
         return original(jobs)
 
-    monkeypatch.setattr(corpus, "read_many", read_many)
+    monkeypatch.setattr(collect, "read_many", read_many)
     sources = [
         Source(SAMPLES / name / "events.jsonl", name)
         for name in sorted(p.name for p in SAMPLES.iterdir() if (p / "events.jsonl").is_file())
@@ -159,21 +159,21 @@ def events_per_file_unpoisoned(result: ReadResult) -> dict[str, int]:
 def test_count_total_leaves_out_only_the_session_it_fails_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from copilot_logs import fastcount
+    from copilot_logs.commands import count_total
 
     root = tmp_path / "sessions"
     shutil.copytree(SAMPLES, root)
     without = tmp_path / "without"
     shutil.copytree(SAMPLES, without, ignore=shutil.ignore_patterns(POISONED))
     expected = CliRunner().invoke(main, ["count", "--total", str(without)])
-    original = fastcount.count_file
+    original = count_total.count_file
 
     def count_file(source: Source, **kwargs: Any) -> Any:
         if source.session_hint == POISONED:
             raise ValueError("a value no rule foresaw")
         return original(source, **kwargs)
 
-    monkeypatch.setattr(fastcount, "count_file", count_file)
+    monkeypatch.setattr(count_total, "count_file", count_file)
     result = CliRunner().invoke(main, ["count", "--total", "--no-cache", str(root)])
     assert result.exit_code == ExitCode.UNREADABLE
     assert int(result.stdout) == int(expected.stdout)

@@ -10,8 +10,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.event_types import NUDGE_TEXT, PREVIEW_CHARS
-from copilot_logs.payload import TEXT_HEAD, from_dict, payload, preview, raw_preview
+from copilot_logs.ingest.event_types import NUDGE_TEXT, PREVIEW_CHARS
+from copilot_logs.ingest.payload import TEXT_HEAD, from_dict, payload, preview, raw_preview
 
 TEXT = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3 * TEXT_HEAD

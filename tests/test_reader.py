@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.envelope import Source
-from copilot_logs.reader import read_bytes, read_source
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import read_bytes, read_source
 
 
 def event(
@@ -239,7 +239,7 @@ def test_every_damage_kind_in_one_file() -> None:
 
 
 def test_reading_streams_in_blocks_across_huge_lines(monkeypatch: pytest.MonkeyPatch) -> None:
-    import copilot_logs.reader as reader
+    import copilot_logs.ingest.reader as reader
 
     monkeypatch.setattr(reader, "CLEAN_BLOCK", 7)
     lines = clean_lines(3)
@@ -264,7 +264,7 @@ json_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("C
 def test_round_trip_any_valid_stream(contents: list[str], block: int) -> None:
     """Any valid event stream written as JSONL reads back to the same events, whatever the
     line sizes and read block size."""
-    import copilot_logs.reader as reader
+    import copilot_logs.ingest.reader as reader
 
     original = reader.CLEAN_BLOCK
     reader.CLEAN_BLOCK = block

@@ -11,12 +11,13 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from copilot_logs import rules, synth
-from copilot_logs.corpus import read_all
-from copilot_logs.envelope import Source
-from copilot_logs.reader import ReadResult, read_bytes, read_source
-from copilot_logs.rules import RULES, Report, UnknownRuleError
-from copilot_logs.schema import DIAGNOSTICS_SCHEMA
+from copilot_logs import synth
+from copilot_logs.commands import validate
+from copilot_logs.commands.validate import RULES, Report, UnknownRuleError
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
+from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
+from copilot_logs.store.collect import read_all
 from copilot_logs.synth import SessionBuilder, ToolCall, bash, view
 from tests.conftest import SAMPLES
 
@@ -36,7 +37,7 @@ def read(data: bytes | list[bytes], name: str = "log.jsonl") -> ReadResult:
 
 
 def lines_of(result: ReadResult, code: str) -> list[int | None]:
-    found = rules.check(result)
+    found = validate.check(result)
     return found.filter(pl.col("code") == code)["line"].to_list()
 
 
@@ -72,7 +73,7 @@ def clean() -> SessionBuilder:
 
 
 def test_clean_session_has_no_findings() -> None:
-    found = rules.check(read(clean().to_bytes()))
+    found = validate.check(read(clean().to_bytes()))
     assert found.is_empty(), found.to_dicts()
 
 
@@ -823,7 +824,7 @@ def test_near_miss_does_not_fire(code: str, case: Callable[[], ReadResult]) -> N
 
 def test_finding_carries_location_rule_and_message() -> None:
     result, _ = t201()
-    found = rules.check(result)
+    found = validate.check(result)
     turn_end = result.events.filter(pl.col("line") == 7)
     expected = pl.DataFrame(
         {
@@ -836,7 +837,7 @@ def test_finding_carries_location_rule_and_message() -> None:
             "message": ["assistant.turn_end (turnId 0) with no open turn"],
             "session_id": [SESSION],
         },
-        schema=rules.FINDINGS_SCHEMA,
+        schema=validate.FINDINGS_SCHEMA,
     )
     assert_frame_equal(found, expected)
 
@@ -847,21 +848,21 @@ def test_findings_sorted_by_file_then_line() -> None:
         renamed(e104()[0], "b.jsonl"),
         read(synth.cut(builder().to_bytes()), "a.jsonl"),
     ]
-    found = rules.check(ReadResult.concat(parts))
+    found = validate.check(ReadResult.concat(parts))
     keys = found.select("file", "line").rows()
     assert keys == sorted(keys, key=lambda key: (key[0], key[1] or 0))
     assert found["file"].unique().sort().to_list() == ["a.jsonl", "b.jsonl", "log.jsonl"]
 
 
 def test_empty_input_gives_an_empty_typed_frame() -> None:
-    found = rules.check(ReadResult.empty())
-    assert found.schema == pl.Schema(rules.FINDINGS_SCHEMA)
+    found = validate.check(ReadResult.empty())
+    assert found.schema == pl.Schema(validate.FINDINGS_SCHEMA)
     assert found.is_empty()
 
 
 def test_unknown_type_reported_once_per_type_with_its_count() -> None:
     result, _ = e107()
-    found = rules.check(result).filter(code="E107")
+    found = validate.check(result).filter(code="E107")
     assert found["message"].to_list() == [
         "unknown event type session.brand_new (2 lines in this file; first here)"
     ]
@@ -869,14 +870,14 @@ def test_unknown_type_reported_once_per_type_with_its_count() -> None:
 
 def test_turn_start_while_open_names_the_open_turn() -> None:
     result, _ = t202()
-    message = rules.check(result).filter(code="T202")["message"].item()
+    message = validate.check(result).filter(code="T202")["message"].item()
     assert "line 5" in message
     assert lines_of(result, "T204") == []
 
 
 def test_parent_chain_break_names_the_previous_line() -> None:
     result, _ = e104()
-    message = rules.check(result).filter(code="E104")["message"].item()
+    message = validate.check(result).filter(code="E104")["message"].item()
     assert "on line 2" in message
 
 
@@ -887,7 +888,7 @@ def test_unclosed_subagent_tool_is_a_warning_not_an_error() -> None:
     tool(b, "start", "call_task", toolName="task")
     b.event("subagent.started", {"toolCallId": "call_task"}, agent_id="call_task")
     b.event("tool.execution_start", {"toolCallId": "call_sub"}, agent_id="call_task")
-    found = rules.check(read(b.to_bytes()))
+    found = validate.check(read(b.to_bytes()))
     assert sorted(found.select("code", "line").rows()) == [
         ("S401", 7),
         ("T204", 5),
@@ -903,7 +904,7 @@ def test_user_requested_complete_in_a_turn_is_not_an_orphan() -> None:
     turn_events(b, ("start", "0"))
     tool(b, "complete", "call_shell", success=True, isUserRequested=True)
     turn_events(b, ("end", "0"))
-    assert rules.check(read(b.to_bytes())).is_empty()
+    assert validate.check(read(b.to_bytes())).is_empty()
 
 
 def test_complete_before_its_start_is_an_orphan() -> None:
@@ -913,7 +914,7 @@ def test_complete_before_its_start_is_an_orphan() -> None:
     tool(b, "complete", "call_x", success=True)
     tool(b, "start", "call_x", toolName="bash")
     turn_events(b, ("end", "0"))
-    found = rules.check(read(b.to_bytes()))
+    found = validate.check(read(b.to_bytes()))
     assert found.filter(code="X301")["line"].to_list() == [6]
     assert found.filter(code="X302")["line"].to_list() == [7]
 
@@ -927,18 +928,18 @@ def test_codes_are_unique_stable_and_well_formed() -> None:
     assert len(set(codes)) == len(codes)
     assert len(set(names)) == len(names)
     for rule in RULES:
-        assert rule.code[0] in rules.FAMILIES
+        assert rule.code[0] in validate.FAMILIES
         assert rule.code[1:].isdigit() and len(rule.code) == 4
         assert rule.name == rule.name.lower() and " " not in rule.name
-        assert rule.severity in rules.SEVERITIES
+        assert rule.severity in validate.SEVERITIES
         assert rule.summary.endswith(".") and rule.explanation.endswith(".")
     # The families are numbered by hundreds: E1xx, T2xx, X3xx, S4xx, C5xx, R6xx.
     assert {rule.code[:2] for rule in RULES} == {"E1", "T2", "X3", "S4", "C5", "R6"}
 
 
 def test_every_reader_kind_maps_to_its_own_rule() -> None:
-    for kind, code in rules.DIAGNOSTIC_RULES.items():
-        assert code in rules.RULES_BY_CODE, kind
+    for kind, code in validate.DIAGNOSTIC_RULES.items():
+        assert code in validate.RULES_BY_CODE, kind
 
 
 @pytest.mark.parametrize(
@@ -952,34 +953,34 @@ def test_every_reader_kind_maps_to_its_own_rule() -> None:
     ],
 )
 def test_resolve(select: list[str] | None, ignore: list[str], expected: list[str]) -> None:
-    assert [rule.code for rule in rules.resolve(select, ignore)] == expected
+    assert [rule.code for rule in validate.resolve(select, ignore)] == expected
 
 
 @pytest.mark.parametrize("bad", ["Z999", "E9", "no-such-rule", "E1x", "T2,Q"])
 def test_unknown_selector_is_a_usage_error(bad: str) -> None:
     with pytest.raises(UnknownRuleError) as caught:
-        rules.resolve([bad], [])
+        validate.resolve([bad], [])
     assert caught.value.exit_code == 2
     with pytest.raises(UnknownRuleError):
-        rules.resolve(None, [bad])
+        validate.resolve(None, [bad])
 
 
 @pytest.mark.parametrize("bad", ["", "E1", "T", "ALL"])
 def test_find_rule_takes_one_code_or_name(bad: str) -> None:
     with pytest.raises(UnknownRuleError):
-        rules.find_rule(bad)
+        validate.find_rule(bad)
 
 
 def test_select_and_ignore_filter_findings() -> None:
     result = ReadResult.concat([t201()[0], renamed(e116()[0], "other.jsonl")])
-    assert set(rules.check(result)["code"]) == {"T201", "E116"}
-    assert set(rules.check(result, select=["T"])["code"]) == {"T201"}
-    assert set(rules.check(result, ignore=["blank-line"])["code"]) == {"T201"}
+    assert set(validate.check(result)["code"]) == {"T201", "E116"}
+    assert set(validate.check(result, select=["T"])["code"]) == {"T201"}
+    assert set(validate.check(result, ignore=["blank-line"])["code"]) == {"T201"}
 
 
 def test_find_rule_by_code_or_name() -> None:
-    assert rules.find_rule("x301").name == "orphan-tool-complete"
-    assert rules.find_rule("orphan-tool-complete").code == "X301"
+    assert validate.find_rule("x301").name == "orphan-tool-complete"
+    assert validate.find_rule("orphan-tool-complete").code == "X301"
 
 
 # --- the gate ----------------------------------------------------------------------------------
@@ -987,17 +988,19 @@ def test_find_rule_by_code_or_name() -> None:
 
 def test_report_fails_on_errors_and_on_warnings_only_when_strict() -> None:
     warnings_only = t204()[0]
-    assert not rules.validate(warnings_only).failed
-    assert rules.validate(warnings_only, strict=True).failed
+    assert not validate.validate(warnings_only).failed
+    assert validate.validate(warnings_only, strict=True).failed
     info_only = e107()[0]
-    assert not rules.validate(info_only, strict=True).failed
-    assert rules.validate(t201()[0]).failed
+    assert not validate.validate(info_only, strict=True).failed
+    assert validate.validate(t201()[0]).failed
 
 
 def test_report_summary_and_statistics() -> None:
     parts = [t201()[0], read(clean().to_bytes(), "clean.jsonl"), renamed(e106()[0], "e.jsonl")]
     result = ReadResult.concat(parts)
-    report = Report(rules.check(result), rules.checked_files(result), rules.resolve(), strict=False)
+    report = Report(
+        validate.check(result), validate.checked_files(result), validate.resolve(), strict=False
+    )
     assert report.summary() == {
         "files": 3,
         "sessions": 1,
@@ -1018,7 +1021,7 @@ def test_report_summary_and_statistics() -> None:
 
 def test_checked_files_lists_files_with_no_event() -> None:
     result = ReadResult.concat([read(b"", "empty.jsonl"), read(builder().to_bytes(), "b.jsonl")])
-    assert rules.checked_files(result)["file"].to_list() == ["b.jsonl", "empty.jsonl"]
+    assert validate.checked_files(result)["file"].to_list() == ["b.jsonl", "empty.jsonl"]
 
 
 # --- real and bundled logs ---------------------------------------------------------------------
@@ -1027,7 +1030,7 @@ def test_checked_files_lists_files_with_no_event() -> None:
 def test_real_samples_have_no_findings(real_samples: Path) -> None:
     paths = sorted(real_samples.glob("*.jsonl"))
     result = read_all([Source(path, path.stem) for path in paths])
-    found = rules.check(result)
+    found = validate.check(result)
     assert found.is_empty(), found.to_dicts()
     # Their shutdowns record eventsFileSizeBytes, and it is each shutdown line's offset.
     shutdowns = result.events.filter(pl.col("type") == "session.shutdown")
@@ -1037,10 +1040,10 @@ def test_real_samples_have_no_findings(real_samples: Path) -> None:
 
 
 def test_bundled_samples_validate_without_errors_except_the_damaged_one() -> None:
-    from copilot_logs.discover import Selection, find_sources
+    from copilot_logs.ingest.discover import Selection, find_sources
 
     result = read_all(find_sources(Selection(selectors=[str(SAMPLES)])))
-    found = rules.check(result).with_columns(
+    found = validate.check(result).with_columns(
         folder=pl.col("file").str.extract(r"sample_sessions/([0-9a-f]{8})")
     )
     damaged = "4bbad07c"
@@ -1061,4 +1064,4 @@ def test_tool_call_with_explicit_success_false_is_not_a_finding() -> None:
     b.user_message("hi")
     b.turn("run", [ToolCall("bash", {"command": "false"}, success=False, error="exit 1")])
     b.shutdown()
-    assert rules.check(read(b.to_bytes())).is_empty()
+    assert validate.check(read(b.to_bytes())).is_empty()

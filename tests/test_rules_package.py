@@ -9,9 +9,9 @@ import pkgutil
 
 import pytest
 
-import copilot_logs.rules as package
-from copilot_logs import rules
-from copilot_logs.rules.rule import Family
+import copilot_logs.commands.validate as package
+from copilot_logs.commands import validate
+from copilot_logs.commands.validate.rule import Family
 
 FAMILY_MODULES = {
     "E": "envelope",
@@ -40,28 +40,28 @@ def test_each_family_lives_in_its_own_module_and_the_registry_holds_them_all() -
         module: letter for letter, module in FAMILY_MODULES.items()
     }
     declared = [
-        rule for letter in rules.FAMILIES for rule in families[FAMILY_MODULES[letter]].rules
+        rule for letter in validate.FAMILIES for rule in families[FAMILY_MODULES[letter]].rules
     ]
-    assert list(rules.RULES) == declared
+    assert list(validate.RULES) == declared
     for name, family in families.items():
         assert all(rule.code[0] == family.letter for rule in family.rules), name
 
 
 def test_every_rule_has_exactly_one_way_to_be_found() -> None:
     catch_alls = []
-    for rule in rules.RULES:
+    for rule in validate.RULES:
         if rule.check is not None:
             assert rule.diagnostics == (), rule.code
         elif not rule.diagnostics:
             catch_alls.append(rule.code)
-    assert catch_alls == [rules.OTHER_DAMAGE]
+    assert catch_alls == [validate.OTHER_DAMAGE]
 
 
 def test_no_reader_kind_is_claimed_by_two_rules() -> None:
-    kinds = [kind for rule in rules.RULES for kind in rule.diagnostics]
-    assert len(kinds) == len(set(kinds)) == len(rules.DIAGNOSTIC_RULES)
-    for kind, code in rules.DIAGNOSTIC_RULES.items():
-        assert kind in rules.RULES_BY_CODE[code].diagnostics
+    kinds = [kind for rule in validate.RULES for kind in rule.diagnostics]
+    assert len(kinds) == len(set(kinds)) == len(validate.DIAGNOSTIC_RULES)
+    for kind, code in validate.DIAGNOSTIC_RULES.items():
+        assert kind in validate.RULES_BY_CODE[code].diagnostics
 
 
 @pytest.mark.parametrize(
@@ -91,7 +91,7 @@ def test_the_decorator_keeps_the_check_a_plain_function() -> None:
     assert finds(1) == 1
     assert family.rules[0].check is finds
     # checks and rules cross to worker processes by reference
-    for rule in rules.RULES:
+    for rule in validate.RULES:
         assert pickle.loads(pickle.dumps(rule)) == rule
         if rule.check is not None:
             assert pickle.loads(pickle.dumps(rule.check)) is rule.check

@@ -14,14 +14,14 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from copilot_logs import model
+from copilot_logs import derive
 from copilot_logs.cli import main
 
 from .conftest import SAMPLES
 
 EXPECTED: dict[str, dict[str, Any]] = orjson.loads((SAMPLES / "expected.json").read_bytes())
 
-COUNT_FIELDS = model.COUNT_FIELDS
+COUNT_FIELDS = derive.COUNT_FIELDS
 SESSION_FIELDS = (
     "llm_calls",
     "user_prompts",

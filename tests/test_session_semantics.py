@@ -441,28 +441,29 @@ def tied_session(first_model: str, then_model: str) -> SessionBuilder:
 
 
 def test_a_model_tie_goes_to_the_latest_reply_whatever_the_names() -> None:
-    from copilot_logs import agent_loop, overview
-    from copilot_logs.reader import read_bytes
+    from copilot_logs.commands import sessions as sessions_core
+    from copilot_logs.commands import timeline
+    from copilot_logs.ingest.reader import read_bytes
 
     for first_model, then_model in (
         ("claude-sonnet-4.5", "gpt-5-mini"),
         ("gpt-5-mini", "claude-sonnet-4.5"),
     ):
         result = read_bytes(tied_session(first_model, then_model).to_bytes(), "tie.jsonl")
-        assert overview.summarize(result)["model"].to_list() == [then_model]
-        assert [s["model"] for s in agent_loop.timeline(result)] == [then_model]
+        assert sessions_core.summarize(result)["model"].to_list() == [then_model]
+        assert [s["model"] for s in timeline.timeline(result)] == [then_model]
 
 
 def test_the_most_named_model_wins_over_the_latest() -> None:
-    from copilot_logs import overview
-    from copilot_logs.reader import read_bytes
+    from copilot_logs.commands import sessions as sessions_core
+    from copilot_logs.ingest.reader import read_bytes
 
     b = tied_session("gpt-5-mini", "claude-sonnet-4.5")
     b.user_message("c")
     b.turn("z", model="gpt-5-mini")
     b.turn("z", model="o3")
     result = read_bytes(b.to_bytes(), "most.jsonl")
-    assert overview.summarize(result)["model"].to_list() == ["gpt-5-mini"]
+    assert sessions_core.summarize(result)["model"].to_list() == ["gpt-5-mini"]
 
 
 # --- usage after /rewind, and per-model figures at a switch ---------------------------------

@@ -32,7 +32,7 @@ import copilot_logs as cl
 from benchmarks.corpus import DAMAGE_KINDS, _damage
 from copilot_logs import synth
 from copilot_logs.cli import main
-from copilot_logs.envelope import Source
+from copilot_logs.ingest.envelope import Source
 from copilot_logs.spark import engine
 
 from .conftest import SAMPLES

@@ -11,10 +11,10 @@ from click.testing import CliRunner
 
 from copilot_logs import synth
 from copilot_logs.cli import main
-from copilot_logs.envelope import Source
-from copilot_logs.reader import read_bytes
+from copilot_logs.commands.usage import report, session_usage
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.spark import engine
-from copilot_logs.usage_accounting import report, session_usage
 
 
 def test_spark_names_and_ours_meet_on_one_key() -> None:

@@ -16,11 +16,13 @@ import pytest
 from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
-from copilot_logs import corpus, parallel, reader, store
+from copilot_logs import store
 from copilot_logs.cli import main
-from copilot_logs.corpus import read_all
-from copilot_logs.envelope import Source
-from copilot_logs.reader import ReadResult
+from copilot_logs.ingest import reader
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.store import collect, pool
+from copilot_logs.store.collect import read_all
 from copilot_logs.synth import SessionBuilder, bash, nul_tail
 
 from .conftest import SAMPLES
@@ -57,7 +59,7 @@ def test_cached_read_equals_fresh_read(monkeypatch: pytest.MonkeyPatch) -> None:
     assert_same(first, fresh)
     assert len(entries()) == len(sources)  # one entry per log
     monkeypatch.setattr(reader, "read_many", lambda *a, **k: pytest.fail("read again"))
-    monkeypatch.setattr(corpus, "read_many", lambda *a, **k: pytest.fail("read again"))
+    monkeypatch.setattr(collect, "read_many", lambda *a, **k: pytest.fail("read again"))
     second = read_all(sources, use_cache=True)
     assert_same(second, fresh)
 
@@ -90,13 +92,13 @@ def grow(tmp_path: Path) -> tuple[Path, SessionBuilder, int]:
 def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path, builder, size = grow(tmp_path)
     offsets: list[Any] = []
-    real = corpus.read_many
+    real = collect.read_many
 
     def spy(jobs: Any) -> Any:
         offsets.extend(resume.offset if resume else 0 for _, resume in jobs)
         return real(jobs)
 
-    monkeypatch.setattr(corpus, "read_many", spy)
+    monkeypatch.setattr(collect, "read_many", spy)
     grown = read_all([Source(path, "s")], use_cache=True)
     assert offsets == [size]
     assert_same(grown, read_all([Source(path, "s")]))
@@ -125,8 +127,8 @@ def test_changed_file_is_read_again(tmp_path: Path) -> None:
 def test_batches_give_the_same_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     sources = sample_sources()
     whole = read_all(sources)
-    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 4000)
-    assert len(corpus.batches(sources, 4000)) > 3
+    monkeypatch.setattr(pool, "MAX_BATCH_BYTES", 4000)
+    assert len(collect.batches(sources, 4000)) > 3
     assert_same(read_all(sources), whole)
     assert_same(read_all(sources, use_cache=True), whole)
     assert_same(read_all(sources, use_cache=True), whole)
@@ -143,9 +145,9 @@ def test_cli_no_cache_writes_nothing(copilot_home: Path) -> None:
 def test_parallel_parse_equals_sequential(monkeypatch: pytest.MonkeyPatch) -> None:
     sources = sample_sources()
     sequential = read_all(sources)
-    monkeypatch.setattr(parallel, "FRAMES_PARALLEL_BYTES", 0)
-    monkeypatch.setattr(parallel, "MAX_BATCH_BYTES", 20_000)
-    monkeypatch.setenv(parallel.CPUS_VARIABLE, "2")
+    monkeypatch.setattr(pool, "FRAMES_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(pool, "MAX_BATCH_BYTES", 20_000)
+    monkeypatch.setenv(pool.CPUS_VARIABLE, "2")
     seen: list[Source] = []
     in_workers = read_all(sources, on_read=seen.append)
     assert_same(in_workers, sequential)
@@ -192,20 +194,20 @@ def test_workers_start_early_only_when_there_is_a_lot_to_parse(
 
     started: list[bool] = []
     monkeypatch.setattr(forkserver, "ensure_running", lambda: started.append(True))
-    monkeypatch.setenv(parallel.CPUS_VARIABLE, "2")
+    monkeypatch.setenv(pool.CPUS_VARIABLE, "2")
     sources = sample_sources()
     total = sum(s.size for s in sources)
-    monkeypatch.setattr(parallel, "FRAMES_PARALLEL_BYTES", total + 1)
-    parallel.start_workers_early(sources, use_cache=False)
+    monkeypatch.setattr(pool, "FRAMES_PARALLEL_BYTES", total + 1)
+    pool.start_workers_early(sources, use_cache=False)
     assert started == []
-    monkeypatch.setattr(parallel, "FRAMES_PARALLEL_BYTES", total)
-    parallel.start_workers_early([*sources, Source(None, "stdin")], use_cache=False)
+    monkeypatch.setattr(pool, "FRAMES_PARALLEL_BYTES", total)
+    pool.start_workers_early([*sources, Source(None, "stdin")], use_cache=False)
     assert started == []  # standard input is read here, never by a worker
-    parallel.start_workers_early(sources, use_cache=False)
+    pool.start_workers_early(sources, use_cache=False)
     assert started == [True]
     read_all(sources, use_cache=True)  # now cached: nothing left to parse
     started.clear()
-    parallel.start_workers_early(sources, use_cache=True)
+    pool.start_workers_early(sources, use_cache=True)
     assert started == []
 
 
@@ -527,8 +529,8 @@ def test_values_that_split_by_file_are_answered_without_the_events(
     runner.invoke(main, ["count", str(SAMPLES), "--format", "json", "--tz", "UTC"])
     for entry in entries():
         assert [key for key, _, _ in header_of(entry)[0]["results"]] == [
-            "copilot_logs.counting.count(by='session', zone='UTC')",
-            "copilot_logs.overview.summarize",
+            "copilot_logs.commands.count.count(by='session', zone='UTC')",
+            "copilot_logs.commands.sessions.summarize",
         ]
 
 
@@ -541,7 +543,9 @@ def test_a_damaged_value_is_computed_again(tmp_path: Path) -> None:
     raw = entry.read_bytes()
     entry.write_bytes(flip(raw, len(raw) - 50))  # inside the kept value, at the end
     assert (
-        store.recall([Source(path, "s")], "copilot_logs.counting.count(by='session', zone='UTC')")
+        store.recall(
+            [Source(path, "s")], "copilot_logs.commands.count.count(by='session', zone='UTC')"
+        )
         is None
     )
     assert llm_calls([str(path)]) == 3
@@ -550,17 +554,18 @@ def test_a_damaged_value_is_computed_again(tmp_path: Path) -> None:
 def test_functions_are_described_the_same_in_every_process() -> None:
     from functools import partial
 
-    from copilot_logs import counting
+    from copilot_logs.commands import count
 
-    described = store.describe(partial(counting.count, by="day", zone="UTC"))
-    assert described == "copilot_logs.counting.count(by='day', zone='UTC')"
+    described = store.describe(partial(count.count, by="day", zone="UTC"))
+    assert described == "copilot_logs.commands.count.count(by='day', zone='UTC')"
     code = (
-        "from functools import partial; from copilot_logs import counting, store\n"
-        "print(store.describe(partial(counting.count, by='day', zone='UTC')))"
+        "from functools import partial; from copilot_logs import store\n"
+        "from copilot_logs.commands import count\n"
+        "print(store.describe(partial(count.count, by='day', zone='UTC')))"
     )
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert other.stdout.strip() == described
     assert store.describe(lambda result: result) is None
-    assert store.describe(partial(counting.count, by=object())) is None
-    ordered_sets = {store.describe(partial(counting.count, by={"a", "b", "c"})) for _ in range(5)}
+    assert store.describe(partial(count.count, by=object())) is None
+    ordered_sets = {store.describe(partial(count.count, by={"a", "b", "c"})) for _ in range(5)}
     assert len(ordered_sets) == 1

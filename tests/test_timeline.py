@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 from rich.text import Text
 
-from copilot_logs.agent_loop import TURN_ROW_SCHEMA, iso, timeline, turn_rows
 from copilot_logs.cli import main
-from copilot_logs.reader import ReadResult, read_bytes
+from copilot_logs.commands.timeline import TURN_ROW_SCHEMA, iso, timeline, turn_rows
+from copilot_logs.ingest.reader import ReadResult, read_bytes
+from copilot_logs.render.timeline import print_timeline, session_lines
 from copilot_logs.synth import SessionBuilder, bash, join_lines, task, view
-from copilot_logs.timeline_render import print_timeline, session_lines
 
 Node = dict[str, Any]
 

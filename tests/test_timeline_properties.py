@@ -9,10 +9,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.agent_loop import EVENT_TYPES, timeline, turn_rows
-from copilot_logs.reader import read_bytes
+from copilot_logs.commands.timeline import EVENT_TYPES, timeline, turn_rows
+from copilot_logs.ingest.reader import read_bytes
+from copilot_logs.render.timeline import session_lines
 from copilot_logs.synth import SessionBuilder, Subagent, SubagentStep, ToolCall, bash, task, view
-from copilot_logs.timeline_render import session_lines
 
 Node = dict[str, Any]
 

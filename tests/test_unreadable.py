@@ -18,9 +18,9 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from copilot_logs import logfile
 from copilot_logs.cli import main
 from copilot_logs.errors import ExitCode
+from copilot_logs.ingest import logfile
 
 from .conftest import SAMPLES
 

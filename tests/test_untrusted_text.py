@@ -20,7 +20,7 @@ from click.testing import CliRunner, Result
 
 from copilot_logs.cli import main
 from copilot_logs.cli.options import print_damage
-from copilot_logs.sanitize import inert, json_text, markdown_cell, multiline, one_line
+from copilot_logs.render.sanitize import inert, json_text, markdown_cell, multiline, one_line
 from copilot_logs.synth import SessionBuilder, ToolCall
 from tests.conftest import PROJECT
 
@@ -382,7 +382,7 @@ WRITES = re.compile(
 
 
 def test_only_the_output_module_writes_to_the_terminal() -> None:
-    """Every human output goes through copilot_logs.output, so no command can forget the
+    """Every human output goes through copilot_logs.render.output, so no command can forget the
     escaping: no other module echoes, prints, builds a rich console or touches sys.stdout."""
     package = PROJECT / "copilot_logs"
     offenders = [

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from copilot_logs import usage_accounting as usage
 from copilot_logs.cli import main
-from copilot_logs.reader import ReadResult, read_bytes
+from copilot_logs.commands import usage
+from copilot_logs.ingest.reader import ReadResult, read_bytes
 from copilot_logs.synth import SessionBuilder, bash, view
 from tests.conftest import SAMPLES
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from copilot_logs import synth
 from copilot_logs.cli import main
-from copilot_logs.rules import RULES
+from copilot_logs.commands.validate import RULES
 from copilot_logs.synth import SessionBuilder, bash
 from tests.conftest import SAMPLES
 

@@ -20,9 +20,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import rules, synth
+from copilot_logs import synth
 from copilot_logs.cli import main
-from copilot_logs.reader import read_bytes
+from copilot_logs.commands import validate
+from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.synth import SessionBuilder, ToolCall, bash, subagent_plan, task, view
 
 # --- plans of valid sessions -------------------------------------------------------------------
@@ -423,7 +424,7 @@ def has_tool_completes(b: SessionBuilder) -> bool:
 def test_generated_sessions_validate_clean(plan: list[Interaction], seed: int) -> None:
     b = build(plan, seed)
     result = read_bytes(b.to_bytes(), f"/state/{b.session_id}/events.jsonl")
-    report = rules.validate(result, strict=True)
+    report = validate.validate(result, strict=True)
     assert report.findings.is_empty(), report.findings.select("line", "code", "message").rows()
     assert not report.failed
 
@@ -478,7 +479,7 @@ def test_generator_covers_the_features() -> None:
         "session.compaction_complete",
     } <= types
     assert sum(1 for e in b.events if e["type"] == "user.message" and e.get("agentId") is None) == 3
-    found = rules.check(read_bytes(b.to_bytes(), "s.jsonl"))
+    found = validate.check(read_bytes(b.to_bytes(), "s.jsonl"))
     assert found.is_empty(), found.select("line", "code", "message").rows()
 
 

@@ -29,12 +29,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from copilot_logs import autopilot_audit, counting, watch
 from copilot_logs.cli import main
-from copilot_logs.discover import Selection
+from copilot_logs.commands import audit, count, watch
 from copilot_logs.errors import ExitCode
-from copilot_logs.reader import read_bytes
-from copilot_logs.watch_render import visible
+from copilot_logs.ingest.discover import Selection
+from copilot_logs.ingest.reader import read_bytes
+from copilot_logs.render.watch import visible
 
 from .conftest import PROJECT, REAL_SAMPLES, SAMPLES
 
@@ -108,11 +108,10 @@ def _check_replay(log: Path, cuts: list[int]) -> None:
         assert_frame_equal(
             follower.result.events, read_bytes(complete, str(path), path.stem).events
         )
-        live = counting.count(follower.result).select("session_id", *FIGURES)
-        assert live.to_dicts() == counting.count(whole).select("session_id", *FIGURES).to_dicts()
+        live = count.count(follower.result).select("session_id", *FIGURES)
+        assert live.to_dicts() == count.count(whole).select("session_id", *FIGURES).to_dicts()
         verdicts = [
-            autopilot_audit.audit(result, now=NOW)["verdict"].to_list()
-            for result in (follower.result, whole)
+            audit.audit(result, now=NOW)["verdict"].to_list() for result in (follower.result, whole)
         ]
         assert verdicts[0] == verdicts[1]
     totals = live.select(FIGURES).sum().row(0, named=True)
@@ -351,7 +350,7 @@ def test_the_view_shows_log_text_only_escaped(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from copilot_logs.watch_render import view
+    from copilot_logs.render.watch import view
 
     data = OPEN_SAMPLE.read_bytes().replace(b'"toolName":"bash"', b'"toolName":"ba\\u001b[2Jsh"')
     path = tmp_path / "s.jsonl"

@@ -12,22 +12,22 @@ from typing import Any
 
 import click
 
-from copilot_logs import output
 from copilot_logs.errors import CopilotLogsError
-from copilot_logs.sanitize import one_line
+from copilot_logs.render import output
+from copilot_logs.render.sanitize import one_line
 
 COMMANDS = {
-    "sessions": "copilot_logs.cli.sessions_command:sessions",
-    "count": "copilot_logs.cli.count_command:count",
-    "usage": "copilot_logs.cli.usage_command:usage",
-    "validate": "copilot_logs.cli.validate_command:validate",
-    "rules": "copilot_logs.cli.rules_command:rules",
-    "timeline": "copilot_logs.cli.timeline_command:timeline",
-    "audit": "copilot_logs.cli.audit_command:audit",
-    "cache": "copilot_logs.cli.cache_command:cache",
-    "report": "copilot_logs.cli.report_command:report",
-    "export": "copilot_logs.cli.export_command:export",
-    "watch": "copilot_logs.cli.watch_command:watch",
+    "sessions": "copilot_logs.cli.sessions:sessions",
+    "count": "copilot_logs.cli.count:count",
+    "usage": "copilot_logs.cli.usage:usage",
+    "validate": "copilot_logs.cli.validate:validate",
+    "rules": "copilot_logs.cli.rules:rules",
+    "timeline": "copilot_logs.cli.timeline:timeline",
+    "audit": "copilot_logs.cli.audit:audit",
+    "cache": "copilot_logs.cli.cache:cache",
+    "report": "copilot_logs.cli.report:report",
+    "export": "copilot_logs.cli.export:export",
+    "watch": "copilot_logs.cli.watch:watch",
 }
 
 
@@ -60,7 +60,7 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         # A reader that goes away (`| head`) is handled where output is written
-        # (copilot_logs.output): the command runs on and exits with its own code.
+        # (copilot_logs.render.output): the command runs on and exits with its own code.
         try:
             return super().invoke(ctx)
         except CopilotLogsError as error:

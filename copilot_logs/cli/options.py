@@ -14,21 +14,21 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from copilot_logs import output
-from copilot_logs.envelope import STDIN
 from copilot_logs.errors import ExitCode
-from copilot_logs.humanize import plural
-from copilot_logs.sanitize import one_line
+from copilot_logs.ingest.envelope import STDIN
+from copilot_logs.render import output
+from copilot_logs.render.humanize import plural
+from copilot_logs.render.sanitize import one_line
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     import polars as pl
 
-    from copilot_logs.corpus import BatchResult
-    from copilot_logs.discover import Selection
-    from copilot_logs.envelope import Source
-    from copilot_logs.reader import ReadResult
+    from copilot_logs.ingest.discover import Selection
+    from copilot_logs.ingest.envelope import Source
+    from copilot_logs.ingest.reader import ReadResult
+    from copilot_logs.store.collect import BatchResult
 
     Engine = Callable[[list[Source], Callable[[ReadResult], Any]], Iterable[BatchResult[Any]]]
 
@@ -169,7 +169,7 @@ def choose(picked: Picked, *, zone: str | None = None) -> Selection:
     """
     from zoneinfo import ZoneInfo
 
-    from copilot_logs.discover import Selection, parse_when
+    from copilot_logs.ingest.discover import Selection, parse_when
 
     day_zone = ZoneInfo(zone) if zone else None
     return Selection(
@@ -183,7 +183,7 @@ def choose(picked: Picked, *, zone: str | None = None) -> Selection:
 
 def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
     """The selected session logs, newest first; says so on stderr when there is none."""
-    from copilot_logs.discover import find_sources
+    from copilot_logs.ingest.discover import find_sources
 
     selection = choose(picked, zone=zone)
     sources = find_sources(selection)
@@ -208,7 +208,7 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     sources = find(picked, zone=zone)
     if not sources:
         return None
-    from copilot_logs.parallel import start_workers_early
+    from copilot_logs.store.pool import start_workers_early
 
     start_workers_early(sources, use_cache())
     chosen = choose(picked, zone=zone)
@@ -272,12 +272,12 @@ class Loaded:
         function whose work is its side effect (export writes files): it always runs."""
         import polars as pl
 
-        from copilot_logs.corpus import map_batches
-        from copilot_logs.schema import empty_diagnostics
+        from copilot_logs.ingest.schema import empty_diagnostics
+        from copilot_logs.store.collect import map_batches
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
-        from copilot_logs import window
+        from copilot_logs.ingest import window
 
         since, until = self.window
         narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
@@ -332,7 +332,7 @@ def read_each(loaded: Loaded | None, fn: Callable[[ReadResult], T]) -> list[T]:
     """``fn`` over every batch read (:meth:`Loaded.map`); with no session found, over an
     empty read, so every machine format keeps its shape (json ``[]``, csv its header)."""
     if loaded is None:
-        from copilot_logs.reader import ReadResult
+        from copilot_logs.ingest.reader import ReadResult
 
         return [fn(ReadResult.empty())]
     return loaded.map(fn)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-from copilot_logs.envelope import Source
+from copilot_logs.ingest.envelope import Source
 from copilot_logs.spark.engine import (
     by_key,
     files_frame,
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-    from copilot_logs.reader import ReadResult
+    from copilot_logs.ingest.reader import ReadResult
 
 __all__ = ["events", "findings", "session", "sessions", "table", "tools", "turns", "usage"]
 
@@ -49,7 +49,7 @@ TABLES = ("events", "turns", "tools", "sessions", "findings", "usage")
 
 def sources(spark: SparkSession, paths: str | Sequence[str]) -> list[Source]:
     """The logs ``paths`` name, found as the commands find them (URIs listed by Spark)."""
-    from copilot_logs.discover import Selection, find_sources
+    from copilot_logs.ingest.discover import Selection, find_sources
 
     selectors = [paths] if isinstance(paths, str) else list(paths)
     local = [s for s in selectors if not is_uri(s)]
@@ -115,8 +115,8 @@ def spark_schema(name: str) -> StructType:
     """The Spark schema of a table: its polars schema (``export.frames``) through Arrow."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from copilot_logs.export import frames
-    from copilot_logs.reader import ReadResult
+    from copilot_logs.commands.export import frames
+    from copilot_logs.ingest.reader import ReadResult
 
     return from_arrow_schema(frames(ReadResult.empty())[name].to_arrow().schema)
 
@@ -132,7 +132,7 @@ def arrow_schema(schema: StructType) -> pa.Schema:
 
 
 def _batches(result: ReadResult, name: str, target: pa.Schema) -> Iterator[pa.RecordBatch]:
-    from copilot_logs.export import frames
+    from copilot_logs.commands.export import frames
 
     yield from frames(result)[name].to_arrow().cast(target).to_batches()
 
@@ -144,7 +144,7 @@ def _table_task(
     named: dict[str, Source],
     target: pa.Schema,
 ) -> Iterator[pa.RecordBatch]:
-    from copilot_logs.reader import ReadResult, read_stream
+    from copilot_logs.ingest.reader import ReadResult, read_stream
 
     for group in grouped(sources_in(batches, named)):
         result = ReadResult.concat(read_stream(io.BytesIO(data), s)[0] for s, data in group)
@@ -156,7 +156,7 @@ def _unreadable_task(
 ) -> Iterator[pa.RecordBatch]:
     from pathlib import Path
 
-    from copilot_logs.reader import read_many
+    from copilot_logs.ingest.reader import read_many
 
     for batch in batches:
         jobs = [

@@ -2,12 +2,12 @@
 
 Spark reads the logs (``binaryFile``: local paths or any URI the cluster's Hadoop file systems
 read, ``s3a://`` included), each file whole in one task; a task reads its files with the same
-damage-tolerant reader as the local engine (:func:`copilot_logs.reader.read_stream`) in batches
-of about BATCH_BYTES, maps the command's core function over each batch, and sends back the
-pickled value with the batch's diagnostics. The driver gets exactly what
-:func:`copilot_logs.corpus.map_batches` gives locally, so the commands combine and render the
-values as they always do. A session resumed in its log stays in one file, so in one batch: it
-is judged whole.
+damage-tolerant reader as the local engine (:func:`copilot_logs.ingest.reader.read_stream`) in
+batches of about BATCH_BYTES, maps the command's core function over each batch, and sends back
+the pickled value with the batch's diagnostics. The driver gets exactly what
+:func:`copilot_logs.store.collect.map_batches` gives locally, so the commands combine and render
+the values as they always do. A session resumed in its log stays in one file, so in one batch:
+it is judged whole.
 
 A local file that cannot be opened (or that Spark fails to read) is read on the driver by the
 local reader, which reports it as the local engine does. Spark's own failures become
@@ -28,16 +28,16 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from copilot_logs.discover import EVENTS_FILE
-from copilot_logs.envelope import Source
 from copilot_logs.errors import CopilotLogsError, ExitCode
+from copilot_logs.ingest.discover import EVENTS_FILE
+from copilot_logs.ingest.envelope import Source
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-    from copilot_logs.corpus import BatchResult
-    from copilot_logs.reader import ReadResult
+    from copilot_logs.ingest.reader import ReadResult
+    from copilot_logs.store.collect import BatchResult
 
 T = TypeVar("T")
 
@@ -264,8 +264,8 @@ class _Done:
 
 
 def _reduce(group: list[tuple[Source, bytes]], fn: Callable[[ReadResult], Any]) -> _Done:
-    from copilot_logs.corpus import _file_by_file
-    from copilot_logs.reader import ReadResult, read_stream
+    from copilot_logs.ingest.reader import ReadResult, read_stream
+    from copilot_logs.store.collect import _file_by_file
 
     result = ReadResult.concat(read_stream(io.BytesIO(data), source)[0] for source, data in group)
     try:
@@ -330,8 +330,8 @@ def map_batches(
     sources: Sequence[Source], fn: Callable[[ReadResult], T], *, master: str | None = None
 ) -> Iterator[BatchResult[T]]:
     """``fn`` over batches of the sources on Spark's executors: what
-    :func:`copilot_logs.corpus.map_batches` gives locally (values in no particular order)."""
-    from copilot_logs.corpus import BatchResult, map_batches
+    :func:`copilot_logs.store.collect.map_batches` gives locally (values in no particular order)."""
+    from copilot_logs.store.collect import BatchResult, map_batches
 
     spark = session(master)
     readable = [s for s in sources if plain(s) and opens(s)]
@@ -359,9 +359,9 @@ def _unread(sources: Sequence[Source], fn: Callable[[ReadResult], T]) -> BatchRe
     """Logs Spark listed but could not read: each reported as an unreadable file."""
     import polars as pl
 
-    from copilot_logs.corpus import BatchResult
-    from copilot_logs.reader import ReadResult
-    from copilot_logs.schema import DIAGNOSTICS_SCHEMA, empty_events
+    from copilot_logs.ingest.reader import ReadResult
+    from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
+    from copilot_logs.store.collect import BatchResult
 
     diagnostics = pl.DataFrame(
         {

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from functools import partial
+
+import click
+
+from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
+    Picked,
+    engine_options,
+    exit_code,
+    find,
+    format_option,
+    load,
+    print_damage,
+    read_each,
+    selection_options,
+    spark_engine,
+    use_cache,
+)
+from copilot_logs.errors import ExitCode
+from copilot_logs.render import output
+
+
+@click.command()
+@selection_options
+@engine_options
+@click.option(
+    "--total", is_flag=True, help="Print one integer, the sum of llm_calls, and nothing else."
+)
+@click.option(
+    "--include-subagents", is_flag=True, help="With --total: add the sub-agents' LLM calls."
+)
+@click.option(
+    "--by",
+    type=click.Choice(["session", "interaction", "model", "day", "repository"]),
+    default="session",
+    show_default=True,
+    help="Regroup the figures.",
+)
+@click.option("--tz", metavar="ZONE", help="IANA time zone for --by day [default: local].")
+@format_option("table", "json", "ndjson", "csv")
+@click.pass_context
+def count(
+    ctx: click.Context,
+    picked: Picked,
+    total: bool,
+    include_subagents: bool,
+    by: str,
+    tz: str | None,
+    fmt: str,
+) -> None:
+    """Count LLM calls exactly: parsed turn events, never text matches.
+
+    llm_calls counts the main agent's assistant.turn_start events; sub-agent calls are
+    reported apart (subagent_calls). Damaged lines are reported on stderr and every
+    recoverable event is still counted.
+
+    \b
+    Examples:
+      copilot-logs count
+      copilot-logs count --total 3fa
+      copilot-logs count --total --include-subagents ./events.jsonl
+      copilot-logs count --by day --tz Europe/Berlin --format csv
+    """
+    from copilot_logs.timezones import resolve_zone
+
+    zone = resolve_zone(tz)
+    if total and spark_engine():
+        raise click.UsageError("--total reads with the local engine: drop --engine spark")
+    if total:
+        windowed = "-" in picked.selectors and (picked.since or picked.until)
+        counter = _windowed_total if windowed else _fast_total
+        calls, code = counter(picked, include_subagents)
+        output.echo(str(calls))
+        ctx.exit(code)
+    loaded = load(picked)
+    from copilot_logs.commands import count as count_core
+    from copilot_logs.render.count import write_counts
+
+    if loaded is None and fmt in HUMAN_FORMATS:
+        return
+    table = count_core.combine(read_each(loaded, partial(count_core.count, by=by, zone=zone)))
+    write_counts(table, fmt)
+    ctx.exit(exit_code(loaded))
+
+
+def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:
+    """Cached, envelope-scanned or fully read, whichever each file allows (polars is never
+    imported); damage goes to stderr as with every command."""
+    from copilot_logs.commands.count_total import scan_sources
+
+    scan = scan_sources(find(picked), use_cache=use_cache())
+    print_damage(scan.damage)
+    calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
+    return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
+
+
+def _windowed_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:
+    """The total when --since/--until must be applied to standard input: by the full reader,
+    since a stream's sessions start only once they are read."""
+    loaded = load(picked)
+    if loaded is None:
+        return 0, ExitCode.OK
+    from copilot_logs.commands import count as count_core
+
+    sums = count_core.totals(count_core.combine(loaded.map(count_core.count)))
+    calls = sums["llm_calls"] + (sums["subagent_calls"] if include_subagents else 0)
+    return calls, exit_code(loaded)

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import click
+
+from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
+    Picked,
+    engine_options,
+    exit_code,
+    format_option,
+    load,
+    read_each,
+    selection_options,
+)
+
+
+@click.command()
+@selection_options
+@engine_options
+@format_option("table", "json", "ndjson", "csv")
+@click.pass_context
+def sessions(
+    ctx: click.Context,
+    picked: Picked,
+    fmt: str,
+) -> None:
+    """List sessions, newest first, with their calls, tools, nudges and status.
+
+    \b
+    Examples:
+      copilot-logs sessions
+      copilot-logs sessions --since 2026-08-01 --format json
+      copilot-logs sessions ./recordings/*.jsonl
+    """
+    loaded = load(picked)
+    from copilot_logs.commands.sessions import newest_first, summarize
+    from copilot_logs.render.sessions import write_sessions
+
+    if loaded is None and fmt in HUMAN_FORMATS:
+        return
+    write_sessions(newest_first(read_each(loaded, summarize)), fmt)
+    ctx.exit(exit_code(loaded))

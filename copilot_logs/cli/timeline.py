@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import click
+
+from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
+    Picked,
+    exit_code,
+    format_option,
+    load,
+    read_each,
+    selection_options,
+)
+from copilot_logs.render import output
+
+
+@click.command()
+@selection_options
+@click.option("--no-tools", is_flag=True, help="Leave out the tool executions (counts stay).")
+@click.option(
+    "--width",
+    type=click.IntRange(min=40, max=output.MAX_WIDTH),
+    metavar="N",
+    help=f"Lay the terminal view out for N columns, 40 to {output.MAX_WIDTH} [default: the "
+    "terminal's width].",
+)
+@format_option("table", "json", "ndjson", "csv", "svg")
+@click.pass_context
+def timeline(
+    ctx: click.Context,
+    picked: Picked,
+    no_tools: bool,
+    width: int | None,
+    fmt: str,
+) -> None:
+    """Show each session's agent loop: interactions, turns, tools and sub-agents, in order.
+
+    Each interaction (a prompt or an autopilot nudge) lists its turns (one per LLM call, with
+    its start, duration and a bar proportional to the longest turn), the tools each turn ran
+    and how they went, the sub-agents its task calls spawned, and the errors, compactions,
+    resumes, mode and model changes and aborts where they happened. With no SESSION, shows
+    the newest session. json gives the nested tree; ndjson and csv one row per LLM call;
+    svg the picture of one session (the one in `copilot-logs report`) for a pull request.
+
+    \b
+    Examples:
+      copilot-logs timeline
+      copilot-logs timeline 3fa --no-tools
+      copilot-logs timeline ./events.jsonl --width 100
+      copilot-logs timeline --latest 5 --format csv
+      copilot-logs timeline 3fa --format svg > timeline.svg
+    """
+    if not picked.selectors and picked.latest is None:
+        output.echo("No session given: showing the newest one (as with --latest 1).", err=True)
+        picked = replace(picked, latest=1)
+    loaded = load(picked)
+    from copilot_logs.commands.timeline import newest_first, turn_rows
+    from copilot_logs.commands.timeline import timeline as build
+    from copilot_logs.render import formats
+
+    if loaded is None and fmt in (*HUMAN_FORMATS, "svg"):
+        return
+    sessions = newest_first(read_each(loaded, partial(build, include_tools=not no_tools)))
+    if picked.latest is not None:  # a file may hold several sessions: keep N sessions, not files
+        sessions = sessions[: picked.latest]
+    if fmt == "table":
+        from copilot_logs.render.timeline import print_timeline
+
+        print_timeline(sessions, width=width, show_tools=not no_tools)
+    elif fmt == "json":
+        formats.write_json(sessions)
+    elif fmt == "svg":
+        if sessions:  # none: what could not be read was said on stderr
+            output.write_exact(_one_svg(sessions))
+    else:
+        formats.write_frame(turn_rows(sessions), fmt)
+    ctx.exit(exit_code(loaded))
+
+
+def _one_svg(sessions: list[dict[str, Any]]) -> str:
+    """The standalone SVG of the one session selected; several is a usage error."""
+    from copilot_logs.render.svg import timeline_svg
+
+    if len(sessions) > 1:
+        raise click.UsageError(
+            f"--format svg draws one session and {len(sessions)} were selected: "
+            "name one (an id, a prefix or a file) or add --latest 1"
+        )
+    return timeline_svg(sessions[0], standalone=True) + "\n"

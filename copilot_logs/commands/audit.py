@@ -1,0 +1,337 @@
+"""Autopilot verdicts: which sessions really finished their task (``copilot-logs audit``).
+
+In autopilot the agent is meant to end by calling ``task_complete``; when a loop ends without
+it the CLI injects a nudge and the loop starts again, each time costing another premium
+request, until the model complies or the cap is hit. ``audit`` gives each session one verdict
+and the cost of the nudges, from the same frames every other command reads.
+
+What is judged: a session's *task* is a typed prompt and everything up to the next typed
+prompt (nudges belong to the task they continue, and so does a message queued while a turn
+ran: it carries the running interaction's id). An autopilot session is judged on its last
+autopilot task; an interactive one (judged only with ``require_task_complete``) on its last
+task. On that task the last word wins, checked in this order:
+
+1. ``completed`` / ``completion-rejected``: a ``session.task_complete`` after the task's last
+   ``session.error`` and last nudge (a rejected one must also come after the last LLM call:
+   work that follows a rejection decides instead). Rejected means ``success: false`` or an
+   outcome of ``continue`` or ``blocked``.
+2. ``errored``: a main-agent ``session.error`` after the last task_complete, nudge and LLM
+   call: nothing ran after it, so it ended the task. An error the agent recovered from is still
+   reported (``session_error``) but does not decide the verdict.
+3. ``interrupted``: the task was aborted (an ``abort`` after its last LLM call) or its last
+   turn is open; ``user-quit`` when that open turn is followed by a routine
+   ``session.shutdown`` (the user ended the session while the turn ran, e.g. at a permission
+   prompt).
+4. ``nudge-cap``: the loop ended with no task_complete after at least ``nudge_cap`` nudges
+   in the task (the cap is counted per task, as the CLI counts it per prompt).
+5. ``interrupted``: the loop ended but no ``session.shutdown`` (nor a later prompt) followed:
+   the process was killed.
+6. ``missing-task-complete``: the loop ended and the session shut down without task_complete.
+
+``running`` replaces ``interrupted`` (cases 3 and 5, an abort excepted) when the judged task is
+the session's last, the file has no shutdown after its last turn, and its last event is at most
+``running_within`` before ``now``: the session may still finish. So an errored session that
+also hit the cap is ``errored`` when the error came after the last nudge's loop, ``nudge-cap``
+when the loop recovered from the error and then ran out of nudges; a session.error followed by
+a successful task_complete after a retry is ``completed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+
+from copilot_logs import derive
+from copilot_logs.commands.sessions import autopilot_work, session_mode
+from copilot_logs.derive import MAIN, SESSION, TYPE
+from copilot_logs.ingest.reader import ReadResult
+
+COMPLETED = "completed"
+COMPLETION_REJECTED = "completion-rejected"
+MISSING_TASK_COMPLETE = "missing-task-complete"
+NUDGE_CAP = "nudge-cap"
+ERRORED = "errored"
+INTERRUPTED = "interrupted"
+USER_QUIT = "user-quit"
+RUNNING = "running"
+INTERACTIVE = "interactive"
+
+VERDICTS = (
+    COMPLETED,
+    COMPLETION_REJECTED,
+    MISSING_TASK_COMPLETE,
+    NUDGE_CAP,
+    ERRORED,
+    INTERRUPTED,
+    USER_QUIT,
+    RUNNING,
+    INTERACTIVE,
+)
+"""Every verdict, in the order summaries list them."""
+
+FAILING_VERDICTS = tuple(v for v in VERDICTS if v != INTERACTIVE)
+"""The verdicts ``--fail-on`` accepts (an interactive session is never judged)."""
+
+DEFAULT_FAIL_ON = (MISSING_TASK_COMPLETE, NUDGE_CAP, ERRORED, INTERRUPTED, USER_QUIT)
+DEFAULT_NUDGE_CAP = 5
+DEFAULT_RUNNING_WITHIN = timedelta(minutes=10)
+REJECTED_OUTCOMES = ("continue", "blocked")
+
+AUDIT_COLUMNS = (
+    "session_id",
+    "mode",
+    "verdict",
+    "started_at",
+    "last_event_at",
+    "user_prompts",
+    "autopilot_nudges",
+    "task_nudges",
+    "llm_calls",
+    "tool_calls",
+    "turns_after_first_nudge",
+    "tool_calls_after_first_nudge",
+    "task_complete_summary",
+    "task_complete_success",
+    "task_complete_outcome",
+    "last_failed_tool",
+    "last_failed_tool_error",
+    "session_error",
+    "session_error_type",
+    "repository",
+    "file",
+    "line",
+)
+
+_USER = MAIN & (TYPE == "user.message")
+_NUDGE = _USER & pl.col("is_nudge").fill_null(False)
+# A message queued while a turn ran joins the task under way: it starts none.
+_PROMPT = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued")
+_TURN = MAIN & (TYPE == derive.TURN_START)
+_TASK_COMPLETE = TYPE == "session.task_complete"
+_ERROR = MAIN & (TYPE == "session.error")
+_SHUTDOWN = TYPE == "session.shutdown"
+
+
+def audit(
+    result: ReadResult,
+    *,
+    now: datetime | None = None,
+    running_within: timedelta = DEFAULT_RUNNING_WITHIN,
+    nudge_cap: int = DEFAULT_NUDGE_CAP,
+    require_task_complete: bool = False,
+) -> pl.DataFrame:
+    r"""One row per session read (columns :data:`AUDIT_COLUMNS`), newest first: the
+    :func:`facts` of ``result``, :func:`judge`\ d."""
+    return judge(
+        [facts(result)],
+        now=now,
+        running_within=running_within,
+        nudge_cap=nudge_cap,
+        require_task_complete=require_task_complete,
+    )
+
+
+def facts(result: ReadResult) -> pl.DataFrame:
+    """Per session read, what its verdict is decided from (where its judged task's last
+    task_complete, error, nudge, LLM call, abort and shutdown sit, and its counts). Nothing in
+    it depends on the options or the time, so a batch's facts can be cached."""
+    annotated = derive.annotate(result.events).with_columns(
+        task_index=_PROMPT.cum_sum().over(*SESSION).cast(pl.Int64),
+        autopilot_work=autopilot_work().over(*SESSION),
+    )
+    tasks = _tasks(annotated)
+    per_file = _per_file(annotated)
+    judged = tasks.join(
+        per_file.select(*SESSION, task_index="judged_task"),
+        on=[*SESSION, "task_index"],
+        how="inner",
+    )
+    return (
+        derive.session_facts(annotated)
+        .select(*SESSION, "started_at", "repository")
+        .join(per_file, on=SESSION, how="left")
+        .join(judged, on=SESSION, how="left")
+        .join(_last_failed_tools(annotated), on=SESSION, how="left")
+    )
+
+
+def judge(
+    parts: list[pl.DataFrame],
+    *,
+    now: datetime | None = None,
+    running_within: timedelta = DEFAULT_RUNNING_WITHIN,
+    nudge_cap: int = DEFAULT_NUDGE_CAP,
+    require_task_complete: bool = False,
+) -> pl.DataFrame:
+    """The audit table (columns :data:`AUDIT_COLUMNS`, newest first) of the :func:`facts` of
+    one or more batches.
+
+    ``now`` (default: the current time) and ``running_within`` decide ``running``;
+    ``require_task_complete`` judges interactive sessions too instead of calling them
+    ``interactive``. See the module docstring for how the verdict is chosen.
+    """
+    if nudge_cap < 1:
+        raise ValueError("nudge_cap must be at least 1")
+    now = now or datetime.now(UTC)
+    # A naive `now` is taken as UTC, like every timestamp in the logs.
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    verdict = _verdict(
+        interactive=(pl.col("mode") == INTERACTIVE) & pl.lit(not require_task_complete),
+        nudge_cap=nudge_cap,
+        recent=pl.col("last_event_at") >= pl.lit(now - running_within),
+    )
+    return (
+        pl.concat(parts, how="vertical_relaxed")
+        .with_columns(verdict=verdict)
+        .with_columns(
+            line=pl.when(pl.col("verdict").is_in([COMPLETED, COMPLETION_REJECTED]))
+            .then(pl.col("tc_line"))
+            .when(pl.col("verdict") == ERRORED)
+            .then(pl.col("error_line"))
+            .otherwise(pl.col("last_line")),
+        )
+        .select(AUDIT_COLUMNS)
+        .sort("started_at", "file", "session_id", descending=[True, False, False], nulls_last=True)
+    )
+
+
+def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
+    """Per session and task: where its last task_complete, error, nudge, LLM call, abort and
+    shutdown sit, and what the last task_complete said."""
+    summary = pl.coalesce(pl.col("detail").str.json_path_match("$.summary"), pl.col("text"))
+    return annotated.group_by(*SESSION, "task_index", maintain_order=True).agg(
+        task_nudges=_NUDGE.sum().cast(pl.Int64),
+        tc_line=pl.col("line").filter(_TASK_COMPLETE).max(),
+        task_complete_summary=summary.filter(_TASK_COMPLETE).last(),
+        task_complete_success=pl.col("success").filter(_TASK_COMPLETE).last(),
+        task_complete_outcome=pl.col("outcome").filter(_TASK_COMPLETE).last(),
+        error_line=pl.col("line").filter(_ERROR).max(),
+        nudge_line=pl.col("line").filter(_NUDGE).max(),
+        turn_line=pl.col("line").filter(_TURN).max(),
+        turn_open=~pl.col("turn_closed").filter(_TURN).last().fill_null(True),
+        abort_line=pl.col("line").filter(MAIN & (TYPE == "abort")).max(),
+        shutdown_line=pl.col("line").filter(_SHUTDOWN).max(),
+        shutdown_type=pl.col("detail")
+        .filter(_SHUTDOWN)
+        .last()
+        .str.json_path_match("$.shutdownType")
+        .fill_null("routine"),
+    )
+
+
+def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
+    """Per session: mode, counts, the cost after the first nudge, the task to judge, and whether
+    the session is still open (no shutdown after its last work)."""
+    flags = derive.count_flags(annotated)
+    first_nudge = pl.col("line").filter(_NUDGE).min()
+    after_first_nudge = (pl.col("line") > first_nudge).fill_null(False)
+    last_work = pl.col("line").filter(_TURN | _USER).max()
+    return flags.group_by(*SESSION, maintain_order=True).agg(
+        mode=session_mode(),
+        user_prompts=pl.col("user_prompts").sum(),
+        autopilot_nudges=pl.col("autopilot_nudges").sum(),
+        llm_calls=pl.col("llm_calls").sum(),
+        tool_calls=pl.col("tool_calls").sum(),
+        turns_after_first_nudge=(pl.col("llm_calls").cast(pl.Boolean) & after_first_nudge)
+        .sum()
+        .cast(pl.Int64),
+        tool_calls_after_first_nudge=(pl.col("tool_calls").cast(pl.Boolean) & after_first_nudge)
+        .sum()
+        .cast(pl.Int64),
+        session_error=pl.col("error").filter(_ERROR).last(),
+        session_error_type=pl.col("error_code").filter(_ERROR).last(),
+        last_line=pl.col("line").max(),
+        last_event_at=pl.col("timestamp").max(),
+        last_task=pl.col("task_index").max(),
+        judged_task=pl.coalesce(
+            pl.col("task_index").filter(pl.col("autopilot_work")).max(),
+            pl.col("task_index").max(),
+        ),
+        file_open=(pl.col("line").filter(_SHUTDOWN).max().fill_null(0) < last_work.fill_null(0))
+        | ~pl.col("turn_closed").filter(_TURN).last().fill_null(True),
+    )
+
+
+def _last_failed_tools(annotated: pl.DataFrame) -> pl.DataFrame:
+    """Per session, the main agent's last failed tool call (by completion) and its error."""
+    failed = derive.tools(annotated).filter(
+        pl.col("agent_id").is_null()
+        & (pl.col("success") == False)  # noqa: E712
+        & ~pl.col("is_user_requested")
+    )
+    return (
+        failed.sort(*SESSION, "complete_line")
+        .group_by(*SESSION)
+        .agg(
+            last_failed_tool=pl.col("tool_name").last(),
+            last_failed_tool_error=pl.col("error").last(),
+        )
+    )
+
+
+def _after(column: str, *others: str) -> pl.Expr:
+    """``column`` is set and lies after every one of ``others`` (a missing one counts as 0)."""
+    return pl.col(column).is_not_null() & pl.all_horizontal(
+        pl.col(column) > pl.col(other).fill_null(0) for other in others
+    )
+
+
+def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Expr:
+    rejected = (pl.col("task_complete_success") == False).fill_null(False) | pl.col(  # noqa: E712
+        "task_complete_outcome"
+    ).is_in(REJECTED_OUTCOMES).fill_null(False)
+    completion_is_last = _after("tc_line", "error_line", "nudge_line") & (
+        ~rejected | _after("tc_line", "turn_line")
+    )
+    error_is_last = _after("error_line", "tc_line", "nudge_line", "turn_line")
+    aborted = _after("abort_line", "turn_line")
+    loop_ended = _after("shutdown_line", "turn_line") | (
+        pl.col("judged_task") < pl.col("last_task")
+    )
+    may_still_run = (
+        recent.fill_null(False)
+        & pl.col("file_open")
+        & (pl.col("judged_task") == pl.col("last_task"))
+    )
+    cut_short = pl.when(may_still_run).then(pl.lit(RUNNING)).otherwise(pl.lit(INTERRUPTED))
+    return (
+        pl.when(interactive)
+        .then(pl.lit(INTERACTIVE))
+        .when(completion_is_last)
+        .then(pl.when(rejected).then(pl.lit(COMPLETION_REJECTED)).otherwise(pl.lit(COMPLETED)))
+        .when(error_is_last)
+        .then(pl.lit(ERRORED))
+        .when(aborted)
+        .then(pl.lit(INTERRUPTED))
+        .when(
+            pl.col("turn_open")
+            & _after("shutdown_line", "turn_line")
+            & (pl.col("shutdown_type") == "routine")
+        )
+        .then(pl.lit(USER_QUIT))
+        .when(pl.col("turn_open"))
+        .then(cut_short)
+        .when(pl.col("task_nudges") >= nudge_cap)
+        .then(pl.lit(NUDGE_CAP))
+        .when(~loop_ended)
+        .then(cut_short)
+        .otherwise(pl.lit(MISSING_TASK_COMPLETE))
+    )
+
+
+def failing(table: pl.DataFrame, fail_on: Collection[str]) -> pl.DataFrame:
+    """The rows of an ``audit`` table whose verdict is one of ``fail_on``."""
+    return table.filter(pl.col("verdict").is_in(list(fail_on)))
+
+
+def judged(table: pl.DataFrame) -> pl.DataFrame:
+    """The rows that got a verdict (interactive sessions left out)."""
+    return table.filter(pl.col("verdict") != INTERACTIVE)
+
+
+def verdict_counts(table: pl.DataFrame) -> dict[str, int]:
+    """How many rows have each verdict, in :data:`VERDICTS` order, zeros left out."""
+    counts = dict(table.group_by("verdict").len().iter_rows())
+    return {verdict: int(counts[verdict]) for verdict in VERDICTS if counts.get(verdict)}

@@ -1,0 +1,137 @@
+"""What ``copilot-logs report`` shows, gathered in one pass over the logs.
+
+Each batch of logs gives a :class:`Part` (the same core functions as ``sessions``,
+``count --by day``, ``audit``, ``validate`` and ``usage --by model``, plus the timelines of
+the files chosen to be drawn); :func:`assemble` combines the parts into a :class:`Report` of
+plain values (lists of dicts), which the HTML renderer turns into a page. Only the newest
+sessions' timelines are kept, so memory and the page stay small on a big corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from copilot_logs.commands import audit as audit_core
+from copilot_logs.commands import count, timeline, validate
+from copilot_logs.commands import sessions as sessions_core
+from copilot_logs.commands.usage import report as usage_report
+from copilot_logs.commands.usage import session_usage
+from copilot_logs.ingest.discover import peek_start
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import ReadResult
+
+DEFAULT_TIMELINES = 20
+"""Sessions drawn in full by default: enough for a day's work, small enough to mail."""
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One batch's share of the report."""
+
+    sessions: pl.DataFrame
+    calls_by_day: pl.DataFrame
+    audit_facts: pl.DataFrame
+    findings: tuple[pl.DataFrame, pl.DataFrame]
+    usage: pl.DataFrame
+    timelines: list[timeline.Node]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything the page shows, as plain values; times are aware datetimes in ``zone``."""
+
+    zone: str
+    generated_at: datetime
+    sessions: list[Row]
+    calls_by_day: list[Row]
+    verdicts: dict[str, int]
+    audited: list[Row]
+    findings_by_rule: list[Row]
+    usage_by_model: list[Row]
+    timelines: list[timeline.Node]
+
+
+def drawn_files(sources: Iterable[Source], limit: int) -> frozenset[str]:
+    """The files of the ``limit`` newest sessions (by the start on their first line; a file
+    whose first line tells nothing counts as oldest, standard input as newest)."""
+    known = [(s, peek_start(s)) for s in sources]
+    order = sorted(
+        known,
+        key=lambda pair: (pair[0].path is None, pair[1] or datetime.min.replace(tzinfo=UTC)),
+        reverse=True,
+    )
+    return frozenset(source.name for source, _ in order[:limit])
+
+
+def part(
+    result: ReadResult,
+    *,
+    zone: str,
+    drawn: frozenset[str],
+    select: tuple[str, ...] | None = None,
+    ignore: tuple[str, ...] = (),
+) -> Part:
+    """One batch's figures; the timelines only of the files in ``drawn``."""
+    to_draw = result.events.filter(pl.col("file").is_in(list(drawn)))
+    return Part(
+        sessions=sessions_core.summarize(result),
+        calls_by_day=count.count(result, by="day", zone=zone),
+        audit_facts=audit_core.facts(result),
+        findings=validate.check_batch(result, select=select, ignore=ignore),
+        usage=session_usage(result),
+        timelines=timeline.timeline(ReadResult(to_draw, result.diagnostics.clear()))
+        if not to_draw.is_empty()
+        else [],
+    )
+
+
+def assemble(
+    parts: list[Part],
+    *,
+    zone: str,
+    now: datetime,
+    timelines: int = DEFAULT_TIMELINES,
+    select: Collection[str] | None = None,
+    ignore: Collection[str] = (),
+    running_within: timedelta = audit_core.DEFAULT_RUNNING_WITHIN,
+) -> Report:
+    """The report over every batch's :func:`part`: all sessions in the tables, the newest
+    ``timelines`` of them drawn."""
+    audit = audit_core.judge([p.audit_facts for p in parts], now=now, running_within=running_within)
+    judged = audit_core.judged(audit)
+    findings = validate.combine([p.findings for p in parts], select=select, ignore=ignore)
+    usage = usage_report([p.usage for p in parts], by="model", zone=zone)
+    days = count.combine([p.calls_by_day for p in parts])
+    return Report(
+        zone=zone,
+        generated_at=now.astimezone(_tz(zone)),
+        sessions=_rows(sessions_core.newest_first([p.sessions for p in parts]), zone),
+        calls_by_day=days.select("day", "llm_calls", "subagent_calls").to_dicts(),
+        verdicts=audit_core.verdict_counts(judged),
+        audited=_rows(judged, zone),
+        findings_by_rule=findings.statistics().to_dicts(),
+        usage_by_model=usage.rows.drop("nano_aiu", strict=False).to_dicts(),
+        timelines=timeline.newest_first([p.timelines for p in parts])[:timelines],
+    )
+
+
+def _tz(zone: str) -> Any:
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(zone)
+
+
+def _rows(frame: pl.DataFrame, zone: str) -> list[Row]:
+    """The frame's rows, its datetimes moved to ``zone``."""
+    return frame.with_columns(
+        pl.col(name).dt.convert_time_zone(zone)
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None
+    ).to_dicts()

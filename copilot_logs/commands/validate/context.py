@@ -1,0 +1,95 @@
+"""What every check reads: the annotated events with each line's neighbours and turn facts,
+the reader's diagnostics, and the small helpers that turn a frame into findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from copilot_logs import derive
+from copilot_logs.derive import MAIN, SESSION, TURN_END, TURN_START, TYPE
+
+TOOL_START = "tool.execution_start"
+TOOL_COMPLETE = "tool.execution_complete"
+SUBAGENT_END = ("subagent.completed", "subagent.failed")
+
+# A sub-agent is named by its task's toolCallId, on its lifecycle events and as agentId.
+SUBAGENT_KEY = pl.coalesce("tool_call_id", "agent_id")
+
+LOCATION = ("file", "line", "event_id", "session_id")
+
+
+def text(expr: pl.Expr) -> pl.Expr:
+    """A column as text for a message, with a visible placeholder for null."""
+    return expr.cast(pl.String).fill_null("(none)")
+
+
+def timestamp(expr: pl.Expr) -> pl.Expr:
+    return expr.dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ")
+
+
+def found(frame: pl.DataFrame, message: pl.Expr) -> pl.DataFrame:
+    """The findings of a check: each row's location and its message."""
+    return frame.select(*LOCATION, message=message)
+
+
+def why_shut_down() -> pl.Expr:
+    """What a shutdown after an open turn or tool means: the user quit (a routine shutdown,
+    or one that names no type), or the session ended some other way (``error``)."""
+    return (
+        pl.when(pl.col("_shutdown_type") == "routine")
+        .then(pl.lit("the user ended the session while it ran (e.g. at a permission prompt)"))
+        .otherwise(pl.format("the session shut down ({}) while it ran", "_shutdown_type"))
+    )
+
+
+def prepare(events: pl.DataFrame) -> pl.DataFrame:
+    """The annotated events plus the per-session neighbours and turn facts the rules compare
+    (a file holding two sessions is checked as two logs: the second's first line is a first
+    line, whatever its time)."""
+    annotated = derive.annotate(events)
+    is_start = MAIN & (TYPE == TURN_START)
+    is_end = MAIN & (TYPE == TURN_END)
+    marker = pl.when(is_start).then(pl.lit("start")).when(is_end).then(pl.lit("end"))
+    turn_key = [*SESSION, "turn_index"]
+    frame = annotated.with_columns(
+        _row=pl.int_range(pl.len()).over(*SESSION),
+        _prev_id=pl.col("event_id").shift(1).over(*SESSION),
+        _prev_line=pl.col("line").shift(1).over(*SESSION),
+        _prev_ts=pl.col("timestamp").shift(1).over(*SESSION),
+        _marker=marker.forward_fill().over(*SESSION),
+        _marker_line=pl.when(is_start | is_end).then(pl.col("line")).forward_fill().over(*SESSION),
+        _open_turn_id=pl.col("turn_id").filter(is_start).first().over(turn_key),
+        _shutdown_after=pl.when(TYPE == "session.shutdown")
+        .then(pl.col("line"))
+        .backward_fill()
+        .over(*SESSION),
+        _shutdown_type=pl.when(TYPE == "session.shutdown")
+        .then(pl.col("detail").str.json_path_match("$.shutdownType").fill_null("routine"))
+        .backward_fill()
+        .over(*SESSION),
+        _turn_end_line=pl.col("line").filter(pl.col("closes_turn")).first().over(turn_key),
+    )
+    return frame.with_columns(
+        _prev_marker=pl.col("_marker").shift(1).over(*SESSION),
+        _prev_marker_line=pl.col("_marker_line").shift(1).over(*SESSION),
+    )
+
+
+@dataclass
+class Context:
+    """The prepared events and the reader's diagnostics of one batch, with the frames several
+    checks share computed once."""
+
+    events: pl.DataFrame
+    diagnostics: pl.DataFrame
+    cache: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    def tool_starts(self) -> pl.DataFrame:
+        """The first start of each toolCallId per session."""
+        if "starts" not in self.cache:
+            self.cache["starts"] = self.events.filter(
+                (TYPE == TOOL_START) & pl.col("tool_call_id").is_not_null()
+            ).unique(subset=[*SESSION, "tool_call_id"], keep="first", maintain_order=True)
+        return self.cache["starts"]

@@ -1,0 +1,141 @@
+"""R6xx continuity: what a resume or shutdown says about the file agrees with the file, and a
+file holds one session."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from copilot_logs.commands.validate.context import LOCATION, Context, found
+from copilot_logs.commands.validate.rule import Family
+from copilot_logs.derive import SESSION, TYPE
+
+CONTINUITY = Family("R")
+
+
+def _number(path: str) -> pl.Expr:
+    return pl.col("detail").str.json_path_match(path).cast(pl.Float64, strict=False)
+
+
+@CONTINUITY.rule(
+    "R601",
+    "event-count-mismatch",
+    "error",
+    "session.resume's eventCount differs from the events before it.",
+    "On resume the CLI records how many events the file held. Fewer events before the "
+    "resume line than it says means events were lost or removed (a rewind, an edit); "
+    "more means lines were added. Counted: the events read before the line, duplicates "
+    "included.",
+)
+def event_count(ctx: Context) -> pl.DataFrame:
+    resumes = ctx.events.filter(TYPE == "session.resume").with_columns(
+        _claimed=_number("$.eventCount")
+    )
+    duplicates = ctx.diagnostics.filter(pl.col("kind") == "duplicate-id").select(
+        *SESSION, _dup_line="line"
+    )
+    counted = (
+        resumes.filter(pl.col("_claimed").is_not_null())
+        .join(duplicates, on=SESSION, how="left")
+        .group_by(*LOCATION, "_claimed", "_row", maintain_order=True)
+        .agg(_dups=(pl.col("_dup_line") < pl.col("line")).sum())
+        .with_columns(_before=pl.col("_row") + pl.col("_dups"))
+        .filter(pl.col("_before") != pl.col("_claimed"))
+    )
+    return found(
+        counted,
+        pl.format(
+            "session.resume says eventCount {} but {} events precede it: events were {}",
+            pl.col("_claimed").cast(pl.Int64),
+            "_before",
+            pl.when(pl.col("_before") < pl.col("_claimed"))
+            .then(pl.lit("lost or removed"))
+            .otherwise(pl.lit("added")),
+        ),
+    )
+
+
+def _sizes(ctx: Context) -> pl.DataFrame:
+    """The resume and shutdown lines, with the size each claims and the byte offset the CLI
+    wrote it at."""
+    # A later session in the same file (two logs spliced, `cat a b`) counts its bytes from its
+    # own first line: the file it was written to began there.
+    later_session = pl.col("session_id") != pl.col("session_id").first().over("file")
+    base = pl.when(later_session).then(pl.col("offset").min().over(*SESSION)).otherwise(0)
+    # A byte order mark (E124) was added in front of what the CLI wrote: not counted.
+    marks = ctx.diagnostics.filter(pl.col("kind") == "bom").select("file").unique()
+    return (
+        ctx.events.with_columns(_base=base)
+        .filter(TYPE.is_in(["session.resume", "session.shutdown"]))
+        .join(marks.with_columns(_mark=pl.lit(3, pl.Int64)), on="file", how="left")
+        .with_columns(
+            _claimed=_number("$.eventsFileSizeBytes"),
+            # A later session's bytes count from its own first line, the first's from the
+            # file's start (after a byte order mark).
+            offset=pl.col("offset")
+            - pl.when(pl.col("_base") > 0)
+            .then(pl.col("_base"))
+            .otherwise(pl.col("_mark").fill_null(0)),
+        )
+    )
+
+
+@CONTINUITY.rule(
+    "R602",
+    "file-size-mismatch",
+    "error",
+    "eventsFileSizeBytes (on resume or shutdown) differs from the line's byte offset.",
+    "`session.resume` and `session.shutdown` record the size of the file just before "
+    "their own line. A different byte offset means bytes before the line were lost, "
+    "added or rewritten after the CLI wrote them. A later session in the same file counts "
+    "from its own first line.",
+)
+def file_size(ctx: Context) -> pl.DataFrame:
+    wrong = _sizes(ctx).filter(
+        pl.col("_claimed").is_not_null() & (pl.col("_claimed") != pl.col("offset"))
+    )
+    return found(
+        wrong,
+        pl.format(
+            "{} says eventsFileSizeBytes {} but its line starts at byte {}: {} bytes before it "
+            "were {}",
+            "type",
+            pl.col("_claimed").cast(pl.Int64),
+            "offset",
+            (pl.col("offset") - pl.col("_claimed")).abs().cast(pl.Int64),
+            pl.when(pl.col("offset") < pl.col("_claimed"))
+            .then(pl.lit("lost or removed"))
+            .otherwise(pl.lit("added or rewritten")),
+        ),
+    )
+
+
+@CONTINUITY.rule(
+    "R603",
+    "several-sessions",
+    "info",
+    "A file holds more than one session: a session.start with another sessionId.",
+    "The CLI writes one session per file, but a recorder, a copy or `cat a b` can put "
+    "two in one file or stream. From a session.start whose sessionId differs from the "
+    "session before it, the lines belong to that new session: every command reports "
+    "each session on its own row and checks each as its own log (its first line starts "
+    "the parent chain and the timestamp order again). The finding points at the "
+    "session.start where the next session begins.",
+)
+def several_sessions(ctx: Context) -> pl.DataFrame:
+    later = ctx.events.with_columns(
+        _first=pl.col("session_id").first().over("file"),
+        _sessions=pl.col("session_id").n_unique().over("file"),
+    ).filter((pl.col("_row") == 0) & (pl.col("session_id") != pl.col("_first")))
+    return found(
+        later,
+        pl.format(
+            "session {} begins here: this file holds {} sessions (it began with session {}); "
+            "each is reported on its own",
+            "session_id",
+            "_sessions",
+            "_first",
+        ),
+    )
+
+
+RULES = tuple(CONTINUITY.rules)

@@ -1,0 +1,201 @@
+"""Checking a batch of logs, and the report validate decides on over all batches.
+
+:func:`check` runs the selected rules' checks over the prepared events of every file at once,
+maps the reader's diagnostics onto the envelope rules, and returns one findings frame: each
+finding points at a file, a line and an event id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from copilot_logs.commands.validate.context import Context, prepare
+from copilot_logs.commands.validate.registry import DIAGNOSTIC_RULES, OTHER_DAMAGE, resolve
+from copilot_logs.commands.validate.rule import Rule, Severity
+from copilot_logs.derive import SESSION
+from copilot_logs.ingest.reader import ReadResult
+
+FINDINGS_SCHEMA: dict[str, pl.DataType] = {
+    "file": pl.String(),
+    "line": pl.Int64(),  # null for a finding about the whole file (unreadable, empty)
+    "event_id": pl.String(),
+    "code": pl.String(),
+    "name": pl.String(),
+    "severity": pl.String(),
+    "message": pl.String(),
+    "session_id": pl.String(),
+}
+
+
+def _diagnostic_findings(diagnostics: pl.DataFrame) -> pl.DataFrame:
+    code = pl.col("kind").replace_strict(
+        DIAGNOSTIC_RULES, default=OTHER_DAMAGE, return_dtype=pl.String
+    )
+    message = (
+        pl.when(code == OTHER_DAMAGE)
+        .then(pl.format("{}: {}", "kind", "message"))
+        .otherwise(pl.col("message"))
+    )
+    return diagnostics.select(
+        "file",
+        line=pl.when(pl.col("line") > 0).then(pl.col("line")),
+        event_id="event_id",
+        session_id="session_id",
+        message=message,
+        code=code,
+    )
+
+
+def _tag(frame: pl.DataFrame, rule: Rule) -> pl.DataFrame:
+    return frame.with_columns(
+        code=pl.lit(rule.code), name=pl.lit(rule.name), severity=pl.lit(rule.severity)
+    )
+
+
+def empty_findings() -> pl.DataFrame:
+    return pl.DataFrame(schema=FINDINGS_SCHEMA)
+
+
+def check(
+    result: ReadResult,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+) -> pl.DataFrame:
+    """Check every file of ``result`` against the selected rules.
+
+    Returns the findings frame (FINDINGS_SCHEMA), sorted by file, line and code. ``select`` and
+    ``ignore`` take codes, code prefixes, names or ``ALL`` (see :func:`matching`).
+    """
+    chosen = resolve(select, ignore)
+    codes = {rule.code for rule in chosen}
+    ctx = Context(prepare(result.events), result.diagnostics)
+    parts = [_tag(rule.check(ctx), rule) for rule in chosen if rule.check is not None]
+    from_reader = _diagnostic_findings(result.diagnostics).filter(pl.col("code").is_in(codes))
+    if not from_reader.is_empty():
+        names = pl.DataFrame(
+            [(rule.code, rule.name, rule.severity) for rule in chosen],
+            schema={"code": pl.String, "name": pl.String, "severity": pl.String},
+            orient="row",
+        )
+        parts.append(from_reader.join(names, on="code", how="left"))
+    columns = list(FINDINGS_SCHEMA)
+    schema = pl.Schema(FINDINGS_SCHEMA)
+    frames = [empty_findings(), *(part.select(columns).cast(schema) for part in parts)]
+    return pl.concat(frames, how="vertical").sort(
+        "file", "line", "code", "event_id", nulls_last=False, maintain_order=True
+    )
+
+
+def failing_severities(*, strict: bool) -> tuple[Severity, ...]:
+    """The severities that fail the gate: errors, and warnings too under --strict."""
+    return ("error", "warning") if strict else ("error",)
+
+
+def checked_files(result: ReadResult) -> pl.DataFrame:
+    """One row per session log read (file, session_id), in file order: events and diagnostics
+    both, so a file that gave no event is still listed."""
+    parts = [
+        result.events.select("file", "session_id"),
+        result.diagnostics.select("file", "session_id"),
+    ]
+    return (
+        pl.concat(parts, how="vertical")
+        .unique(subset=SESSION, keep="first", maintain_order=True)
+        .sort("file", maintain_order=True)
+    )
+
+
+@dataclass(frozen=True)
+class Report:
+    """What validate decides: the findings, the logs checked, and whether the gate fails."""
+
+    findings: pl.DataFrame
+    files: pl.DataFrame
+    rules: Sequence[Rule]
+    strict: bool = False
+
+    @property
+    def failing(self) -> pl.DataFrame:
+        return self.findings.filter(
+            pl.col("severity").is_in(list(failing_severities(strict=self.strict)))
+        )
+
+    @property
+    def failed(self) -> bool:
+        return not self.failing.is_empty()
+
+    def statistics(self) -> pl.DataFrame:
+        """Findings per rule, most frequent first."""
+        return (
+            self.findings.group_by("code", "name", "severity")
+            .agg(count=pl.len().cast(pl.Int64))
+            .sort(["count", "code"], descending=[True, False])
+        )
+
+    def summary(self) -> dict[str, Any]:
+        by_severity = dict(self.findings.group_by("severity").len().iter_rows())
+        return {
+            "files": self.files["file"].n_unique(),
+            "sessions": self.files["session_id"].n_unique(),
+            "findings": self.findings.height,
+            "errors": by_severity.get("error", 0),
+            "warnings": by_severity.get("warning", 0),
+            "info": by_severity.get("info", 0),
+            "failing": self.failing.height,
+            "files_failing": self.failing["file"].n_unique(),
+            "strict": self.strict,
+            "failed": self.failed,
+        }
+
+
+def check_batch(
+    result: ReadResult,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The findings and the files checked of one batch of logs (for :func:`combine`)."""
+    return check(result, select=select, ignore=ignore), checked_files(result)
+
+
+def combine(
+    parts: Sequence[tuple[pl.DataFrame, pl.DataFrame]],
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    strict: bool = False,
+) -> Report:
+    """The report over several batches' :func:`check_batch` results."""
+    findings = [f for f, _ in parts] or [empty_findings()]
+    files = [f for _, f in parts]
+    return Report(
+        findings=pl.concat(findings).sort("file", "line", "code", nulls_last=False),
+        files=pl.concat(files).sort("file", maintain_order=True)
+        if files
+        else pl.DataFrame(schema={"file": pl.String, "session_id": pl.String}),
+        rules=resolve(select, ignore),
+        strict=strict,
+    )
+
+
+def validate(
+    result: ReadResult,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    strict: bool = False,
+) -> Report:
+    """Check ``result`` and decide the gate (the core of ``copilot-logs validate``)."""
+    select = list(select) if select is not None else None
+    ignore = list(ignore)
+    return Report(
+        findings=check(result, select=select, ignore=ignore),
+        files=checked_files(result),
+        rules=resolve(select, ignore),
+        strict=strict,
+    )

@@ -1,0 +1,107 @@
+"""S4xx sub-agents: each sub-agent starts, finishes, and is the only writer of its agentId."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from copilot_logs.commands.validate.context import SUBAGENT_END, SUBAGENT_KEY, Context, found, text
+from copilot_logs.commands.validate.rule import Family
+from copilot_logs.derive import SESSION, TYPE
+
+SUBAGENTS = Family("S")
+
+
+def _spans(ctx: Context) -> pl.DataFrame:
+    """Per session and sub-agent (the task's toolCallId): the line of its first start."""
+    return (
+        ctx.events.filter(TYPE == "subagent.started")
+        .group_by(*SESSION, _agent=SUBAGENT_KEY)
+        .agg(_started_line=pl.col("line").min())
+    )
+
+
+@SUBAGENTS.rule(
+    "S401",
+    "unfinished-subagent",
+    "warning",
+    "A sub-agent started and never finished.",
+    "`subagent.started` is followed by `subagent.completed` or `subagent.failed` with the "
+    "same `toolCallId`. With neither, the log ends while the sub-agent runs: the session "
+    "was cut off or is still running. Reported at the start's line.",
+)
+def unfinished(ctx: Context) -> pl.DataFrame:
+    agent = SUBAGENT_KEY
+    ends = ctx.events.filter(TYPE.is_in(SUBAGENT_END)).select(
+        *SESSION, _agent=agent, _end_line="line"
+    )
+    started = ctx.events.filter(TYPE == "subagent.started").with_columns(_agent=agent)
+    finished = (
+        started.join(ends, on=[*SESSION, "_agent"])
+        .filter(pl.col("_end_line") > pl.col("line"))
+        .select("file", "line")
+    )
+    unfinished = started.join(finished, on=["file", "line"], how="anti")
+    return found(
+        unfinished,
+        pl.format(
+            "sub-agent {} ({}) never finished: no subagent.completed or subagent.failed "
+            "(cut off or still running)",
+            text(pl.col("tool_name")),
+            text(pl.col("_agent")),
+        ),
+    )
+
+
+@SUBAGENTS.rule(
+    "S402",
+    "orphan-subagent-finish",
+    "error",
+    "subagent.completed or subagent.failed with no subagent.started before it.",
+    "A sub-agent's end names the `toolCallId` of its start. With no start, the start was "
+    "lost, and the sub-agent's name and model are unknown.",
+)
+def orphan_finish(ctx: Context) -> pl.DataFrame:
+    ends = (
+        ctx.events.filter(TYPE.is_in(SUBAGENT_END))
+        .with_columns(_agent=SUBAGENT_KEY)
+        .join(_spans(ctx), on=[*SESSION, "_agent"], how="left")
+        .filter(pl.col("_started_line").is_null() | (pl.col("_started_line") > pl.col("line")))
+    )
+    return found(
+        ends,
+        pl.format("{} of {} with no subagent.started before it", "type", text(pl.col("_agent"))),
+    )
+
+
+@SUBAGENTS.rule(
+    "S403",
+    "unknown-agent-id",
+    "error",
+    "An event's agentId names no started sub-agent.",
+    "Sub-agent lines carry `agentId`, the `toolCallId` of the `task` call whose sub-agent "
+    "wrote them, after its `subagent.started`. An `agentId` with no such start cannot be "
+    "attributed: sub-agent calls and tools would be counted against nothing. Reported "
+    "once per agentId, on its first line.",
+)
+def unknown_agent(ctx: Context) -> pl.DataFrame:
+    lines = (
+        ctx.events.filter(pl.col("agent_id").is_not_null())
+        .join(
+            _spans(ctx).rename({"_agent": "agent_id"}),
+            on=[*SESSION, "agent_id"],
+            how="left",
+        )
+        .filter(pl.col("_started_line").is_null() | (pl.col("line") < pl.col("_started_line")))
+        .with_columns(_lines=pl.len().over(*SESSION, "agent_id"))
+        .sort("file", "line")
+        .unique(subset=[*SESSION, "agent_id"], keep="first", maintain_order=True)
+    )
+    return found(
+        lines,
+        pl.format(
+            "agentId {} names no started sub-agent ({} lines; first here)", "agent_id", "_lines"
+        ),
+    )
+
+
+RULES = tuple(SUBAGENTS.rules)

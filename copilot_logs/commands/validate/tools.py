@@ -1,0 +1,263 @@
+"""X3xx tools: each tool run starts once, inside its turn (or sub-agent), and completes
+before that turn (or sub-agent) ends."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from copilot_logs.commands.validate.context import (
+    LOCATION,
+    SUBAGENT_END,
+    SUBAGENT_KEY,
+    TOOL_COMPLETE,
+    TOOL_START,
+    Context,
+    found,
+    text,
+    why_shut_down,
+)
+from copilot_logs.commands.validate.rule import Family
+from copilot_logs.derive import MAIN, SESSION, TYPE
+
+TOOLS = Family("X")
+
+
+@TOOLS.rule(
+    "X301",
+    "orphan-tool-complete",
+    "error",
+    "tool.execution_complete with no tool.execution_start before it.",
+    "Every tool run writes a start, then a complete with the same `toolCallId`. A complete "
+    "with no start lost its start (which holds the tool's name and arguments). A `!cmd` "
+    "shell escape writes a complete with `isUserRequested: true` and no start: that is "
+    "not a fault and not reported.",
+)
+def orphan_complete(ctx: Context) -> pl.DataFrame:
+    keys = [*SESSION, "tool_call_id"]
+    starts = ctx.tool_starts().select(*keys, _start_line="line")
+    completes = (
+        ctx.events.filter((TYPE == TOOL_COMPLETE) & ~pl.col("is_user_requested").fill_null(False))
+        .unique(subset=keys, keep="first", maintain_order=True)
+        .join(starts, on=keys, how="left")
+    )
+    orphans = completes.filter(
+        pl.col("_start_line").is_null() | (pl.col("_start_line") > pl.col("line"))
+    )
+    message = (
+        pl.when(pl.col("tool_call_id").is_null())
+        .then(pl.lit("tool.execution_complete has no toolCallId: it pairs with no start"))
+        .when(pl.col("_start_line").is_null())
+        .then(
+            pl.format("tool.execution_complete of {} has no tool.execution_start", "tool_call_id")
+        )
+        .otherwise(
+            pl.format(
+                "tool.execution_complete of {} comes before its start (line {})",
+                "tool_call_id",
+                "_start_line",
+            )
+        )
+    )
+    return found(orphans, message)
+
+
+def _runs(ctx: Context) -> pl.DataFrame:
+    """Each tool start with the line of its first complete after it, and its deadline: the
+    turn_end of its turn (main agent) or its sub-agent's end (sub-agent tools)."""
+    if "runs" in ctx.cache:
+        return ctx.cache["runs"]
+    keys = [*SESSION, "tool_call_id"]
+    starts = ctx.tool_starts()
+    completes = ctx.events.filter(TYPE == TOOL_COMPLETE).select(*keys, _done_line="line")
+    done = (
+        starts.select(*keys, "line")
+        .join(completes, on=keys, how="inner")
+        .filter(pl.col("_done_line") > pl.col("line"))
+        .group_by(keys)
+        .agg(pl.col("_done_line").min())
+    )
+    finishes = (
+        ctx.events.filter(TYPE.is_in(SUBAGENT_END))
+        .group_by(*SESSION, agent_id=SUBAGENT_KEY)
+        .agg(_agent_end_line=pl.col("line").min())
+    )
+    runs = (
+        starts.join(done, on=keys, how="left")
+        .join(finishes, on=[*SESSION, "agent_id"], how="left")
+        .with_columns(
+            _deadline=pl.when(MAIN)
+            .then(pl.when(pl.col("in_turn")).then(pl.col("_turn_end_line")))
+            .otherwise(
+                pl.when(pl.col("_agent_end_line") > pl.col("line")).then(pl.col("_agent_end_line"))
+            ),
+            _bound=pl.when(MAIN)
+            .then(pl.lit("its turn ended"))
+            .otherwise(pl.lit("its sub-agent finished")),
+        )
+    )
+    ctx.cache["runs"] = runs
+    return runs
+
+
+@TOOLS.rule(
+    "X302",
+    "tool-not-completed-in-turn",
+    "error",
+    "A tool started in a turn was not completed before the turn ended.",
+    "A main-agent tool completes before the `turn_end` of the turn that started it (a "
+    "sub-agent's tool before its `subagent.completed`/`failed`). A start with no complete "
+    "by then lost its complete: the tool's result and success are unknown. Reported at "
+    "the start's line.",
+)
+def not_completed_in_turn(ctx: Context) -> pl.DataFrame:
+    runs = _runs(ctx).filter(
+        pl.col("_deadline").is_not_null()
+        & (pl.col("_done_line").is_null() | (pl.col("_done_line") > pl.col("_deadline")))
+    )
+    message = pl.format(
+        "{} ({}) was not completed before {} (line {}){}",
+        text(pl.col("tool_name")),
+        "tool_call_id",
+        "_bound",
+        "_deadline",
+        pl.when(pl.col("_done_line").is_null())
+        .then(pl.lit(": its complete is missing"))
+        .otherwise(pl.format(": it completes on line {}", "_done_line")),
+    )
+    return found(runs, message)
+
+
+@TOOLS.rule(
+    "X303",
+    "tool-never-completed",
+    "warning",
+    "A tool was started and the log ends before it completed.",
+    "The start's turn (or sub-agent) is still open at the end of the log and no "
+    "`session.shutdown` follows the start: the session was cut off while the tool ran, or "
+    "is still running. Reported at the start's line. A tool left running at a shutdown "
+    "is X307 instead.",
+)
+def never_completed(ctx: Context) -> pl.DataFrame:
+    runs = _runs(ctx).filter(
+        pl.col("_deadline").is_null()
+        & pl.col("_done_line").is_null()
+        & pl.col("_shutdown_after").is_null()
+    )
+    return found(
+        runs,
+        pl.format(
+            "{} ({}) never completed: the log ends while it runs (cut off or still running)",
+            text(pl.col("tool_name")),
+            "tool_call_id",
+        ),
+    )
+
+
+@TOOLS.rule(
+    "X304",
+    "duplicate-tool-call-id",
+    "error",
+    "A toolCallId is started (or completed) twice.",
+    "`toolCallId` names one tool run. A second start or a second complete with the same "
+    "id cannot be paired: one of them was replayed or the ids collided. The finding "
+    "points at the second one.",
+)
+def duplicate_id(ctx: Context) -> pl.DataFrame:
+    repeated = ctx.events.filter(
+        TYPE.is_in([TOOL_START, TOOL_COMPLETE]) & pl.col("tool_call_id").is_not_null()
+    ).filter(pl.int_range(pl.len()).over(*SESSION, "type", "tool_call_id") > 0)
+    return found(
+        repeated,
+        pl.format(
+            "{} repeats toolCallId {}, already seen on line {}",
+            "type",
+            "tool_call_id",
+            pl.col("line").min().over(*SESSION, "type", "tool_call_id"),
+        ),
+    )
+
+
+@TOOLS.rule(
+    "X305",
+    "tool-outside-turn",
+    "error",
+    "A main-agent tool event outside any turn.",
+    "The main agent runs tools inside the turn whose `assistant.message` requested them. "
+    "A main-agent start or complete between turns means the turn's boundaries were lost. "
+    "`!cmd` shell escapes (`isUserRequested: true`) run between turns and are not "
+    "reported; sub-agent tools are checked against their sub-agent instead.",
+)
+def outside_turn(ctx: Context) -> pl.DataFrame:
+    outside = ctx.events.filter(
+        MAIN
+        & TYPE.is_in([TOOL_START, TOOL_COMPLETE])
+        & ~pl.col("in_turn")
+        & ~((TYPE == TOOL_COMPLETE) & pl.col("is_user_requested").fill_null(False))
+    )
+    return found(
+        outside,
+        pl.format("main-agent {} ({}) outside any turn", "type", text(pl.col("tool_call_id"))),
+    )
+
+
+@TOOLS.rule(
+    "X306",
+    "requested-tool-not-started",
+    "warning",
+    "A tool requested in an assistant.message's toolRequests never started.",
+    "Each entry of `toolRequests` normally gets a `tool.execution_start` with its "
+    "`toolCallId`. One that never starts was lost, or the turn was aborted before the "
+    "tool ran. Reported at the message's line, once per missing call.",
+)
+def requested_not_started(ctx: Context) -> pl.DataFrame:
+    requests = (
+        ctx.events.filter((TYPE == "assistant.message") & (pl.col("tool_requests").list.len() > 0))
+        .select(*LOCATION, _request=pl.col("tool_requests"))
+        .explode("_request")
+        .with_columns(
+            tool_call_id=pl.col("_request").struct.field("tool_call_id"),
+            _name=pl.col("_request").struct.field("name"),
+        )
+        .filter(pl.col("tool_call_id").is_not_null())
+    )
+    keys = [*SESSION, "tool_call_id"]
+    started = ctx.events.filter(TYPE == TOOL_START).select(keys).unique()
+    missing = requests.join(started, on=keys, how="anti")
+    return found(
+        missing,
+        pl.format(
+            "toolRequests asks for {} ({}) but no tool.execution_start follows",
+            text(pl.col("_name")),
+            "tool_call_id",
+        ),
+    )
+
+
+@TOOLS.rule(
+    "X307",
+    "tool-open-at-shutdown",
+    "info",
+    "A tool was still running when the session shut down: the user ended the session.",
+    "A `session.shutdown` after a tool start that has no `tool.execution_complete` means "
+    "the user quit while the tool waited or ran, typically at a `permission.requested` "
+    "prompt for it. The log is whole (X303 does not fire); the tool never ran to its end.",
+)
+def open_at_shutdown(ctx: Context) -> pl.DataFrame:
+    runs = _runs(ctx).filter(
+        pl.col("_deadline").is_null()
+        & pl.col("_done_line").is_null()
+        & pl.col("_shutdown_after").is_not_null()
+    )
+    return found(
+        runs,
+        pl.format(
+            "{} ({}) was still running when the session shut down (line {}): {}",
+            text(pl.col("tool_name")),
+            "tool_call_id",
+            "_shutdown_after",
+            why_shut_down(),
+        ),
+    )
+
+
+RULES = tuple(TOOLS.rules)

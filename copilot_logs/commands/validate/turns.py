@@ -1,0 +1,133 @@
+"""T2xx turns: main-agent turns open and close in pairs, one at a time."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from copilot_logs.commands.validate.context import Context, found, text, why_shut_down
+from copilot_logs.commands.validate.rule import Family
+from copilot_logs.derive import MAIN, SESSION, TURN_START, TYPE
+
+TURNS = Family("T")
+
+
+@TURNS.rule(
+    "T201",
+    "orphan-turn-end",
+    "error",
+    "assistant.turn_end with no open turn.",
+    "Every main-agent `assistant.turn_end` closes the `assistant.turn_start` before it. "
+    "One with no open turn means its `turn_start` was lost, or a line was duplicated or "
+    "moved. Turn counts built on pairs are off by one.",
+)
+def orphan_end(ctx: Context) -> pl.DataFrame:
+    return found(
+        ctx.events.filter(pl.col("stray_end")),
+        pl.format("assistant.turn_end (turnId {}) with no open turn", text(pl.col("turn_id"))),
+    )
+
+
+@TURNS.rule(
+    "T202",
+    "turn-start-while-open",
+    "error",
+    "assistant.turn_start while the previous turn is still open.",
+    "Main-agent turns do not nest: each `turn_start` waits for the previous turn's "
+    "`turn_end`. A new start while a turn is open means that turn's `turn_end` was lost. "
+    "The finding points at the new `turn_start`; the message names the open turn's line.",
+)
+def start_while_open(ctx: Context) -> pl.DataFrame:
+    nested = ctx.events.filter(MAIN & (TYPE == TURN_START) & (pl.col("_prev_marker") == "start"))
+    return found(
+        nested,
+        pl.format(
+            "assistant.turn_start while the turn opened on line {} is still open: its "
+            "turn_end is missing",
+            "_prev_marker_line",
+        ),
+    )
+
+
+@TURNS.rule(
+    "T203",
+    "turn-id-mismatch",
+    "error",
+    "assistant.turn_end's turnId differs from the open turn's.",
+    "`turn_end` carries the `turnId` of the `turn_start` it closes. A different id means "
+    "the two are not a pair: lines were lost or reordered between them.",
+)
+def id_mismatch(ctx: Context) -> pl.DataFrame:
+    wrong = ctx.events.filter(
+        pl.col("closes_turn")
+        & pl.col("turn_id").is_not_null()
+        & pl.col("_open_turn_id").is_not_null()
+        & (pl.col("turn_id") != pl.col("_open_turn_id"))
+    )
+    return found(
+        wrong,
+        pl.format(
+            "assistant.turn_end has turnId {} but the open turn (line {}) is turnId {}",
+            "turn_id",
+            "_prev_marker_line",
+            "_open_turn_id",
+        ),
+    )
+
+
+def _open_last_turn(ctx: Context) -> pl.DataFrame:
+    """The turn_start of a session's last turn when no turn_end closed it."""
+    return ctx.events.filter(
+        MAIN
+        & (TYPE == TURN_START)
+        & (pl.col("_marker").last().over(*SESSION) == "start")
+        & (pl.col("turn_index") == pl.col("turn_index").max().over(*SESSION))
+    )
+
+
+@TURNS.rule(
+    "T204",
+    "unclosed-turn",
+    "warning",
+    "A turn is still open at the end of the log.",
+    "The last `assistant.turn_start` has no `turn_end` and no `session.shutdown` follows "
+    "it: the session was cut off (killed, crashed) or is still running. The LLM call is "
+    "counted, as an open turn. The finding points at the open turn's `turn_start`. A turn "
+    "left open at a shutdown is T205 instead.",
+)
+def unclosed(ctx: Context) -> pl.DataFrame:
+    open_at_end = _open_last_turn(ctx).filter(pl.col("_shutdown_after").is_null())
+    return found(
+        open_at_end,
+        pl.format(
+            "the turn (turnId {}) is still open at the end of the log: the session was cut "
+            "off or is still running",
+            text(pl.col("turn_id")),
+        ),
+    )
+
+
+@TURNS.rule(
+    "T205",
+    "open-at-shutdown",
+    "info",
+    "A turn was still open when the session shut down: the user ended the session.",
+    "A routine `session.shutdown` after a turn that has no `assistant.turn_end` means the "
+    "user quit while the turn ran, typically at a `permission.requested` prompt for one "
+    "of its tools (a shutdown of another `shutdownType`, such as `error`, is named in the "
+    "message). The log is whole: it was neither cut off nor is it still running (T204 "
+    "does not fire). Reported so the open turn is not mistaken for damage.",
+)
+def open_at_shutdown(ctx: Context) -> pl.DataFrame:
+    left_open = _open_last_turn(ctx).filter(pl.col("_shutdown_after").is_not_null())
+    return found(
+        left_open,
+        pl.format(
+            "the turn (turnId {}) was still open when the session shut down (line {}): {}",
+            text(pl.col("turn_id")),
+            "_shutdown_after",
+            why_shut_down(),
+        ),
+    )
+
+
+RULES = tuple(TURNS.rules)

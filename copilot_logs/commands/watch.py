@@ -1,0 +1,610 @@
+"""Follow session logs as they grow and fold their events into a live state (``watch``).
+
+A :class:`Follower` keeps, per file, the offset just past its last complete line. Each
+:meth:`Follower.poll` stats the file (one system call when nothing changed) and hands the new
+complete lines to the reader, resumed where the last read stopped, so damaged lines are
+recovered and reported exactly as ``count`` and ``timeline`` do. A half-written last line
+waits for its newline. A file that shrank (``/rewind``) or was replaced (new inode) is read
+again whole. When the new bytes do not continue the old ones (the first new event's parentId
+is not the last event's id, or the old part ended on a damaged line), the file is read again
+whole too, so the events held always equal what a batch read of the same complete lines gives.
+
+Every figure is derived from the accumulated events frame by the batch commands' own
+functions (:func:`copilot_logs.commands.count.count`, :mod:`copilot_logs.derive`,
+:func:`copilot_logs.commands.audit.audit`), so ``watch`` cannot disagree with them.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+
+from copilot_logs import derive
+from copilot_logs.commands import audit, count
+from copilot_logs.derive import MAIN, TYPE
+from copilot_logs.errors import SelectionError
+from copilot_logs.ingest.discover import EVENTS_FILE, Selection, find_sources
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.reader import ReadResult, ReadState, Resume, read_stream
+from copilot_logs.ingest.schema import empty_diagnostics, empty_events
+
+POLL_SECONDS = 0.2
+"""How often each followed file is stat'ed."""
+SCAN_SECONDS = 1.0
+"""How often the root is listed for new sessions."""
+ACTIVE_WITHIN = timedelta(minutes=10)
+"""Watching a root: the sessions written to this recently are followed from the start."""
+ENDED_LINGER = timedelta(seconds=60)
+"""Watching a root: how long an ended session stays on screen."""
+ERROR_SETTLE = timedelta(seconds=10)
+"""``--until-done``: an error ends the run when no event follows it for this long (the CLI
+may retry the call)."""
+FOREVER = timedelta(days=36_500)
+
+KINDS = (
+    "session_start",
+    "prompt",
+    "nudge",
+    "turn_start",
+    "turn_end",
+    "tool_start",
+    "tool_end",
+    "subagent_start",
+    "subagent_end",
+    "task_complete",
+    "error",
+    "shutdown",
+)
+"""The kinds of ``--format ndjson`` records, in the README's order."""
+
+FIGURES = (
+    *(name for name in derive.COUNT_FIELDS if name != "open_turns"),
+    "subagent_runs",
+    "errors",
+)
+"""The running figures every record carries, their values just after its event: ``count``'s
+(but open turns, which a running sum cannot hold), then sub-agent runs and errors."""
+
+KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "session_start": ("copilot_version", "cwd"),
+    "prompt": ("interaction_index", "interaction_id", "agent_mode"),
+    "nudge": ("interaction_index", "interaction_id"),
+    "turn_start": ("turn_id", "interaction_id", "turn_index", "agent_id", "model"),
+    "turn_end": ("turn_id", "turn_index", "duration_ms"),
+    "tool_start": ("tool_name", "tool_call_id", "agent_id"),
+    "tool_end": (
+        "tool_name",
+        "tool_call_id",
+        "agent_id",
+        "success",
+        "duration_ms",
+        "error",
+        "user_requested",
+    ),
+    "subagent_start": ("agent_id", "agent_name"),
+    "subagent_end": ("agent_id", "agent_name", "success", "error"),
+    "task_complete": ("summary", "success", "outcome"),
+    "error": ("error_type", "message"),
+    "shutdown": ("shutdown_type",),
+}
+"""The fields each kind adds to ``session_id``, ``at``, ``kind``, ``file``, ``line`` and the
+running figures."""
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+@dataclass
+class Update:
+    """What one poll of a file brought: new records (in file order) and new damage."""
+
+    records: list[dict[str, object]]
+    diagnostics: pl.DataFrame
+    reread: bool = False
+    """The file shrank, was replaced, or did not continue: it was read again whole."""
+
+
+class Follower:
+    """One session log followed as it grows (or waited for until it exists)."""
+
+    def __init__(self, candidates: tuple[Path, ...], session_hint: str) -> None:
+        self.candidates = candidates
+        self.session_hint = session_hint
+        self.path: Path | None = None
+        self.result = ReadResult(empty_events(), empty_diagnostics())
+        self.pending_bytes = 0
+        """Bytes of a last line still waiting for its newline."""
+        self.ended_seen_at: datetime | None = None
+        """Watching a root: when the session was first seen ended (it leaves later)."""
+        self.last_growth = time.monotonic()
+        """When a complete line last arrived (or when following began)."""
+        self._emitted: set[str] = set()
+        """The ids of the events already reported: a re-read file reports only new ones."""
+        self._forget()
+
+    def _forget(self) -> None:
+        self.result = ReadResult(empty_events(), empty_diagnostics())
+        self._end = 0
+        self._next_line = 1
+        self._last_id: str | None = None
+        self._session_id: str | None = None
+        self._inode: int | None = None
+        self._tail_damaged = False
+        self._seen: set[str] = set()
+
+    @property
+    def name(self) -> str:
+        return str(self.path if self.path is not None else self.candidates[0])
+
+    def _locate(self) -> os.stat_result | None:
+        """Stat the file (the first candidate that exists, while waiting for it)."""
+        for path in (self.path,) if self.path is not None else self.candidates:
+            try:
+                found = path.stat()
+            except OSError:
+                continue
+            if stat.S_ISREG(found.st_mode):
+                self.path = path
+                return found
+        return None
+
+    def poll(self) -> Update | None:
+        """Read what was appended since the last poll; None when nothing new is complete."""
+        found = self._locate()
+        if found is None or self.path is None:
+            return None
+        size = found.st_size
+        reread = self._inode is not None and (found.st_ino != self._inode or size < self._end)
+        if reread:
+            self._forget()
+        self._inode = found.st_ino
+        if size == self._end:
+            self.pending_bytes = 0
+            return Update([], empty_diagnostics(), True) if reread else None
+        try:
+            with self.path.open("rb") as stream:
+                stream.seek(self._end)
+                data = stream.read(size - self._end)
+        except OSError:
+            return None
+        cut = data.rfind(b"\n") + 1
+        self.pending_bytes = len(data) - cut
+        if cut == 0:
+            return Update([], empty_diagnostics(), True) if reread else None
+        return self._take(data[:cut], reread)
+
+    def _take(self, chunk: bytes, reread: bool) -> Update:
+        old_end, old_next_line = self._end, self._next_line
+        whole, reread_whole = b"", False
+        part, state = self._read(chunk)
+        continues = part.events.is_empty() or part.events["parent_id"][0] == self._last_id
+        if old_end and (self._tail_damaged or not continues):
+            # The new lines may belong with the old ones (an event split across the cut) or
+            # the file was rewritten in place: read everything again, as a batch read would.
+            assert self.path is not None
+            with self.path.open("rb") as stream:
+                whole = stream.read(old_end + len(chunk))
+            self._forget()
+            self._inode = self.path.stat().st_ino
+            part, state = self._read(whole)
+            reread = reread_whole = True
+            self.result = part
+        else:
+            self.result = ReadResult.concat([self.result, part])
+        # Every byte fed was complete lines, all read or reported: the next read starts after
+        # them even when the reader's own end lags (a file of lines it cannot read at all).
+        fed = whole if reread_whole else chunk
+        self._end = (0 if reread_whole else old_end) + len(fed)
+        self._next_line = (1 if reread_whole else old_next_line) + fed.count(b"\n")
+        self._last_id, self._session_id = state.last_id, state.session_id
+        self._tail_damaged = bool(
+            part.diagnostics.filter(pl.col("line") == self._next_line - 1).height
+        )
+        self._seen.update(part.events["event_id"].drop_nulls().to_list())
+        new_damage = part.diagnostics.filter(pl.col("offset") >= (0 if reread else old_end))
+        return Update(self._new_records(old_end), new_damage, reread)
+
+    def _read(self, chunk: bytes) -> tuple[ReadResult, ReadState]:
+        assert self.path is not None
+        source = Source(self.path, self.session_hint)
+        resume = None
+        if self._end:
+            resume = Resume(
+                offset=self._end,
+                line=self._next_line,
+                last_id=self._last_id,
+                seen_ids=frozenset(self._seen),
+                session_id=self._session_id,
+            )
+        result, state = read_stream(io.BytesIO(chunk), source, resume=resume)
+        return result, state
+
+    def _new_records(self, old_end: int) -> list[dict[str, object]]:
+        """Records for the events not yet reported (after a re-read: those with new ids)."""
+        frame = records(self.result.events)
+        new = (
+            pl.col("event_id").is_not_null() & ~pl.col("event_id").is_in(list(self._emitted))
+        ) | (pl.col("event_id").is_null() & (pl.col("offset") >= old_end))
+        fresh = frame.filter(new)
+        self._emitted.update(fresh["event_id"].drop_nulls().to_list())
+        return [_record(row) for row in fresh.to_dicts()]
+
+
+# --- records ---------------------------------------------------------------------------------
+
+
+def _kind() -> pl.Expr:
+    user = MAIN & (TYPE == "user.message")
+    rules = [
+        (TYPE == "session.start", "session_start"),
+        (user & pl.col("is_nudge").fill_null(False), "nudge"),
+        (user, "prompt"),
+        (MAIN & (TYPE == derive.TURN_START), "turn_start"),
+        (pl.col("subagent_call"), "turn_start"),
+        (pl.col("closes_turn"), "turn_end"),
+        (TYPE == "tool.execution_start", "tool_start"),
+        (TYPE == "tool.execution_complete", "tool_end"),
+        (TYPE == "subagent.started", "subagent_start"),
+        (TYPE.is_in(["subagent.completed", "subagent.failed"]), "subagent_end"),
+        (TYPE == "session.task_complete", "task_complete"),
+        (TYPE == "session.error", "error"),
+        (TYPE == "session.shutdown", "shutdown"),
+    ]
+    return pl.coalesce(pl.when(condition).then(pl.lit(kind)) for condition, kind in rules)
+
+
+def records(events: pl.DataFrame) -> pl.DataFrame:
+    """One row per event that makes a record (see :data:`KINDS`), in file order, with the
+    running figures just after it and every kind's fields."""
+    annotated = derive.annotate(events)
+    flags = derive.count_flags(annotated)
+    running = flags.with_columns(
+        completed_turns=pl.col("closes_turn").cast(pl.Int64),
+        subagent_runs=(TYPE == "subagent.started").cast(pl.Int64),
+        errors=(TYPE == "session.error").cast(pl.Int64),
+    ).with_columns(pl.col(name).cum_sum().over(*derive.SESSION) for name in FIGURES)
+    keys = list(derive.SESSION)
+    tools = derive.tools(annotated).select(
+        *keys, "tool_call_id", _tool_name="tool_name", _tool_ms="duration_ms"
+    )
+    runs = derive.subagent_runs(annotated).select(*keys, "tool_call_id", _agent_name="agent_name")
+    turns = derive.turns(annotated).select(*keys, "turn_index", _turn_ms="duration_ms")
+    detail = pl.col("detail")
+    return (
+        running.with_columns(kind=_kind())
+        .filter(pl.col("kind").is_not_null())
+        .join(tools, on=[*keys, "tool_call_id"], how="left")
+        .join(runs, on=[*keys, "tool_call_id"], how="left")
+        .join(turns, on=[*keys, "turn_index"], how="left")
+        .sort("file", "line")
+        .with_columns(
+            at=pl.col("timestamp")
+            .dt.convert_time_zone("UTC")
+            .dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ"),
+            agent_id=pl.when(pl.col("kind").is_in(["subagent_start", "subagent_end"]))
+            .then(pl.col("tool_call_id"))
+            .otherwise(pl.col("agent_id")),
+            agent_name=pl.col("_agent_name"),
+            tool_name=pl.coalesce("tool_name", "_tool_name"),
+            duration_ms=pl.when(pl.col("kind") == "turn_end")
+            .then(pl.col("_turn_ms"))
+            .otherwise(pl.col("_tool_ms")),
+            user_requested=pl.col("is_user_requested").fill_null(False),
+            summary=pl.coalesce(detail.str.json_path_match("$.summary"), pl.col("text")),
+            error_type=pl.col("error_code"),
+            message=pl.col("error"),
+            shutdown_type=detail.str.json_path_match("$.shutdownType"),
+            copilot_version=detail.str.json_path_match("$.copilotVersion"),
+            cwd=detail.str.json_path_match("$.context.cwd"),
+        )
+    )
+
+
+def _record(row: dict[str, object]) -> dict[str, object]:
+    kind = str(row["kind"])
+    record: dict[str, object] = {
+        "session_id": row["session_id"],
+        "at": row["at"],
+        "kind": kind,
+        "file": row["file"],
+        "line": row["line"],
+    }
+    record.update((name, row[name]) for name in FIGURES)
+    record.update((name, row[name]) for name in KIND_FIELDS[kind])
+    if kind == "turn_start" and row["agent_id"] is None:
+        record["model"] = row["model"]
+    return record
+
+
+# --- the live state --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunningTool:
+    name: str
+    agent_id: str | None
+    started_at: datetime | None
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """What the live view shows of one session (one file)."""
+
+    session_id: str
+    file: str
+    mode: str
+    ended: bool
+    interaction: int
+    turns_in_interaction: int
+    turn_open: bool
+    llm_calls: int
+    subagent_calls: int
+    tool_calls: int
+    failed_tool_calls: int
+    autopilot_nudges: int
+    subagent_runs: int
+    subagents_running: tuple[str, ...]
+    errors: int
+    last_error: str | None
+    task_complete: bool
+    last_event_at: datetime | None
+    running_tools: tuple[RunningTool, ...]
+    damaged_lines: int
+    pending_bytes: int
+
+
+def state(follower: Follower) -> SessionState | None:
+    """The live state of a followed file; None while it holds no event."""
+    events = follower.result.events
+    if events.is_empty():
+        return None
+    annotated = derive.annotate(events)
+    # A file holding several sessions (a recorder's copy) is shown as one block: its totals.
+    figures = count.totals(count.count(follower.result))
+    tools = derive.tools(annotated).filter(
+        pl.col("completed_at").is_null() & pl.col("started_at").is_not_null()
+    )
+    runs = derive.subagent_runs(annotated)
+    last = annotated.tail(1).row(0, named=True)
+    work = TYPE.is_in([derive.TURN_START, "user.message", "tool.execution_start"])
+    last_work = annotated.filter(work)["line"].max()
+    shutdown = annotated.filter(TYPE == "session.shutdown")["line"].max()
+    errors = annotated.filter(TYPE == "session.error")
+    in_interaction = annotated.filter(
+        MAIN
+        & (TYPE == derive.TURN_START)
+        & (pl.col("interaction_index") == last["interaction_index"])
+    )
+    return SessionState(
+        session_id=str(last["session_id"] or follower.session_hint),
+        file=follower.name,
+        mode=str(annotated.select(session_mode=_mode()).item()),
+        ended=bool(shutdown is not None and (last_work is None or shutdown > last_work)),  # type: ignore[operator,unused-ignore]
+        interaction=int(last["interaction_index"]),
+        turns_in_interaction=in_interaction.height,
+        turn_open=bool(last["during_turn"]) and not bool(last["closes_turn"]),
+        llm_calls=figures["llm_calls"],
+        subagent_calls=figures["subagent_calls"],
+        tool_calls=figures["tool_calls"],
+        failed_tool_calls=figures["failed_tool_calls"],
+        autopilot_nudges=figures["autopilot_nudges"],
+        subagent_runs=runs.height,
+        subagents_running=tuple(
+            str(name or "?") for name in runs.filter(pl.col("status") == "running")["agent_name"]
+        ),
+        errors=errors.height,
+        last_error=next(iter(errors["error"].drop_nulls().tail(1).to_list()), None),
+        task_complete=bool(annotated.select((TYPE == "session.task_complete").any()).item()),
+        last_event_at=annotated["timestamp"].max(),  # type: ignore[arg-type]
+        running_tools=tuple(
+            RunningTool(str(row["tool_name"] or "?"), row["agent_id"], row["started_at"])
+            for row in tools.iter_rows(named=True)
+        ),
+        damaged_lines=follower.result.diagnostics["line"].n_unique(),
+        pending_bytes=follower.pending_bytes,
+    )
+
+
+def _mode() -> pl.Expr:
+    from copilot_logs.commands.sessions import session_mode
+
+    return session_mode()
+
+
+# --- until done ------------------------------------------------------------------------------
+
+RUNNING = "running"
+ENDED = "ended"
+SETTLING = "settling"
+"""What :func:`run_status` says: the run goes on; it is over; it ended on an error unless an
+event follows within ERROR_SETTLE."""
+
+
+def run_status(follower: Follower, *, nudge_cap: int = audit.DEFAULT_NUDGE_CAP) -> str:
+    """Whether the run in the followed log is over: a shutdown after its last work, or its
+    agent loop ended in a way the audit judges (task_complete, the nudge cap once the last
+    loop ended, an abort), or it ended on an error (``SETTLING``: the CLI may still retry)."""
+    result = follower.result
+    if result.events.is_empty():
+        return RUNNING
+    if _shut_down(result):
+        return ENDED
+    if result.events.filter(TYPE.is_in([derive.TURN_START, "user.message"])).is_empty():
+        return RUNNING  # started, no prompt yet: nothing to judge
+    # Judged as if every open session were still running: only a finished loop ends the wait.
+    table = audit.audit(
+        result, running_within=FOREVER, nudge_cap=nudge_cap, require_task_complete=True
+    )
+    # The file's last session is the one running (a file may hold several).
+    latest = table.filter(pl.col("session_id") == result.events["session_id"][-1])
+    verdict = (latest if latest.height else table)["verdict"][0]
+    if verdict == audit.RUNNING:
+        return RUNNING
+    if verdict == audit.ERRORED:
+        return SETTLING
+    if verdict == audit.NUDGE_CAP:
+        turns = derive.turns(derive.annotate(result.events))
+        loop_over = turns.height > 0 and turns["ended_loop"][-1] and not turns["open"][-1]
+        return ENDED if loop_over else RUNNING
+    return ENDED
+
+
+def _shut_down(result: ReadResult) -> bool:
+    events = result.events
+    work = events.filter(TYPE.is_in([derive.TURN_START, "user.message"]))["line"].max()
+    shutdown = events.filter(TYPE == "session.shutdown")["line"].max()
+    return bool(shutdown is not None and (work is None or shutdown > work))  # type: ignore[operator,unused-ignore]
+
+
+def verdict(result: ReadResult, *, nudge_cap: int) -> pl.DataFrame:
+    """The audit table of the log, exactly as ``copilot-logs audit`` computes it."""
+    return audit.judge([audit.facts(result)], now=datetime.now(UTC), nudge_cap=nudge_cap)
+
+
+# --- choosing and following ------------------------------------------------------------------
+
+
+@dataclass
+class Watcher:
+    """The followed files, and the root watched for sessions that appear."""
+
+    followers: list[Follower]
+    root: Path
+    pick_up_new: bool
+    """Watching the root: follow sessions that appear; ended ones leave the view."""
+    wanted: int = 0
+    """With --latest N and fewer than N sessions at the start: how many more to pick up."""
+    known: set[str] = field(default_factory=set)
+    """The root's session names already seen."""
+    _next_scan: float = 0.0
+
+    def tick(self) -> list[tuple[Follower, Update]]:
+        """One round: list the root when due, poll every file; what changed, in order."""
+        now = time.monotonic()
+        if (self.pick_up_new or self.wanted) and now >= self._next_scan:
+            self._next_scan = now + SCAN_SECONDS
+            self._scan()
+        changes = []
+        for follower in self.followers:
+            update = follower.poll()
+            if update is not None:
+                follower.last_growth = now
+                changes.append((follower, update))
+        self._note_ended([follower for follower, _ in changes])
+        return changes
+
+    def _scan(self) -> None:
+        for name, candidates in _root_entries(self.root):
+            if name in self.known or not (self.pick_up_new or self.wanted):
+                continue
+            self.known.add(name)
+            self.followers.append(Follower(candidates, name))
+            self.wanted = max(0, self.wanted - 1)
+
+    def _note_ended(self, changed: list[Follower]) -> None:
+        """Note when changed sessions shut down (a resumed one runs again)."""
+        wall = datetime.now(UTC)
+        for follower in changed:
+            if not _shut_down(follower.result):
+                follower.ended_seen_at = None
+            elif follower.ended_seen_at is None:
+                follower.ended_seen_at = wall
+
+    def shown(self) -> list[Follower]:
+        """The followers to show: watching a root, an ended session leaves after
+        ENDED_LINGER (it is still followed, and comes back if it is resumed)."""
+        if not self.pick_up_new:
+            return self.followers
+        wall = datetime.now(UTC)
+        return [
+            f
+            for f in self.followers
+            if f.ended_seen_at is None or wall - f.ended_seen_at < ENDED_LINGER
+        ]
+
+
+def follow(watcher: Watcher) -> Iterator[list[tuple[Follower, Update]]]:
+    """Poll forever, every POLL_SECONDS: each round's changes (often none)."""
+    while True:
+        yield watcher.tick()
+        time.sleep(POLL_SECONDS)
+
+
+def _root_entries(root: Path) -> Iterator[tuple[str, tuple[Path, ...]]]:
+    """The session names under ``root`` (both layouts), without opening any file."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.endswith(".jsonl"):
+            yield entry.name.removesuffix(".jsonl"), (Path(entry.path),)
+        elif entry.is_dir():
+            # The folder may appear before its events.jsonl: wait for the file.
+            yield entry.name, (Path(entry.path) / EVENTS_FILE,)
+
+
+def _waited_for(selector: str, root: Path) -> Follower | None:
+    """A follower for a selector naming a session that does not exist yet (a full session id
+    or a path), else None (the selector is resolved as every command resolves it)."""
+    path = Path(selector).expanduser()
+    if path.exists():
+        return None
+    if _UUID.match(selector.lower()):
+        return Follower((root / selector / EVENTS_FILE, root / f"{selector}.jsonl"), selector)
+    if os.sep in selector or selector.endswith(".jsonl"):
+        hint = path.parent.name if path.name == EVENTS_FILE else path.stem
+        return Follower((path,), hint)
+    return None
+
+
+def choose(selection: Selection, *, started: datetime) -> Watcher:
+    """The files to follow for ``selection`` (raises SelectionError as every command does).
+
+    A selector that names a session that does not exist yet (a full session id, or a path) is
+    waited for. With no selector, the sessions written in the last ACTIVE_WITHIN (or the
+    --latest N newest) are followed, and new ones are picked up as they appear (with
+    --latest N, until there are N).
+    """
+    if "-" in selection.selectors:
+        raise SelectionError("watch follows files: it cannot read standard input (`-`)")
+    root = selection.resolved_root
+    waiting = [_waited_for(selector, root) for selector in selection.selectors]
+    present = [s for s, w in zip(selection.selectors, waiting, strict=True) if w is None]
+    sources = []
+    if present or not selection.selectors:
+        narrowed = Selection(
+            present, selection.root, selection.since, selection.until, selection.latest
+        )
+        sources = find_sources(narrowed)
+        if not present and selection.latest is None:
+            cutoff = started - ACTIVE_WITHIN
+            sources = [s for s in sources if s.path is not None and _modified(s.path) >= cutoff]
+    followers = [Follower((s.path,), s.session_hint) for s in sources if s.path is not None]
+    followers += [w for w in waiting if w is not None]
+    watching_root = not selection.selectors and selection.until is None
+    wanted = 0
+    if watching_root and selection.latest is not None:
+        wanted = max(0, selection.latest - len(followers))
+    return Watcher(
+        followers,
+        root,
+        pick_up_new=watching_root and selection.latest is None,
+        wanted=wanted,
+        known={name for name, _ in _root_entries(root)},
+    )
+
+
+def _modified(path: Path) -> datetime:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return datetime.min.replace(tzinfo=UTC)

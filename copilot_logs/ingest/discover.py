@@ -1,0 +1,251 @@
+"""Find the session logs a command should read: root, ids, id prefixes, files, folders, stdin."""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from pathlib import Path
+
+import orjson
+
+from copilot_logs.errors import SelectionError, UnreadableError, UnsupportedFormatError
+from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.logfile import display_name, open_log
+
+EVENTS_FILE = "events.jsonl"
+LEGACY_FOLDER = "history-session-state"
+
+
+def default_root() -> Path:
+    """``$COPILOT_HOME/session-state`` when COPILOT_HOME is set, else ~/.copilot/session-state."""
+    home = os.environ.get("COPILOT_HOME")
+    base = Path(home).expanduser() if home else Path.home() / ".copilot"
+    return base / "session-state"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """How a command narrows the sessions it reads."""
+
+    selectors: Sequence[str] = ()
+    root: Path | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    latest: int | None = None
+
+    @property
+    def resolved_root(self) -> Path:
+        return self.root if self.root is not None else default_root()
+
+
+def parse_when(text: str, *, end_of_day: bool = False, zone: tzinfo | None = None) -> datetime:
+    """A date (``2026-08-05``) or ISO time (``2026-08-05T09:00``, ``...Z``) as UTC.
+
+    A bare date means the start of that day in ``zone`` (local time by default), or its end when
+    ``end_of_day`` (so ``--until 2026-08-05`` includes that whole day).
+    """
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            moment = datetime.combine(day, time.min)
+            if end_of_day:
+                moment += timedelta(days=1)
+            aware = moment.replace(tzinfo=zone) if zone else moment.astimezone()
+            return aware.astimezone(UTC)
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise SelectionError(
+            f"'{text}' is not a date or time: use YYYY-MM-DD or an ISO time like 2026-08-05T09:30"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=zone) if zone else parsed.astimezone()
+    return parsed.astimezone(UTC)
+
+
+def _source(path: Path, hint: str) -> Source:
+    return Source(path, display_name(Path(hint)))
+
+
+def _present(path: Path) -> bool:
+    """Whether something is at ``path``: a file, but also a broken or looping link, a named
+    pipe or socket, or a file we may not look at (each is then reported as unreadable by the
+    reader, never skipped in silence)."""
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        return exc.errno != errno.ENOTDIR
+    return True
+
+
+def _session_sources(folder: Path) -> list[Source]:
+    """The sessions held directly in a folder: ``<id>/events.jsonl`` and ``<id>.jsonl``."""
+    sources = []
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise UnreadableError(
+            f"cannot list {display_name(folder)}: {exc.strerror or exc}; check the folder's "
+            "permissions, or name the sessions to read"
+        ) from None
+    for entry in entries:
+        if _is_dir(entry):
+            events = entry / EVENTS_FILE
+            if _present(events):
+                sources.append(_source(events, entry.name))
+        elif entry.suffix == ".jsonl":
+            sources.append(_source(entry, entry.stem))
+    return sources
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a link loop on Python 3.11
+        return False
+
+
+def _from_path(path: Path) -> list[Source]:
+    if not _is_dir(path):  # a file, or a pipe, socket or broken link given by name
+        if path.name == EVENTS_FILE:
+            return [_source(path, path.parent.name)]
+        return [_source(path, path.stem)]
+    legacy = UnsupportedFormatError(
+        f"{path} holds sessions of Copilot CLI before 0.0.342 (history-session-state), "
+        "a format copilot-logs does not read; point it at session-state/ instead"
+    )
+    if path.name == LEGACY_FOLDER:
+        raise legacy
+    if _present(path / EVENTS_FILE):
+        return [_source(path / EVENTS_FILE, path.name)]
+    sources = _session_sources(path)
+    if not sources and (path / LEGACY_FOLDER).is_dir():
+        raise legacy
+    return sources
+
+
+def _looks_like_path(selector: str) -> bool:
+    return os.sep in selector or selector.endswith(".jsonl") or selector.startswith(".")
+
+
+def _from_id(selector: str, root: Path) -> Source:
+    known = _session_sources(root) if root.is_dir() else []
+    candidates = [s for s in known if s.session_hint.startswith(selector)]
+    exact = [s for s in candidates if s.session_hint == selector]
+    if exact:
+        return exact[0]
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise SelectionError(
+            f"no session, file or folder matches '{selector}' (looked under {root}); "
+            "run `copilot-logs sessions` to list the sessions, or give a path"
+        )
+    names = ", ".join(s.session_hint for s in candidates[:8])
+    more = f" and {len(candidates) - 8} more" if len(candidates) > 8 else ""
+    raise SelectionError(
+        f"'{selector}' is ambiguous: it starts {len(candidates)} sessions ({names}{more}); "
+        "give more characters"
+    )
+
+
+def peek_start(source: Source) -> datetime | None:
+    """The session's start, read from its first line only (a few hundred bytes)."""
+    if source.path is None:
+        return None
+    try:
+        with open_log(source.path) as stream:
+            first = stream.readline(1 << 20).strip(b"\x00\r\n ")
+        event = orjson.loads(first)
+        stamp = event.get("data", {}).get("startTime") or event.get("timestamp")
+        parsed = datetime.fromisoformat(stamp)
+    except (OSError, orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def find_sources(selection: Selection) -> list[Source]:
+    """Resolve a selection into the session logs to read, newest first.
+
+    Raises SelectionError for a path that does not exist, or an id prefix matching nothing or
+    several sessions. An empty or missing default root gives an empty list.
+    """
+    root = selection.resolved_root
+    if selection.root is not None and not selection.root.is_dir():
+        raise SelectionError(f"--root {selection.root}: no such folder")
+    sources: list[Source] = []
+    if not selection.selectors:
+        sources = _session_sources(root) if root.is_dir() else []
+    for selector in selection.selectors:
+        if selector == "-":
+            sources.append(Source(None, "stdin"))
+            continue
+        path = Path(selector).expanduser()
+        if _present(path):
+            sources.extend(_from_path(path))
+        elif _looks_like_path(selector):
+            raise SelectionError(f"{selector}: no such file or folder")
+        else:
+            sources.append(_from_id(selector, root))
+    return _narrow(_unique(sources), selection)
+
+
+def _unique(sources: list[Source]) -> list[Source]:
+    seen: set[Path | None] = set()
+    kept = []
+    for source in sources:
+        key = _resolved(source.path) if source.path is not None else None
+        if key in seen:
+            continue  # the same file twice, or `-` twice: standard input can be read once
+        seen.add(key)
+        kept.append(source)
+    return kept
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a link loop (RuntimeError on Python 3.11)
+        return path.absolute()
+
+
+def _narrow(sources: list[Source], selection: Selection) -> list[Source]:
+    """Apply --since / --until / --latest on the sessions' start times (then newest first).
+
+    Standard input passes: its start is known only once read (see
+    :mod:`copilot_logs.ingest.window`).
+    """
+    since, until = selection.since, selection.until
+    if since is not None:
+        # A session that started after `since` was written after it: older files are skipped
+        # without being opened.
+        sources = [s for s in sources if s.path is None or _mtime(s.path) >= since]
+    if since is None and until is None and selection.latest is None:
+        return sources  # every command orders its own output: no file needs opening here
+    starts = {s: peek_start(s) for s in sources}
+    if since is not None or until is not None:
+        sources = [
+            s
+            for s in sources
+            if s.path is None
+            or (
+                (since is None or (starts[s] or _mtime(s.path)) >= since)
+                and (until is None or (starts[s] or _mtime(s.path)) < until)
+            )
+        ]
+    far_past = datetime.min.replace(tzinfo=UTC)
+    sources.sort(key=lambda s: starts.get(s) or far_past, reverse=True)
+    if selection.latest is not None:
+        sources = sources[: selection.latest]
+    return sources
+
+
+def _mtime(path: Path) -> datetime:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return datetime.max.replace(tzinfo=UTC)

@@ -1,0 +1,62 @@
+"""Explicit polars schemas of the frames the reader builds.
+
+Never let polars infer a schema from real logs: the ``data`` payload differs per event type and
+between CLI versions, so every column is declared here and filled by the reader. What is known
+of event types (no polars needed) is in :mod:`copilot_logs.ingest.event_types`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+TOOL_REQUEST = pl.Struct({"tool_call_id": pl.String, "name": pl.String})
+
+EVENTS_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.String(),
+    "file": pl.String(),
+    "line": pl.Int64(),  # 1-based physical line where the event starts
+    "offset": pl.Int64(),  # byte offset of that line in the file
+    "length": pl.Int64(),  # bytes of the event's physical line(s), newline excluded
+    "event_id": pl.String(),
+    "parent_id": pl.String(),
+    "type": pl.String(),
+    "timestamp": pl.Datetime("ms", "UTC"),
+    "agent_id": pl.String(),  # envelope agentId: set on sub-agent lines
+    "turn_id": pl.String(),
+    "interaction_id": pl.String(),
+    "tool_call_id": pl.String(),
+    "tool_name": pl.String(),
+    "message_id": pl.String(),
+    "parent_tool_call_id": pl.String(),
+    "success": pl.Boolean(),
+    "is_user_requested": pl.Boolean(),
+    "is_nudge": pl.Boolean(),  # an autopilot continuation injected by the CLI
+    "agent_mode": pl.String(),  # user.message agentMode, or mode_changed newMode
+    "model": pl.String(),
+    "output_tokens": pl.Int64(),
+    "chunk_index": pl.Int64(),
+    "text": pl.String(),  # a short preview: message, prompt, summary, reason
+    "error": pl.String(),  # tool / session / sub-agent error message (preview)
+    "error_code": pl.String(),  # errorType, error code or status code
+    "outcome": pl.String(),  # session.task_complete outcome
+    "tool_requests": pl.List(TOOL_REQUEST),
+    "detail": pl.String(),  # the whole data payload as JSON, for small lifecycle events
+}
+
+DIAGNOSTICS_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.String(),
+    "file": pl.String(),
+    "line": pl.Int64(),
+    "offset": pl.Int64(),
+    "kind": pl.String(),
+    "message": pl.String(),
+    "event_id": pl.String(),
+}
+
+
+def empty_events() -> pl.DataFrame:
+    return pl.DataFrame(schema=EVENTS_SCHEMA)
+
+
+def empty_diagnostics() -> pl.DataFrame:
+    return pl.DataFrame(schema=DIAGNOSTICS_SCHEMA)

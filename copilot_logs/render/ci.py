@@ -1,0 +1,233 @@
+"""A validate report as text for people and CI: text, json, GitHub annotations, JUnit, SARIF.
+
+Every function returns a string; the command decides where it goes. Paths are shown relative
+to the current folder when they lie under it (what CI annotations and code scanning expect).
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import orjson
+
+from copilot_logs.render.formats import github_annotation
+from copilot_logs.render.humanize import display_path, plural
+from copilot_logs.render.sanitize import json_text, one_line
+
+if TYPE_CHECKING:
+    from copilot_logs.commands.validate import Report, Rule
+
+FORMATS = ("text", "json", "github", "junit", "sarif")
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+GITHUB_LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
+SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def tool_version() -> str:
+    try:
+        return version("copilot-logs")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0+unknown"
+
+
+def _location(row: dict[str, Any]) -> str:
+    path = display_path(row["file"])
+    return f"{path}:{row['line']}" if row["line"] is not None else path
+
+
+def finding_line(row: dict[str, Any]) -> str:
+    """``path:line: CODE name: message``, on one line (control characters escaped)."""
+    return one_line(f"{_location(row)}: {row['code']} {row['name']}: {row['message']}")
+
+
+def summary_line(report: Report) -> str:
+    s = report.summary()
+    files = plural(s["files"], "file")
+    if not s["findings"]:
+        return f"All checks passed: {files}, no findings."
+    counts = (
+        f"{plural(s['errors'], 'error')}, {plural(s['warnings'], 'warning')} and {s['info']} info"
+    )
+    strict = " (--strict: warnings fail too)" if s["strict"] else ""
+    if not s["failed"]:
+        return f"Found {counts} in {files}; the gate passed{strict}."
+    failing = plural(s["failing"], "failing finding")
+    return f"Found {counts}; the gate failed: {failing} in {s['files_failing']} of {files}{strict}."
+
+
+def text(report: Report, *, statistics: bool = False) -> str:
+    lines: list[str] = []
+    if statistics:
+        stats = report.statistics().to_dicts()
+        width = max((len(str(row["count"])) for row in stats), default=1)
+        name_width = max((len(row["name"]) for row in stats), default=1)
+        lines.extend(
+            f"{row['count']:>{width}}  {row['code']}  {row['name']:<{name_width}}  "
+            f"[{row['severity']}]"
+            for row in stats
+        )
+    else:
+        lines.extend(finding_line(row) for row in report.findings.iter_rows(named=True))
+    if lines:
+        lines.append("")
+    lines.append(summary_line(report))
+    return "\n".join(lines) + "\n"
+
+
+def json(report: Report, *, statistics: bool = False) -> str:
+    body: dict[str, Any] = (
+        {"statistics": report.statistics().to_dicts()}
+        if statistics
+        else {"findings": report.findings.to_dicts()}
+    )
+    body["summary"] = report.summary()
+    return json_text(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode()) + "\n"
+
+
+def github(report: Report) -> str:
+    """One workflow command per finding: GitHub Actions shows them on the files' lines."""
+    lines = [
+        github_annotation(
+            GITHUB_LEVELS[row["severity"]],
+            row["message"],
+            file=display_path(row["file"]),
+            line=row["line"],
+            title=f"{row['code']} {row['name']}",
+        )
+        for row in report.findings.iter_rows(named=True)
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+def junit(report: Report) -> str:
+    """JUnit XML: one test case per session log, failed when it has a failing finding. Valid
+    XML 1.0 for any log: the control characters it forbids are written as visible escapes."""
+    # One case per session log: a file holding two sessions is two cases.
+    failing = set(report.failing.select("file", "session_id").iter_rows())
+    per_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in report.findings.iter_rows(named=True):
+        per_file.setdefault((row["file"], row["session_id"]), []).append(row)
+    fail_levels = {"error", "warning"} if report.strict else {"error"}
+    total = report.files.height
+    counts = {
+        "tests": str(total),
+        "failures": str(len(failing)),
+        "errors": "0",
+        "skipped": "0",
+    }
+    suites = ET.Element("testsuites", {"name": "copilot-logs validate", **counts})
+    suite = ET.SubElement(suites, "testsuite", {"name": "copilot-logs validate", **counts})
+    for file, session_id in report.files.select("file", "session_id").iter_rows():
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {
+                "classname": one_line(display_path(file)),
+                "name": one_line(session_id or file),
+                "file": one_line(file),
+            },
+        )
+        rows = per_file.get((file, session_id), [])
+        bad = [row for row in rows if row["severity"] in fail_levels]
+        other = [row for row in rows if row["severity"] not in fail_levels]
+        if bad:
+            failure = ET.SubElement(
+                case,
+                "failure",
+                {
+                    "message": f"{plural(len(bad), 'failing finding')}: "
+                    + ", ".join(sorted({row["code"] for row in bad})),
+                    "type": "copilot-logs.validate",
+                },
+            )
+            failure.text = "\n".join(finding_line(row) for row in bad)
+        if other:
+            out = ET.SubElement(case, "system-out")
+            out.text = "\n".join(finding_line(row) for row in other)
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _uri(file: str) -> str:
+    shown = display_path(file)
+    path = Path(shown)
+    if path.is_absolute():
+        return path.as_uri()
+    return quote(shown.replace(os.sep, "/"))
+
+
+def _sarif_rule(rule: Rule) -> dict[str, Any]:
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.explanation},
+        "help": {"text": rule.explanation},
+        "defaultConfiguration": {"level": SARIF_LEVELS[rule.severity]},
+        "properties": {"tags": [rule.family]},
+    }
+
+
+def sarif(report: Report) -> str:
+    """SARIF 2.1.0, for code-scanning upload (``github/codeql-action/upload-sarif``)."""
+    from copilot_logs.commands.validate import RULES
+
+    index = {rule.code: position for position, rule in enumerate(RULES)}
+    results = []
+    for row in report.findings.iter_rows(named=True):
+        location: dict[str, Any] = {"artifactLocation": {"uri": _uri(row["file"])}}
+        if row["line"] is not None:
+            location["region"] = {"startLine": row["line"]}
+        result: dict[str, Any] = {
+            "ruleId": row["code"],
+            "ruleIndex": index[row["code"]],
+            "level": SARIF_LEVELS[row["severity"]],
+            "message": {"text": row["message"]},
+            "locations": [{"physicalLocation": location}],
+        }
+        properties = {key: row[key] for key in ("event_id", "session_id") if row[key] is not None}
+        if properties:
+            result["properties"] = properties
+        results.append(result)
+    document = {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "copilot-logs",
+                        "version": tool_version(),
+                        "rules": [_sarif_rule(rule) for rule in RULES],
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json_text(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()) + "\n"
+
+
+MACHINE_FORMATS = ("json", "sarif")
+"""Formats whose text is exact (JSON escapes every control character itself)."""
+
+
+def render(report: Report, fmt: str, *, statistics: bool = False) -> str:
+    """The report in one of FORMATS (``statistics`` applies to text and json)."""
+    if fmt == "text":
+        return text(report, statistics=statistics)
+    if fmt == "json":
+        return json(report, statistics=statistics)
+    if fmt == "github":
+        return github(report)
+    if fmt == "junit":
+        return junit(report)
+    if fmt == "sarif":
+        return sarif(report)
+    raise ValueError(f"unknown format {fmt!r}")

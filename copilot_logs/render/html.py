@@ -1,0 +1,191 @@
+"""A :class:`~copilot_logs.commands.report.Report` as one self-contained HTML page.
+
+Nothing is fetched: the style, the one script (:mod:`copilot_logs.render.html_assets`) and the
+pictures (SVG from :mod:`copilot_logs.render.svg` and :mod:`copilot_logs.render.svg_chart`) are
+inside the file. The page carries its own Content-Security-Policy, which allows no source at
+all but this style and this script (by their sha256), so no text from a log can run in it even
+if escaping failed. Every text from a log goes through :func:`svg_marks.text` or
+:func:`svg_marks.attr`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from copilot_logs.commands.report import Report, Row
+from copilot_logs.render.html_assets import SCRIPT, STYLE, policy
+from copilot_logs.render.html_table import (
+    AUDIT_COLUMNS,
+    RULE_COLUMNS,
+    SESSION_COLUMNS,
+    USAGE_COLUMNS,
+    Anchors,
+    table,
+)
+from copilot_logs.render.svg import timeline_svg
+from copilot_logs.render.svg_chart import calls_chart
+from copilot_logs.render.svg_marks import attr, duration, legend, preview, text
+
+GOOD_VERDICTS = frozenset({"completed"})
+BAD_VERDICTS = frozenset({"missing-task-complete", "nudge-cap", "errored", "interrupted"})
+
+
+def _note(row: Row) -> str:
+    """What the agent said, or what went wrong (as in ``audit``'s table)."""
+    if row["verdict"] in ("completed", "completion-rejected") and row["task_complete_summary"]:
+        return preview(row["task_complete_summary"], 200)
+    if row["verdict"] == "errored" and row["session_error"]:
+        return preview(row["session_error"], 200)
+    if row["last_failed_tool"]:
+        return preview(
+            f"last failed tool: {row['last_failed_tool']}: {row['last_failed_tool_error']}", 200
+        )
+    return ""
+
+
+def _section(anchor: str, heading: str, body: str) -> str:
+    return f'<section id="{anchor}"><h2>{text(heading)}</h2>{body}</section>'
+
+
+def _card(body: str) -> str:
+    return f'<div class="card">{body}</div>'
+
+
+def _audit(report: Report, anchors: Anchors) -> str:
+    if not report.audited:
+        return (
+            '<p class="empty">No autopilot session among these (interactive ones are not '
+            "judged).</p>"
+        )
+    chips = []
+    for verdict, count in report.verdicts.items():
+        tone = "good" if verdict in GOOD_VERDICTS else "bad" if verdict in BAD_VERDICTS else ""
+        chips.append(f'<span class="{tone}">{text(verdict)}: {count}</span>')
+    rows = [{**row, "note": _note(row)} for row in report.audited]
+    return f'<div class="chips">{"".join(chips)}</div>' + _card(
+        table(rows, AUDIT_COLUMNS, sortable=True, anchors=anchors, label="audit")
+    )
+
+
+def _local(iso_time: str | None, zone: str) -> str:
+    if not iso_time:
+        return "?"
+    moment = datetime.fromisoformat(iso_time.replace("Z", "+00:00"))
+    return moment.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _timeline(session: dict[str, Any], anchor: str, zone: str) -> str:
+    facts = [
+        f"started {_local(session.get('started_at'), zone)}",
+        f"took {duration(session.get('duration_ms'))}",
+        f"{len(session['interactions'])} interactions",
+        f"{session['llm_calls']} LLM calls",
+        f"{session['subagent_calls']} sub-agent calls",
+        f"{session['tool_calls']} tools ({session['failed_tool_calls']} failed)",
+    ]
+    where = " · ".join(
+        str(session[k]) for k in ("repository", "branch", "model", "cli_version") if session.get(k)
+    )
+    return (
+        f'<article class="card session-timeline" id="{anchor}" '
+        f'data-session="{attr(session["session_id"])}">'
+        f"<h3>Session {text(session['session_id'])}</h3>"
+        f'<p class="facts">{text(where)}<br>{text(" · ".join(facts))}<br>'
+        f"{text(session['file'])}</p>{timeline_svg(session)}</article>"
+    )
+
+
+def _or_empty(rows: list[Row], body: str, empty: str) -> str:
+    return _card(body) if rows else f'<p class="empty">{empty}</p>'
+
+
+def _overview(report: Report, anchors: Anchors) -> str:
+    """The tables and the chart: every session."""
+    sessions = table(
+        report.sessions, SESSION_COLUMNS, sortable=True, anchors=anchors, label="sessions"
+    )
+    hint = "Click a heading to sort; a linked session has its timeline below."
+    return "".join(
+        [
+            _section(
+                "sessions",
+                f"Sessions ({len(report.sessions)})",
+                f'<p class="meta">{hint}</p>' + _card(sessions),
+            ),
+            _section(
+                "calls",
+                "LLM calls per day",
+                _or_empty(report.calls_by_day, calls_chart(report.calls_by_day), "No LLM call."),
+            ),
+            _section("audit", "Autopilot audit", _audit(report, anchors)),
+            _section(
+                "validate",
+                "Validate findings by rule",
+                _or_empty(
+                    report.findings_by_rule,
+                    table(report.findings_by_rule, RULE_COLUMNS, label="findings by rule"),
+                    "No finding: every log keeps its invariants.",
+                ),
+            ),
+            _section(
+                "usage",
+                "Usage per model",
+                _or_empty(
+                    report.usage_by_model,
+                    table(report.usage_by_model, USAGE_COLUMNS, label="usage per model"),
+                    "No usage recorded (no session.shutdown).",
+                ),
+            ),
+        ]
+    )
+
+
+def _timelines(report: Report, anchors: Anchors) -> str:
+    """The pictures: the newest sessions only."""
+    sessions, drawn = len(report.sessions), len(report.timelines)
+    more = (
+        f" The other {sessions - drawn} are in the tables only (--timelines N draws more)."
+        if sessions > drawn
+        else ""
+    )
+    key = _card(
+        '<svg class="legend" viewBox="0 0 1200 44" width="1200" height="44" role="img" '
+        f'aria-label="legend">{legend()}</svg>'
+    )
+    pictures = "".join(
+        _timeline(session, anchors[(str(session["session_id"]), str(session["file"]))], report.zone)
+        for session in report.timelines
+    )
+    return _section(
+        "timelines",
+        f"Timelines ({drawn} newest of {sessions})",
+        f'<p class="meta">Hover or focus (Tab) a mark for its details.{more}</p>{key}{pictures}',
+    )
+
+
+def page(report: Report) -> str:
+    """The whole HTML document."""
+    anchors = {
+        (str(s["session_id"]), str(s["file"])): f"t{n}"
+        for n, s in enumerate(report.timelines, start=1)
+    }
+    generated = report.generated_at.strftime("%Y-%m-%d %H:%M %Z")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy()}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>copilot-logs report</title>"
+        f"<style>{STYLE}</style></head><body>"
+        "<header><h1>Copilot CLI sessions</h1>"
+        f'<p class="meta">{len(report.sessions)} sessions · generated {text(generated)} · '
+        f"times in {text(report.zone)} · by copilot-logs report</p>"
+        '<nav><a href="#sessions">sessions</a><a href="#calls">LLM calls per day</a>'
+        '<a href="#audit">audit</a><a href="#validate">validate</a><a href="#usage">usage</a>'
+        '<a href="#timelines">timelines</a></nav></header>'
+        f"<main>{_overview(report, anchors)}{_timelines(report, anchors)}</main>"
+        '<div id="tip" role="tooltip" hidden></div>'
+        f"<script>{SCRIPT}</script></body></html>\n"
+    )

@@ -1,0 +1,364 @@
+"""The terminal view of ``copilot-logs timeline``: each session's agent loop as a tree.
+
+One line per interaction, turn, tool, sub-agent run and call, and lifecycle event, in the order
+they happened, with the start as an offset from the session start, the duration, and a bar
+proportional to the longest turn of the session so the slow turns stand out. Every line is cut
+to the terminal width (or ``--width``); the preview text is what gives way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rich.segment import Segment, Segments
+from rich.text import Text
+
+from copilot_logs.render import output
+from copilot_logs.render.humanize import human_duration, plural, signed_offset, took_text
+from copilot_logs.render.sanitize import one_line
+
+Node = dict[str, Any]
+
+PARTIAL_BLOCKS = " ▏▎▍▌▋▊▉"
+START_WIDTH = 8
+TOOK_WIDTH = 7
+NARROW = 72
+"""Below this many columns the start offsets are left out to leave room for the tree."""
+
+EVENT_STYLES = {
+    "session.error": "bold red",
+    "abort": "bold red",
+    "session.warning": "yellow",
+    "session.task_complete": "bold green",
+    "assistant.turn_end": "yellow",
+}
+# The first of these keys in a tool's arguments says best what the call did.
+ARGUMENT = re.compile(
+    r'"(?:command|path|pattern|description|prompt|summary|url|query)":"((?:[^"\\]|\\.)*)'
+)
+
+
+@dataclass
+class Line:
+    """One line of the tree: a label, and the figures shown at the right."""
+
+    label: Text
+    offset_ms: int | None = None
+    duration_ms: int | None = None
+    bar_ms: int | None = None
+    bar_style: str = "cyan"
+    children: list[Line] = field(default_factory=list)
+
+
+def print_timeline(
+    sessions: Sequence[Node],
+    *,
+    width: int | None = None,
+    show_tools: bool = True,
+) -> None:
+    for number, session in enumerate(sessions):
+        with output.rich_console(width=width) as console:
+            if number:
+                console.print()
+            # Every line already fits: hand rich the segments, skipping its wrapping pass,
+            # which dominates the time on long sessions.
+            segments: list[Segment] = []
+            for line in session_lines(session, console.width, show_tools=show_tools):
+                segments.extend(line.render(console))
+                segments.append(Segment.line())
+            console.print(Segments(segments), soft_wrap=True)
+
+
+def session_lines(session: Node, width: int, *, show_tools: bool = True) -> Iterator[Text]:
+    """The lines of one session's view, each at most ``width`` cells. Every text of the log
+    is shown on one line, its control characters as visible escapes."""
+    session = _shown(session)
+    yield _fit(_title(session), width)
+    yield _fit(_summary(session), width)
+    roots = [_event_line(e) for e in session["events"]]
+    roots += [_interaction_line(i, session["model"], show_tools) for i in session["interactions"]]
+    turns = [t for i in session["interactions"] for t in i["turns"]]
+    longest = max((t["elapsed_ms"] or 0 for t in turns), default=0)
+    layout = _Layout(width, longest or max(_bar_values(roots), default=0))
+    yield layout.header()
+    for root in roots:
+        yield from layout.render(root, prefix="", guide="")
+
+
+class _Layout:
+    def __init__(self, width: int, scale_ms: int) -> None:
+        self.width = width
+        self.scale_ms = scale_ms
+        self.bar_width = max(6, min(40, width // 5))
+        self.show_start = width >= NARROW
+        right = TOOK_WIDTH + 1 + self.bar_width + (START_WIDTH + 1 if self.show_start else 0)
+        self.label_width = max(10, width - right - 1)
+
+    def header(self) -> Text:
+        line = Text(" " * self.label_width + " ", style="dim")
+        if self.show_start:
+            line.append("start".rjust(START_WIDTH) + " ", style="dim")
+        line.append("took".rjust(TOOK_WIDTH) + " ", style="dim")
+        longest = human_duration(self.scale_ms) if self.scale_ms else ""
+        scale = f"max {longest}" if len(longest) + 4 <= self.bar_width else longest
+        line.append(scale[: self.bar_width], style="dim")  # not "max 25.4" for 25.4s
+        return line
+
+    def render(self, line: Line, *, prefix: str, guide: str) -> Iterator[Text]:
+        label = Text(prefix + guide, style="dim")
+        label.append_text(line.label)
+        label.truncate(self.label_width, overflow="ellipsis", pad=True)
+        label.append(" ")
+        if self.show_start:
+            start = "" if line.offset_ms is None else signed_offset(line.offset_ms)
+            label.append(start.rjust(START_WIDTH) + " ", style="dim")
+        took = "" if line.duration_ms is None else took_text(line.duration_ms)
+        label.append(took.rjust(TOOK_WIDTH) + " ")
+        label.append(self.bar(line.bar_ms), style=line.bar_style)
+        label.rstrip()
+        # Offsets of sessions resumed weeks later can outgrow their column.
+        label.truncate(self.width)
+        yield label
+        child_prefix = prefix + {"": "", "├─ ": "│  ", "└─ ": "   "}[guide]
+        for number, child in enumerate(line.children, start=1):
+            last = number == len(line.children)
+            yield from self.render(child, prefix=child_prefix, guide="└─ " if last else "├─ ")
+
+    def bar(self, value_ms: int | None) -> str:
+        if not value_ms or value_ms <= 0 or not self.scale_ms:
+            return ""
+        eighths = min(
+            self.bar_width * 8, max(1, round(value_ms / self.scale_ms * self.bar_width * 8))
+        )
+        full, partial = divmod(eighths, 8)
+        return "█" * full + (PARTIAL_BLOCKS[partial] if partial else "")
+
+
+def _bar_values(lines: list[Line]) -> Iterator[int]:
+    for line in lines:
+        if line.bar_ms:
+            yield line.bar_ms
+        yield from _bar_values(line.children)
+
+
+def _fit(text: Text, width: int) -> Text:
+    text.truncate(width, overflow="ellipsis")
+    return text
+
+
+def _title(session: Node) -> Text:
+    title = Text("session ", style="bold")
+    title.append(session["session_id"] or "?", style="bold")
+    started = session["started_at"]
+    if started:
+        moment = datetime.fromisoformat(started.replace("Z", "+00:00")).astimezone()
+        title.append(f"  {moment:%Y-%m-%d %H:%M}", style="dim")
+    if session["duration_ms"] is not None:
+        title.append(f"  {human_duration(session['duration_ms'])}", style="dim")
+    return title
+
+
+def _summary(session: Node) -> Text:
+    where = session["repository"] or session["cwd"] or session["file"]
+    if session["repository"] and session["branch"]:
+        where += f"@{session['branch']}"
+    parts = [
+        where,
+        session["model"] or "model unknown",
+        plural(session["llm_calls"], "LLM call", grouped=True)
+        + (f" ({session['open_turns']} open)" if session["open_turns"] else ""),
+        plural(session["tool_calls"], "tool call", grouped=True)
+        + (f" ({session['failed_tool_calls']} failed)" if session["failed_tool_calls"] else ""),
+    ]
+    if session["subagent_calls"]:
+        parts.append(plural(session["subagent_calls"], "sub-agent call", grouped=True))
+    parts.append(plural(len(session["interactions"]), "interaction", grouped=True))
+    return Text(" · ".join(parts), style="dim")
+
+
+def _preview(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def _shown(value: Any) -> Any:
+    """Every string of a session's tree as it may be shown: runs of blanks and line breaks as
+    one space, other control characters as visible escapes."""
+    if isinstance(value, str):
+        return one_line(_preview(value))
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
+
+
+# --- the lines of each kind of node --------------------------------------------------------
+
+
+def _event_line(event: Node) -> Line:
+    style = EVENT_STYLES.get(event["type"], "cyan")
+    label = Text("• ", style=style)
+    label.append(_preview(event["text"]), style=style)
+    return Line(label, offset_ms=event["offset_ms"])
+
+
+def _interaction_line(interaction: Node, session_model: str | None, show_tools: bool) -> Line:
+    label = Text(f"▶ {interaction['interaction_index']} ", style="bold")
+    trigger = interaction["trigger"]
+    if trigger == "nudge":
+        label.append("autopilot nudge", style="bold magenta")
+    elif trigger == "prompt":
+        label.append("prompt", style="bold blue")
+        if interaction["agent_mode"] and interaction["agent_mode"] != "interactive":
+            label.append(f" ({interaction['agent_mode']})", style="blue")
+        label.append(" " + _preview(interaction["text"]))
+    else:
+        label.append("no user message (the log starts mid-loop)", style="yellow")
+    children = [
+        *((e["line"], _event_line(e)) for e in interaction["events"]),
+        *((t["line"], _tool_line(t)) for t in interaction.get("tools", [])),
+        *((s["line"], _subagent_line(s, session_model)) for s in interaction["subagents"]),
+        *((t["line"], _turn_line(t, session_model, show_tools)) for t in interaction["turns"]),
+    ]
+    return Line(
+        label,
+        offset_ms=interaction["offset_ms"],
+        duration_ms=interaction["duration_ms"],
+        children=[line for _, line in sorted(children, key=lambda pair: pair[0])],
+    )
+
+
+def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
+    label = Text(f"#{turn['turn_index']}", style="bold")
+    label.append(f" t{turn['turn_id']}" if turn["turn_id"] is not None else "", style="dim")
+    if turn.get("open_at_shutdown"):
+        label.append(" [open at shutdown]", style="bold yellow")
+    elif turn["open"]:
+        label.append(" [open]", style="bold yellow")
+    elif turn["messages"] == 0:
+        label.append(" [no reply]", style="bold red")
+    if turn["ended_loop"]:
+        label.append(" [final]", style="bold green")
+    if turn["task_complete_called"]:
+        label.append(" [task_complete]", style="bold green")
+    if not show_tools and turn["tool_calls"]:
+        label.append(f" {plural(turn['tool_calls'], 'tool', grouped=True)}", style="dim")
+        if turn["failed_tool_calls"]:
+            label.append(f" ({turn['failed_tool_calls']} failed)", style="red")
+    if turn["model"] and turn["model"] != session_model:
+        label.append(f" ({turn['model']})", style="magenta")
+    if turn["text"]:
+        label.append(" " + _preview(turn["text"]))
+    runs = {run["agent_id"]: _subagent_line(run, session_model) for run in turn["subagents"]}
+    children: list[tuple[int, Line]] = [(e["line"], _event_line(e)) for e in turn["events"]]
+    for tool in turn.get("tools", []):
+        line = _tool_line(tool, parent_open=turn["open"])
+        spawned = runs.pop(tool["tool_call_id"], None)
+        if spawned is not None:
+            line.children.append(spawned)
+        children.append((tool["line"], line))
+    children += [(run["line"] or turn["line"], line) for run, line in _unplaced(turn, runs)]
+    return Line(
+        label,
+        offset_ms=turn["offset_ms"],
+        duration_ms=turn["elapsed_ms"] if turn["open"] else turn["duration_ms"],
+        bar_ms=turn["elapsed_ms"],
+        bar_style="yellow" if turn["open"] else "cyan",
+        children=[line for _, line in sorted(children, key=lambda pair: pair[0])],
+    )
+
+
+def _unplaced(turn: Node, runs: dict[str, Line]) -> Iterator[tuple[Node, Line]]:
+    """Sub-agent runs with no tool line to hang under (tools hidden): under the turn."""
+    for run in turn["subagents"]:
+        if run["agent_id"] in runs:
+            yield run, runs[run["agent_id"]]
+
+
+def _tool_line(tool: Node, *, parent_open: bool = False) -> Line:
+    name = tool["name"] or "?"
+    label = Text(f"!{name}" if tool["user_requested"] else name, style="bold")
+    status = tool["status"]
+    if status == "ok":
+        label.append(" ok", style="green")
+    elif status == "failed":
+        label.append(" failed", style="bold red")
+        if tool["error"]:
+            label.append(": " + _preview(tool["error"]), style="red")
+    elif tool.get("open_at_shutdown"):
+        # The user ended the session while it waited or ran (e.g. at a permission prompt).
+        label.append(" open at shutdown", style="bold yellow")
+    elif parent_open:
+        label.append(" running", style="bold yellow")
+    else:
+        # Its turn closed but no complete was written: lost or never recorded.
+        label.append(" never completed", style="bold yellow")
+    arguments = _argument_preview(tool["arguments"])
+    if arguments:
+        label.append(" " + arguments, style="dim")
+    return Line(
+        label,
+        offset_ms=tool["offset_ms"],
+        duration_ms=tool["duration_ms"],
+        bar_ms=tool["duration_ms"],
+        bar_style="red" if status == "failed" else "dim",
+    )
+
+
+def _argument_preview(arguments: str | None) -> str:
+    """The telling argument (command, path, pattern...) out of the arguments' JSON preview,
+    which is cut at 160 characters and so cannot always be parsed."""
+    if not arguments:
+        return ""
+    found = ARGUMENT.search(arguments)
+    if found:
+        return _preview(found.group(1).replace('\\"', '"').replace("\\n", " "))
+    return _preview(arguments)
+
+
+def _subagent_line(run: Node, session_model: str | None) -> Line:
+    label = Text("sub-agent ", style="bold magenta")
+    label.append(run["agent_name"] or "?", style="bold magenta")
+    status = run["status"]
+    style = {"completed": "green", "failed": "bold red"}.get(status, "bold yellow")
+    label.append(f" {status}", style=style)
+    if status == "failed" and run["error"]:
+        label.append(": " + _preview(run["error"]), style="red")
+    label.append(f" · {plural(run['llm_calls'], 'call', grouped=True)}", style="dim")
+    if run["prompt"]:
+        label.append(" " + _preview(run["prompt"]), style="dim")
+    children: list[tuple[int, Line]] = [(e["line"], _event_line(e)) for e in run["events"]]
+    children += [(t["line"], _tool_line(t)) for t in run.get("tools", [])]
+    children += [(c["line"], _call_line(c, session_model)) for c in run["calls"]]
+    return Line(
+        label,
+        offset_ms=run["offset_ms"],
+        duration_ms=run["duration_ms"],
+        bar_ms=run["duration_ms"],
+        bar_style="magenta",
+        children=[line for _, line in sorted(children, key=lambda pair: pair[0])],
+    )
+
+
+def _call_line(call: Node, session_model: str | None) -> Line:
+    label = Text(f"call {call['call_index']}", style="bold magenta")
+    if call["open"]:
+        label.append(" [open]", style="bold yellow")
+    if call["ended_loop"]:
+        label.append(" [final]", style="green")
+    if call["model"] and call["model"] != session_model:
+        label.append(f" ({call['model']})", style="magenta")
+    if call["text"]:
+        label.append(" " + _preview(call["text"]))
+    return Line(
+        label,
+        offset_ms=call["offset_ms"],
+        duration_ms=call["duration_ms"],
+        bar_ms=call["duration_ms"],
+        bar_style="magenta",
+        children=[_tool_line(t, parent_open=call["open"]) for t in call.get("tools", [])],
+    )
