@@ -50,14 +50,14 @@ fuzz: $(DEV_STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py $(FUZZ_ARGS)
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check copilot_logs tests benchmarks
-	$(BIN)/ruff format --check copilot_logs tests benchmarks
-	$(BIN)/mypy copilot_logs
+	$(BIN)/ruff check copilot_logs synth tests benchmarks
+	$(BIN)/ruff format --check copilot_logs synth tests benchmarks
+	$(BIN)/mypy copilot_logs synth
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
-# Rewrites sample_sessions/ from copilot_logs.synth (the files are committed).
+# Rewrites sample_sessions/ with the test-data generator synth/ (the files are committed).
 samples: $(RUN_STAMP)
 	$(BIN)/python -m tests.make_samples $(SAMPLES)
 

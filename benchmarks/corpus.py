@@ -6,7 +6,7 @@ system prompt before every user message, sub-agents, parallel tools, autopilot n
 resumes, killed sessions, damaged lines, and message and tool text that mentions event types
 (so ``grep`` over-counts, as it does on real logs).
 
-Speed: a pool of template sessions is built once with :class:`copilot_logs.synth.SessionBuilder`
+Speed: a pool of template sessions is built once with :class:`synth.SessionBuilder`
 and every session of the corpus is a template with a fresh session id, so a 1 GB corpus is
 mostly a matter of writing bytes. The exact figures a correct reader must give (llm_calls,
 sessions) are known by construction, damage included, and written to ``manifest.json`` beside
@@ -37,8 +37,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from copilot_logs import synth
-from copilot_logs.synth import SessionBuilder, ToolCall
+import synth
+from synth import SessionBuilder, ToolCall
 
 #: Bumped whenever the bytes a (seed, size) pair gives change, so stale cached corpora are
 #: rebuilt rather than measured.

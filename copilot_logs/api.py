@@ -24,8 +24,8 @@ from copilot_logs.commands import sessions as sessions_core
 from copilot_logs.commands import timeline as _timeline
 from copilot_logs.commands import usage as _usage
 from copilot_logs.commands import validate as validate_core
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import Selection, find_sources, parse_when
-from copilot_logs.ingest.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
 from copilot_logs.store.collect import map_batches, read_all
 

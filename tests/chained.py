@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from copilot_logs.synth import SessionBuilder, task
+from synth import SessionBuilder, task
 
 
 def session_events(seed: int = 0, subagent_calls: int = 2) -> list[dict[str, Any]]:

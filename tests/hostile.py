@@ -1,6 +1,6 @@
 """Hypothesis strategies for hostile session logs (used by tests/test_fuzz.py).
 
-A log starts as a valid session written by ``copilot_logs.synth.SessionBuilder`` whose every
+A log starts as a valid session written by ``synth.SessionBuilder`` whose every
 free-text field (prompt, tool names and arguments, results, model, repository, branch, cwd,
 session id, agent names, error messages, summaries) carries control characters and terminal
 or CI escapes; then its bytes are damaged: numbers past int64 and past float written raw
@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from copilot_logs.synth import SessionBuilder, Subagent, SubagentStep, ToolCall
+from synth import SessionBuilder, Subagent, SubagentStep, ToolCall
 
 C0 = [chr(code) for code in range(0x20)]
 C1 = [chr(code) for code in range(0x80, 0xA0)]

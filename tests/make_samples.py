@@ -1,6 +1,6 @@
 """Write the bundled sample logs: ``python -m tests.make_samples sample_sessions``.
 
-Every file is built with :mod:`copilot_logs.synth`, so the output is byte-for-byte the same on
+Every file is built with :mod:`synth`, so the output is byte-for-byte the same on
 every run. Besides the logs it writes ``README.md`` (one section per file) and
 ``expected.json`` (the figures a correct reader must report). The figures below are written
 by hand from the scenario each function builds: they are the oracle, not the output of the
@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from copilot_logs import synth
-from copilot_logs.synth import (
+import synth
+from synth import (
     SessionBuilder,
     Subagent,
     SubagentStep,
@@ -1068,7 +1068,7 @@ def scenario_k() -> Sample:
         sid,
         "Every kind of damage in one file",
         "A clean 38-event session (3 prompts, 7 LLM calls, the last one open) with damage "
-        "applied by the `copilot_logs.synth` damage helpers. 42 physical lines; 10 of them "
+        "applied by the `synth` damage helpers. 42 physical lines; 10 of them "
         "must be reported. The file does not end with a newline: its last line is event 38 "
         "cut mid-way followed by 64 NUL bytes.",
         data,
@@ -1121,7 +1121,7 @@ SCENARIOS: list[Callable[[], Sample]] = [
 README_HEAD = """# Sample sessions
 
 Eleven Copilot CLI session logs written by `tests/make_samples.py` with
-`copilot_logs.synth` (regenerate with `make samples`; the bytes are the same on every run).
+`synth` (regenerate with `make samples`; the bytes are the same on every run).
 They have the shape of real `events.jsonl` files written by CLI 1.0.78; their ids,
 timestamps, prompts and usage numbers are synthetic. Ten use the real layout
 `<sessionId>/events.jsonl`, one the flat layout `<sessionId>.jsonl`. Each session id starts

@@ -22,7 +22,7 @@ from copilot_logs.commands import audit as core
 from copilot_logs.commands.audit import AUDIT_COLUMNS, audit
 from copilot_logs.commands.sessions import summarize
 from copilot_logs.ingest.reader import ReadResult, read_bytes
-from copilot_logs.synth import SessionBuilder, ToolCall, bash, edit, view
+from synth import SessionBuilder, ToolCall, bash, edit, view
 
 from .conftest import SAMPLES
 

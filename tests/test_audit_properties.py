@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from copilot_logs.cli import main
 from copilot_logs.commands.audit import FAILING_VERDICTS, audit
 from copilot_logs.ingest.reader import read_bytes
-from copilot_logs.synth import SessionBuilder, bash, join_lines
+from synth import SessionBuilder, bash, join_lines
 
 LATER = datetime(2030, 1, 1, tzinfo=UTC)
 

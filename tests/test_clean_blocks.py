@@ -14,18 +14,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from copilot_logs import synth
-from copilot_logs.ingest import reader
-from copilot_logs.ingest.envelope import Source
+import synth
+from copilot_logs.ingest import block_reader, clean_blocks, reader
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.line_reader import Physical
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_many
-from copilot_logs.synth import SessionBuilder, bash, edit, glob, grep, view
+from synth import SessionBuilder, bash, edit, glob, grep, view
 
 from .conftest import REAL_SAMPLES, SAMPLES
 
 
 def line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn the clean-block lane off: every line goes through the line reader."""
-    monkeypatch.setattr(reader._FileReader, "_clean_block", lambda *args: False)
+    monkeypatch.setattr(block_reader.FileReader, "_clean_run", lambda *args: False)
 
 
 def assert_same(left: ReadResult, right: ReadResult) -> None:
@@ -36,7 +37,7 @@ def assert_same(left: ReadResult, right: ReadResult) -> None:
 def both_ways(data: bytes, block: int | None = None) -> tuple[ReadResult, ReadResult]:
     with pytest.MonkeyPatch.context() as patch:
         if block is not None:
-            patch.setattr(reader, "CLEAN_BLOCK", block)
+            patch.setattr(clean_blocks, "CLEAN_BLOCK", block)
         fast = read_bytes(data, "s.jsonl")
         line_by_line(patch)
         slow = read_bytes(data, "s.jsonl")
@@ -164,7 +165,7 @@ def test_invalid_utf8_in_an_unread_field_is_still_reported() -> None:
 
 
 def test_damage_after_clean_blocks_is_found_at_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reader, "CLEAN_BLOCK", 1000)
+    monkeypatch.setattr(clean_blocks, "CLEAN_BLOCK", 1000)
     lines = session(2).lines()
     at = len(lines) - 3
     result = read_bytes(damaged(lines, "crlf", at), "s.jsonl")
@@ -210,15 +211,20 @@ def test_bundled_and_real_logs_read_the_same(folder: Path, monkeypatch: pytest.M
 
 
 def test_blocks_after_a_damaged_one_are_decoded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reader, "CLEAN_BLOCK", 1000)
+    monkeypatch.setattr(clean_blocks, "CLEAN_BLOCK", 1000)
     outcomes: list[bool] = []
-    clean_block = reader._FileReader._clean_block
+    clean_run = block_reader.FileReader._clean_run
 
-    def spy(self: reader._FileReader, block: bytes, cut: int) -> bool:
-        outcomes.append(clean_block(self, block, cut))
+    def spy(
+        self: block_reader.FileReader,
+        block: bytes,
+        ends: list[int],
+        where: tuple[int, int, int],
+    ) -> bool:
+        outcomes.append(clean_run(self, block, ends, where))
         return outcomes[-1]
 
-    monkeypatch.setattr(reader._FileReader, "_clean_block", spy)
+    monkeypatch.setattr(block_reader.FileReader, "_clean_run", spy)
     lines = session(4).lines()
     result = read_bytes(damaged(lines, "crlf", 5), "s.jsonl")
     assert result.events.height == len(lines)
@@ -231,7 +237,45 @@ def test_blocks_after_a_damaged_one_are_decoded_whole(monkeypatch: pytest.Monkey
 def test_rows_turned_into_chunks_give_the_same_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     jobs = [(Source(p, p.stem), None) for p in sorted(SAMPLES.rglob("*.jsonl"))]
     whole, _ = read_many(jobs)
-    monkeypatch.setattr(reader, "FLUSH_ROWS", 7)
-    monkeypatch.setattr(reader, "CLEAN_BLOCK", 500)
+    monkeypatch.setattr(block_reader, "FLUSH_ROWS", 7)
+    monkeypatch.setattr(clean_blocks, "CLEAN_BLOCK", 500)
     chunked, _ = read_many(jobs)
     assert_same(chunked, whole)
+
+
+def test_payload_fields_of_unusual_types_read_the_same_both_ways() -> None:
+    lines = session(5).lines()
+    odd = [orjson.loads(raw) for raw in lines]
+    for event in odd:
+        if event["type"] == "assistant.turn_start":
+            event["data"]["turnId"] = 7
+        if event["type"] == "assistant.message":
+            event["data"]["outputTokens"] = 12.0
+    fast, slow = both_ways(synth.join_lines([orjson.dumps(event) for event in odd]))
+    assert_same(fast, slow)
+    starts = fast.events.filter(pl.col("type") == "assistant.turn_start")
+    assert starts["turn_id"].to_list() == ["7"] * starts.height
+    messages = fast.events.filter(pl.col("type") == "assistant.message")
+    assert messages["output_tokens"].to_list() == [12] * messages.height
+
+
+def test_only_the_lines_near_damage_go_through_the_line_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lines = [raw for seed in range(4) for raw in session(seed).lines()]
+    lines = [orjson.dumps({**orjson.loads(raw), "id": f"e{n}"}) for n, raw in enumerate(lines)]
+    assert len(lines) > 6 * clean_blocks.FALLBACK_LINES
+    data = damaged(lines, "crlf", len(lines) // 2)
+    line_by_line_read: list[int] = []
+    line = block_reader.FileReader._line
+
+    def spy(self: block_reader.FileReader, physical: Physical) -> Physical | None:
+        line_by_line_read.append(physical.number)
+        return line(self, physical)
+
+    monkeypatch.setattr(block_reader.FileReader, "_line", spy)
+    fast = read_bytes(data, "s.jsonl")
+    assert 0 < len(line_by_line_read) <= clean_blocks.FALLBACK_LINES
+    assert len(lines) // 2 + 1 in line_by_line_read
+    line_by_line(monkeypatch)
+    assert_same(fast, read_bytes(data, "s.jsonl"))

@@ -95,7 +95,7 @@ def _tie_break_by_hand(path: Path) -> str:
 
 
 def test_model_tie_is_broken_by_the_latest_reply(tmp_path: Path) -> None:
-    from copilot_logs.synth import SessionBuilder
+    from synth import SessionBuilder
 
     from .conftest import SAMPLES
 

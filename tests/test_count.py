@@ -15,7 +15,7 @@ from polars.testing import assert_frame_equal
 from copilot_logs.cli import main
 from copilot_logs.commands import count
 from copilot_logs.ingest.reader import read_bytes
-from copilot_logs.synth import SessionBuilder, ToolCall, bash, task, view
+from synth import SessionBuilder, ToolCall, bash, task, view
 
 from .conftest import SAMPLES
 

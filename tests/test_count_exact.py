@@ -13,12 +13,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import store, synth
+import synth
+from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.commands import count, count_total
 from copilot_logs.ingest import calls
 from copilot_logs.ingest.calls import CallCounter
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.store.collect import read_all
 

@@ -9,7 +9,8 @@ The conventions the pages follow (and this file enforces):
   number of lines. A `$ echo $?` after a command checks its exit code (its output line is the
   code); without one, the command must exit 0. Each block runs in bash in a fresh temporary
   folder holding a copy of sample_sessions/, with copilot-logs on PATH, TZ=UTC, COLUMNS=80
-  (a command may set another), an empty COPILOT_HOME and a private cache.
+  (a command may set another), an empty COPILOT_HOME and a private cache. A block whose
+  commands pipe into jq is skipped where jq is not installed.
 - A ```pycon block is a doctest: its `>>>` lines run and what they print must match. A
   ```python block runs and must not raise. Both run in such a folder, where `copilot-parquet/`
   also holds an export of the samples (the folder docs/export.md reads).
@@ -159,6 +160,8 @@ def check_session(block: Block, cwd: Path) -> None:
     for index, command in enumerate(commands):
         if command.line == "echo $?":
             continue
+        if re.search(r"\bjq\b", command.line) and shutil.which("jq") is None:
+            pytest.skip("jq is not installed")
         done = shell(command.line, cwd)
         printed = [line.rstrip() for line in done.stdout.rstrip("\n").split("\n")]
         if printed == [""]:

@@ -3,6 +3,7 @@ frames, written again only for the logs that changed."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -21,6 +22,7 @@ import copilot_logs as cl
 from copilot_logs import api
 from copilot_logs.cli import main
 from copilot_logs.commands import export
+from copilot_logs.commands.export import files
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import pool
 from tests.conftest import PROJECT, SAMPLES
@@ -83,22 +85,66 @@ def test_export_reads_back_as_the_api_frames(samples: Path, tmp_path: Path) -> N
     assert_same_tables(out, cl.frames(cl.read(samples)))
 
 
-def key_of(file: str) -> str:
-    path = Path(file)
-    return export.file_key(file, path.parent.name if path.name == "events.jsonl" else path.stem)
+def parquet_files(out: Path) -> set[str]:
+    return {p.relative_to(out).as_posix() for p in out.rglob("*.parquet")}
 
 
-def test_every_log_has_a_file_in_every_table_partitioned_by_start_day(
+def manifest(out: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((out / export.MANIFEST).read_text())
+    return document
+
+
+def listed_files(out: Path) -> set[str]:
+    return {file for part in manifest(out)["parts"] for file in part["files"]}
+
+
+def test_every_row_is_in_its_sessions_start_day_and_every_table_has_a_file(
     samples: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
     run("export", out, samples)
     sessions = api.sessions(api.read(samples))
-    for file, started in sessions.select("file", "started_at").iter_rows():
+    start_day = {f: s.date() for f, s in sessions.select("file", "started_at").iter_rows()}
+    for table in export.TABLES:
+        assert list((out / table).glob("date=*/part-*.parquet")), table
+        for path in (out / table).glob("date=*/*.parquet"):
+            day = path.parent.name.removeprefix("date=")
+            files = set(pl.read_parquet(path, hive_partitioning=False)["file"].to_list())
+            assert {start_day[f].isoformat() for f in files} <= {day}, (table, path)
+    assert parquet_files(out) == listed_files(out)
+
+
+def test_files_are_private(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    modes = {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}
+    assert modes == {0o600}
+
+
+def test_a_batch_writes_one_file_per_table_and_day_and_batches_follow_start_days(
+    samples: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Logs are read oldest start first, so a batch of logs spans few days: with batches of
+    about three logs, given newest and oldest in turn, no two parts' start days overlap."""
+    monkeypatch.setattr(pool, "MAX_BATCH_BYTES", 3 * 20_000)
+    sessions = api.sessions(api.read(samples))
+    start = dict(sessions.select("file", "started_at").iter_rows())
+    by_start = sorted(start, key=lambda f: start[f])
+    turns = [by_start[i // 2] if i % 2 else by_start[-1 - i // 2] for i in range(len(by_start))]
+    assert sorted(turns) == sorted(by_start)
+    out = tmp_path / "out"
+    api.export(out, *turns)
+    parts = manifest(out)["parts"]
+    assert len(parts) > 2
+    spans = sorted(
+        (min(start[f] for f in p["sources"]), max(start[f] for f in p["sources"])) for p in parts
+    )
+    assert all(earlier[1] <= later[0] for earlier, later in itertools.pairwise(spans))
+    for part in parts:
         for table in export.TABLES:
-            path = out / table / f"date={started.date().isoformat()}" / f"{key_of(file)}.parquet"
-            assert set(pl.read_parquet(path)["file"].to_list()) <= {file}
-    assert len(list(out.rglob("*.parquet"))) == sessions.height * len(export.TABLES)
+            mine = [f for f in part["files"] if f.startswith(f"{table}/")]
+            days = {f.split("/")[1] for f in mine}
+            assert len(days) == len(mine) >= 1
 
 
 def test_duckdb_reads_every_table_with_its_date(samples: Path, tmp_path: Path) -> None:
@@ -229,8 +275,13 @@ def test_rows_of_a_second_session_in_one_file_take_its_day(samples: Path, tmp_pa
     two = ReadResult(pl.concat([events.head(half), second]), result.diagnostics)
     tables = export.frames(two)
     out = tmp_path / "out"
-    written = export.write_batch(two, out=str(out), keys={str(log): "key"})
-    assert len(written[str(log)].files) == 2 * len(export.TABLES)
+    written = export.write_batch(two, out=str(out), run="0123456789abcdef")
+    assert not parquet_files(out)  # under temporary names until moved in
+    files.move_in(out, "0123456789abcdef", written.part.files, [])
+    assert parquet_files(out) == set(written.part.files)
+    for table in export.TABLES:  # a file for each day the table has rows on
+        days = {f.split("/")[1] for f in written.part.files if f.startswith(f"{table}/")}
+        assert days == {f"date={day}" for day in tables[table]["date"].unique()}, table
     assert_same_tables(out, tables)
     # Each session of the file has its own sessions row (and day).
     own_days = dict(tables["sessions"].select("session_id", "date").iter_rows())
@@ -324,22 +375,70 @@ def test_real_edge_samples(tmp_path: Path) -> None:
 # --- incremental -------------------------------------------------------------------------------
 
 
-def test_second_export_rewrites_only_the_changed_log(samples: Path, tmp_path: Path) -> None:
+def shared_batches(monkeypatch: Any) -> None:
+    """Batches of about three logs of sample_sessions."""
+    monkeypatch.setattr(pool, "MAX_BATCH_BYTES", 3 * 20_000)
+
+
+def part_of(out: Path, log: Path) -> dict[str, Any]:
+    (part,) = [p for p in manifest(out)["parts"] if str(log) in p["sources"]]
+    return part
+
+
+def rows_per_log(out: Path) -> dict[str, dict[str, int]]:
+    return {
+        table: dict(scan(out, table).group_by("file").len().iter_rows()) for table in export.TABLES
+    }
+
+
+def test_a_changed_log_sharing_files_with_unchanged_ones(
+    samples: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The changed log is written to new files; the files it shared lose its rows and keep the
+    others'; the files of other batches are not touched."""
+    shared_batches(monkeypatch)
     out = tmp_path / "out"
-    run("export", out, samples)
-    run("export", out, samples)
-    before = stats(out)
+    api.export(out, samples)
     log = samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" / "events.jsonl"
+    shared = part_of(out, log)
+    assert len(shared["sources"]) > 1
+    before, counts = stats(out), rows_per_log(out)
+    held = {f for f in shared["files"] if str(log) in pl.read_parquet(out / f)["file"]}
+    assert held and held != set(shared["files"])
     info = log.stat()
     os.utime(log, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
     result = run("export", out, samples)
-    assert result.exit_code == 0
     assert "1 written, 10 unchanged, 0 removed" in result.stderr
     after = stats(out)
-    assert set(after) == set(before)
-    changed = {name for name in after if after[name] != before[name]}
-    assert len(changed) == len(export.TABLES)
-    assert all(name.endswith(f"/{key_of(str(log))}.parquet") for name in changed)
+    others = set(before) - held
+    assert others - set(shared["files"]) and all(after[f] == before[f] for f in others)
+    assert all(after.get(f) != before[f] for f in held)  # rewritten or removed
+    new = part_of(out, log)
+    assert new["sources"] == [str(log)]
+    for file in new["files"]:
+        assert set(pl.read_parquet(out / file)["file"].to_list()) <= {str(log)}
+    assert rows_per_log(out) == counts  # every log's rows once, none lost
+    assert_same_tables(out, cl.frames(cl.read(samples)))
+    assert parquet_files(out) == listed_files(out)
+
+
+def test_a_removed_log_leaves_the_files_it_shared(
+    samples: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    shared_batches(monkeypatch)
+    out = tmp_path / "out"
+    api.export(out, samples)
+    gone = samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f"
+    partners = [f for f in part_of(out, gone / "events.jsonl")["sources"] if gone.name not in f]
+    assert partners
+    shutil.rmtree(gone)
+    result = run("export", out, samples)
+    assert "0 written, 10 unchanged, 1 removed" in result.stderr
+    counts = rows_per_log(out)
+    assert not any(gone.name in f for table in counts.values() for f in table)
+    assert all(f in counts["events"] and f in counts["sessions"] for f in partners)
+    assert_same_tables(out, cl.frames(cl.read(samples)))
+    assert parquet_files(out) == listed_files(out)
 
 
 def test_incremental_export_equals_a_fresh_one(samples: Path, tmp_path: Path) -> None:
@@ -353,11 +452,10 @@ def test_incremental_export_equals_a_fresh_one(samples: Path, tmp_path: Path) ->
     run("export", fresh, samples)
     for table in export.TABLES:
         assert_frame_equal(canonical(scan(out, table)), canonical(scan(fresh, table)))
-    manifest = json.loads((out / export.MANIFEST).read_text())
-    assert len(manifest["sources"]) == 10
-    assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == sorted(
-        p.relative_to(fresh) for p in fresh.rglob("*.parquet")
-    )
+    assert len(manifest(out)["sources"]) == 10
+    assert parquet_files(out) == listed_files(out)
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+    assert all(any(folder.iterdir()) for folder in out.glob("*/date=*"))
 
 
 @pytest.mark.parametrize("where", ["head", "tail"])
@@ -394,38 +492,130 @@ def test_gone_logs_are_removed_and_other_files_kept(samples: Path, tmp_path: Pat
     assert (out / "events" / "mine.parquet").read_bytes() == b"not ours"
     (out / "events" / "mine.parquet").unlink()
     assert "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" not in scan(out, "sessions")["session_id"]
-    assert len(list(out.rglob("*.parquet"))) == 10 * len(export.TABLES)
+    assert parquet_files(out) == listed_files(out)
 
 
 def test_manifest_of_another_version_rewrites_everything(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     run("export", out, samples)
-    manifest = out / export.MANIFEST
-    document = json.loads(manifest.read_text())
-    manifest.write_text(json.dumps({**document, "version": 0}))
+    document = manifest(out)
+    (out / export.MANIFEST).write_text(json.dumps({**document, "version": 0}))
     before = stats(out)
     assert "11 written" in run("export", out, samples).stderr
     after = stats(out)
-    assert all(after[name] != before[name] for name in after)
+    assert not set(before) & set(after)
+    assert_same_tables(out, cl.frames(cl.read(samples)))
 
 
-def test_a_failed_write_leaves_the_old_file_and_no_temporary(
+def test_an_export_of_version_1_is_replaced(samples: Path, tmp_path: Path) -> None:
+    """Version 1 wrote one file per log, table and day, listed under each source."""
+    out = tmp_path / "out"
+    run("export", out, samples)
+    old = "sessions/date=2026-08-05/a1f0c3e2-0123456789ab.parquet"
+    shutil.copy(out / sorted(listed_files(out))[0], out / old)
+    (out / export.MANIFEST).write_text(
+        json.dumps(
+            {
+                "format": "copilot-logs-export",
+                "version": 1,
+                "sources": {"some.jsonl": {"source": None, "files": [old, "../outside.parquet"]}},
+            }
+        )
+    )
+    (tmp_path / "outside.parquet").write_text("keep me")
+    for path in out.glob("*/date=*/part-*.parquet"):
+        path.unlink()
+    result = run("export", out, samples)
+    assert "11 written, 0 unchanged, 1 removed" in result.stderr
+    assert not (out / old).exists()
+    assert (tmp_path / "outside.parquet").read_text() == "keep me"
+    assert_same_tables(out, cl.frames(cl.read(samples)))
+
+
+def test_a_failed_write_leaves_the_old_dataset_and_no_temporary(
     samples: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:
     out = tmp_path / "out"
     api.export(out, samples)
-    before = {p: p.read_bytes() for p in out.rglob("*.parquet")}
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    original = pl.DataFrame.write_parquet
+    calls = []
 
-    def broken(self: pl.DataFrame, stream: Any, **_: Any) -> None:
-        stream.write(b"PAR1 half a file")
-        raise OSError("disk full")
+    def broken(self: pl.DataFrame, stream: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) > 3:
+            stream.write(b"PAR1 half a file")
+            raise OSError("disk full")
+        original(self, stream, **kwargs)
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", broken)
     (samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" / "events.jsonl").touch()
     with pytest.raises(OSError, match="disk full"):
         api.export(out, samples)
-    assert {p: p.read_bytes() for p in out.rglob("*.parquet")} == before
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_an_export_interrupted_while_moving_files_in_is_finished_by_the_next(
+    samples: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Killed after the manifest recorded the moves: the dataset stays readable, and the next
+    export (here with nothing changed) finishes the moves before anything else."""
+    shared_batches(monkeypatch)
+    out = tmp_path / "out"
+    api.export(out, samples)
+    log = samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" / "events.jsonl"
+    log.write_bytes(log.read_bytes()[: log.stat().st_size // 2].rsplit(b"\n", 1)[0] + b"\n")
+    moves = []
+    real_replace = os.replace
+
+    def killed(source: Any, target: Any) -> None:
+        if str(target).endswith(".parquet"):
+            moves.append(target)
+            if len(moves) == 4:
+                raise KeyboardInterrupt
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        api.export(out, samples)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert "commit" in manifest(out)
+    for table in export.TABLES:
+        scan(out, table)  # readable
+    assert [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+    result = run("export", out, samples)
+    assert "0 written, 11 unchanged, 0 removed" in result.stderr
+    assert "commit" not in manifest(out)
+    assert_same_tables(out, cl.frames(cl.read(samples)))
+    assert parquet_files(out) == listed_files(out)
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_temporaries_of_a_killed_export_are_removed(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    listed = sorted(listed_files(out))[0]
+    stray = files.temporary(out / listed, "fedcba9876543210")
+    stray.write_bytes(b"half")
+    foreign = out / listed.rsplit("/", 1)[0] / ".notes.tmp"
+    foreign.write_text("not ours")
+    before = stats(out)
+    assert "0 written, 11 unchanged" in run("export", out, samples).stderr
+    assert not stray.exists() and foreign.read_text() == "not ours"
+    assert stats(out) == before
+
+
+def test_a_part_with_a_file_deleted_by_hand_is_exported_again(
+    samples: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    run("export", out, samples)
+    victim = sorted(listed_files(out))[0]
+    (out / victim).unlink()
+    result = run("export", out, samples)
+    assert "11 written, 0 unchanged" in result.stderr
+    assert_same_tables(out, cl.frames(cl.read(samples)))
+    assert parquet_files(out) == listed_files(out)
 
 
 # --- OUT and exit codes ------------------------------------------------------------------------
@@ -573,40 +763,59 @@ def test_out_deleted_is_written_whole_again(samples: Path, tmp_path: Path) -> No
     """Nothing cached may stand in for writing: a deleted OUT comes back whole."""
     out = tmp_path / "out"
     run("export", out, samples)
-    expected = sorted(p.relative_to(out) for p in out.rglob("*"))
+    expected = cl.frames(cl.read(samples))
     shutil.rmtree(out)
     assert "11 written" in run("export", out, samples).stderr
-    assert sorted(p.relative_to(out) for p in out.rglob("*")) == expected
+    assert_same_tables(out, expected)
 
 
-def test_a_manifest_never_removes_files_outside_out(samples: Path, tmp_path: Path) -> None:
+def test_a_manifest_never_touches_files_outside_out(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     run("export", out, samples)
-    victims = [tmp_path / "victim.parquet", out / "notes.txt"]
+    victims = [tmp_path / "victim.parquet", out / "notes.txt", out / "events" / "x.parquet"]
     for victim in victims:
         victim.write_text("keep me")
-    manifest = out / export.MANIFEST
-    document = json.loads(manifest.read_text())
-    document["sources"]["gone.jsonl"] = {
-        "source": None,
-        "files": ["../victim.parquet", str(victims[0]), "notes.txt"],
-    }
-    manifest.write_text(json.dumps(document))
-    assert "1 removed" in run("export", out, samples).stderr
+    document = manifest(out)
+    bad = ["../victim.parquet", str(victims[0]), "notes.txt", "events/x.parquet"]
+    document["parts"].append({"sources": ["gone.jsonl"], "files": bad})
+    document["commit"] = {"run": "0123456789abcdef", "files": bad, "remove": bad}
+    (out / export.MANIFEST).write_text(json.dumps(document))
+    assert "11 written" in run("export", out, samples).stderr  # a part we cannot trust
     assert all(victim.read_text() == "keep me" for victim in victims)
+    victims[2].unlink()  # not a Parquet file: the scans would fail on it
+    assert_same_tables(out, cl.frames(cl.read(samples)))
 
 
-def test_malformed_manifest_entries_are_exported_again(samples: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("damage", "written"),
+    [
+        ("a source not an entry", "1 written, 10 unchanged"),
+        ("a source fingerprint missing a field", "1 written, 10 unchanged"),
+        ("a part's files not a list", "11 written, 0 unchanged"),
+        ("a part not an object", "11 written, 0 unchanged"),
+        ("a commit of another shape", "11 written, 0 unchanged"),
+    ],
+)
+def test_malformed_manifest_entries_are_exported_again(
+    samples: Path, tmp_path: Path, damage: str, written: str
+) -> None:
     out = tmp_path / "out"
     run("export", out, samples)
-    manifest = out / export.MANIFEST
-    document = json.loads(manifest.read_text())
-    names = sorted(document["sources"])
-    document["sources"][names[0]] = "not an entry"
-    document["sources"][names[1]] = {"source": document["sources"][names[1]]["source"]}
-    document["sources"][names[2]]["files"] = 7
-    manifest.write_text(json.dumps(document))
+    document = manifest(out)
+    name = sorted(document["sources"])[0]
+    if damage == "a source not an entry":
+        document["sources"][name] = "not an entry"
+    elif damage == "a source fingerprint missing a field":
+        del document["sources"][name]["inode"]
+    elif damage == "a part's files not a list":
+        document["parts"][0]["files"] = 7
+    elif damage == "a part not an object":
+        document["parts"].append("not a part")
+    else:
+        document["commit"] = {"run": "0123456789abcdef", "files": "all"}
+    (out / export.MANIFEST).write_text(json.dumps(document))
     result = run("export", out, samples)
     assert result.exit_code == 0
-    assert "3 written, 8 unchanged" in result.stderr
+    assert written in result.stderr
     assert_same_tables(out, cl.frames(cl.read(samples)))
+    assert parquet_files(out) == listed_files(out)

@@ -13,14 +13,15 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import store, synth
+import synth
+from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.commands import count, count_total
 from copilot_logs.ingest.calls import CallCounter
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.store import pool
-from copilot_logs.synth import SessionBuilder, bash, task
+from synth import SessionBuilder, bash, task
 
 from .conftest import REAL_SAMPLES, SAMPLES
 

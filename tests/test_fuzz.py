@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from copilot_logs.cli import main
 from copilot_logs.errors import ExitCode
-from copilot_logs.synth import SessionBuilder, bash
+from synth import SessionBuilder, bash
 
 from .conftest import FUZZ_SETTINGS
 from .hostile import (

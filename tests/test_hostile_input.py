@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from copilot_logs.cli import main
 from copilot_logs.ingest.reader import read_bytes
-from copilot_logs.synth import SessionBuilder, bash
+from synth import SessionBuilder, bash
 
 from .conftest import SAMPLES
 

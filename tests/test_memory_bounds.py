@@ -27,7 +27,7 @@ from pathlib import Path
 import orjson
 
 from benchmarks.peak import launched, read_report
-from copilot_logs.synth import SessionBuilder, bash, view
+from synth import SessionBuilder, bash, view
 
 RSS_LIMIT_MB = 250
 LONG_LINE_BYTES = 50 << 20

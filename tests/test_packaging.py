@@ -1,11 +1,18 @@
 """Packaging tells the truth: constraints/floors.txt pins each dependency at the floor that
 pyproject.toml declares (so `make test-floors` tests exactly the declared floors), the tools that
-decide whether `make test` passes are pinned, and Windows gets a zone database."""
+decide whether `make test` passes are pinned, Windows gets a zone database, and the wheel holds
+only what users run (not the test-data generator `synth/`)."""
 
 from __future__ import annotations
 
+import ast
+import shutil
+import subprocess
+import sys
 import tomllib
+import zipfile
 import zoneinfo
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -97,3 +104,80 @@ def test_without_a_system_zone_database_the_zones_come_from_tzdata() -> None:
     finally:
         zoneinfo.reset_tzpath()
         zoneinfo.ZoneInfo.clear_cache()
+
+
+# ---- what the wheel holds -----------------------------------------------------------------------
+
+#: Not part of a source tree that setuptools sees: environments, caches, build output, VCS.
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv*", ".*cache", ".hypothesis", "__pycache__", "*.egg-info", "build", "dist"
+)
+
+
+def package_sources() -> set[str]:
+    """Every module of copilot_logs in the source tree, as wheel paths."""
+    return {
+        path.relative_to(PROJECT).as_posix()
+        for path in (PROJECT / "copilot_logs").rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The file names in the wheel that `pip wheel` builds from a copy of the project (a copy,
+    so that no stale build/ folder of the working tree can add or hide a file)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"
+    shutil.copytree(PROJECT, source, ignore=_NOT_SOURCE)
+    dist = tmp / "dist"
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "-w",
+            str(dist),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    [wheel] = dist.glob("copilot_logs-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.namelist()
+
+
+def test_the_wheel_holds_the_package_and_nothing_else(wheel_names: list[str]) -> None:
+    assert not [name for name in wheel_names if name.split("/")[0] == "synth"]
+    shipped = {name for name in wheel_names if ".dist-info/" not in name}
+    assert shipped == package_sources()
+
+
+def imported_names(path: Path) -> set[str]:
+    """What a file imports, as dotted names: ``synth``, ``synth.session``, ``.synth``."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            names.add(module)
+            names.update(f"{module.rstrip('.')}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_package_never_imports_the_test_data_generator() -> None:
+    assert not (PROJECT / "copilot_logs" / "synth.py").exists()
+    importers = {
+        source: sorted(
+            name for name in imported_names(PROJECT / source) if "synth" in name.split(".")
+        )
+        for source in package_sources()
+    }
+    assert {source: names for source, names in importers.items() if names} == {}

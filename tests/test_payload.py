@@ -10,8 +10,15 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.ingest.event_types import NUDGE_TEXT, PREVIEW_CHARS
-from copilot_logs.ingest.payload import TEXT_HEAD, from_dict, payload, preview, raw_preview
+from copilot_logs.ingest.decode.event_types import NUDGE_TEXT, PREVIEW_CHARS
+from copilot_logs.ingest.decode.payload import (
+    PAYLOAD_FIELDS,
+    TEXT_HEAD,
+    from_dict,
+    payload,
+    preview,
+    raw_preview,
+)
 
 TEXT = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3 * TEXT_HEAD
@@ -80,3 +87,28 @@ def test_a_text_of_exactly_the_preview_length_is_kept_whole() -> None:
     raw = json.dumps(text, ensure_ascii=True).encode()
     assert (len(text), len(raw)) == (PREVIEW_CHARS, TEXT_HEAD + 1)
     assert raw_preview(msgspec.Raw(raw)) == text
+
+
+def test_fields_of_unusual_types_are_read_as_the_columns_take_them() -> None:
+    # An id written as a number is its text, a bool no id; an integral float is a count, a
+    # string none; toolRequests keeps the entries that are objects; a result that is no
+    # object has no text. Written out by hand: the oracle is the documented rule.
+    data = from_dict(
+        {
+            "turnId": 5,
+            "messageId": 1.5,
+            "toolCallId": True,
+            "model": ["m"],
+            "outputTokens": 7.0,
+            "chunkIndex": "3",
+            "toolRequests": [{"toolCallId": 9, "name": "bash"}, "x", [1], {"name": False}],
+        }
+    )
+    row = dict(zip(PAYLOAD_FIELDS, payload("assistant.message", data, None), strict=True))
+    assert (row["turn_id"], row["message_id"], row["tool_call_id"]) == ("5", "1.5", None)
+    assert (row["model"], row["output_tokens"], row["chunk_index"]) == (None, 7, None)
+    assert row["tool_requests"] == [("9", "bash"), (None, None)]
+    complete = from_dict({"success": 1, "isUserRequested": False, "result": ["x"]})
+    row = dict(zip(PAYLOAD_FIELDS, payload("tool.execution_complete", complete, None), strict=True))
+    assert (row["success"], row["is_user_requested"], row["text"]) == (None, False, None)
+    assert from_dict({"toolRequests": "bash"}).toolRequests is None

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from copilot_logs.cli import main
 from copilot_logs.render.svg_scale import tick_step
-from copilot_logs.synth import SessionBuilder, bash, task, view
+from synth import SessionBuilder, bash, task, view
 from tests.conftest import SAMPLES
 
 EXPECTED: dict[str, dict[str, Any]] = json.loads((SAMPLES / "expected.json").read_text())

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from copilot_logs.synth import SessionBuilder, view
+from synth import SessionBuilder, view
 from tests.conftest import PROJECT, SAMPLES
 from tests.test_report import EXPECTED, HOSTILE_PROMPT, Page, hostile_session
 

@@ -11,14 +11,14 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from copilot_logs import synth
+import synth
 from copilot_logs.commands import validate
 from copilot_logs.commands.validate import RULES, Report, UnknownRuleError
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
 from copilot_logs.store.collect import read_all
-from copilot_logs.synth import SessionBuilder, ToolCall, bash, view
+from synth import SessionBuilder, ToolCall, bash, view
 from tests.conftest import SAMPLES
 
 SESSION = "0b5e8c1e-2f3a-4d4b-9c5d-6e7f8a9b0c1d"

@@ -10,10 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from copilot_logs.synth import SessionBuilder, bash
+from synth import SessionBuilder, bash
 
 FIRST = "11111111-1111-4111-8111-111111111111"
 SECOND = "22222222-2222-4222-8222-222222222222"
@@ -515,3 +516,30 @@ def test_per_model_figures_split_at_a_model_switch() -> None:
         "gpt-5-mini": 1,
         "claude-sonnet-4.5": 2,
     }
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["clean-lane", "line-reader"])
+@pytest.mark.parametrize("unnamed", [b'"sessionId":""', b'"sessionIdX":"gone"'])
+def test_a_session_start_without_an_id_never_joins_the_session_before(
+    tmp_path: Path, unnamed: bytes, damaged: bool
+) -> None:
+    """`cat good bad`: a session.start whose sessionId is empty or missing starts a session of
+    its own (named after its line), so the session before keeps exactly its own figures."""
+    first, second = two_sessions()
+    head = first.to_bytes()
+    lines = second.to_bytes().split(b"\n")
+    named = f'"sessionId":"{SECOND}"'.encode()
+    assert named in lines[0]
+    lines[0] = lines[0].replace(named, unnamed)
+    if damaged:  # a CR LF ending sends the line through the line reader
+        lines[0] += b"\r"
+    path = tmp_path / "stream.jsonl"
+    path.write_bytes(head + b"\n".join(lines))
+    line = head.count(b"\n") + 1
+    expected = {FIRST: 3, f"no-id-line-{line}": 1}
+    for extra in ([], ["--no-cache"]):
+        rows = cli("sessions", str(path), *extra)
+        assert {r["session_id"]: r["llm_calls"] for r in rows} == expected
+        assert {r["session_id"]: r["llm_calls"] for r in cli("count", str(path))} == expected
+    piped = cli("sessions", "-", stdin=path.read_bytes())
+    assert {r["session_id"]: r["llm_calls"] for r in piped} == expected

@@ -29,10 +29,10 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("Spark needs Java 17+ (java on PATH or JAVA_HOME)", allow_module_level=True)
 
 import copilot_logs as cl
+import synth
 from benchmarks.corpus import DAMAGE_KINDS, _damage
-from copilot_logs import synth
 from copilot_logs.cli import main
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.spark import engine
 
 from .conftest import SAMPLES

@@ -9,10 +9,10 @@ import orjson
 import polars as pl
 from click.testing import CliRunner
 
-from copilot_logs import synth
+import synth
 from copilot_logs.cli import main
 from copilot_logs.commands.usage import report, session_usage
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.spark import engine
 

@@ -19,11 +19,11 @@ from polars.testing import assert_frame_equal
 from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.ingest import reader
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import collect, pool
 from copilot_logs.store.collect import read_all
-from copilot_logs.synth import SessionBuilder, bash, nul_tail
+from synth import SessionBuilder, bash, nul_tail
 
 from .conftest import SAMPLES
 
@@ -169,7 +169,7 @@ def test_rewritten_longer_file_with_the_same_beginning_is_read_whole(tmp_path: P
 
 
 def test_event_split_across_the_cached_end_is_rejoined(tmp_path: Path) -> None:
-    from copilot_logs.synth import split_line
+    from synth import split_line
 
     builder = SessionBuilder()
     builder.user_message("go")

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import synth
-from copilot_logs.synth import SessionBuilder, ToolCall, bash, edit, glob, grep, view
+import synth
+from synth import SessionBuilder, ToolCall, bash, edit, glob, grep, view
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"

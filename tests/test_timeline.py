@@ -17,7 +17,7 @@ from copilot_logs.cli import main
 from copilot_logs.commands.timeline import TURN_ROW_SCHEMA, iso, timeline, turn_rows
 from copilot_logs.ingest.reader import ReadResult, read_bytes
 from copilot_logs.render.timeline import print_timeline, session_lines
-from copilot_logs.synth import SessionBuilder, bash, join_lines, task, view
+from synth import SessionBuilder, bash, join_lines, task, view
 
 Node = dict[str, Any]
 

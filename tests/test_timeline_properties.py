@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from copilot_logs.commands.timeline import EVENT_TYPES, timeline, turn_rows
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.render.timeline import session_lines
-from copilot_logs.synth import SessionBuilder, Subagent, SubagentStep, ToolCall, bash, task, view
+from synth import SessionBuilder, Subagent, SubagentStep, ToolCall, bash, task, view
 
 Node = dict[str, Any]
 

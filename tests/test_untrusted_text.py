@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 from copilot_logs.cli import main
 from copilot_logs.cli.options import print_damage
 from copilot_logs.render.sanitize import inert, json_text, markdown_cell, multiline, one_line
-from copilot_logs.synth import SessionBuilder, ToolCall
+from synth import SessionBuilder, ToolCall
 from tests.conftest import PROJECT
 
 # Clear screen, an OSC 52 clipboard write ended by BEL, the one-byte C1 CSI, rich markup, a

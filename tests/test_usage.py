@@ -18,7 +18,7 @@ from polars.testing import assert_frame_equal
 from copilot_logs.cli import main
 from copilot_logs.commands import usage
 from copilot_logs.ingest.reader import ReadResult, read_bytes
-from copilot_logs.synth import SessionBuilder, bash, view
+from synth import SessionBuilder, bash, view
 from tests.conftest import SAMPLES
 
 AUTOPILOT = "7a2f9870-d353-4c15-8fd8-00cdc70debdc"

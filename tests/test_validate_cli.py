@@ -11,10 +11,10 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-from copilot_logs import synth
+import synth
 from copilot_logs.cli import main
 from copilot_logs.commands.validate import RULES
-from copilot_logs.synth import SessionBuilder, bash
+from synth import SessionBuilder, bash
 from tests.conftest import SAMPLES
 
 OPEN_SAMPLE = SAMPLES / "18e7da49-bc24-4d35-b6e7-718293a4b5c6" / "events.jsonl"

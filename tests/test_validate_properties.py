@@ -3,7 +3,7 @@
 Sessions come from a hypothesis strategy over plans (prompts and autopilot nudges; turns with
 sequential or parallel tools, failing tools, sub-agents that complete or fail, provider errors,
 task_complete; `!cmd` escapes, checkpoints, compactions, shutdown and resume) built with
-``copilot_logs.synth.SessionBuilder``. Each damage (a lost, replayed, reordered, cut, split,
+``synth.SessionBuilder``. Each damage (a lost, replayed, reordered, cut, split,
 glued, blank, CRLF, NUL-padded or non-UTF-8 line) is applied to the clean lines and names
 exactly the (code, line) findings it must produce, no more and no fewer; the strict gate must
 then fail with exit code 1.
@@ -20,11 +20,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_logs import synth
+import synth
 from copilot_logs.cli import main
 from copilot_logs.commands import validate
 from copilot_logs.ingest.reader import read_bytes
-from copilot_logs.synth import SessionBuilder, ToolCall, bash, subagent_plan, task, view
+from synth import SessionBuilder, ToolCall, bash, subagent_plan, task, view
 
 # --- plans of valid sessions -------------------------------------------------------------------
 

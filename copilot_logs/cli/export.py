@@ -18,7 +18,7 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
     Six tables, each a folder partitioned by the sessions' start day (hive style,
     OUT/TABLE/date=YYYY-MM-DD/*.parquet): events, turns (main-agent turns and sub-agent calls),
     tools, sessions, findings (validate's, every rule) and usage. docs/export.md gives their
-    columns. Exporting again into OUT rewrites only the logs that changed, and removes those no
+    columns. Exporting again into OUT reads only the logs that changed, and removes those no
     longer selected; OUT must be new, empty, or an earlier export.
 
     \b

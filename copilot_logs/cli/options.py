@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from copilot_logs.errors import ExitCode
-from copilot_logs.ingest.envelope import STDIN
+from copilot_logs.ingest.decode.envelope import STDIN
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
 from copilot_logs.render.sanitize import one_line
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from copilot_logs.ingest.decode.envelope import Source
     from copilot_logs.ingest.discover import Selection
-    from copilot_logs.ingest.envelope import Source
     from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.store.collect import BatchResult
 

@@ -213,7 +213,7 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     from copilot_logs.cli.audit import DEFAULT_FAIL_ON
     from copilot_logs.commands import audit
     from copilot_logs.commands import watch as core
-    from copilot_logs.ingest.envelope import Source
+    from copilot_logs.ingest.decode.envelope import Source
     from copilot_logs.ingest.reader import read_source
     from copilot_logs.render.audit import AuditContext, write_verdicts
 

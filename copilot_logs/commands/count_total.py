@@ -1,7 +1,7 @@
 """``count --total`` from envelopes alone: exact, at close to the speed of reading the bytes.
 
 Only the envelope of each line is looked at (see
-:func:`copilot_logs.ingest.envelope.envelope_at`); a sub-agent's ``assistant.message`` is
+:func:`copilot_logs.ingest.decode.envelope.envelope_at`); a sub-agent's ``assistant.message`` is
 decoded for its messageId and chunkIndex. The first line the envelope cannot vouch for (any
 damage, a broken parentId chain, a replayed line, a cut last line) stops the scan: the full
 reader goes on from there, which recovers and reports what it can. Both feed the one
@@ -21,7 +21,7 @@ import orjson
 from copilot_logs import store
 from copilot_logs.errors import failed_on_session
 from copilot_logs.ingest.calls import MESSAGE, TURN_START, CallCounter
-from copilot_logs.ingest.envelope import Source, envelope_at
+from copilot_logs.ingest.decode.envelope import Source, envelope_at
 from copilot_logs.ingest.logfile import open_log
 from copilot_logs.ingest.reader import Resume, count_calls
 from copilot_logs.store import pool as pool_store

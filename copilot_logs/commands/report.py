@@ -21,8 +21,8 @@ from copilot_logs.commands import count, timeline, validate
 from copilot_logs.commands import sessions as sessions_core
 from copilot_logs.commands.usage import report as usage_report
 from copilot_logs.commands.usage import session_usage
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import peek_start
-from copilot_logs.ingest.envelope import Source
 from copilot_logs.ingest.reader import ReadResult
 
 DEFAULT_TIMELINES = 20

@@ -45,7 +45,7 @@ import polars as pl
 
 from copilot_logs import derive
 from copilot_logs.derive import MAIN, SESSION, TYPE
-from copilot_logs.ingest.envelope import as_int
+from copilot_logs.ingest.decode.envelope import as_int
 from copilot_logs.ingest.reader import ReadResult
 
 GROUPINGS = ("session", "day", "week", "month", "model", "repository")

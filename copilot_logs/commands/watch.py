@@ -32,8 +32,8 @@ from copilot_logs import derive
 from copilot_logs.commands import audit, count
 from copilot_logs.derive import MAIN, TYPE
 from copilot_logs.errors import SelectionError
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE, Selection, find_sources
-from copilot_logs.ingest.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, ReadState, Resume, read_stream
 from copilot_logs.ingest.schema import empty_diagnostics, empty_events
 

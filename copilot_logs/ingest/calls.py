@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from copilot_logs.ingest.envelope import as_int
+from copilot_logs.ingest.decode.envelope import as_int
 
 TURN_START = "assistant.turn_start"
 MESSAGE = "assistant.message"

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 
 from copilot_logs.errors import SelectionError, UnreadableError, UnsupportedFormatError
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.logfile import display_name, open_log
 
 EVENTS_FILE = "events.jsonl"

@@ -2,7 +2,7 @@
 
 Never let polars infer a schema from real logs: the ``data`` payload differs per event type and
 between CLI versions, so every column is declared here and filled by the reader. What is known
-of event types (no polars needed) is in :mod:`copilot_logs.ingest.event_types`.
+of event types (no polars needed) is in :mod:`copilot_logs.ingest.decode.event_types`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from copilot_logs.ingest.envelope import STDIN
+from copilot_logs.ingest.decode.envelope import STDIN
 from copilot_logs.ingest.reader import ReadResult
 
 T = TypeVar("T")

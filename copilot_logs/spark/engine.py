@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from copilot_logs.errors import CopilotLogsError, ExitCode
+from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
-from copilot_logs.ingest.envelope import Source
 
 if TYPE_CHECKING:
     import pyarrow as pa

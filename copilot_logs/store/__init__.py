@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import msgspec
 
 from copilot_logs.ingest.calls import CallCounter, needs_payload
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 
 if TYPE_CHECKING:
     import polars as pl

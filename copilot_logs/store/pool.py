@@ -20,7 +20,7 @@ from multiprocessing import get_context
 from multiprocessing.context import BaseContext, ForkServerContext
 from typing import TypeVar
 
-from copilot_logs.ingest.envelope import Source
+from copilot_logs.ingest.decode.envelope import Source
 
 T = TypeVar("T")
 

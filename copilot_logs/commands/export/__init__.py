@@ -1,0 +1,224 @@
+"""The frames as Parquet datasets: what ``copilot-logs export OUT`` writes (see docs/export.md).
+
+Six tables (:mod:`copilot_logs.commands.export.tables`), each a hive-partitioned dataset under OUT,
+``OUT/<table>/date=<YYYY-MM-DD>/part-<run>-<batch>.parquet``: a batch of logs gives one file
+per table and per start day of its sessions (:mod:`copilot_logs.commands.export.files`).
+
+Export is incremental. ``OUT/_manifest.json`` (:mod:`copilot_logs.commands.export.manifest`) records
+each source log's fingerprint and which files hold its rows. A later export reads only the
+sources that changed (ordered by start, so that a batch spans few days), writes them as new
+files, rewrites the earlier files that held rows of changed or gone sources without those
+rows, and never touches a file it did not write. New files are written under temporary names
+and moved into place together once the manifest records the moves.
+
+The flow: :func:`prepare` (check OUT, finish an interrupted export, compare with the
+manifest), :func:`write_batch` mapped over batches of the changed sources (memory bounded by a
+batch), :func:`finish` (the earlier files narrowed, the manifest, the moves).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from copilot_logs.commands.export import files
+from copilot_logs.commands.export.manifest import (
+    HASHED_BYTES,
+    MANIFEST,
+    Commit,
+    ExportError,
+    Manifest,
+    Part,
+    fingerprint,
+    load,
+    save,
+)
+from copilot_logs.commands.export.tables import PARTITION, TABLES, frames
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.discover import peek_start
+from copilot_logs.ingest.reader import ReadResult
+
+__all__ = [
+    "HASHED_BYTES",
+    "MANIFEST",
+    "PARTITION",
+    "TABLES",
+    "ExportError",
+    "Plan",
+    "Summary",
+    "batch_writer",
+    "finish",
+    "frames",
+    "prepare",
+    "write_batch",
+]
+
+
+class Written(NamedTuple):
+    """What :func:`write_batch` did for one batch of logs."""
+
+    part: Part
+    readable: list[str]
+    """The logs that gave at least one event (the others are exported again next time)."""
+
+
+def write_batch(result: ReadResult, *, out: str, run: str) -> Written:
+    """Write the tables of one batch of logs under ``out``, under temporary names of run
+    ``run``: one file per table and day (an empty one when the table has no row)."""
+    logs = sorted(set(result.events["file"].to_list()) | set(result.diagnostics["file"]))
+    if not logs:
+        return Written(Part([], []), [])
+    batch = hashlib.sha256("\n".join(logs).encode()).hexdigest()[:12]
+    written = files.write_tables(frames(result), Path(out), f"part-{run}-{batch}", run)
+    return Written(Part(logs, written), result.events["file"].unique().to_list())
+
+
+def batch_writer(plan: Plan) -> Callable[[ReadResult], Written]:
+    """The function to map over batches of ``plan.changed`` (picklable: a partial)."""
+    return partial(write_batch, out=str(plan.out), run=plan.run)
+
+
+@dataclass
+class Plan:
+    """What an export of ``sources`` into ``out`` has to do."""
+
+    out: Path
+    changed: list[Source]
+    """The sources to read, oldest start first."""
+    unchanged: list[Source]
+    previous: Manifest
+    fingerprints: dict[str, dict[str, Any] | None]
+    run: str
+
+    @property
+    def gone(self) -> list[str]:
+        """Sources of the last export that are not selected now."""
+        selected = {source.name for source in (*self.changed, *self.unchanged)}
+        return sorted(set(self.previous.sources) - selected)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What an export did, per source log."""
+
+    out: Path
+    written: int
+    unchanged: int
+    removed: int
+    files: int
+
+
+def prepare(out: Path, sources: Iterable[Source]) -> Plan:
+    """Check that ``out`` can take an export, finish an export into it that was interrupted
+    while moving its files into place, and find which sources changed since the last one.
+
+    Raises :class:`ExportError` when ``out`` is a file, a non-empty folder without our
+    manifest, or holds a manifest that is not ours.
+    """
+    previous = _recovered(out, load(out))
+    whole = _intact_sources(out, previous)
+    changed: list[Source] = []
+    unchanged: list[Source] = []
+    prints: dict[str, dict[str, Any] | None] = {}
+    for source in sources:
+        prints[source.name] = print_ = fingerprint(source)
+        same = source.name in whole and previous.sources.get(source.name) == print_
+        (unchanged if same and print_ is not None else changed).append(source)
+    return Plan(out, _by_start(changed), unchanged, previous, prints, files.new_run())
+
+
+def _recovered(out: Path, manifest: Manifest) -> Manifest:
+    """The manifest once the moves of an interrupted export are done, and no temporary left."""
+    if manifest.commit is not None:
+        commit = manifest.commit
+        files.move_in(out, commit.run, commit.files, commit.remove)
+        manifest.commit = None
+        save(out, manifest)
+    files.remove_temporaries(out)
+    return manifest
+
+
+def _intact_sources(out: Path, manifest: Manifest) -> set[str]:
+    """The sources whose every file is still there (a part with a file deleted by hand is
+    exported again)."""
+    whole: set[str] = set()
+    for part in manifest.parts:
+        if all((out / file).is_file() for file in part.files):
+            whole.update(part.sources)
+    return whole
+
+
+def _by_start(sources: list[Source]) -> list[Source]:
+    """Oldest start first: consecutive sources, read in one batch, share their days."""
+    never = datetime.max.replace(tzinfo=UTC)
+    return sorted(sources, key=lambda source: (peek_start(source) or never, source.name))
+
+
+def finish(plan: Plan, written: Iterable[Written]) -> Summary:
+    """Narrow the earlier files to the logs that did not change, record the export in the
+    manifest, then move the new files into place and remove those no log produces any more."""
+    try:
+        manifest, written_logs = _recorded(plan, written)
+        save(plan.out, manifest)
+    except BaseException:
+        files.remove_temporaries(plan.out, plan.run)
+        raise
+    if manifest.commit is not None:
+        commit = manifest.commit
+        files.move_in(plan.out, commit.run, commit.files, commit.remove)
+        manifest.commit = None
+        save(plan.out, manifest)
+    files.remove_temporaries(plan.out, plan.run)  # those of a batch written again log by log
+    return Summary(
+        out=plan.out,
+        written=written_logs,
+        unchanged=len(plan.unchanged),
+        removed=len(plan.gone),
+        files=sum(len(part.files) for part in manifest.parts),
+    )
+
+
+def _recorded(plan: Plan, written: Iterable[Written]) -> tuple[Manifest, int]:
+    """The manifest of this export, with the moves still to do; and how many logs it wrote."""
+    new_parts: list[Part] = []
+    readable: set[str] = set()
+    for batch in written:
+        if batch.part.sources:
+            new_parts.append(batch.part)
+            readable.update(batch.readable)
+    sources = {source.name: plan.previous.sources[source.name] for source in plan.unchanged}
+    for source in plan.changed:
+        # A source that gave no event (unreadable, empty, not a log) keeps no fingerprint: it
+        # is read, and reported, again next time.
+        sources[source.name] = plan.fingerprints[source.name] if source.name in readable else None
+    kept, rewritten, removed = _narrowed(plan, set(sources) - {s.name for s in plan.changed})
+    moved = [file for part in new_parts for file in part.files] + rewritten
+    commit = Commit(plan.run, moved, [*removed, *plan.previous.stale])
+    logs = {log for part in new_parts for log in part.sources}
+    written_logs = sum(1 for source in plan.changed if source.name in logs)
+    return Manifest(sources, kept + new_parts, commit), written_logs
+
+
+def _narrowed(plan: Plan, keep: set[str]) -> tuple[list[Part], list[str], list[str]]:
+    """The earlier parts without the logs that changed or are gone: the parts kept, the files
+    rewritten (under temporary names) and the files to remove."""
+    kept: list[Part] = []
+    rewritten: list[str] = []
+    removed: list[str] = []
+    for part in plan.previous.parts:
+        staying = [log for log in part.sources if log in keep]
+        if staying == part.sources:
+            kept.append(part)
+        elif not staying:
+            removed += part.files
+        else:
+            left, changed, gone = files.narrow(plan.out, part.files, set(staying), plan.run)
+            kept.append(Part(staying, left))
+            rewritten += changed
+            removed += gone
+    return kept, rewritten, removed

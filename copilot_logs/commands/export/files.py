@@ -1,0 +1,155 @@
+"""The Parquet files of an export: written under temporary names, moved into place together.
+
+A batch of logs gives, per table, one file for each day its rows fall on (one empty file when
+the table has no row for the batch, so every dataset has its schema):
+``OUT/<table>/date=<day>/part-<run>-<batch>.parquet``. Each is first written as
+:func:`temporary` (a name that ``*.parquet`` globs do not match), private to the user (0600:
+the tables hold prompt previews); :func:`move_in` renames them once the manifest records the
+moves, so an interrupted export leaves the earlier dataset as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from datetime import date
+from pathlib import Path
+from typing import IO, Any
+
+import polars as pl
+
+from copilot_logs.commands.export.tables import PARTITION, TABLES
+
+RUN = re.compile(r"[0-9a-f]{16}")
+"""A run's id: :func:`new_run`."""
+_TEMPORARY = re.compile(r"\..+\.parquet\.(?P<run>[0-9a-f]{16})\.tmp")
+_OURS = re.compile(r"part-[0-9a-f]{16}-[0-9a-f]{12}\.parquet")
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def new_run() -> str:
+    return os.urandom(8).hex()
+
+
+def temporary(final: Path, run: str) -> Path:
+    """Where run ``run`` writes ``final`` before moving it into place."""
+    return final.with_name(f".{final.name}.{run}.tmp")
+
+
+def _folder(day: date | None) -> str:
+    return f"{PARTITION}={day.isoformat() if day is not None else DEFAULT_PARTITION}"
+
+
+def write_tables(tables: Mapping[str, pl.DataFrame], out: Path, stem: str, run: str) -> list[str]:
+    """Write each table's rows (with a ``date`` column) as ``<stem>.parquet`` in its days'
+    folders, under temporary names. Returns the files, relative to ``out``."""
+    days = sorted(
+        {day for table in tables.values() for day in table[PARTITION].unique().to_list()},
+        key=lambda day: (day is None, day),
+    )
+    if not days:
+        return []
+    written: list[str] = []
+    for name, table in tables.items():
+        parts = table.partition_by(PARTITION, as_dict=True, include_key=False)
+        if not parts:
+            parts = {(days[0],): table.drop(PARTITION)}
+        for (day,), rows in parts.items():
+            relative = f"{name}/{_folder(day)}/{stem}.parquet"
+            write_temporary(rows, temporary(out / relative, run))
+            written.append(relative)
+    return written
+
+
+def write_temporary(frame: pl.DataFrame, path: Path) -> None:
+    """``frame`` as Parquet at ``path`` (0600); nothing left there when writing fails."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(path, flags, 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            os.chmod(path, 0o600)  # it may have been left by an earlier attempt
+            frame.write_parquet(stream)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(path)
+        raise
+
+
+def table_of(relative: str) -> str:
+    return relative.split("/", 1)[0]
+
+
+def narrow(
+    out: Path, files: list[str], keep: set[str], run: str
+) -> tuple[list[str], list[str], list[str]]:
+    """The files of a part, keeping only the rows of the logs ``keep``: those that still have
+    rows are rewritten (under temporary names) when they lost some, and the others are to be
+    removed, but for one per table (empty) when the whole table lost its rows. Returns the
+    files kept, those of them rewritten, and the files to remove."""
+    kept: list[str] = []
+    rewritten: list[str] = []
+    for table in TABLES:
+        mine = [f for f in files if table_of(f) == table]
+        frames = {f: pl.read_parquet(out / f, hive_partitioning=False) for f in mine}
+        left = {f: frame.filter(pl.col("file").is_in(list(keep))) for f, frame in frames.items()}
+        full = [f for f in mine if left[f].height > 0] or mine[:1]
+        for file in full:
+            if left[file].height != frames[file].height:
+                write_temporary(left[file], temporary(out / file, run))
+                rewritten.append(file)
+        kept += full
+    return kept, rewritten, [f for f in files if f not in kept]
+
+
+def move_in(out: Path, run: str, files: list[str], remove: list[str]) -> None:
+    """Rename the temporaries of ``files`` (those still there) into place and delete
+    ``remove`` (and a partition folder that this leaves empty)."""
+    for relative in files:
+        with suppress(FileNotFoundError):
+            os.replace(temporary(out / relative, run), out / relative)
+    for relative in remove:
+        path = out / relative
+        with suppress(FileNotFoundError):
+            path.unlink()
+        with suppress(OSError):
+            path.parent.rmdir()
+
+
+def remove_temporaries(out: Path, run: str | None = None) -> None:
+    """Delete the temporaries of run ``run`` (of any run when None) left in ``out``: those of
+    an interrupted export, or of a batch that was written again."""
+    for table in TABLES:
+        for path in (out / table).glob(f"{PARTITION}=*/.*.tmp"):
+            found = _TEMPORARY.fullmatch(path.name)
+            if found and (run is None or found["run"] == run):
+                with suppress(FileNotFoundError):
+                    path.unlink()
+
+
+def written_files(out: Path) -> list[str]:
+    """The files of ``out`` named as this version of export names them (relative)."""
+    return sorted(
+        path.relative_to(out).as_posix()
+        for table in TABLES
+        for path in (out / table).glob(f"{PARTITION}=*/part-*.parquet")
+        if _OURS.fullmatch(path.name)
+    )
+
+
+@contextmanager
+def atomic(path: Path) -> Iterator[IO[Any]]:
+    """A file written under a temporary name beside ``path``, renamed over it when whole
+    (private to the user, 0600, like the temporary file)."""
+    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            yield stream
+        os.replace(name, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(name)
+        raise

@@ -1,0 +1,210 @@
+"""``OUT/_manifest.json``: what an export wrote from which log, so that the next one into the
+same folder writes only what changed (docs/export.md, "Exporting again").
+
+Version 2 records each source log's fingerprint (``sources``), and the parts written: each
+part is a batch of logs and the files holding their rows (``parts``). While an export moves
+its new files into place the manifest also holds the moves (``commit``): an export that was
+interrupted there is finished by the next one. A manifest of another version, or one whose
+parts cannot be trusted, makes the next export write everything again (and remove the files
+that manifest lists, and those named as export names them). Only paths of the form
+``<table>/date=<day>/<name>.parquet`` inside OUT are ever read, replaced or removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import orjson
+
+from copilot_logs.commands.export.files import RUN, atomic, written_files
+from copilot_logs.commands.export.tables import PARTITION, TABLES
+from copilot_logs.errors import CopilotLogsError, ExitCode
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import open_log
+
+MANIFEST = "_manifest.json"
+FORMAT = "copilot-logs-export"
+VERSION = 2
+"""Bumped when a table's columns or the manifest change: an export of another version is
+rewritten whole."""
+HASHED_BYTES = 8192
+"""Bytes hashed at the start and at the end of a source for its fingerprint."""
+
+_LISTED = re.compile(rf"(?:{'|'.join(TABLES)})/{PARTITION}=[^/\\]+/[^/\\]+\.parquet")
+
+
+class ExportError(CopilotLogsError):
+    """OUT cannot take an export: a file, a folder of other things, a foreign manifest."""
+
+    exit_code = ExitCode.USAGE
+
+
+@dataclass
+class Part:
+    """A batch of logs exported together, and the files (relative to OUT) holding their rows."""
+
+    sources: list[str]
+    files: list[str]
+
+
+@dataclass
+class Commit:
+    """The moves that finish an export: each of ``files`` from its temporary name (see
+    :func:`copilot_logs.commands.export.files.temporary`, run ``run``) into place; ``remove``
+    deleted."""
+
+    run: str
+    files: list[str]
+    remove: list[str]
+
+
+@dataclass
+class Manifest:
+    sources: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    """Each log's fingerprint when it was exported; None: export it again."""
+    parts: list[Part] = field(default_factory=list)
+    commit: Commit | None = None
+    stale: list[str] = field(default_factory=list)
+    """Files listed by a manifest that is not trusted: to be removed."""
+
+
+def fingerprint(source: Source) -> dict[str, Any] | None:
+    """Size, mtime_ns, ctime_ns, inode and a hash of the first and last bytes; None when it
+    cannot be taken (standard input, an unreadable file; a named pipe is refused, never waited
+    on): such a source is always exported again."""
+    if source.path is None:
+        return None
+    try:
+        with open_log(source.path) as stream:  # never blocks on a named pipe
+            info = os.fstat(stream.fileno())
+            digest = hashlib.sha256(stream.read(HASHED_BYTES))
+            stream.seek(max(0, info.st_size - HASHED_BYTES))
+            digest.update(stream.read(HASHED_BYTES))
+    except OSError:
+        return None
+    return {
+        "size": info.st_size,
+        "mtime_ns": info.st_mtime_ns,
+        "ctime_ns": info.st_ctime_ns,
+        "inode": info.st_ino,
+        "sha256": digest.hexdigest(),
+    }
+
+
+def listed(out: Path, relative: object) -> bool:
+    """Whether a path a manifest names is one export may touch: a Parquet file of a table's
+    partition folder, inside ``out`` (also once links are followed)."""
+    if not isinstance(relative, str) or not _LISTED.fullmatch(relative):
+        return False
+    with suppress(OSError, RuntimeError):
+        return out.resolve() in (out / relative).resolve().parents
+    return False
+
+
+def load(out: Path) -> Manifest:
+    """The manifest of an earlier export into ``out`` (an empty one for a new or empty folder).
+
+    Raises :class:`ExportError` when ``out`` is a file, a non-empty folder without our
+    manifest, or holds a manifest that is not ours.
+    """
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out}: not a folder; give a new or empty folder, or an earlier export")
+    path = out / MANIFEST
+    if not path.exists():
+        if out.is_dir() and any(out.iterdir()):
+            raise ExportError(
+                f"{out}: not empty and holds no {MANIFEST} of copilot-logs; "
+                "give a new or empty folder, or an earlier export"
+            )
+        return Manifest()
+    try:
+        document = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as error:
+        raise ExportError(f"{path}: cannot be read as an export manifest ({error})") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ExportError(f"{path}: not a manifest of copilot-logs export")
+    sources = document.get("sources")
+    if not isinstance(sources, dict):
+        raise ExportError(f"{path}: has no sources; delete it and export again")
+    return _parsed(out, document, sources)
+
+
+def _parsed(out: Path, document: dict[str, Any], sources: dict[str, Any]) -> Manifest:
+    """A manifest of this version as it says; any other (or parts that cannot be read) as
+    its sources all to export again and every file it lists to remove."""
+    parts = document.get("parts")
+    commit = document.get("commit")
+    if document.get("version") == VERSION and isinstance(parts, list):
+        read = [_part(out, part) for part in parts]
+        moves = _commit(out, commit) if commit is not None else None
+        if all(part is not None for part in read) and (commit is None or moves is not None):
+            prints = {name: _fingerprint(entry) for name, entry in sources.items()}
+            return Manifest(prints, [part for part in read if part is not None], moves)
+    entries = [*sources.values(), *(parts if isinstance(parts, list) else []), commit]
+    listed_files = [*_strings(entries, "files"), *_strings(entries, "remove")]
+    ours = written_files(out)  # those of a part that cannot be read are not listed
+    stale = sorted({f for f in [*listed_files, *ours] if listed(out, f)})
+    return Manifest({name: None for name in sources}, [], None, stale)
+
+
+def _strings(entries: list[Any], key: str) -> list[str]:
+    """The strings of ``entry[key]`` over the entries that are dicts holding a list there."""
+    found: list[str] = []
+    for entry in entries:
+        values = entry.get(key) if isinstance(entry, dict) else None
+        if isinstance(values, list):
+            found += [value for value in values if isinstance(value, str)]
+    return found
+
+
+def _fingerprint(entry: Any) -> dict[str, Any] | None:
+    keys = {"size", "mtime_ns", "ctime_ns", "inode", "sha256"}
+    return entry if isinstance(entry, dict) and set(entry) == keys else None
+
+
+def _part(out: Path, entry: Any) -> Part | None:
+    if not isinstance(entry, dict):
+        return None
+    sources, files = entry.get("sources"), entry.get("files")
+    if not (_all_strings(sources) and _all_strings(files)):
+        return None
+    if not all(listed(out, file) for file in files):
+        return None
+    return Part(list(sources), list(files))
+
+
+def _commit(out: Path, entry: Any) -> Commit | None:
+    if not isinstance(entry, dict) or not RUN.fullmatch(str(entry.get("run"))):
+        return None
+    files, remove = entry.get("files"), entry.get("remove")
+    if not (_all_strings(files) and _all_strings(remove)):
+        return None
+    if not all(listed(out, file) for file in [*files, *remove]):
+        return None
+    return Commit(entry["run"], list(files), list(remove))
+
+
+def _all_strings(values: object) -> TypeGuard[list[str]]:
+    return isinstance(values, list) and all(isinstance(value, str) for value in values)
+
+
+def save(out: Path, manifest: Manifest) -> None:
+    """Write the manifest (atomically, 0600)."""
+    document: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "sources": manifest.sources,
+        "parts": [{"sources": p.sources, "files": p.files} for p in manifest.parts],
+    }
+    if manifest.commit is not None:
+        commit = manifest.commit
+        document["commit"] = {"run": commit.run, "files": commit.files, "remove": commit.remove}
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic(out / MANIFEST) as stream:
+        stream.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))

@@ -1,0 +1,145 @@
+"""The fast lane: a run of clean lines -> their rows, decoded whole by msgspec (no polars).
+
+A run of lines is clean when each is an event of the usual shape on a line of its own: valid
+UTF-8, no CR, no blank line, an envelope and payload fields of the usual types
+(:class:`copilot_logs.ingest.decode.event_structs.Event`), an id not seen before, no number beyond
+what a
+column holds. Such a run gives the same rows as the line reader would (a property test checks
+it), without a Python step per field; any other run is read by the line reader, which
+recovers what it can and reports the damage.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Set
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgspec
+import orjson
+
+from copilot_logs.ingest.decode import json_limits
+from copilot_logs.ingest.decode.event_structs import EVENT_LINES, Data, detail
+from copilot_logs.ingest.decode.event_types import DETAIL_TYPES
+from copilot_logs.ingest.decode.payload import PAYLOAD_TYPES, payload_columns
+
+CLEAN_BLOCK = 2 << 20
+"""Bytes the reader decodes at a time when the lines are clean (memory stays bounded by a few
+blocks whatever the file's size)."""
+FALLBACK_LINES = 16
+"""Lines tried at a time in a block that is not clean as a whole: only the runs that hold the
+damage go through the line reader."""
+
+
+@dataclass(frozen=True)
+class CleanRun:
+    """The rows of a run of clean lines."""
+
+    columns: list[list[Any]]
+    """In ROW_FIELDS order (copilot_logs.ingest.events_frame)."""
+    ids: list[str]
+    sessions: list[tuple[int, str | None]]
+    """(row in the run, sessionId) of each session.start."""
+
+
+def line_ends(block: bytes, cut: int) -> list[int]:
+    """The positions of the newlines of ``block`` before ``cut``."""
+    ends = []
+    find = block.find
+    at = find(b"\n", 0, cut)
+    while at != -1:
+        ends.append(at)
+        at = find(b"\n", at + 1, cut)
+    return ends
+
+
+def valid_utf8(view: memoryview) -> bool:
+    try:
+        codecs.utf_8_decode(view, "strict", True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def decode_run(
+    block: bytes, ends: list[int], where: tuple[int, int, int], seen_ids: Set[str]
+) -> CleanRun | None:
+    """The rows of the lines of ``block`` that end at ``ends`` (newline positions), or None
+    when one of them is not clean. ``where`` is the offset in the file of ``block[0]``, the
+    first line's number and its start in ``block`` (the others start after the newline
+    before them)."""
+    offset, number, start = where
+    view = memoryview(block)
+    try:
+        events = EVENT_LINES.decode_lines(view[start : ends[-1] + 1])
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if len(events) != len(ends) or _crlf(block, start, ends):
+        return None
+    ids = [event.id for event in events]
+    if len(set(ids)) != len(ids) or not seen_ids.isdisjoint(ids):
+        return None
+    starts = [start, *(end + 1 for end in ends[:-1])]
+    kinds = [event.type for event in events]
+    details = _details(view, kinds, starts, ends)
+    if details is None:
+        return None
+    datas: list[Data | None] = [
+        event.data if kind in PAYLOAD_TYPES else None
+        for event, kind in zip(events, kinds, strict=True)
+    ]
+    envelope: list[list[Any]] = [
+        list(range(number, number + len(events))),
+        [offset + at for at in starts],
+        [end - at for at, end in zip(starts, ends, strict=True)],
+        ids,
+        [event.parentId for event in events],
+        kinds,
+        [event.timestamp for event in events],
+        [event.agentId for event in events],
+    ]
+    sessions = [
+        (row, events[row].data.sessionId)
+        for row, kind in enumerate(kinds)
+        if kind == "session.start"
+    ]
+    return CleanRun([*envelope, *payload_columns(kinds, datas, details)], ids, sessions)
+
+
+def _crlf(block: bytes, start: int, ends: list[int]) -> bool:
+    """A line ends with CR LF (looked for only where the block holds a CR: finding one byte is
+    much faster than finding two)."""
+    if block.find(b"\r", start, ends[-1]) == -1:
+        return False
+    return any(block[end - 1] == 13 for end in ends)
+
+
+def _details(
+    view: memoryview, kinds: list[str], starts: list[int], ends: list[int]
+) -> list[str | None] | None:
+    """The ``detail`` column of the run; None when a payload holds what only the line reader
+    handles."""
+    details: list[str | None] = [None] * len(kinds)
+    for row, kind in enumerate(kinds):
+        if kind in DETAIL_TYPES:
+            text = _clean_detail(view[starts[row] : ends[row]])
+            if text is False:
+                return None
+            details[row] = text
+    return details
+
+
+def _clean_detail(line: memoryview) -> str | Literal[False]:
+    """:func:`copilot_logs.ingest.decode.event_structs.detail` of a clean line; False when its
+    payload
+    holds what only the line reader handles (an out-of-range number, deep nesting)."""
+    try:
+        text = detail(line)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return False
+    if json_limits.may_hold_big_numbers(text) and json_limits.clear_out_of_range(
+        orjson.loads(text), "data"
+    ):
+        return False
+    return text

@@ -1,0 +1,247 @@
+"""Rows of events and diagnostics -> the polars frames the reader returns.
+
+The reader adds each event as one value per column (a whole clean block at a time, or one line
+at a time); :class:`Rows` turns the columns into frame chunks as they fill, and the batch's
+frames are built once, with the session and file of each row (:class:`Span`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
+
+from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS
+
+_TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
+
+ENVELOPE_FIELDS = (
+    "line",
+    "offset",
+    "length",
+    "event_id",
+    "parent_id",
+    "type",
+    "timestamp",
+    "agent_id",
+)
+ROW_FIELDS = (*ENVELOPE_FIELDS, *PAYLOAD_FIELDS)
+"""The columns of a row as the reader adds it (the frame adds session_id and file)."""
+
+FLUSH_ROWS = 50_000
+"""Rows kept as Python values before they are turned into a frame chunk (see Rows.flush)."""
+
+
+class Rows:
+    """The events read so far, one list per column of ROW_FIELDS, turned into frame chunks:
+    at the end of a batch, and every FLUSH_ROWS rows of a long file when frames are built."""
+
+    def __init__(self) -> None:
+        self.columns: list[list[Any]] = [[] for _ in ROW_FIELDS]
+        self.chunks: list[pl.DataFrame] = []
+        self.flushed = 0
+
+    @property
+    def held(self) -> int:
+        """Rows not yet turned into a chunk."""
+        return len(self.columns[0])
+
+    @property
+    def count(self) -> int:
+        """Rows added so far."""
+        return self.flushed + self.held
+
+    def column(self, name: str) -> list[Any]:
+        """The values held of one column of ROW_FIELDS."""
+        return self.columns[ROW_FIELDS.index(name)]
+
+    def append(self, row: Sequence[Any]) -> None:
+        """One row, in ROW_FIELDS order."""
+        for column, value in zip(self.columns, row, strict=True):
+            column.append(value)
+
+    def extend(self, columns: Sequence[list[Any]]) -> None:
+        """Many rows, as columns in ROW_FIELDS order."""
+        for column, values in zip(self.columns, columns, strict=True):
+            column.extend(values)
+
+    def flush(self) -> None:
+        """Turn the rows held as Python values into a frame chunk (without session_id and
+        file, which are known once each file is read): Python values take several times the
+        memory of the columns."""
+        if self.held:
+            self.chunks.append(self._chunk())
+            self.flushed += self.held
+            self.columns = [[] for _ in ROW_FIELDS]
+
+    def _chunk(self) -> pl.DataFrame:
+        import polars as pl
+
+        from copilot_logs.ingest.schema import EVENTS_SCHEMA
+
+        height = self.held
+        columns: dict[str, Any] = dict(zip(ROW_FIELDS, self.columns, strict=True))
+        stamps = columns.pop("timestamp")
+        requests = columns.pop("tool_requests")
+        columns["timestamp"] = [None] * height
+        columns["tool_requests"] = [None] * height
+        schema = {k: v for k, v in EVENTS_SCHEMA.items() if k not in _SPAN_COLUMNS}
+        frame = pl.DataFrame(columns, schema=schema)
+        return frame.with_columns(_parse_timestamps(stamps), _requests_column(requests))
+
+    def frame(self, spans: list[Span]) -> pl.DataFrame:
+        """All rows as one events frame; ``spans`` say which file each run of rows is from."""
+        import polars as pl
+
+        from copilot_logs.ingest.schema import EVENTS_SCHEMA
+
+        self.flush()
+        if not self.chunks:
+            self.chunks.append(self._chunk())  # no event: an empty frame with the columns
+        body = self.chunks[0] if len(self.chunks) == 1 else pl.concat(self.chunks)
+        return body.with_columns(
+            pl.Series("session_id", session_ids(spans, events=True), dtype=pl.String),
+            pl.Series("file", _spread(spans, "name", "events"), dtype=pl.String),
+        ).select(list(EVENTS_SCHEMA))
+
+
+_SPAN_COLUMNS = ("session_id", "file")
+
+
+@dataclass
+class Span:
+    """One file's share of a batch's rows."""
+
+    name: str
+    session_id: str
+    events: int
+    diagnostics: int
+    sessions: list[SessionMark] = field(default_factory=list)
+    """Where later sessions begin in the file: a file (or stdin) can hold several."""
+
+
+@dataclass(frozen=True)
+class SessionMark:
+    """A session.start whose sessionId differs from the session before it: from this span's
+    ``events``-th event and ``diagnostics``-th diagnostic on, rows belong to ``session_id``."""
+
+    events: int
+    diagnostics: int
+    session_id: str
+
+
+def _spread(spans: list[Span], name: str, count: str) -> list[str]:
+    values: list[str] = []
+    for span in spans:
+        values.extend([getattr(span, name)] * getattr(span, count))
+    return values
+
+
+def session_ids(spans: list[Span], *, events: bool) -> list[str]:
+    """The session id of every event (or diagnostic) row: each session.start's sessionId
+    from its line on; rows before the first session.start take the span's id."""
+    values: list[str] = []
+    for span in spans:
+        total = span.events if events else span.diagnostics
+        current, done = span.session_id, 0
+        for mark in span.sessions:
+            upto = mark.events if events else mark.diagnostics
+            values.extend([current] * (upto - done))
+            current, done = mark.session_id, upto
+        values.extend([current] * (total - done))
+    return values
+
+
+def _requests_column(values: list[list[tuple[str | None, str | None]] | None]) -> pl.Series:
+    """Tool requests as a list-of-struct column, built from flat columns (polars builds nested
+    values from Python objects slowly)."""
+    import polars as pl
+
+    from copilot_logs.ingest.schema import EVENTS_SCHEMA
+
+    rows: list[int] = []
+    ids: list[str | None] = []
+    names: list[str | None] = []
+    present: list[int] = []
+    for row, requests in enumerate(values):
+        if requests is None:
+            continue
+        present.append(row)
+        for call_id, name in requests:
+            rows.append(row)
+            ids.append(call_id)
+            names.append(name)
+    dtype = EVENTS_SCHEMA["tool_requests"]
+    flat = pl.DataFrame(
+        {"row": rows, "tool_call_id": ids, "name": names},
+        schema={"row": pl.Int64, "tool_call_id": pl.String, "name": pl.String},
+    )
+    nested = flat.group_by("row").agg(tool_requests=pl.struct("tool_call_id", "name"))
+    placed = (
+        pl.DataFrame({"row": present}, schema={"row": pl.Int64})
+        .join(nested, on="row", how="left")
+        .with_columns(pl.col("tool_requests").fill_null(pl.lit([], dtype=dtype)))
+    )
+    return (
+        pl.DataFrame({"row": range(len(values))}, schema={"row": pl.Int64})
+        .join(placed, on="row", how="left", maintain_order="left")
+        .get_column("tool_requests")
+        .cast(dtype)
+    )
+
+
+def _parse_timestamps(values: list[str | None]) -> pl.Series:
+    """ISO-8601 strings -> UTC datetimes: the usual shape vectorised, any other by Python."""
+    import polars as pl
+
+    raw = pl.Series("timestamp", values, dtype=pl.String)
+    fast = raw.str.to_datetime(_TS_FORMAT, strict=False, time_unit="ms", time_zone="UTC")
+    if fast.null_count() == raw.null_count():
+        return fast
+    slow = [
+        parsed if parsed is not None else _parse_iso(text)
+        for parsed, text in zip(fast.to_list(), values, strict=True)
+    ]
+    return pl.Series("timestamp", slow, dtype=pl.Datetime("ms", "UTC"))
+
+
+def _parse_iso(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+class Diagnostics:
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int, str, str, str | None]] = []
+
+    def add(
+        self, line: int, offset: int, kind: str, message: str, event_id: str | None = None
+    ) -> None:
+        self.rows.append((line, offset, kind, message, event_id))
+
+    def frame(self, spans: list[Span]) -> pl.DataFrame:
+        import polars as pl
+
+        from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
+
+        return pl.DataFrame(
+            {
+                "session_id": session_ids(spans, events=False),
+                "file": _spread(spans, "name", "diagnostics"),
+                "line": [r[0] for r in self.rows],
+                "offset": [r[1] for r in self.rows],
+                "kind": [r[2] for r in self.rows],
+                "message": [r[3] for r in self.rows],
+                "event_id": [r[4] for r in self.rows],
+            },
+            schema=DIAGNOSTICS_SCHEMA,
+        )
