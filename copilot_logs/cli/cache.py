@@ -33,16 +33,9 @@ def info(fmt: str) -> None:
       copilot-logs cache info --format json | jq .bytes
     """
     from copilot_logs import store
-    from copilot_logs.render import formats, output
+    from copilot_logs.render.cache import write_info
 
-    held = store.info()
-    facts = {"path": str(held.path), "entries": held.entries, "bytes": held.bytes}
-    if fmt == "json":
-        formats.write_json(facts)
-        return
-    output.echo(f"path     {held.path}")
-    output.echo(f"entries  {held.entries:,} session logs")
-    output.echo(f"bytes    {held.bytes:,} ({held.bytes / (1 << 20):.1f} MB)")
+    write_info(store.info(), fmt)
 
 
 @cache.command()
@@ -54,8 +47,8 @@ def clear() -> None:
       copilot-logs cache clear
     """
     from copilot_logs import store
-    from copilot_logs.render import output
+    from copilot_logs.render.cache import write_cleared
 
     before = store.info()
     store.clear()
-    output.echo(f"Removed {before.entries:,} entries ({before.bytes:,} bytes).", err=True)
+    write_cleared(before)

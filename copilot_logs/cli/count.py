@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
 
 import click
 
@@ -21,10 +20,6 @@ from copilot_logs.cli.options import (
 )
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
-from copilot_logs.render.formats import Column, local_time, short_id
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command()
@@ -81,22 +76,12 @@ def count(
     zone = resolve_zone(tz)
     loaded = load(picked)
     from copilot_logs.commands import count as count_core
-    from copilot_logs.derive import COUNT_FIELDS
-    from copilot_logs.render import formats
+    from copilot_logs.render.count import write_counts
 
     if loaded is None and fmt in HUMAN_FORMATS:
         return
     table = count_core.combine(read_each(loaded, partial(count_core.count, by=by, zone=zone)))
-    if fmt == "table":
-        keys = [c for c in table.columns if c not in (*COUNT_FIELDS, "file")]
-        sums = count_core.totals(table)
-        formats.print_table(
-            table,
-            [*(KEY_COLUMNS[k] for k in keys), *COUNT_COLUMNS],
-            totals={keys[0]: "total", **sums},
-        )
-    else:
-        formats.write_frame(table, fmt)
+    write_counts(table, fmt)
     ctx.exit(exit_code(loaded))
 
 
@@ -122,25 +107,3 @@ def _windowed_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitC
     sums = count_core.totals(count_core.combine(loaded.map(count_core.count)))
     calls = sums["llm_calls"] + (sums["subagent_calls"] if include_subagents else 0)
     return calls, exit_code(loaded)
-
-
-KEY_COLUMNS = {
-    "session_id": Column("session_id", "session", 1, format=short_id),
-    "started_at": Column("started_at", "started", 4, format=local_time),
-    "interaction_index": Column("interaction_index", "interaction", 1, numeric=True),
-    "model": Column("model", "model", 1, max_width=24),
-    "day": Column("day", "day", 1),
-    "repository": Column("repository", "repository", 1, max_width=32),
-}
-COUNT_COLUMNS = [
-    Column("llm_calls", "llm calls", 1, numeric=True),
-    Column("completed_turns", "completed", 4, numeric=True),
-    Column("open_turns", "open", 2, numeric=True),
-    Column("subagent_calls", "sub-agent calls", 2, numeric=True),
-    Column("interactions", "interactions", 5, numeric=True),
-    Column("user_prompts", "prompts", 3, numeric=True),
-    Column("autopilot_nudges", "nudges", 3, numeric=True),
-    Column("tool_calls", "tools", 2, numeric=True),
-    Column("failed_tool_calls", "failed", 3, numeric=True),
-    Column("subagent_tool_calls", "sub-agent tools", 6, numeric=True),
-]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -15,6 +17,7 @@ import click
 from copilot_logs.errors import ExitCode
 from copilot_logs.ingest.decode.envelope import STDIN
 from copilot_logs.render import output
+from copilot_logs.render.humanize import plural
 from copilot_logs.render.sanitize import one_line
 
 if TYPE_CHECKING:
@@ -372,17 +375,30 @@ def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
         problems = shown[file] - MAX_DAMAGE_LINES
         target = "-` on the same input" if file == STDIN else f"{one_line(file)}`"
         output.echo(
-            f"warning: {one_line(file)}: {_plural(problems, 'more problem')} on "
-            f"{_plural(len(lines), 'line')}; run `copilot-logs validate {target} to "
+            f"warning: {one_line(file)}: {plural(problems, 'more problem')} on "
+            f"{plural(len(lines), 'line')}; run `copilot-logs validate {target} to "
             "list them all",
             err=True,
         )
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def exit_code(loaded: Loaded | None) -> ExitCode:
     """UNREADABLE when some selected file gave nothing at all, else OK (no session: OK)."""
     return ExitCode.UNREADABLE if loaded is not None and loaded.empty_files() else ExitCode.OK
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
+    """``90s``, ``10m``, ``1h30m``, ``2d`` or ``0`` -> a timedelta."""
+    text = value.strip().lower().replace(" ", "")
+    if text == "0":
+        return timedelta(0)
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        raise click.BadParameter(
+            f"{value!r} is not a duration like 90s, 10m, 1h30m or 2d", ctx, param
+        )
+    return timedelta(seconds=sum(float(n) * _UNIT_SECONDS[unit] for n, unit in parts))

@@ -10,6 +10,7 @@ import click
 from copilot_logs.cli.options import Picked, exit_code, load, selection_options
 from copilot_logs.errors import CopilotLogsError
 from copilot_logs.render import output
+from copilot_logs.render.humanize import plural
 
 DEFAULT_OUTPUT = "copilot-logs-report.html"
 
@@ -86,7 +87,7 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
             _cannot_write(path, error.strerror or str(error))
         output.echo(
             f"Wrote {path} ({len(page.encode()) / 1024:,.0f} KB): "
-            f"{_count(len(data.sessions), 'session')}, {_count(len(data.timelines), 'timeline')}.",
+            f"{plural(len(data.sessions), 'session')}, {plural(len(data.timelines), 'timeline')}.",
             err=True,
         )
     ctx.exit(exit_code(loaded))
@@ -97,7 +98,3 @@ def _cannot_write(path: Path, reason: str) -> NoReturn:
         f"-o {path}: cannot write the report there ({reason}); "
         "name a file in an existing, writable folder, or - for stdout"
     )
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")

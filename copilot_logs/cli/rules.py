@@ -3,8 +3,6 @@ from __future__ import annotations
 import click
 
 from copilot_logs.cli.options import format_option
-from copilot_logs.render import output
-from copilot_logs.render.formats import Column
 
 
 @click.command()
@@ -22,28 +20,9 @@ def rules(rule: str | None, fmt: str) -> None:
       copilot-logs rules orphan-turn-end --format json
     """
     from copilot_logs.commands import validate as core
-    from copilot_logs.render import formats
+    from copilot_logs.render.rules import write_rule, write_rules
 
-    if rule is not None:
-        found = core.find_rule(rule)
-        if fmt == "json":
-            formats.write_json(found.as_dict())
-        else:
-            output.echo(f"{found.code} {found.name} ({found.severity}, {found.family})\n")
-            output.echo(f"{found.summary}\n\n{click.wrap_text(found.explanation, width=88)}")
-        return
-    import polars as pl
-
-    table = pl.DataFrame([r.as_dict() for r in core.RULES])
-    if fmt == "json":
-        formats.write_frame(table, "json")
+    if rule is None:
+        write_rules(core.RULES, fmt)
     else:
-        formats.print_table(table, COLUMNS)
-
-
-COLUMNS = [
-    Column("code", "code", 1),
-    Column("name", "name", 1),
-    Column("severity", "severity", 2),
-    Column("summary", "summary", 3, max_width=60),
-]
+        write_rule(core.find_rule(rule), fmt)

@@ -1,9 +1,5 @@
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
 import click
 
 from copilot_logs.cli.options import (
@@ -16,13 +12,6 @@ from copilot_logs.cli.options import (
     read_each,
     selection_options,
 )
-from copilot_logs.render import output
-from copilot_logs.render.formats import Column, human_duration, short_id
-
-if TYPE_CHECKING:
-    import polars as pl
-
-    from copilot_logs.commands.usage import UsageReport
 
 
 @click.command()
@@ -90,187 +79,12 @@ def usage(
     loaded = load(picked, zone=zone)
     from copilot_logs.commands.usage import report as usage_report
     from copilot_logs.commands.usage import session_usage
+    from copilot_logs.render.usage import write_reconciliation, write_report
 
     if loaded is None and fmt in HUMAN_FORMATS:
         return
     report = usage_report(read_each(loaded, session_usage), by=by, zone=zone)
     if verbose:
-        for line in reconciliation_lines(report.sessions):
-            output.echo(line, err=True)
+        write_reconciliation(report.sessions)
     write_report(report, fmt, breakdown=breakdown)
     ctx.exit(exit_code(loaded))
-
-
-# --- rendering specific to usage -------------------------------------------------------------
-
-
-def reconciliation_lines(sessions: pl.DataFrame) -> list[str]:
-    """One line per session: the shutdown's request count against the counted LLM calls."""
-    lines = []
-    for row in sessions.iter_rows(named=True):
-        shutdowns = f"{row['shutdowns']} shutdown" + ("" if row["shutdowns"] == 1 else "s")
-        head = f"{short_id(row['session_id'])} {row['accounting']}, {shutdowns}"
-        counted = f"{row['llm_calls']} turns + {row['subagent_calls']} sub-agent calls"
-        if row["requests"] is None:
-            lines.append(f"{head}: no shutdown request count; {counted} counted, usage unknown")
-            continue
-        sign = "!=" if row["reconciliation"] in ("mismatch", "rewound") else "="
-        line = f"{head}: requests {row['requests']} {sign} {counted}"
-        if row["calls_after_shutdown"]:
-            line += f" - {row['calls_after_shutdown']} calls after the last shutdown"
-        if row["reconciliation"] == "unanswered":
-            line += f" - {row['turns_without_reply']} turns without a reply"
-        if row["reconciliation"] == "rewound":
-            line += " (the session was rewound with /rewind: the file and the count disagree)"
-        lines.append(f"{line} [{row['reconciliation']}]")
-    return lines
-
-
-def _count(value: Any) -> str:
-    return "?" if value is None else f"{value:,}"
-
-
-def _decimal(value: Any) -> str:
-    return "?" if value is None else f"{value:,.2f}"
-
-
-def _duration(value: Any) -> str:
-    return "?" if value is None else human_duration(value)
-
-
-def _minute(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else ""
-
-
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
-
-
-KEYS = {
-    "session": Column("label", "session", 1),
-    "day": Column("label", "day", 1),
-    "week": Column("label", "week", 1),
-    "month": Column("label", "month", 1),
-    "model": Column("label", "model", 1, max_width=28),
-    "repository": Column("label", "repository", 1, max_width=32),
-}
-MODEL_COLUMNS = [
-    Column("premium_requests", "premium", 1, numeric=True, format=_decimal),
-    Column("ai_credits", "credits", 1, numeric=True, format=_decimal),
-    Column("requests", "requests", 2, numeric=True, format=_count),
-    Column("input_tokens", "input", 2, numeric=True, format=_count),
-    Column("output_tokens", "output", 2, numeric=True, format=_count),
-    Column("cache_read_tokens", "cache read", 3, numeric=True, format=_count),
-    Column("cache_write_tokens", "cache write", 5, numeric=True, format=_count),
-    Column("reasoning_tokens", "reasoning", 5, numeric=True, format=_count),
-]
-SESSION_COLUMNS = [
-    Column("api_duration_ms", "api time", 4, numeric=True, format=_duration),
-    Column("lines_added", "+lines", 6, numeric=True, format=_count),
-    Column("lines_removed", "-lines", 6, numeric=True, format=_count),
-    Column("files_modified", "files", 6, numeric=True, format=_count),
-    Column("compactions", "compactions", 7, numeric=True, format=_count),
-    Column("compaction_input_tokens", "compaction in", 8, numeric=True, format=_count),
-    Column("compaction_output_tokens", "compaction out", 8, numeric=True, format=_count),
-]
-GROUP_COLUMNS = [
-    Column("sessions", "sessions", 2, numeric=True, format=_count),
-    Column("incomplete_sessions", "incomplete", 2, numeric=True, format=_count),
-]
-
-
-def _columns(by: str) -> list[Column]:
-    if by == "session":
-        lead = [
-            Column("started_at", "started", 3, format=_minute),
-            Column("accounting", "accounting", 3, format=_text),
-        ]
-        return [KEYS[by], *lead, *MODEL_COLUMNS, *SESSION_COLUMNS]
-    if by == "model":
-        return [KEYS[by], *GROUP_COLUMNS, *MODEL_COLUMNS]
-    return [KEYS[by], *GROUP_COLUMNS, *MODEL_COLUMNS, *SESSION_COLUMNS]
-
-
-def _label(by: str, row: dict[str, Any]) -> str:
-    if by == "session":
-        return short_id(row["session_id"])
-    return _text(row[by])
-
-
-def _cells(
-    columns: list[Column], row: dict[str, Any], fields: set[str] | None = None
-) -> dict[str, str]:
-    """A row's cells as text; a field outside ``fields`` does not apply: blank, not "?"."""
-    return {
-        c.field: (c.format or _text)(row.get(c.field))
-        if fields is None or c.field in fields
-        else ""
-        for c in columns
-    }
-
-
-def _display(report: UsageReport, breakdown: bool) -> tuple[pl.DataFrame, dict[str, str]]:
-    """The table's cells as text (a label, and with --breakdown a row per model), and its
-    totals row."""
-    import polars as pl
-
-    columns = _columns(report.by)
-    model_fields = {"label", *(c.field for c in MODEL_COLUMNS)}
-    rows: list[dict[str, str]] = []
-    local = report.rows
-    if report.by == "session":  # start times shown in --tz, like the buckets
-        local = local.with_columns(pl.col("started_at").dt.convert_time_zone(report.zone))
-    for row in local.iter_rows(named=True):
-        rows.append(_cells(columns, {**row, "label": _label(report.by, row)}))
-        if breakdown and report.by != "model":
-            rows.extend(
-                _cells(columns, {**m, "label": f"  └ {m['model']}"}, model_fields)
-                for m in row["models"]
-            )
-    totals = _cells(columns, {**report.totals, "label": "total"})
-    if report.by == "session":
-        totals["started_at"] = totals["accounting"] = ""
-    schema = {c.field: pl.String() for c in columns}
-    return pl.DataFrame(rows, schema=schema), totals
-
-
-def _flat_rows(report: UsageReport, breakdown: bool) -> tuple[list[dict[str, Any]], list[str]]:
-    """CSV rows: the nested models dropped, or with --breakdown one row per model after each
-    row (its ``model`` column set)."""
-    from copilot_logs.render.formats import records
-
-    keys = [c for c in report.rows.columns if c != "models"]
-    with_models = breakdown and report.by != "model"
-    columns = [*keys[:1], "model", *keys[1:]] if with_models else keys
-    out: list[dict[str, Any]] = []
-    for row in records(report.rows):
-        out.append({k: row.get(k) for k in keys})
-        if with_models:
-            base = {k: row.get(k) for k in keys[:1]}
-            out.extend({**base, **m} for m in row["models"])
-    return out, columns
-
-
-def write_report(report: UsageReport, fmt: str, *, breakdown: bool = False) -> None:
-    from copilot_logs.render import formats
-
-    if fmt == "json":
-        rows = formats.records(report.rows)
-        formats.write_json(
-            {"by": report.by, "zone": report.zone, "rows": rows, "totals": report.totals}
-        )
-    elif fmt == "ndjson":
-        formats.write_ndjson(formats.records(report.rows))
-    elif fmt == "csv":
-        flat, names = _flat_rows(report, breakdown)
-        formats.write_csv(flat, names)
-    else:
-        columns = [replace(c, format=None) for c in _columns(report.by)]
-        frame, totals = _display(report, breakdown)
-        if fmt == "markdown":
-            import polars as pl
-
-            table = pl.concat([frame, pl.DataFrame([totals], schema=frame.schema)])
-            output.echo(formats.markdown_table(table, columns), nl=False)
-        else:
-            formats.print_table(frame, columns, totals=totals)

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.audit import _duration
-from copilot_logs.cli.options import Picked, format_option, selection_options
+from copilot_logs.cli.options import Picked, format_option, parse_duration, selection_options
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 
@@ -20,7 +19,7 @@ REFRESH_SECONDS = 1.0
 
 
 def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> timedelta | None:
-    return None if value is None else _duration(ctx, param, value)
+    return None if value is None else parse_duration(ctx, param, value)
 
 
 @click.command()
@@ -211,18 +210,12 @@ def _follow(
 def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     """Print the log's audit verdict as ``copilot-logs audit`` does (on stderr beside ndjson)
     and return audit's exit code for it."""
-    from copilot_logs.cli.audit import (
-        DEFAULT_FAIL_ON,
-        AuditContext,
-        describe,
-        summary_line,
-        write_table,
-    )
+    from copilot_logs.cli.audit import DEFAULT_FAIL_ON
     from copilot_logs.commands import audit
     from copilot_logs.commands import watch as core
     from copilot_logs.ingest.decode.envelope import Source
     from copilot_logs.ingest.reader import read_source
-    from copilot_logs.render.watch import visible
+    from copilot_logs.render.audit import AuditContext, write_verdicts
 
     if follower.path is None:
         output.echo(f"No session log appeared at {follower.name}.", err=True)
@@ -232,13 +225,7 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
         read_source(Source(follower.path, follower.session_hint)), nudge_cap=nudge_cap
     )
     shown = audit.judged(table)
-    context = AuditContext(fail_on, table.height)
-    if fmt == "table":
-        write_table(shown, context)
-    else:
-        for row in shown.to_dicts():
-            output.echo(f"verdict: {row['verdict']}: {visible(describe(row))}", err=True)
-        output.echo(summary_line(shown, context), err=True)
+    write_verdicts(shown, AuditContext(fail_on, table.height), on_stderr=fmt != "table")
     if table.is_empty() or not audit.failing(shown, fail_on).is_empty():
         return ExitCode.FAILED
     return ExitCode.OK

@@ -16,6 +16,7 @@ from urllib.parse import quote
 import orjson
 
 from copilot_logs.render.formats import github_annotation
+from copilot_logs.render.humanize import display_path, plural
 from copilot_logs.render.sanitize import json_text, one_line
 
 if TYPE_CHECKING:
@@ -35,17 +36,6 @@ def tool_version() -> str:
         return "0+unknown"
 
 
-def display_path(file: str) -> str:
-    """``file`` relative to the current folder when it lies under it, else as given."""
-    if file.startswith("<"):
-        return file
-    try:
-        relative = Path(file).resolve().relative_to(Path.cwd().resolve())
-    except (ValueError, OSError, RuntimeError):  # RuntimeError: a link loop (3.11)
-        return file
-    return relative.as_posix()
-
-
 def _location(row: dict[str, Any]) -> str:
     path = display_path(row["file"])
     return f"{path}:{row['line']}" if row["line"] is not None else path
@@ -56,22 +46,18 @@ def finding_line(row: dict[str, Any]) -> str:
     return one_line(f"{_location(row)}: {row['code']} {row['name']}: {row['message']}")
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
 def summary_line(report: Report) -> str:
     s = report.summary()
-    files = _plural(s["files"], "file")
+    files = plural(s["files"], "file")
     if not s["findings"]:
         return f"All checks passed: {files}, no findings."
     counts = (
-        f"{_plural(s['errors'], 'error')}, {_plural(s['warnings'], 'warning')} and {s['info']} info"
+        f"{plural(s['errors'], 'error')}, {plural(s['warnings'], 'warning')} and {s['info']} info"
     )
     strict = " (--strict: warnings fail too)" if s["strict"] else ""
     if not s["failed"]:
         return f"Found {counts} in {files}; the gate passed{strict}."
-    failing = _plural(s["failing"], "failing finding")
+    failing = plural(s["failing"], "failing finding")
     return f"Found {counts}; the gate failed: {failing} in {s['files_failing']} of {files}{strict}."
 
 
@@ -155,7 +141,7 @@ def junit(report: Report) -> str:
                 case,
                 "failure",
                 {
-                    "message": f"{_plural(len(bad), 'failing finding')}: "
+                    "message": f"{plural(len(bad), 'failing finding')}: "
                     + ", ".join(sorted({row["code"] for row in bad})),
                     "type": "copilot-logs.validate",
                 },

@@ -12,7 +12,6 @@ import csv
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -104,43 +103,6 @@ class Column:
     numeric: bool = False
     max_width: int | None = None
     format: Callable[[Any], str] | None = None
-
-
-def human_duration(ms: Any) -> str:
-    if ms is None:
-        return ""
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, seconds = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
-def took_text(ms: float) -> str:
-    """Milliseconds under a second (tools are often that quick), else as everywhere else."""
-    return f"{ms:.0f}ms" if 0 <= ms < 1000 else human_duration(ms)
-
-
-def signed_offset(offset_ms: float) -> str:
-    """A start offset: ``+14.2s`` after the session start, ``-14.2s`` before it."""
-    return "-" + human_duration(-offset_ms) if offset_ms < 0 else "+" + human_duration(offset_ms)
-
-
-def local_time(value: Any) -> str:
-    if not isinstance(value, datetime):
-        return ""
-    return value.astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def yes_no(value: Any) -> str:
-    return "yes" if value else ("no" if value is not None else "")
-
-
-def short_id(value: Any) -> str:
-    return one_line(str(value)[:8]) if value else ""
 
 
 def _format(column: Column, value: Any) -> str:

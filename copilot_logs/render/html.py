@@ -1,297 +1,35 @@
 """A :class:`~copilot_logs.commands.report.Report` as one self-contained HTML page.
 
-Nothing is fetched: the style, the one script and the pictures (SVG from
-:mod:`copilot_logs.render.svg`) are inside the file. The page carries its own
-Content-Security-Policy, which allows no source at all but this style and this script (by
-their sha256, computed here), so no text from a log can run in it even if escaping failed.
-Every text from a log goes through :func:`svg_render.text` or :func:`svg_render.attr`.
+Nothing is fetched: the style, the one script (:mod:`copilot_logs.render.html_assets`) and the
+pictures (SVG from :mod:`copilot_logs.render.svg` and :mod:`copilot_logs.render.svg_chart`) are
+inside the file. The page carries its own Content-Security-Policy, which allows no source at
+all but this style and this script (by their sha256), so no text from a log can run in it even
+if escaping failed. Every text from a log goes through :func:`svg_marks.text` or
+:func:`svg_marks.attr`.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from copilot_logs.commands.report import Report, Row
-from copilot_logs.render.formats import human_duration, short_id, yes_no
-from copilot_logs.render.svg import (
-    attr,
-    calls_chart,
-    duration,
-    legend,
-    preview,
-    text,
-    timeline_svg,
+from copilot_logs.render.html_assets import SCRIPT, STYLE, policy
+from copilot_logs.render.html_table import (
+    AUDIT_COLUMNS,
+    RULE_COLUMNS,
+    SESSION_COLUMNS,
+    USAGE_COLUMNS,
+    Anchors,
+    table,
 )
+from copilot_logs.render.svg import timeline_svg
+from copilot_logs.render.svg_chart import calls_chart
+from copilot_logs.render.svg_marks import attr, duration, legend, preview, text
 
-STYLE = """
-:root{color-scheme:light;--ink:#111827;--muted:#4b5563;--line:#e5e7eb;--accent:#1d4ed8}
-*{box-sizing:border-box}
-body{
-  margin:0;
-  font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
-  color:var(--ink);
-  background:#f9fafb;
-}
-header,main{max-width:1260px;margin:0 auto;padding:0 16px}
-header{padding-top:20px}
-h1{font-size:22px;margin:0 0 4px}
-h2{font-size:18px;margin:28px 0 8px;border-bottom:2px solid var(--line);padding-bottom:4px}
-h3{font-size:15px;margin:0 0 2px;word-break:break-all}
-p.meta,.facts{color:var(--muted);margin:0 0 8px}
-nav a{margin-right:14px}
-a{color:var(--accent)}
-.card{
-  background:#fff;
-  border:1px solid var(--line);
-  border-radius:8px;
-  padding:12px;
-  margin:10px 0;
-  overflow-x:auto;
-}
-table{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}
-th,td{padding:3px 7px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
-td.num,th.num{text-align:right}
-td.note{white-space:normal;min-width:280px}
-th button{
-  font:inherit;
-  font-weight:600;
-  background:none;
-  border:0;
-  padding:0;
-  cursor:pointer;
-  color:inherit;
-}
-th[aria-sort=ascending] button::after{content:" \\25B2"}
-th[aria-sort=descending] button::after{content:" \\25BC"}
-tbody tr:hover{background:#f3f4f6}
-.chips span{
-  display:inline-block;
-  margin:0 8px 6px 0;
-  padding:2px 10px;
-  border-radius:12px;
-  background:#e5e7eb;
-}
-.chips .bad{background:#fee2e2;color:#991b1b}
-.chips .good{background:#dcfce7;color:#166534}
-svg{display:block;max-width:none}
-.mark{cursor:pointer}
-.mark:focus{outline:none;stroke:#f59e0b;stroke-width:3}
-g.mark:focus rect{stroke:#f59e0b;stroke-width:3}
-#tip{
-  position:absolute;
-  z-index:9;
-  max-width:520px;
-  white-space:pre-wrap;
-  background:#111827;
-  color:#f9fafb;
-  padding:6px 9px;
-  border-radius:6px;
-  font-size:12px;
-  pointer-events:none;
-}
-#tip[hidden]{display:none}
-.empty{color:var(--muted);font-style:italic}
-"""
-
-SCRIPT = """
-(function () {
-  var tip = document.getElementById('tip');
-  function show(mark) {
-    var title = mark.querySelector('title');
-    if (!title) { return; }
-    tip.textContent = title.textContent;
-    tip.hidden = false;
-    var box = mark.getBoundingClientRect();
-    var room = window.scrollX + document.documentElement.clientWidth - tip.offsetWidth - 8;
-    tip.style.left = Math.max(window.scrollX + 4, Math.min(box.left + window.scrollX, room)) + 'px';
-    tip.style.top = (box.bottom + window.scrollY + 6) + 'px';
-  }
-  function hide() { tip.hidden = true; }
-  function markOf(target) { return target.closest ? target.closest('.mark') : null; }
-  document.addEventListener('mouseover', function (e) {
-    var mark = markOf(e.target);
-    if (mark) { show(mark); } else { hide(); }
-  });
-  document.addEventListener('focusin', function (e) {
-    var mark = markOf(e.target);
-    if (mark) { show(mark); }
-  });
-  document.addEventListener('focusout', hide);
-  document.addEventListener('keydown', function (e) { if (e.key === 'Escape') { hide(); } });
-  function key(row, column, numeric) {
-    var value = row.cells[column].getAttribute('data-v');
-    if (value === null || value === '') { return null; }
-    return numeric ? parseFloat(value) : value.toLowerCase();
-  }
-  document.querySelectorAll('table.sortable').forEach(function (table) {
-    var heads = table.querySelectorAll('thead th');
-    heads.forEach(function (th, column) {
-      th.querySelector('button').addEventListener('click', function () {
-        var ascending = th.getAttribute('aria-sort') !== 'ascending';
-        var numeric = th.classList.contains('num');
-        heads.forEach(function (other) { other.removeAttribute('aria-sort'); });
-        th.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
-        var body = table.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var x = key(a, column, numeric), y = key(b, column, numeric);
-          if (x === y) { return 0; }
-          if (x === null) { return 1; }
-          if (y === null) { return -1; }
-          return (x < y ? -1 : 1) * (ascending ? 1 : -1);
-        });
-        rows.forEach(function (row) { body.appendChild(row); });
-      });
-    });
-  });
-  document.documentElement.setAttribute('data-ready', 'yes');
-})();
-"""
-
-
-def sha256(source: str) -> str:
-    """The CSP source expression allowing exactly this inline style or script."""
-    digest = hashlib.sha256(source.encode()).digest()
-    return f"'sha256-{base64.b64encode(digest).decode()}'"
-
-
-def policy(style: str = STYLE, script: str = SCRIPT) -> str:
-    return (
-        f"default-src 'none'; style-src {sha256(style)}; script-src {sha256(script)}; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
-    )
-
-
-Anchors = dict[tuple[str, str], str]
-"""(session id, file) -> the id of the session's timeline in the page."""
-
-
-@dataclass(frozen=True)
-class Column:
-    field: str
-    heading: str
-    numeric: bool = False
-    format: Callable[[Any], str] | None = None
-
-
-def _minute(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else ""
-
-
-def _count(value: Any) -> str:
-    return "?" if value is None else f"{value:,}"
-
-
-def _decimal(value: Any) -> str:
-    return "?" if value is None else f"{value:,.2f}"
-
-
-SESSION_COLUMNS = [
-    Column("session_id", "session"),
-    Column("started_at", "started", format=_minute),
-    Column("duration_ms", "took", True, human_duration),
-    Column("repository", "repository"),
-    Column("branch", "branch"),
-    Column("cli_version", "cli"),
-    Column("model", "model"),
-    Column("mode", "mode"),
-    Column("user_prompts", "prompts", True),
-    Column("autopilot_nudges", "nudges", True),
-    Column("llm_calls", "calls", True),
-    Column("subagent_calls", "sub-agent calls", True),
-    Column("tool_calls", "tools", True),
-    Column("subagent_runs", "sub-agents", True),
-    Column("errors", "errors", True),
-    Column("task_complete", "done", format=yes_no),
-    Column("status", "status"),
-    Column("damaged_lines", "damaged", True),
-]
-AUDIT_COLUMNS = [
-    Column("session_id", "session"),
-    Column("verdict", "verdict"),
-    Column("started_at", "started", format=_minute),
-    Column("autopilot_nudges", "nudges", True),
-    Column("turns_after_first_nudge", "calls after 1st nudge", True),
-    Column("tool_calls_after_first_nudge", "tools after 1st nudge", True),
-    Column("note", "summary / error"),
-]
-RULE_COLUMNS = [
-    Column("code", "rule"),
-    Column("name", "name"),
-    Column("severity", "severity"),
-    Column("count", "findings", True),
-]
-USAGE_COLUMNS = [
-    Column("model", "model"),
-    Column("sessions", "sessions", True, _count),
-    Column("requests", "requests", True, _count),
-    Column("premium_requests", "premium requests", True, _decimal),
-    Column("ai_credits", "AI credits", True, _decimal),
-    Column("input_tokens", "input tokens", True, _count),
-    Column("output_tokens", "output tokens", True, _count),
-    Column("cache_read_tokens", "cache read", True, _count),
-    Column("reasoning_tokens", "reasoning", True, _count),
-]
 GOOD_VERDICTS = frozenset({"completed"})
 BAD_VERDICTS = frozenset({"missing-task-complete", "nudge-cap", "errored", "interrupted"})
-
-
-def _sort_value(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def _cell(column: Column, row: Row, anchors: Anchors) -> str:
-    value = row.get(column.field)
-    classes = ' class="num"' if column.numeric else ""
-    if column.field == "note":
-        classes = ' class="note"'
-    shown = column.format(value) if column.format else ("" if value is None else str(value))
-    if column.numeric and column.format is None and isinstance(value, int):
-        shown = f"{value:,}"
-    body = text(shown)
-    if column.field == "session_id":
-        body = f'<span title="{attr(value)}">{text(short_id(value))}</span>'
-        anchor = anchors.get((str(value), str(row.get("file"))))
-        if anchor:
-            body = f'<a href="#{anchor}" title="{attr(value)}">{text(short_id(value))}</a>'
-    return f'<td{classes} data-v="{attr(_sort_value(value))}">{body}</td>'
-
-
-def table(
-    rows: Iterable[Row],
-    columns: list[Column],
-    *,
-    sortable: bool = False,
-    anchors: Anchors | None = None,
-    label: str,
-) -> str:
-    heads = []
-    for column in columns:
-        classes = ' class="num"' if column.numeric else ""
-        heading = text(column.heading)
-        if sortable:
-            heading = f'<button type="button">{heading}</button>'
-        heads.append(f'<th scope="col"{classes}>{heading}</th>')
-    body = [
-        "<tr>" + "".join(_cell(c, row, anchors or {}) for c in columns) + "</tr>" for row in rows
-    ]
-    kind = ' class="sortable"' if sortable else ""
-    return (
-        f'<table{kind} aria-label="{attr(label)}"><thead><tr>{"".join(heads)}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
-    )
 
 
 def _note(row: Row) -> str:

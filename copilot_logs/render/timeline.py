@@ -18,7 +18,7 @@ from rich.segment import Segment, Segments
 from rich.text import Text
 
 from copilot_logs.render import output
-from copilot_logs.render.formats import human_duration, signed_offset, took_text
+from copilot_logs.render.humanize import human_duration, plural, signed_offset, took_text
 from copilot_logs.render.sanitize import one_line
 
 Node = dict[str, Any]
@@ -169,19 +169,15 @@ def _summary(session: Node) -> Text:
     parts = [
         where,
         session["model"] or "model unknown",
-        _count(session["llm_calls"], "LLM call")
+        plural(session["llm_calls"], "LLM call", grouped=True)
         + (f" ({session['open_turns']} open)" if session["open_turns"] else ""),
-        _count(session["tool_calls"], "tool call")
+        plural(session["tool_calls"], "tool call", grouped=True)
         + (f" ({session['failed_tool_calls']} failed)" if session["failed_tool_calls"] else ""),
     ]
     if session["subagent_calls"]:
-        parts.append(_count(session["subagent_calls"], "sub-agent call"))
-    parts.append(_count(len(session["interactions"]), "interaction"))
+        parts.append(plural(session["subagent_calls"], "sub-agent call", grouped=True))
+    parts.append(plural(len(session["interactions"]), "interaction", grouped=True))
     return Text(" · ".join(parts), style="dim")
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def _preview(text: str | None) -> str:
@@ -250,7 +246,7 @@ def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
     if turn["task_complete_called"]:
         label.append(" [task_complete]", style="bold green")
     if not show_tools and turn["tool_calls"]:
-        label.append(f" {_count(turn['tool_calls'], 'tool')}", style="dim")
+        label.append(f" {plural(turn['tool_calls'], 'tool', grouped=True)}", style="dim")
         if turn["failed_tool_calls"]:
             label.append(f" ({turn['failed_tool_calls']} failed)", style="red")
     if turn["model"] and turn["model"] != session_model:
@@ -332,7 +328,7 @@ def _subagent_line(run: Node, session_model: str | None) -> Line:
     label.append(f" {status}", style=style)
     if status == "failed" and run["error"]:
         label.append(": " + _preview(run["error"]), style="red")
-    label.append(f" · {_count(run['llm_calls'], 'call')}", style="dim")
+    label.append(f" · {plural(run['llm_calls'], 'call', grouped=True)}", style="dim")
     if run["prompt"]:
         label.append(" " + _preview(run["prompt"]), style="dim")
     children: list[tuple[int, Line]] = [(e["line"], _event_line(e)) for e in run["events"]]

@@ -15,7 +15,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from copilot_logs.commands.watch import SessionState
-from copilot_logs.render.formats import short_id, write_ndjson
+from copilot_logs.render.formats import write_ndjson
+from copilot_logs.render.humanize import plural, short_id
 from copilot_logs.render.sanitize import one_line
 
 
@@ -51,9 +52,8 @@ def view(
 ) -> RenderableType:
     """The whole screen: a header, then a few lines per session, then the files waited for."""
     now = now or datetime.now(UTC)
-    count = len(states)
     header = Text(
-        f"copilot-logs watch: {count} session{'' if count == 1 else 's'} (Ctrl-C to stop)",
+        f"copilot-logs watch: {plural(len(states), 'session')} (Ctrl-C to stop)",
         style="bold",
     )
     parts: list[RenderableType] = [header]

@@ -1,0 +1,208 @@
+"""``copilot-logs audit``'s verdicts for people and CI: a table, a markdown comment, GitHub
+annotations, or the machine formats (json, ndjson, csv)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from copilot_logs.render import output
+from copilot_logs.render.formats import Column
+from copilot_logs.render.humanize import display_path, local_time, plural, short_id
+from copilot_logs.render.sanitize import one_line
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+@dataclass(frozen=True)
+class AuditContext:
+    """What the renderers need besides the rows: the failing verdicts and how many sessions
+    were read (interactive ones included)."""
+
+    fail_on: frozenset[str]
+    sessions_read: int
+
+
+Renderer = Callable[["pl.DataFrame", AuditContext], None]
+
+
+def summary_line(table: pl.DataFrame, context: AuditContext) -> str:
+    """One line: how many sessions were judged, by verdict, and whether the gate fails."""
+    from copilot_logs.commands import audit as core
+
+    if context.sessions_read == 0:
+        return "FAIL: no session found to audit."
+    judged = core.judged(table)
+    not_judged = context.sessions_read - judged.height
+    if judged.is_empty():
+        return (
+            f"OK: no autopilot session among the {plural(context.sessions_read, 'session')} read "
+            "(--require-task-complete judges interactive ones too)."
+        )
+    counts = core.verdict_counts(judged)
+    by_verdict = ", ".join(f"{count} {verdict}" for verdict, count in counts.items())
+    failed = sum(count for verdict, count in counts.items() if verdict in context.fail_on)
+    status = f"FAIL: {failed} failing" if failed else "OK"
+    rest = f"; {not_judged} interactive not judged" if not_judged else ""
+    return f"{status} ({plural(judged.height, 'session')} audited: {by_verdict}{rest})."
+
+
+_SENTENCES = {
+    "completed": "Session {sid} completed{after_nudges}{cost}: {task_complete_summary}",
+    "completion-rejected": "Session {sid} called task_complete without finishing "
+    "({rejection}){cost}: {task_complete_summary}",
+    "nudge-cap": "Session {sid} hit the nudge cap: {task_nudges} nudges and no "
+    "task_complete{cost}.",
+    "missing-task-complete": "Session {sid} ended without task_complete{after_nudges}{cost}.",
+    "errored": "Session {sid} ended on a session.error{error_type}: {session_error}",
+    "interrupted": "Session {sid} was interrupted: it ended inside a turn, was aborted, or "
+    "never shut down{cost}.",
+    "user-quit": "Session {sid} was shut down by the user while its last turn was still open "
+    "(e.g. at a permission prompt){cost}.",
+    "running": "Session {sid} is still running (last event at {last_event_at:%Y-%m-%d %H:%M} UTC).",
+}
+
+
+def describe(row: dict[str, Any]) -> str:
+    """A sentence on one audited session, for annotations."""
+    nudges = row["autopilot_nudges"]
+    fields = {
+        **row,
+        "sid": short_id(row["session_id"]),
+        "after_nudges": f" after {plural(nudges, 'nudge')}" if nudges else "",
+        "cost": f" ({row['turns_after_first_nudge']} LLM calls and "
+        f"{row['tool_calls_after_first_nudge']} tool calls after the first nudge)"
+        if nudges
+        else "",
+        "error_type": f" ({row['session_error_type']})" if row["session_error_type"] else "",
+        "rejection": f"outcome {row['task_complete_outcome']}"
+        if row["task_complete_outcome"]
+        else "success: false",
+    }
+    text = _SENTENCES.get(row["verdict"], "Session {sid} is {verdict}.").format(**fields)
+    if row["last_failed_tool"] and row["verdict"] != "completed":
+        text += f" Last failed tool: {row['last_failed_tool']}: {row['last_failed_tool_error']}"
+    return text
+
+
+def write_github(table: pl.DataFrame, context: AuditContext) -> None:
+    """One workflow command per judged session: error for a --fail-on verdict, notice for
+    completed, warning for the rest; then the summary line."""
+    from copilot_logs.render import formats
+
+    if context.sessions_read == 0:
+        output.echo(
+            formats.github_annotation("error", "No Copilot CLI session found to audit."),
+            workflow_commands=True,
+        )
+    for row in table.to_dicts():
+        verdict = row["verdict"]
+        if verdict == "interactive":
+            continue
+        level = (
+            "error"
+            if verdict in context.fail_on
+            else ("notice" if verdict == "completed" else "warning")
+        )
+        output.echo(
+            formats.github_annotation(
+                level,
+                describe(row),
+                file=display_path(row["file"]),
+                line=row["line"],
+                title=f"copilot-logs audit: {verdict}",
+            ),
+            workflow_commands=True,
+        )
+    output.echo(summary_line(table, context))
+
+
+def _note() -> pl.Expr:
+    """The one text cell a table row has room for: what the agent said, or what went wrong."""
+    import polars as pl
+
+    failed_tool = pl.concat_str(
+        pl.lit("last failed tool: "), "last_failed_tool", pl.lit(": "), "last_failed_tool_error"
+    )
+    note = pl.coalesce(
+        pl.when(pl.col("verdict").is_in(["completed", "completion-rejected"])).then(
+            "task_complete_summary"
+        ),
+        pl.when(pl.col("verdict") == "errored").then("session_error"),
+        failed_tool,
+        pl.lit(""),
+    )
+    return note.str.replace_all(r"\s+", " ").str.strip_chars()
+
+
+def write_table(table: pl.DataFrame, context: AuditContext) -> None:
+    from copilot_logs.render import formats
+
+    formats.print_table(table.with_columns(note=_note()), AUDIT_TABLE)
+    output.echo(summary_line(table, context))
+
+
+def write_verdicts(table: pl.DataFrame, context: AuditContext, *, on_stderr: bool) -> None:
+    """``watch --until-done``'s ending: audit's table, or (beside an ndjson stream) a line per
+    verdict and the summary on stderr."""
+    if not on_stderr:
+        write_table(table, context)
+        return
+    for row in table.to_dicts():
+        output.echo(f"verdict: {row['verdict']}: {one_line(describe(row))}", err=True)
+    output.echo(summary_line(table, context), err=True)
+
+
+def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
+    """A one-line summary and a table, ready to paste as a pull-request comment."""
+    from copilot_logs.commands import audit as core
+    from copilot_logs.render import formats
+
+    failed = not core.failing(table, context.fail_on).is_empty() or context.sessions_read == 0
+    mark = ":x:" if failed else ":white_check_mark:"
+    output.echo(f"{mark} **copilot-logs audit**: {summary_line(table, context)}")
+    if not table.is_empty():
+        limited = table.with_columns(note=_note().str.slice(0, 120))
+        output.echo("\n" + formats.markdown_table(limited, MARKDOWN_TABLE), nl=False)
+
+
+def _machine(fmt: str) -> Renderer:
+    def write(table: pl.DataFrame, context: AuditContext) -> None:
+        from copilot_logs.render import formats
+
+        formats.write_frame(table, fmt)
+
+    return write
+
+
+RENDERERS: dict[str, Renderer] = {
+    "table": write_table,
+    "markdown": write_markdown,
+    "github": write_github,
+    "json": _machine("json"),
+    "ndjson": _machine("ndjson"),
+    "csv": _machine("csv"),
+}
+
+AUDIT_TABLE = [
+    Column("session_id", "session", 1, format=short_id),
+    Column("verdict", "verdict", 1),
+    Column("autopilot_nudges", "nudges", 1, numeric=True),
+    Column("turns_after_first_nudge", "calls after nudge", 2, numeric=True),
+    Column("tool_calls_after_first_nudge", "tools after nudge", 2, numeric=True),
+    Column("started_at", "started", 3, format=local_time),
+    Column("note", "summary / error", 3, max_width=50),
+    Column("llm_calls", "calls", 4, numeric=True),
+    Column("mode", "mode", 5),
+    Column("repository", "repository", 6, max_width=24),
+]
+MARKDOWN_TABLE = [
+    Column("session_id", "Session", format=short_id),
+    Column("verdict", "Verdict"),
+    Column("autopilot_nudges", "Nudges", numeric=True),
+    Column("turns_after_first_nudge", "LLM calls after 1st nudge", numeric=True),
+    Column("tool_calls_after_first_nudge", "Tool calls after 1st nudge", numeric=True),
+    Column("note", "Summary / error"),
+]
