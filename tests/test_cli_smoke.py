@@ -122,8 +122,8 @@ def test_two_problems_of_one_line_are_reported_in_the_same_order_whatever_the_ba
     order of their kind, whichever order the batches (or Spark's executors) gave them."""
     import polars as pl
 
-    from copilot_logs.cli.options import report_damage
     from copilot_logs.ingest.schema import empty_diagnostics
+    from copilot_logs.render.formats import report_damage
 
     rows = [
         ("s", "f.jsonl", 42, 10, "nul-bytes", "64 NUL bytes", None),

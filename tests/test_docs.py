@@ -55,11 +55,10 @@ RULES_PAGE = PROJECT / "docs" / "rules.md"
 
 
 def test_rules_page_is_up_to_date() -> None:
-    from copilot_logs.commands.validate import docs
+    from copilot_logs.render import rules as rules_page
 
-    assert RULES_PAGE.read_text(encoding="utf-8") == docs.render(), (
-        "docs/rules.md is out of date: run "
-        "`python -m copilot_logs.commands.validate.docs > docs/rules.md`"
+    assert RULES_PAGE.read_text(encoding="utf-8") == rules_page.render(), (
+        "docs/rules.md is out of date: run `python -m copilot_logs.render.rules > docs/rules.md`"
     )
 
 
@@ -68,7 +67,7 @@ def test_the_rules_page_generator_runs_as_documented() -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "copilot_logs.commands.validate.docs"],
+        [sys.executable, "-m", "copilot_logs.render.rules"],
         capture_output=True,
         check=True,
         cwd=PROJECT,
@@ -106,7 +105,7 @@ def test_the_docs_point_at_the_rules_page_and_name_only_real_codes() -> None:
     validate_page = (PROJECT / "docs" / "validate.md").read_text(encoding="utf-8")
     section = validate_page.split("\n## Rules\n", 1)[1].split("\n## ", 1)[0]
     assert "](rules.md)" in section
-    assert "python -m copilot_logs.commands.validate.docs > docs/rules.md" in section
+    assert "python -m copilot_logs.render.rules > docs/rules.md" in section
     pages = [README] + [page.read_text() for page in (PROJECT / "docs").glob("*.md")]
     named = set(re.findall(r"\b[ETXSCR][1-6]\d\d\b", "\n".join(pages)))
     assert named and named <= set(RULES_BY_CODE)

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from copilot_logs.render.svg_scale import tick_step
+from copilot_logs.render.svg.scale import tick_step
 from synth import SessionBuilder, bash, task, view
 from tests.conftest import SAMPLES
 

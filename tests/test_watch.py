@@ -31,8 +31,8 @@ from polars.testing import assert_frame_equal
 
 from copilot_logs.cli import main
 from copilot_logs.commands import audit, count, watch
+from copilot_logs.commands.watch import tail
 from copilot_logs.errors import ExitCode
-from copilot_logs.ingest import log_tail
 from copilot_logs.ingest.discover import Selection
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.render.watch import visible
@@ -308,7 +308,7 @@ def test_watching_a_root_follows_recent_and_new_sessions_and_lets_ended_ones_lea
     recent = watcher.followers[0]
     assert recent.ended_seen_at is not None  # it shut down
     assert recent in watcher.shown()
-    recent.ended_seen_at -= log_tail.ENDED_LINGER
+    recent.ended_seen_at -= tail.ENDED_LINGER
     assert [f.session_hint for f in watcher.shown()] == ["new"]
     # Resumed: new work after the shutdown brings it back.
     resumed = COMPLETED_SAMPLE.read_bytes().splitlines(keepends=True)

@@ -14,7 +14,7 @@ import click
 
 from copilot_logs.errors import CopilotLogsError
 from copilot_logs.render import output
-from copilot_logs.render.sanitize import one_line
+from copilot_logs.render.output import one_line
 
 COMMANDS = {
     "sessions": "copilot_logs.cli.sessions:sessions",

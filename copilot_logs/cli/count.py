@@ -12,7 +12,6 @@ from copilot_logs.cli.options import (
     find,
     format_option,
     load,
-    print_damage,
     read_each,
     selection_options,
     spark_engine,
@@ -20,6 +19,7 @@ from copilot_logs.cli.options import (
 )
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
+from copilot_logs.render.formats import print_damage
 
 
 @click.command()

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from copilot_logs.errors import ExitCode
-from copilot_logs.ingest.decode.envelope import STDIN
 from copilot_logs.render import output
-from copilot_logs.render.humanize import plural
-from copilot_logs.render.sanitize import one_line
+from copilot_logs.render.formats import report_damage
+from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
     Engine = Callable[[list[Source], Callable[[ReadResult], Any]], Iterable[BatchResult[Any]]]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-MAX_DAMAGE_LINES = 20
 
 
 NO_CACHE = "copilot_logs.no_cache"
@@ -350,36 +347,6 @@ def read_each(loaded: Loaded | None, fn: Callable[[ReadResult], T]) -> list[T]:
 
         return [fn(ReadResult.empty())]
     return loaded.map(fn)
-
-
-def report_damage(diagnostics: pl.DataFrame) -> None:
-    """Each damaged line on stderr as FILE:LINE: kind: message, a few per file; two problems
-    of one line in the order of their kind, so the report never depends on how batches ran."""
-    ordered = diagnostics.sort("file", "line", "kind", "message")
-    rows = ordered.select("file", "line", "kind", "message")
-    print_damage(rows.iter_rows())
-
-
-def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
-    """(file, line, kind, message) rows, in order, on stderr; at most MAX_DAMAGE_LINES a file,
-    then how many more problems, on how many lines."""
-    shown: dict[str, int] = {}
-    unshown_lines: dict[str, set[int]] = {}
-    for file, line, kind, message in rows:
-        shown[file] = shown.get(file, 0) + 1
-        if shown[file] <= MAX_DAMAGE_LINES:
-            output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)
-        else:
-            unshown_lines.setdefault(file, set()).add(line)
-    for file, lines in unshown_lines.items():
-        problems = shown[file] - MAX_DAMAGE_LINES
-        target = "-` on the same input" if file == STDIN else f"{one_line(file)}`"
-        output.echo(
-            f"warning: {one_line(file)}: {plural(problems, 'more problem')} on "
-            f"{plural(len(lines), 'line')}; run `copilot-logs validate {target} to "
-            "list them all",
-            err=True,
-        )
 
 
 def exit_code(loaded: Loaded | None) -> ExitCode:

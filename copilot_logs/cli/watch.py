@@ -12,7 +12,7 @@ from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 
 if TYPE_CHECKING:
-    from copilot_logs.ingest.log_tail import Follower, Watcher
+    from copilot_logs.commands.watch.tail import Follower, Watcher
 
 REFRESH_SECONDS = 1.0
 """How often the live view is drawn again when nothing changed (its clocks move)."""
@@ -178,8 +178,8 @@ def _follow(
     nudge_cap: int,
 ) -> _Ending:
     """Follow until the run ends (--until-done) or forever (until Ctrl-C)."""
-    from copilot_logs.cli.options import report_damage
     from copilot_logs.commands import watch as core
+    from copilot_logs.render.formats import report_damage
     from copilot_logs.render.watch import write_record
 
     if fmt == "ndjson" or not screen.live:

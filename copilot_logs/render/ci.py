@@ -17,7 +17,7 @@ import orjson
 
 from copilot_logs.render.formats import github_annotation
 from copilot_logs.render.humanize import display_path, plural
-from copilot_logs.render.sanitize import json_text, one_line
+from copilot_logs.render.output import json_text, one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.validate import Report, Rule

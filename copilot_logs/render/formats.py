@@ -2,7 +2,7 @@
 
 Machine formats go to stdout with stable snake_case field names, the text exactly as logged;
 times are ISO-8601 UTC strings with a ``Z``. Text for people (tables, markdown, annotations)
-shows log text through :mod:`copilot_logs.render.sanitize`; all of it leaves through
+shows log text through :mod:`copilot_logs.render.output`; all of it leaves through
 :mod:`copilot_logs.render.output`.
 """
 
@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from copilot_logs.ingest.decode.envelope import STDIN
 from copilot_logs.render import output
-from copilot_logs.render.sanitize import json_text, markdown_cell, one_line
+from copilot_logs.render.humanize import plural
+from copilot_logs.render.output import json_text, markdown_cell, one_line
 
 if TYPE_CHECKING:
     import polars as pl
@@ -228,3 +230,38 @@ def github_annotation(
         properties.append(f"title={_escape_property(title)}")
     joined = (" " + ",".join(properties)) if properties else ""
     return f"::{level}{joined}::{_escape_data(message)}"
+
+
+# --- damaged lines, as warnings on stderr -------------------------------------------------------
+
+MAX_DAMAGE_LINES = 20
+
+
+def report_damage(diagnostics: pl.DataFrame) -> None:
+    """Each damaged line on stderr as FILE:LINE: kind: message, a few per file; two problems
+    of one line in the order of their kind, so the report never depends on how batches ran."""
+    ordered = diagnostics.sort("file", "line", "kind", "message")
+    rows = ordered.select("file", "line", "kind", "message")
+    print_damage(rows.iter_rows())
+
+
+def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
+    """(file, line, kind, message) rows, in order, on stderr; at most MAX_DAMAGE_LINES a file,
+    then how many more problems, on how many lines."""
+    shown: dict[str, int] = {}
+    unshown_lines: dict[str, set[int]] = {}
+    for file, line, kind, message in rows:
+        shown[file] = shown.get(file, 0) + 1
+        if shown[file] <= MAX_DAMAGE_LINES:
+            output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)
+        else:
+            unshown_lines.setdefault(file, set()).add(line)
+    for file, lines in unshown_lines.items():
+        problems = shown[file] - MAX_DAMAGE_LINES
+        target = "-` on the same input" if file == STDIN else f"{one_line(file)}`"
+        output.echo(
+            f"warning: {one_line(file)}: {plural(problems, 'more problem')} on "
+            f"{plural(len(lines), 'line')}; run `copilot-logs validate {target} to "
+            "list them all",
+            err=True,
+        )

@@ -2,7 +2,7 @@
 
 The one home of these small formats, so every command, table, page and picture words them
 alike. Nothing here prints; log text in a result is shown through
-:mod:`copilot_logs.render.sanitize`.
+:mod:`copilot_logs.render.output`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from copilot_logs.render.sanitize import one_line
+from copilot_logs.render.output import one_line
 
 MINUTE = "%Y-%m-%d %H:%M"
 

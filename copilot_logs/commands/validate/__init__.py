@@ -6,7 +6,7 @@ explanation, declared in its family's module beside the check that finds it (or 
 diagnostics that report it). :func:`check` evaluates the selected rules as polars expressions
 over the annotated events of every file at once, maps the reader's diagnostics onto the
 envelope rules, and returns one findings frame: each finding points at a file, a line and an
-event id. ``python -m copilot_logs.commands.validate.docs`` writes docs/rules.md from the rules.
+event id. ``python -m copilot_logs.render.rules`` writes docs/rules.md from the rules.
 
 The package:
 

@@ -1,6 +1,7 @@
 """The core of ``watch``: which logs to follow, and their events folded into a live state.
 
-Following the files as they grow is :mod:`copilot_logs.ingest.log_tail`; the ndjson records are
+Following the files as they grow is :mod:`copilot_logs.commands.watch.tail`; the ndjson records
+are
 :mod:`copilot_logs.commands.watch.records`. Every figure is derived from the accumulated events
 frame
 by the batch commands' own functions (:func:`copilot_logs.commands.count.count`,
@@ -20,13 +21,13 @@ import polars as pl
 
 from copilot_logs import derive
 from copilot_logs.commands import audit, count
+from copilot_logs.commands.watch.tail import Follower as Follower
+from copilot_logs.commands.watch.tail import Watcher as Watcher
+from copilot_logs.commands.watch.tail import follow as follow
+from copilot_logs.commands.watch.tail import root_entries, shut_down
 from copilot_logs.derive import MAIN, TYPE
 from copilot_logs.errors import SelectionError
 from copilot_logs.ingest.discover import EVENTS_FILE, Selection, find_sources
-from copilot_logs.ingest.log_tail import Follower as Follower
-from copilot_logs.ingest.log_tail import Watcher as Watcher
-from copilot_logs.ingest.log_tail import follow as follow
-from copilot_logs.ingest.log_tail import root_entries, shut_down
 from copilot_logs.ingest.reader import ReadResult
 
 ACTIVE_WITHIN = timedelta(minutes=10)

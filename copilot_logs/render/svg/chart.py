@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from copilot_logs.render.svg_marks import COLOURS, FONT, text
-from copilot_logs.render.svg_scale import RIGHT, WIDTH
+from copilot_logs.render.svg.marks import COLOURS, FONT, text
+from copilot_logs.render.svg.scale import RIGHT, WIDTH
 
 Node = dict[str, Any]
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from copilot_logs.render.humanize import signed_offset, took_text
-from copilot_logs.render.sanitize import multiline
-from copilot_logs.render.svg_scale import LABEL_W, RIGHT, WIDTH, Scale
+from copilot_logs.render.output import multiline
+from copilot_logs.render.svg.scale import LABEL_W, RIGHT, WIDTH, Scale
 
 ROW = 20
 BAR = 12

@@ -18,7 +18,7 @@ from copilot_logs.render.humanize import (
     short_id,
     yes_no,
 )
-from copilot_logs.render.svg_marks import attr, text
+from copilot_logs.render.svg.marks import attr, text
 
 Anchors = dict[tuple[str, str], str]
 """(session id, file) -> the id of the session's timeline in the page."""

@@ -1,7 +1,9 @@
 """A :class:`~copilot_logs.commands.report.Report` as one self-contained HTML page.
 
-Nothing is fetched: the style, the one script (:mod:`copilot_logs.render.html_assets`) and the
-pictures (SVG from :mod:`copilot_logs.render.svg` and :mod:`copilot_logs.render.svg_chart`) are
+Nothing is fetched: the style, the one script (:mod:`copilot_logs.render.html.assets`) and
+the
+pictures (SVG from :mod:`copilot_logs.render.svg` and :mod:`copilot_logs.render.svg.chart`)
+are
 inside the file. The page carries its own Content-Security-Policy, which allows no source at
 all but this style and this script (by their sha256), so no text from a log can run in it even
 if escaping failed. Every text from a log goes through :func:`svg_marks.text` or
@@ -15,8 +17,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from copilot_logs.commands.report import Report, Row
-from copilot_logs.render.html_assets import SCRIPT, STYLE, policy
-from copilot_logs.render.html_table import (
+from copilot_logs.render.html.assets import SCRIPT, STYLE, policy
+from copilot_logs.render.html.table import (
     AUDIT_COLUMNS,
     RULE_COLUMNS,
     SESSION_COLUMNS,
@@ -25,8 +27,8 @@ from copilot_logs.render.html_table import (
     table,
 )
 from copilot_logs.render.svg import timeline_svg
-from copilot_logs.render.svg_chart import calls_chart
-from copilot_logs.render.svg_marks import attr, duration, legend, preview, text
+from copilot_logs.render.svg.chart import calls_chart
+from copilot_logs.render.svg.marks import attr, duration, legend, preview, text
 
 GOOD_VERDICTS = frozenset({"completed"})
 BAD_VERDICTS = frozenset({"missing-task-complete", "nudge-cap", "errored", "interrupted"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from copilot_logs.render.svg_marks import duration, offset, preview
+from copilot_logs.render.svg.marks import duration, offset, preview
 
 Node = dict[str, Any]
 

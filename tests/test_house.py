@@ -1,0 +1,154 @@
+"""The house rules of issue 13, checked on the package's own source.
+
+A module holds at most 400 lines and a function at most 60, the median function stays under
+15 lines, no package level holds more than a dozen modules, the core (everything but ``cli/``
+and ``render/``) never imports click or rich, a command's code is found by its name, and the
+test-data generator is not part of the package.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+
+from copilot_logs.cli import main
+
+PACKAGE = Path(__file__).resolve().parent.parent / "copilot_logs"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+MAX_MEDIAN_FUNCTION_LINES = 15
+MAX_MODULES_PER_LEVEL = 12
+PRESENTATION = ("cli", "render")
+"""The only subpackages that may import click or rich."""
+CORE_OF = {"rules": "commands/validate", "cache": "store"}
+"""Commands whose core is not a module of their own name: `rules` lists validate's rules,
+`cache` shows the store."""
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def functions(path: Path) -> Iterator[tuple[str, int]]:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            assert node.end_lineno is not None
+            yield (
+                f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}",
+                (node.end_lineno - node.lineno + 1),
+            )
+
+
+def imported(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_no_module_over_400_lines() -> None:
+    long = {
+        str(path.relative_to(PACKAGE.parent)): lines
+        for path in modules()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_no_function_over_60_lines_and_a_short_median() -> None:
+    lengths = dict(item for path in modules() for item in functions(path))
+    long = {name: lines for name, lines in lengths.items() if lines > MAX_FUNCTION_LINES}
+    assert long == {}
+    assert statistics.median(lengths.values()) < MAX_MEDIAN_FUNCTION_LINES
+
+
+def test_at_most_a_dozen_modules_at_any_level() -> None:
+    crowded = {}
+    for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir())]:
+        if folder.name == "__pycache__":
+            continue
+        count = len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+        if count > MAX_MODULES_PER_LEVEL:
+            crowded[str(folder.relative_to(PACKAGE.parent))] = count
+    assert crowded == {}
+
+
+def test_the_core_never_imports_click_or_rich() -> None:
+    offenders = [
+        str(path.relative_to(PACKAGE.parent))
+        for path in modules()
+        if path.relative_to(PACKAGE).parts[0] not in PRESENTATION
+        and imported(path) & {"click", "rich"}
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("command", sorted(main.list_commands(click.Context(main))))
+def test_a_command_is_found_by_its_name(command: str) -> None:
+    assert (PACKAGE / "cli" / f"{command}.py").is_file()
+    core = PACKAGE / CORE_OF.get(command, f"commands/{command}")
+    assert core.with_suffix(".py").is_file() or (core / "__init__.py").is_file()
+
+
+def test_the_test_data_generator_is_not_in_the_package() -> None:
+    assert not [p for p in modules() if "synth" in p.stem]
+    assert not [p for p in modules() if "synth" in imported(p)]
+
+
+LAYERS = {
+    "errors": 0,
+    "timezones": 0,
+    "ingest": 1,
+    "derive": 2,
+    "store": 2,
+    "commands": 3,
+    "render": 4,
+    "config": 5,
+    "api": 5,
+    "spark": 5,
+    "cli": 6,
+    "__init__": 7,
+    "__main__": 7,
+}
+"""Data flows one way: a module imports only from its own stage or the stages below it."""
+
+
+def stage(dotted: str) -> str:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_data_flows_one_way() -> None:
+    upward = []
+    for path in modules():
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        own = stage(".".join(rel.parts))
+        assert own in LAYERS, f"{path}: a stage the house does not know; add it to LAYERS"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            for name in names:
+                if name.startswith("copilot_logs.") and LAYERS[stage(name)] > LAYERS[own]:
+                    upward.append(f"{rel}: {name}")
+    assert upward == []
+
+
+def test_the_architecture_page_lists_every_module() -> None:
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `(copilot_logs/[\w/]+\.py)` \|", page, flags=re.M))
+    real = {
+        str(path.relative_to(PACKAGE.parent)) for path in modules() if path.name != "__main__.py"
+    }
+    assert listed == real
