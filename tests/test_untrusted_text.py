@@ -271,6 +271,8 @@ def test_the_escaping_functions() -> None:
     assert encoded == '{"s":"x\\u009b\\u007f\\u202e##\\u005berror] \\u2028 é 日本 \\u001b"}'
     assert json.loads(encoded) == value
     assert json_text('["##vso[task]", "# #[", "##x"]') == '["##vso\\u005btask]", "# #[", "##x"]'
+    assert json_text('["a\x7fb"]') == '["a\\u007fb"]'  # all ASCII: DEL alone is escaped
+    assert json_text('["plain", "#[x]"]') == '["plain", "#[x]"]'
 
 
 # --- one bad line, many reports -----------------------------------------------------------------

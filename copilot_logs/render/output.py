@@ -193,6 +193,8 @@ def json_text(text: str) -> str:
     """JSON text (as orjson writes it) whose strings hold no raw character a terminal or a CI
     acts on: DEL, C1, U+2028/9, the bidi controls and the ``[`` of ``##[`` as ``\\u``
     escapes. It decodes to the very same values (the text stays exact)."""
+    if text.isascii() and "\x7f" not in text and "##" not in text:
+        return text  # orjson escapes C0 itself; nothing else above can match
     return _JSON_RAW.sub(_json_escape, text)
 
 
