@@ -332,3 +332,22 @@ def test_the_reader_reads_only_the_damaged_lines_and_the_scan_goes_on(
     reported = read_bytes(data).diagnostics.select("line", "kind", "message").rows()
     assert list(totals.damage) == reported
     assert totals.progress is not None and totals.progress.end == len(data)
+
+
+def test_the_total_warns_of_damage_exactly_as_count_does(tmp_path: Path) -> None:
+    """The same warning lines, in the same order (by file, line, kind), as ``count`` prints for
+    the damaged sample, whose line 42 holds two kinds of damage."""
+
+    def warnings(*args: str) -> list[str]:
+        run = subprocess.run(
+            [sys.executable, "-m", "copilot_logs", "count", *args, "--no-cache", str(SAMPLES)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
+        )
+        assert run.returncode == 0, run.stderr
+        return [line for line in run.stderr.splitlines() if line.startswith("warning:")]
+
+    expected = warnings()
+    assert len([line for line in expected if ":42: " in line]) == 2
+    assert warnings("--total") == expected
