@@ -682,6 +682,26 @@ def test_rows_of_every_kept_dtype_build_the_same_frame() -> None:
     empty, by_file = split
     rebuilt = frame_of([("a", by_file["a"]), ("b", by_file["b"]), ("c", empty)])
     assert_frame_equal(rebuilt, pl.concat([frame.filter(pl.col("file") == f) for f in "ab"]))
+
+
+@pytest.mark.parametrize("cost", [2.0, 0.1, float("nan"), float("inf"), None])
+def test_nested_rows_keep_their_exact_values(cost: float | None) -> None:
+    """Usage's per-model column (a list of structs) comes back with its floats as floats (2.0
+    stays 2.0, never the integer 2) and NaN and infinities as they were, not as nulls."""
+    from copilot_logs.store.rows import frame_of, split_rows
+
+    models = pl.List(pl.Struct({"model": pl.String, "cost": pl.Float64, "calls": pl.Int64}))
+    frame = pl.DataFrame(
+        {
+            "file": ["a", "a", "b"],
+            "models": [[{"model": "m", "cost": cost, "calls": 3}], [], None],
+        },
+        schema_overrides={"models": models},
+    )
+    split = split_rows(frame)
+    assert split is not None
+    rebuilt = frame_of([(name, rows) for name, rows in sorted(split[1].items())])
+    assert_frame_equal(rebuilt, frame)
     assert split_rows(frame.with_columns(pl.col("file").cast(pl.Categorical))) is None
     assert split_rows(frame.with_columns(kind=pl.lit("x", dtype=pl.Categorical))) is None
     assert split_rows(frame.drop("file")) is None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -165,9 +166,33 @@ def frame_of(parts: Sequence[tuple[str, Rows]]) -> pl.DataFrame:
             if len(column) != height:
                 raise ValueError(f"{name}: {len(column)} values for {height} rows")
             values.extend(column)
-        physical = pl.Series(name, values, dtype=_physical(dtype), strict=True)
-        series.append(physical.cast(dtype))
+        series.append(_series(name, values, _physical(dtype)).cast(dtype))
     return pl.DataFrame(series)
+
+
+def _series(name: str, values: list[Any], physical: Any) -> pl.Series:
+    """The values as a series of ``physical``. A nested column (a list of structs: usage's per
+    model figures) goes through JSON text that polars decodes to that exact type in one call:
+    built value by value from Python, it costs most of a warm ``usage``. NaN and infinities
+    have no JSON text, so a column holding one takes the slow way."""
+    import orjson
+    import polars as pl
+
+    nested = isinstance(physical, pl.List | pl.Struct)
+    if nested and all(_finite(value) for value in values):
+        texts = pl.Series(name, [orjson.dumps(value).decode() for value in values], pl.String)
+        return texts.str.json_decode(physical)
+    return pl.Series(name, values, dtype=physical, strict=True)
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(item) for item in value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    return True
 
 
 def _physical(dtype: Any) -> Any:
