@@ -351,3 +351,10 @@ def test_the_total_warns_of_damage_exactly_as_count_does(tmp_path: Path) -> None
     expected = warnings()
     assert len([line for line in expected if ":42: " in line]) == 2
     assert warnings("--total") == expected
+
+
+def test_the_total_refuses_an_unknown_zone_as_count_does() -> None:
+    for args in (["count", "--total"], ["count"]):
+        result = CliRunner().invoke(main, [*args, "--tz", "Bogus/Zone", str(SAMPLES)])
+        assert result.exit_code == 2, (args, result.output)
+        assert "unknown time zone" in result.output

@@ -66,6 +66,10 @@ def count(
     if total and spark_engine():
         raise click.UsageError("--total reads with the local engine: drop --engine spark")
     if total:
+        if tz is not None:  # checked, though a total has no days: a wrong zone is a mistake
+            from copilot_logs.timezones import resolve_zone
+
+            resolve_zone(tz)
         windowed = "-" in picked.selectors and (picked.since or picked.until)
         counter = _windowed_total if windowed else _fast_total
         calls, code = counter(picked, include_subagents)
