@@ -65,19 +65,16 @@ def count(
     """
     if total and spark_engine():
         raise click.UsageError("--total reads with the local engine: drop --engine spark")
-    if total:
-        if tz is not None:  # checked, though a total has no days: a wrong zone is a mistake
-            from copilot_logs.timezones import resolve_zone
+    if tz is not None or not total:  # a total has no days, but a wrong zone is still a mistake
+        from copilot_logs.timezones import resolve_zone
 
-            resolve_zone(tz)
+        zone = resolve_zone(tz)
+    if total:
         windowed = "-" in picked.selectors and (picked.since or picked.until)
         counter = _windowed_total if windowed else _fast_total
         calls, code = counter(picked, include_subagents)
         output.echo(str(calls))
         ctx.exit(code)
-    from copilot_logs.timezones import resolve_zone
-
-    zone = resolve_zone(tz)
     loaded = load(picked)
     from copilot_logs.commands import count as count_core
     from copilot_logs.render.count import write_counts
