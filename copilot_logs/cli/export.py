@@ -6,6 +6,7 @@ import click
 
 from copilot_logs.cli.options import Loaded, Picked, exit_code, load, selection_options
 from copilot_logs.render import output
+from copilot_logs.render.humanize import plural
 
 
 @click.command()
@@ -37,7 +38,7 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
     summary = core.finish(plan, todo.map(core.batch_writer(plan), remember=False))
     logs = summary.written + summary.unchanged
     output.echo(
-        f"Exported {logs} log{'' if logs == 1 else 's'} to {out}: {summary.written} written, "
+        f"Exported {plural(logs, 'log')} to {out}: {summary.written} written, "
         f"{summary.unchanged} unchanged, {summary.removed} removed.",
         err=True,
     )
