@@ -389,5 +389,5 @@ def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
         cwd=detail.str.json_path_match("$.context.cwd"),
         repository=detail.str.json_path_match("$.context.repository"),
         branch=detail.str.json_path_match("$.context.branch"),
-        cli_version=detail.str.json_path_match("$.copilotVersion"),
+        copilot_version=detail.str.json_path_match("$.copilotVersion"),
     ).drop("_start_detail")
