@@ -31,7 +31,7 @@ def test_the_compatibility_page_is_current() -> None:
 
 def test_the_verified_range_is_the_recorded_one() -> None:
     versions = sorted({r.version for r in COMMITTED_RECORDINGS}, key=version_key)
-    assert (cli_format.OLDEST_VERIFIED, cli_format.NEWEST_VERIFIED) == (versions[0], versions[-1])
+    assert (versions[0], versions[-1]) == (cli_format.OLDEST_VERIFIED, cli_format.NEWEST_VERIFIED)
     readme = (PROJECT / "README.md").read_text(encoding="utf-8")
     assert f"**{versions[0]} to {versions[-1]}**" in readme
 
@@ -48,9 +48,9 @@ def test_every_type_the_cli_wrote_is_known_and_persisted() -> None:
 
 def test_the_known_and_ephemeral_types_are_the_kept_schemas() -> None:
     ephemeral = {name for name, flag in SCHEMA_TYPES.items() if flag}
-    assert cli_format.EPHEMERAL_TYPES == ephemeral - cli_format.PERSISTED_IN_OLDER_CLIS
-    assert cli_format.KNOWN_TYPES | cli_format.EPHEMERAL_TYPES == set(SCHEMA_TYPES)
-    assert cli_format.PERSISTED_IN_OLDER_CLIS <= set(SCHEMA_TYPES)
+    assert ephemeral - cli_format.PERSISTED_IN_OLDER_CLIS == cli_format.EPHEMERAL_TYPES
+    assert set(SCHEMA_TYPES) == cli_format.KNOWN_TYPES | cli_format.EPHEMERAL_TYPES
+    assert set(SCHEMA_TYPES) >= cli_format.PERSISTED_IN_OLDER_CLIS
 
 
 def test_validate_judges_each_type_as_the_kept_schema_says() -> None:
