@@ -48,7 +48,7 @@ def _cell(folder: Path) -> str:
         return ""
     truth = _truth(folder)
     if truth["outcome"] != "recorded":
-        return truth["outcome"]
+        return str(truth["outcome"])
     served = [r for r in truth["requests"] if r["status"] == 200]
     subs = sum(1 for r in served if r["agent"] != "main")
     calls = f"{len(served) - subs} + {subs}" if subs else str(len(served))
