@@ -23,6 +23,7 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import collect, pool
 from copilot_logs.store.collect import read_all
+from copilot_logs.store.upkeep import SWEPT
 from synth import SessionBuilder, bash, nul_tail
 
 from .conftest import SAMPLES
@@ -49,7 +50,10 @@ def entries() -> list[Path]:
 
 
 def leftovers() -> list[Path]:
-    return [p for p in store.folder().iterdir() if not p.name.endswith(".entry")]
+    """What the store folder holds besides its entries (and the mark of the last sweep)."""
+    return [
+        p for p in store.folder().iterdir() if not p.name.endswith(".entry") and p.name != SWEPT
+    ]
 
 
 def test_cached_read_equals_fresh_read(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,7 +94,9 @@ def grow(tmp_path: Path) -> tuple[Path, SessionBuilder, int]:
 
 
 def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path, builder, size = grow(tmp_path)
+    """The first growth of a log is read whole (its entry kept no CRC of the bytes read: a
+    log never touched again costs no second pass); from then on only the new bytes."""
+    path, builder, _ = grow(tmp_path)
     offsets: list[Any] = []
     real = collect.read_many
 
@@ -99,8 +105,13 @@ def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.Mon
         return real(jobs)
 
     monkeypatch.setattr(collect, "read_many", spy)
+    read_all([Source(path, "s")], use_cache=True)
+    assert offsets == [0]
+    size = path.stat().st_size
+    builder.turn("four")
+    path.write_bytes(builder.to_bytes())
     grown = read_all([Source(path, "s")], use_cache=True)
-    assert offsets == [size]
+    assert offsets == [0, size]
     assert_same(grown, read_all([Source(path, "s")]))
     assert grown.events["line"].to_list() == list(range(1, len(builder.lines()) + 1))
 
@@ -402,7 +413,7 @@ def test_a_failed_rename_leaves_no_temporary_file(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(store.os, "replace", failing)
     assert_same(read_all(sources, use_cache=True), fresh)
     assert total([str(SAMPLES)]) > 0
-    assert list(store.folder().iterdir()) == []
+    assert leftovers() == [] and entries() == []
 
 
 def test_concurrent_runs_leave_one_whole_entry_per_log(tmp_path: Path) -> None:
@@ -442,6 +453,10 @@ def test_entries_of_logs_that_are_gone_are_removed(tmp_path: Path) -> None:
     paths[0].unlink()
     paths[1].write_bytes(turns_log(4, seed=9))  # a run that writes also tidies the store
     llm_calls(["--root", str(root)])
+    assert len(entries()) == 3  # the headers are read to find gone logs once a day only
+    os.utime(store.folder() / SWEPT, (1, 1))
+    paths[2].write_bytes(turns_log(5, seed=9))
+    llm_calls(["--root", str(root)])
     assert sorted(entries()) == sorted(store.entry_path(p) for p in paths[1:])
 
 
@@ -461,14 +476,20 @@ def test_the_store_keeps_under_its_size_cap(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_stale_temporary_files_are_removed(tmp_path: Path) -> None:
+    """Only temporary files of ours (named as the store names them, holding the start of an
+    entry) are removed, once an hour old."""
     read_all(sample_sources(), use_cache=True)
-    old = store.folder() / ".dead.tmp"
-    young = store.folder() / ".writing.tmp"
-    old.write_bytes(b"x")
-    young.write_bytes(b"x")
-    os.utime(old, (1, 1))
+    old = store.folder() / ".k3j_9x2a.tmp"
+    young = store.folder() / ".a8d7f6e5.tmp"
+    empty = store.folder() / ".emptyfil.tmp"
+    not_ours = store.folder() / ".notes000.tmp"
+    for path, data in [(old, store.MAGIC), (young, store.MAGIC), (empty, b""), (not_ours, b"x")]:
+        path.write_bytes(data)
+    for path in (old, empty, not_ours):
+        os.utime(path, (1, 1))
     store.prune()
-    assert not old.exists() and young.exists()
+    assert not old.exists() and not empty.exists()
+    assert young.exists() and not_ours.exists()
 
 
 # --- cache info / clear ------------------------------------------------------------------------
@@ -477,12 +498,17 @@ def test_stale_temporary_files_are_removed(tmp_path: Path) -> None:
 def test_cache_info_and_clear(copilot_home: Path) -> None:
     runner = CliRunner()
     empty = msgspec.json.decode(runner.invoke(main, ["cache", "info", "--format", "json"]).stdout)
-    assert empty == {"path": str(store.folder()), "entries": 0, "bytes": 0}
+    assert empty == {"path": str(store.folder()), "entries": 0, "bytes": 0, "trusted": True}
     assert store.folder() == copilot_home / "cache" / "copilot-logs" / "store"
     runner.invoke(main, ["sessions", str(SAMPLES)])
     held = msgspec.json.decode(runner.invoke(main, ["cache", "info", "--format", "json"]).stdout)
     on_disk = sum(p.stat().st_size for p in store.folder().iterdir())
-    assert held == {"path": str(store.folder()), "entries": len(sample_sources()), "bytes": on_disk}
+    assert held == {
+        "path": str(store.folder()),
+        "entries": len(sample_sources()),
+        "bytes": on_disk,
+        "trusted": True,
+    }
     table = runner.invoke(main, ["cache", "info"]).stdout
     assert str(store.folder()) in table and f"{len(sample_sources())} session logs" in table
     cleared = runner.invoke(main, ["cache", "clear"])
