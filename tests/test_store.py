@@ -110,8 +110,13 @@ def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.Mon
     size = path.stat().st_size
     builder.turn("four")
     path.write_bytes(builder.to_bytes())
-    grown = read_all([Source(path, "s")], use_cache=True)
+    read_all([Source(path, "s")], use_cache=True)
     assert offsets == [0, size]
+    again = path.stat().st_size
+    builder.turn("five")
+    path.write_bytes(builder.to_bytes())
+    grown = read_all([Source(path, "s")], use_cache=True)
+    assert offsets == [0, size, again]  # the CRC went on over the bytes read at each growth
     assert_same(grown, read_all([Source(path, "s")]))
     assert grown.events["line"].to_list() == list(range(1, len(builder.lines()) + 1))
 
@@ -295,6 +300,124 @@ def test_the_hashes_catch_a_rewrite_with_the_same_ctime(command: Any, tmp_path: 
     same_size_rewrite(path)
     restamp(path)
     assert command([str(path)]) == 2
+
+
+def long_log(turns: int) -> tuple[SessionBuilder, bytes]:
+    """A log far longer than the two 4 KB windows the key hashes."""
+    builder = SessionBuilder(seed=7)
+    builder.user_message("go")
+    for n in range(turns):
+        builder.turn(f"step {n}", [bash("ls", "a")])
+    data = builder.to_bytes()
+    assert len(data) > 8 * store.key.HASH_BYTES
+    return builder, data
+
+
+def edit_mid_file(path: Path) -> None:
+    """Rewrite, in place and with the same size, the turn_start nearest the middle of the log
+    (far from both hashed windows), and put its modification time back."""
+    before = path.stat()
+    data = path.read_bytes()
+    marker = b'"type":"assistant.turn_start"'
+    middle = data.find(marker, len(data) // 2)
+    assert store.key.HASH_BYTES < middle < len(data) - 2 * store.key.HASH_BYTES
+    changed = data[:middle] + b'"type":"assistant.turn_stop!"' + data[middle + len(marker) :]
+    with path.open("r+b") as stream:  # in place: the same inode
+        stream.write(changed)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+
+
+@pytest.mark.parametrize("command", [llm_calls, total])
+def test_freshness_is_not_judged_by_size_alone(command: Any, tmp_path: Path) -> None:
+    """Mutation guard (docs/development.md): store/key.py judging an entry fresh by the size
+    (and the hashed windows) alone serves 40 for this log's 39 turns."""
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(long_log(40)[1])
+    assert command([str(path)]) == 40
+    edit_mid_file(path)
+    assert command([str(path)]) == 39  # by hand: one turn_start of the 40 is gone
+
+
+def append_turn(path: Path, builder: SessionBuilder) -> None:
+    """Append one more turn, as the CLI appends (the same inode)."""
+    before = builder.to_bytes()
+    builder.turn("one more", [bash("ls", "b")])
+    with path.open("ab") as stream:
+        stream.write(builder.to_bytes()[len(before) :])
+
+
+@pytest.mark.parametrize("command", [llm_calls, total])
+def test_an_in_place_edit_then_an_append_is_not_served_stale(command: Any, tmp_path: Path) -> None:
+    """Mutation guard: a grown log is read on from where its entry stopped only when the CRC
+    of every byte read before still matches (the two hashed windows cannot see this edit)."""
+    builder, data = long_log(40)
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(data)
+    assert command([str(path)]) == 40
+    append_turn(path, builder)
+    assert command([str(path)]) == 41  # the first growth: read whole, its CRC kept
+    edit_mid_file(path)
+    append_turn(path, builder)
+    assert command([str(path)]) == 41  # by hand: 42 turns written, one turn_start edited away
+
+
+NOT_CONTINUING = {
+    "a second session appended (cat b >> a)": lambda old, builder: SessionBuilder(seed=11),
+    "the log appended to itself (cat a >> a)": lambda old, builder: old,
+    "lines lost in between": lambda old, builder: builder,
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_CONTINUING))
+def test_new_lines_that_do_not_continue_the_old_read_as_a_whole_read_does(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why store/__init__.py no longer re-reads a grown log whose first new event does not
+    continue the parentId chain: once its old bytes are proven unchanged, reading on from
+    where the entry stopped gives exactly what a whole read gives, whatever follows."""
+    builder = SessionBuilder(seed=3)
+    builder.user_message("go")
+    builder.turn("one", [bash("ls", "a")])
+    path = builder.write(tmp_path / "s" / "events.jsonl")
+    source = Source(path, "s")
+    read_all([source], use_cache=True)
+    append_turn(path, builder)
+    read_all([source], use_cache=True)  # the first growth: the entry now keeps a CRC
+    old = path.read_bytes()
+    extra = NOT_CONTINUING[case](old, builder)
+    if isinstance(extra, SessionBuilder):
+        if extra is builder:  # two turns written, only the second one on disk
+            append_turn(Path(os.devnull), builder)
+            before = builder.to_bytes()
+            append_turn(Path(os.devnull), builder)
+            added = builder.to_bytes()[len(before) :]
+        else:
+            extra.user_message("another task")
+            extra.turn("two")
+            added = extra.to_bytes()
+    else:
+        added = extra
+    with path.open("ab") as stream:
+        stream.write(added)
+    offsets: list[int] = []
+    real = collect.read_many
+
+    def spy(jobs: Any) -> Any:
+        offsets.extend(resume.offset if resume else 0 for _, resume in jobs)
+        return real(jobs)
+
+    monkeypatch.setattr(collect, "read_many", spy)
+    grown = read_all([source], use_cache=True)
+    assert offsets == [len(old)]  # read on from the entry, not whole
+    assert_same(grown, read_all([source]))
 
 
 # --- A corrupt, foreign or other-version entry is ignored and rewritten -----------------------
