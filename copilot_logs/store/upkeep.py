@@ -73,7 +73,9 @@ def prune(limit: int | None = None) -> None:
             _remove(where, item.name)
     entries = [item for item in held if ENTRY_NAME.fullmatch(item.name)]
     if _sweep_due(where, now):
-        entries = [item for item in entries if not (_gone(where, item) and _remove(where, item.name))]
+        entries = [
+            item for item in entries if not (_gone(where, item) and _remove(where, item.name))
+        ]
     total = sum(item.size for item in entries)
     for item in sorted(entries, key=lambda item: item.mtime):
         if total <= limit:
