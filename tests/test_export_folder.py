@@ -328,3 +328,21 @@ def test_the_api_waits_and_exports_the_same(samples: Path, tmp_path: Path) -> No
     assert (summary.written, summary.files > 0) == (11, True)
     assert scan(out, "sessions").height == 11
     assert pl.read_parquet_schema(largest(out, "sessions"))
+
+
+def test_a_write_error_is_not_taken_for_a_logs_failure(
+    samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OUT's failure ends the export at once: the batch is not tried again log by log, as a
+    failure caused by a log's content is (store/collect.py)."""
+    attempts: list[int] = []
+
+    def full(*args: Any, **kwargs: Any) -> list[str]:
+        attempts.append(1)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "write_tables", full)
+    result = run("export", tmp_path / "out", samples)
+    assert result.exit_code == 3
+    assert attempts == [1]
+    assert "unprocessable" not in result.stderr
