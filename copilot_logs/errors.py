@@ -5,7 +5,11 @@ The core raises these; only the CLI turns them into a one-line ``Error: ...`` an
 
 from __future__ import annotations
 
+import errno
 from enum import IntEnum
+
+FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""Errors of a write that may pass later (once there is room): a :class:`WriteError`."""
 
 
 class ExitCode(IntEnum):

@@ -16,12 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from copilot_logs.commands.export.manifest import LOCK, MANIFEST, ExportError, refuse_foreign
-from copilot_logs.errors import CopilotLogsError, WriteError
+from copilot_logs.errors import FULL, CopilotLogsError, WriteError
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
-"""Errors of a write that a retry may pass (once there is room): exit 3."""
 DENIED = {errno.EACCES, errno.EPERM, errno.EROFS}
 IN_THE_WAY = {errno.ENOTDIR, errno.EEXIST, errno.EISDIR}
 
