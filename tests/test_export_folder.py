@@ -168,7 +168,7 @@ def test_something_else_where_a_listed_file_was_is_left_alone(
     rows_once(out, samples)
 
 
-# --- What cannot be written: one clear line, a documented code, nothing left behind ------------------
+# --- What cannot be written: one clear line, a documented code, nothing left behind ---------
 
 
 @pytest.mark.parametrize("where", ["a partition folder", "a table folder"])

@@ -7,10 +7,10 @@ from __future__ import annotations
 import base64
 import errno
 import hashlib
-import os
-import stat
 import json
+import os
 import re
+import stat
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path

@@ -317,7 +317,7 @@ def test_a_run_that_reads_does_not_read_every_entrys_header(
     assert len(opened) == len(sample_sources())
 
 
-# --- cache clear says what it did ------------------------------------------------------------------
+# --- cache clear says what it did ---------------------------------------------------------------
 
 
 def test_cache_clear_reports_only_what_it_removed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ once, for the command line to print.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import stat
@@ -93,10 +94,8 @@ def _refusal(path: str, *, create: bool) -> str | None:
 
 
 def _make(path: str) -> None:
-    try:
+    with contextlib.suppress(FileExistsError):  # whatever is there is checked next
         os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass  # whatever it is, it is checked next
 
 
 def _root_refusal(root: str) -> str | None:

@@ -28,7 +28,7 @@ from copilot_logs.store.entry import (
     TEMPORARY_NAME,
     is_ours,
 )
-from copilot_logs.store.trust import NOFOLLOW, NONBLOCK, folder, refused, refusal, usable
+from copilot_logs.store.trust import NOFOLLOW, NONBLOCK, folder, refusal, refused, usable
 
 MAX_MB_VARIABLE = "COPILOT_LOGS_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 2048
@@ -158,7 +158,7 @@ def _sweep_due(where: str, now: float) -> bool:
     return True
 
 
-class _Log(msgspec.Struct):
+class _Log(msgspec.Struct, frozen=True):
     """The one field of an entry's header that every version of the store writes."""
 
     path: str
@@ -181,7 +181,7 @@ def _gone(where: str, item: Held) -> bool:
     try:
         log = _LOG.decode(raw).path
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return magic == MAGIC  # an entry of this version, damaged: no one can use it
+        return bool(magic == MAGIC)  # an entry of this version, damaged: no one can use it
     return not os.path.exists(log)
 
 

@@ -150,9 +150,9 @@ def _unreadable_to_narrow(out: Path, manifest: Manifest, unchanged: set[str]) ->
     again: set[str] = set()
     for part in manifest.parts:
         staying = unchanged.intersection(part.sources)
-        if staying and len(staying) < len(part.sources):
-            if not all(files.readable(out / file) for file in part.files):
-                again |= staying
+        narrowed = staying and len(staying) < len(part.sources)
+        if narrowed and not all(files.readable(out / file) for file in part.files):
+            again |= staying
     return again
 
 
