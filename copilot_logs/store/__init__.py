@@ -100,7 +100,7 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
 
 def look_up(sources: Sequence[Source]) -> list[Found]:
     """Each source's entry and what to do with it (one lookup per log and run)."""
-    trust.usable()  # the folder is checked once, before the first entry is opened
+    trust.recheck()  # the folder is checked once per lookup, before the first entry is opened
     with no_gc():
         return [find(source) for source in sources]
 

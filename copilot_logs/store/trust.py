@@ -67,8 +67,11 @@ def refused() -> str | None:
 
 def private_folder() -> Path | None:
     """The store folder, created 0700 when missing and made so when others may read it;
-    None when it is not ours (see the module's docstring; the reason is noted)."""
+    None when it is not ours (see the module's docstring; the reason is noted). Checked once
+    per process and folder once found ours (entries are written one by one)."""
     path = where()
+    if path in _verdicts and _verdicts[path] is None:
+        return Path(path)
     _verdicts[path] = _refusal(path, create=True)
     return Path(path) if _verdicts[path] is None else None
 
@@ -81,9 +84,13 @@ def _refusal(path: str, *, create: bool) -> str | None:
     try:
         if create:
             os.makedirs(root, mode=0o700, exist_ok=True)
-            for made in (app, path):
-                _make(made)
-        reason = _root_refusal(root) or _own_refusal(app) or _own_refusal(path)
+        reason = _root_refusal(root)
+        for folder_of_ours in (app, path):  # each checked before anything is made in it
+            if reason is not None:
+                break
+            if create:
+                _make(folder_of_ours)
+            reason = _own_refusal(folder_of_ours)
     except FileNotFoundError:
         return "absent"
     except OSError as error:
@@ -161,7 +168,9 @@ def open_entry(path: str | Path) -> int | None:
         reason = refusal(info)
         if reason is None:
             return descriptor
-        note(f"the store entry {path} {reason}: its log was read without the store")
+        note(
+            f"the store entry {path} {reason}: it is not used, its log is read without it (docs/cache.md)"
+        )
     os.close(descriptor)
     return None
 
@@ -181,6 +190,11 @@ def note(message: str) -> None:
     """Keep the first reason the store was not used, for :func:`take_notice`."""
     if not _notices:
         _notices.append(message)
+
+
+def recheck() -> None:
+    """Forget the folders checked: the next use checks again (each command's lookup)."""
+    _verdicts.clear()
 
 
 def take_notice() -> str | None:
