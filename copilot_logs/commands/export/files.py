@@ -86,7 +86,7 @@ class _Written(io.RawIOBase):
     """A file being written, which keeps the OSError a write raised."""
 
     def __init__(self, descriptor: int, path: Path) -> None:
-        self.descriptor = descriptor
+        self.file = io.FileIO(descriptor, "wb")
         self.name = str(path)
         self.error: OSError | None = None
 
@@ -98,7 +98,7 @@ class _Written(io.RawIOBase):
         done = 0
         try:
             while done < len(view):
-                done += os.write(self.descriptor, view[done:])
+                done += self.file.write(view[done:]) or 0
             return done
         except OSError as error:
             error.filename = error.filename or self.name
@@ -106,8 +106,7 @@ class _Written(io.RawIOBase):
             raise
 
     def close(self) -> None:
-        if not self.closed:
-            os.close(self.descriptor)
+        self.file.close()
         super().close()
 
 
@@ -115,7 +114,8 @@ def _create(path: Path) -> _Written:
     """A new file at ``path``, private to the user (0600), never through a link."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     descriptor = os.open(path, flags, 0o600)
-    os.fchmod(descriptor, 0o600)  # it may have been left by an earlier attempt
+    if hasattr(os, "fchmod"):  # POSIX: it may have been left by an earlier attempt
+        os.fchmod(descriptor, 0o600)
     return _Written(descriptor, path)
 
 
