@@ -169,7 +169,8 @@ def open_entry(path: str | Path) -> int | None:
         if reason is None:
             return descriptor
         note(
-            f"the store entry {path} {reason}: it is not used, its log is read without it (docs/cache.md)"
+            f"the store entry {path} {reason}: it is not used, its log is read without it "
+            "(docs/cache.md)"
         )
     os.close(descriptor)
     return None
