@@ -174,9 +174,12 @@ def page(root: Path = RECORDINGS) -> str:
         "",
         "## What validate says of the recordings that are not clean",
         "",
-        "A run interrupted by SIGINT while a tool runs leaves the tool never completed; some "
-        "versions also write the abort's lines out of order, or take the file's size for the "
-        "shutdown before the last lines (E104, E105, R602):",
+        "A run interrupted by SIGINT while a tool runs leaves the tool never completed: info "
+        "findings only (T205 and X307 before 1.0.85, which write no `turn_end` then; X308 "
+        "from 1.0.85, which end the turn next to an `abort`). From 1.0.70 the shutdown's "
+        "`eventsFileSizeBytes` is taken before the interrupt's lines are written, which R602 "
+        "knows. 1.0.78 wrote a second `abort` after the shutdown had taken its place in the "
+        "chain: those lines are out of order (E104, E105), as the log shows them.",
         "",
         *_findings(root, versions),
         "",
