@@ -91,7 +91,8 @@ def test_validate_finds_no_error_or_warning(recording: Recording) -> None:
     ]
     assert failing == []
     if recording.scenario != "interrupted":
-        assert report["findings"] == []
+        # R604 notes a CLI newer than the recorded ones (`make record-live` runs the newest).
+        assert [f for f in report["findings"] if f["code"] != "R604"] == []
 
 
 def test_timeline_shows_each_subagent_once_with_its_calls(recording: Recording) -> None:
