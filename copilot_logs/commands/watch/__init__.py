@@ -22,9 +22,15 @@ import polars as pl
 from copilot_logs import derive
 from copilot_logs.commands import audit, count
 from copilot_logs.commands.watch.tail import Follower as Follower
+from copilot_logs.commands.watch.tail import (
+    Signature,
+    followed_paths,
+    log_signature,
+    root_entries,
+    shut_down,
+)
 from copilot_logs.commands.watch.tail import Watcher as Watcher
 from copilot_logs.commands.watch.tail import follow as follow
-from copilot_logs.commands.watch.tail import root_entries, shut_down
 from copilot_logs.derive import MAIN, TYPE
 from copilot_logs.errors import SelectionError
 from copilot_logs.ingest.discover import EVENTS_FILE, Selection, find_sources
@@ -237,8 +243,18 @@ def choose(selection: Selection, *, started: datetime) -> Watcher:
         root,
         pick_up_new=watching_root and selection.latest is None,
         wanted=wanted,
-        known={name for name, _ in root_entries(root)},
+        idle=_idle(root, followers),
     )
+
+
+def _idle(root: Path, followers: list[Follower]) -> dict[str, Signature]:
+    """The root's sessions not followed from the start, and their logs as they are now."""
+    followed = followed_paths(followers)
+    return {
+        name: log_signature(candidates)
+        for name, candidates in root_entries(root)
+        if not followed.intersection(candidates)
+    }
 
 
 def _modified(path: Path) -> datetime:
