@@ -9,10 +9,13 @@ from copilot_logs.cli.options import format_option
 
 @click.group()
 def cache() -> None:
-    """Show or empty the store of what was read (see the README's "The cache").
+    """Show or empty the store of what was read.
 
     Each session log read is kept as one entry under the user's cache folder, so an unchanged
     log is not parsed again; `--no-cache` on any command bypasses it. Deleting it is always safe.
+
+    \b
+    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/cache.md
 
     \b
     Examples:

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import Picked, format_option, parse_duration, selection_options
+from copilot_logs.cli.options import (
+    Picked,
+    files_only,
+    format_option,
+    parse_duration,
+    quiet,
+)
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.output import one_line
@@ -25,7 +31,7 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 
 
 @click.command()
-@selection_options
+@files_only
 @click.option(
     "--until-done",
     is_flag=True,
@@ -201,7 +207,7 @@ def _follow(
     started = time.monotonic()
     for changes in core.follow(watcher):
         for _follower, update in changes:
-            report_damage(update.diagnostics)
+            report_damage(update.diagnostics, quiet=quiet())
             if fmt == "ndjson":
                 for record in update.records:
                     write_record(record)
@@ -213,12 +219,12 @@ def _follow(
             status = core.run_status(follower, nudge_cap=nudge_cap)
         # Nothing followed yet: the wait counts from the start.
         last = follower.last_growth if follower is not None else started
-        quiet = timedelta(seconds=time.monotonic() - last)
+        idle = timedelta(seconds=time.monotonic() - last)
         if follower is not None and (
-            status == core.ENDED or (status == core.SETTLING and quiet >= core.ERROR_SETTLE)
+            status == core.ENDED or (status == core.SETTLING and idle >= core.ERROR_SETTLE)
         ):
             return _Ending(follower, watcher.root)
-        if timeout is not None and quiet >= timeout:
+        if timeout is not None and idle >= timeout:
             return _Ending(follower, watcher.root, timeout)
     raise AssertionError("follow() never ends")
 

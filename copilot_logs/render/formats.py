@@ -235,32 +235,50 @@ def github_annotation(
 # --- damaged lines, as warnings on stderr -------------------------------------------------------
 
 MAX_DAMAGE_LINES = 20
+"""Problems listed one a line: at most this many a file, and, when several files are damaged,
+at most this many in all (beyond that, one summary line)."""
 
 
-def report_damage(diagnostics: pl.DataFrame) -> None:
+def report_damage(diagnostics: pl.DataFrame, *, quiet: bool = False) -> None:
     """Each damaged line on stderr as FILE:LINE: kind: message, a few per file; two problems
-    of one line in the order of their kind, so the report never depends on how batches ran."""
+    of one line in the order of their kind, so the report never depends on how batches ran.
+    Nothing with ``quiet`` (--quiet)."""
+    if quiet or diagnostics.is_empty():
+        return
     ordered = diagnostics.sort("file", "line", "kind", "message")
     rows = ordered.select("file", "line", "kind", "message")
     print_damage(rows.iter_rows())
 
 
-def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
-    """(file, line, kind, message) rows, in order, on stderr; at most MAX_DAMAGE_LINES a file,
-    then how many more problems, on how many lines."""
+def print_damage(rows: Iterable[tuple[str, int, str, str]], *, quiet: bool = False) -> None:
+    """(file, line, kind, message) rows, in order, on stderr: at most MAX_DAMAGE_LINES a file,
+    then how many more problems, on how many lines; more than MAX_DAMAGE_LINES over several
+    files, one line that counts them. Nothing with ``quiet``."""
+    problems = [] if quiet else list(rows)
+    files = {file for file, *_ in problems}
+    if len(files) > 1 and len(problems) > MAX_DAMAGE_LINES:
+        damaged = {(file, line) for file, line, *_ in problems}
+        output.echo(
+            f"warning: {plural(len(damaged), 'damaged line')} in {plural(len(files), 'file')} "
+            f"({plural(len(problems), 'problem')}), each read as far as it could be; run "
+            "`copilot-logs validate --select E1` on the same logs to list them "
+            "(--quiet: no damage warnings)",
+            err=True,
+        )
+        return
     shown: dict[str, int] = {}
     unshown_lines: dict[str, set[int]] = {}
-    for file, line, kind, message in rows:
+    for file, line, kind, message in problems:
         shown[file] = shown.get(file, 0) + 1
         if shown[file] <= MAX_DAMAGE_LINES:
             output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)
         else:
             unshown_lines.setdefault(file, set()).add(line)
     for file, lines in unshown_lines.items():
-        problems = shown[file] - MAX_DAMAGE_LINES
+        more = shown[file] - MAX_DAMAGE_LINES
         target = "-` on the same input" if file == STDIN else f"{one_line(file)}`"
         output.echo(
-            f"warning: {one_line(file)}: {plural(problems, 'more problem')} on "
+            f"warning: {one_line(file)}: {plural(more, 'more problem')} on "
             f"{plural(len(lines), 'line')}; run `copilot-logs validate {target} to "
             "list them all",
             err=True,

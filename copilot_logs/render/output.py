@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
@@ -75,6 +75,26 @@ def progress_console() -> Console | None:
     if stream is None or not stream.isatty():
         return None
     return _console(None, err=True)
+
+
+PROGRESS_BYTES = 64 << 20
+"""Reading less than this goes by too fast for a progress bar."""
+
+
+@contextmanager
+def progress(logs: int, size: int) -> Iterator[Callable[[object], None] | None]:
+    """A transient progress bar on stderr while ``logs`` session logs of ``size`` bytes are
+    read, when stderr is a terminal and there is a lot to read: yields what to call as each
+    log is read, else None."""
+    console = progress_console()
+    if console is None or size < PROGRESS_BYTES:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=console) as bar:
+        task = bar.add_task("Reading sessions", total=logs)
+        yield lambda _log: bar.advance(task)
 
 
 def live_console() -> Console | None:
