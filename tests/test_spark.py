@@ -23,8 +23,9 @@ import pytest
 from click.testing import CliRunner, Result
 from polars.testing import assert_frame_equal
 
-pytest.importorskip("pyspark")
-pytest.importorskip("pyarrow")
+_EXTRA = "the spark extra is not installed (`make test-spark` installs it and runs these tests)"
+pytest.importorskip("pyspark", reason=f"pyspark: {_EXTRA}")
+pytest.importorskip("pyarrow", reason=f"pyarrow: {_EXTRA}")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("Spark needs Java 17+ (java on PATH or JAVA_HOME)", allow_module_level=True)
 
