@@ -212,3 +212,40 @@ def test_two_damaged_files_with_few_problems_are_still_listed(tmp_path: Path) ->
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning")]
     assert len(warnings) == 4
     assert all(re.match(r"warning: .*events\.jsonl:1[38]: ", w) for w in warnings)
+
+
+# --- tables on narrow and wide terminals (item 5) ---------------------------------------------
+
+
+def _headers(line: str) -> list[str]:
+    return [name for name in re.split(r"\s{2,}", line.strip()) if name]
+
+
+@pytest.mark.parametrize("command", [["usage"], ["sessions"], ["count"], ["audit"]])
+def test_a_narrow_table_names_the_columns_it_left_out(command: list[str]) -> None:
+    wide = _invoke(*command, str(SAMPLES), env={"COLUMNS": "1000"}).stdout.splitlines()
+    every = _headers(wide[0])
+    assert not any("hidden" in line for line in wide)
+    narrow = _invoke(*command, str(SAMPLES), env={"COLUMNS": "80"}).stdout
+    note = re.search(
+        r"(\d+) columns? hidden to fit 80 columns: (.*?)\. --format json", narrow, re.S
+    )
+    assert note is not None, narrow
+    hidden = [name.strip() for name in note[2].replace("\n", " ").split(", ")]
+    shown = _headers(narrow.splitlines()[0])
+    assert int(note[1]) == len(hidden) > 0
+    assert sorted(shown + hidden) == sorted(every)
+    assert [name for name in every if name in shown] == shown  # the order kept
+
+
+def test_a_table_with_room_cuts_no_text(tmp_path: Path) -> None:
+    repository = "an-organisation-with-a-long-name/a-repository-with-a-long-name"
+    source = SAMPLES / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" / "events.jsonl"
+    events = [json.loads(line) for line in source.read_text().splitlines()]
+    events[0]["data"]["context"]["repository"] = repository
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    wide = _invoke("sessions", str(tmp_path / "s.jsonl"), env={"COLUMNS": "250"}).stdout
+    assert repository in wide and "…" not in wide
+    narrow = _invoke("sessions", str(tmp_path / "s.jsonl"), env={"COLUMNS": "120"}).stdout
+    assert repository not in narrow  # no room: cut, and said so
+    assert "hidden to fit 120 columns" in narrow or "…" in narrow

@@ -117,23 +117,29 @@ def _format(column: Column, value: Any) -> str:
     return _cell(value)
 
 
-def _fit(columns: Sequence[Column], cells: list[list[str]], width: int) -> list[int]:
-    """Indexes of the columns to show: most important first, while the table fits."""
+def _fit(columns: Sequence[Column], cells: list[list[str]], width: int) -> tuple[list[int], bool]:
+    """Indexes of the columns to show, and whether their text is cut to their ``max_width``:
+    every column whole when the table fits; else the most important first, cut, while it
+    fits."""
     from rich.cells import cell_len
 
-    natural = []
-    for index, column in enumerate(columns):
-        longest = max([len(column.header), *(cell_len(row[index]) for row in cells)])
-        if column.max_width:
-            longest = min(longest, column.max_width)
-        natural.append(longest + 3)
+    natural = [
+        max([len(column.header), *(cell_len(row[index]) for row in cells)]) + 3
+        for index, column in enumerate(columns)
+    ]
+    if 1 + sum(natural) <= width:
+        return list(range(len(columns))), False
+    capped = [
+        min(longest, column.max_width + 3) if column.max_width else longest
+        for longest, column in zip(natural, columns, strict=True)
+    ]
     chosen: list[int] = []
     used = 1
     for index in sorted(range(len(columns)), key=lambda i: (columns[i].priority, i)):
-        if used + natural[index] <= width or not chosen:
+        if used + capped[index] <= width or not chosen:
             chosen.append(index)
-            used += natural[index]
-    return sorted(chosen)
+            used += capped[index]
+    return sorted(chosen), True
 
 
 def print_table(
@@ -144,10 +150,20 @@ def print_table(
     totals: dict[str, Any] | None = None,
     width: int | None = None,
 ) -> None:
-    """A rich table that fits the terminal: low-priority columns go first when it is narrow.
-    Every cell is one line of plain text (no markup is read from it)."""
+    """A rich table that fits the terminal: low-priority columns go first when it is narrow,
+    and a caption names them. Every cell is one line of plain text (no markup is read from
+    it)."""
     with output.rich_console(width=width) as console:
-        console.print(_table(frame, columns, title, totals, console.width))
+        table, hidden = _table(frame, columns, title, totals, console.width)
+        console.print(table)
+        if hidden:
+            console.print(
+                f"{plural(len(hidden), 'column')} hidden to fit {console.width} columns: "
+                f"{', '.join(hidden)}. --format json gives every field; a wider terminal (or "
+                "COLUMNS=N) shows more.",
+                style="dim",
+                overflow="fold",
+            )
 
 
 def _table(
@@ -156,14 +172,15 @@ def _table(
     title: str | None,
     totals: dict[str, Any] | None,
     width: int,
-) -> Table:
+) -> tuple[Table, list[str]]:
+    """The table, and the headers of the columns left out to fit ``width``."""
     from rich.table import Table
     from rich.text import Text
 
     rows = frame.to_dicts()
     cells = [[one_line(_format(c, row.get(c.field))) for c in columns] for row in rows]
     total_cells = [one_line(_format(c, totals.get(c.field))) if totals else "" for c in columns]
-    shown = _fit(columns, [*cells, total_cells] if totals else cells, width)
+    shown, cut = _fit(columns, [*cells, total_cells] if totals else cells, width)
     table = Table(title=title, show_footer=totals is not None, box=None, pad_edge=False)
     for index in shown:
         column = columns[index]
@@ -173,13 +190,13 @@ def _table(
             justify="right" if column.numeric else "left",
             no_wrap=True,
             overflow="ellipsis",
-            max_width=column.max_width,
+            max_width=column.max_width if cut else None,
             header_style="bold",
             footer_style="bold",
         )
     for row in cells:
         table.add_row(*(Text(row[index]) for index in shown))
-    return table
+    return table, [column.header for index, column in enumerate(columns) if index not in shown]
 
 
 def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:
