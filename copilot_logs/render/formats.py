@@ -105,6 +105,8 @@ class Column:
     numeric: bool = False
     max_width: int | None = None
     format: Callable[[Any], str] | None = None
+    style: Callable[[Any], str | None] | None = None
+    """The rich style of a cell, from its value (a colour terminal only shows it)."""
 
 
 def _format(column: Column, value: Any) -> str:
@@ -194,9 +196,13 @@ def _table(
             header_style="bold",
             footer_style="bold",
         )
-    for row in cells:
-        table.add_row(*(Text(row[index]) for index in shown))
+    for row, values in zip(cells, rows, strict=True):
+        table.add_row(*(Text(row[i], style=_style(columns[i], values)) for i in shown))
     return table, [column.header for index, column in enumerate(columns) if index not in shown]
+
+
+def _style(column: Column, values: dict[str, Any]) -> str:
+    return (column.style(values.get(column.field)) if column.style else None) or ""
 
 
 def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:

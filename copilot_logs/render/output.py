@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
@@ -44,6 +44,33 @@ def echo(
     ``--format github`` output, whose annotations escape their own data)."""
     shown = inert(multiline(text), workflow_commands=workflow_commands)
     _write(shown + ("\n" if nl else ""), err=err)
+
+
+Part = tuple[str, str | None]
+"""A piece of a line of human text, and its rich style (``"bold red"``) or None."""
+
+
+def echo_styled(lines: Iterable[Sequence[Part]], *, err: bool = False) -> None:
+    """Lines of human text made of styled parts: escaped as :func:`echo` escapes them, and
+    coloured only on a colour terminal (rich decides: never with NO_COLOR, in a pipe or a
+    dumb terminal)."""
+    from rich.console import COLOR_SYSTEMS
+    from rich.style import Style
+
+    console = _console(None, err=err)
+    colours = COLOR_SYSTEMS[console.color_system] if console.color_system else None
+    shown = []
+    for parts in lines:
+        line = ""
+        for text, style in parts:
+            piece = multiline(text)
+            if colours is not None and style:
+                chosen = Style.parse(style)
+                chosen = chosen.without_color if console.no_color else chosen
+                piece = chosen.render(piece, color_system=colours)
+            line += piece
+        shown.append(inert(line) + "\n")
+    _write("".join(shown), err=err)
 
 
 def write_exact(text: str) -> None:
