@@ -261,12 +261,13 @@ def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded 
         raise click.UsageError("--engine spark reads files, not standard input")
     sources = find(replace(picked, selectors=rest), zone=zone) if rest or not uris else []
     if uris:
-        sources += engine.list_uris(engine.session(master), uris)
+        sources += engine.list_uris(engine.session(master, output.spark_status()), uris)
         if not sources:
             output.echo(f"No sessions found in {one_line(', '.join(uris))}.", err=True)
     if not sources:
         return None
-    return Loaded(sources, report=report, engine=partial(engine.map_batches, master=master))
+    mapper = partial(engine.map_batches, master=master, progress=output.spark_status())
+    return Loaded(sources, report=report, engine=mapper)
 
 
 T = TypeVar("T")

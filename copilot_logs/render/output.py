@@ -22,7 +22,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -122,6 +122,60 @@ def progress(logs: int, size: int) -> Iterator[Callable[[object], None] | None]:
     with Progress(transient=True, console=console) as bar:
         task = bar.add_task("Reading sessions", total=logs)
         yield lambda _log: bar.advance(task)
+
+
+class SparkStatus:
+    """What Spark is doing, on stderr while it works (a terminal only): that it is starting,
+    then the job's tasks done. It draws on a copy of the terminal's descriptor, so it goes on
+    showing while Spark's JVM starts with descriptor 2 pointed at its log file."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        self._stream: TextIO | None = None
+
+    def _show(self, description: str) -> None:
+        if self._bar is None:
+            from rich import progress as bars
+            from rich.console import Console
+
+            self._stream = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+            console = Console(file=self._stream, markup=False, emoji=False, highlight=False)
+            self._bar = bars.Progress(
+                bars.SpinnerColumn(),
+                bars.TextColumn("{task.description}"),
+                bars.BarColumn(),
+                bars.MofNCompleteColumn(),
+                bars.TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(description, total=None)
+        self._bar.update(self._task, description=description)
+
+    def starting(self, master: str) -> None:
+        self._show(f"Starting Spark on {one_line(master)} (its log: spark.log)")
+
+    def tasks(self, done: int, total: int) -> None:
+        self._show("Spark job: tasks done")
+        self._bar.update(self._task, completed=done, total=total)
+
+    def finished(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+def spark_status() -> SparkStatus | None:
+    """A :class:`SparkStatus` when stderr is a terminal, else None (nothing is said)."""
+    stream = sys.stderr
+    if stream is None or not stream.isatty():
+        return None
+    return SparkStatus()
 
 
 def live_console() -> Console | None:
