@@ -1,10 +1,10 @@
 """``watch --until-done`` as docs/ci.md uses it: the recipe run exactly as written, beside an
 agent that writes its session log in the background, and ``--timeout`` in every state.
 
-The agent is a stand-in for now: ``copilot`` on the PATH replays a recorded log into
-``$COPILOT_HOME/session-state/<id>/``, as Copilot CLI lays it out (the session folder and its
-``workspace.yaml`` first, ``events.jsonl`` line by line later). The real CLI takes its place
-through :func:`real_copilot_cli` once the recording rig is available.
+The agent here is a stand-in: ``copilot`` on the PATH replays a recorded log into
+``$COPILOT_HOME/session-state/<id>/``, as Copilot CLI lays it out (a lock folder, the session
+folder and its ``workspace.yaml`` first, ``events.jsonl`` line by line later), so the records
+are known in advance. tests/test_ci_recipe_live.py runs the same recipe with the real CLI.
 
 Every process runs under a hard timeout: a hang fails the test instead of stalling the suite.
 """
@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,15 +90,20 @@ def _executable(path: Path, text: str) -> None:
 
 
 def replaying_agent(bin_dir: Path, log: Path, session: str, *, delay: float = 1.5) -> Agent:
-    """A ``copilot`` that creates its session folder and ``workspace.yaml`` at once, then after
-    ``delay`` seconds writes ``log`` into its ``events.jsonl`` line by line."""
+    """A ``copilot`` that creates a lock folder, its session folder and ``workspace.yaml`` at
+    once (as the real CLI does), then after ``delay`` seconds writes ``log`` into its
+    ``events.jsonl`` line by line."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     script = f"""#!{sys.executable}
 import os, sys, time
 from pathlib import Path
 
 assert "-p" in sys.argv, sys.argv  # started as the recipe starts Copilot CLI
-folder = Path(os.environ["COPILOT_HOME"]) / "session-state" / {session!r}
+state = Path(os.environ["COPILOT_HOME"]) / "session-state"
+# As Copilot CLI 1.0.102 does: a lock folder first, then the session's folder, its log later.
+(state / ".session-operation-locks").mkdir(parents=True, exist_ok=True)
+(state / ".session-operation-locks" / "{session}.lock").write_text("")
+folder = state / {session!r}
 folder.mkdir(parents=True, exist_ok=True)
 (folder / "workspace.yaml").write_text("id: {session}\\n")
 time.sleep({delay})
@@ -112,19 +118,11 @@ print("replayed", {str(log)!r})
     return Agent(bin_dir, log)
 
 
-def real_copilot_cli(bin_dir: Path) -> Agent:
-    """The real Copilot CLI, answering from the recording rig's model server.
-
-    Not available yet: the lead adds it once the recording rig exists (a ``copilot`` on the
-    PATH whose model server is the rig's; the test then checks the records against what the
-    rig served rather than against a known log)."""
-    pytest.skip("the recording rig (real Copilot CLI and its model server) is not available")
-
-
 AGENTS: dict[str, Callable[[Path], Agent]] = {
     "replayed-log": lambda bin_dir: replaying_agent(bin_dir, COMPLETED_SAMPLE, SESSION),
-    "real-copilot-cli": real_copilot_cli,
 }
+"""The agents the recipe runs beside here. The real Copilot CLI (against the recording rig's
+model server) runs the same recipe in tests/test_ci_recipe_live.py."""
 
 
 @pytest.fixture(params=sorted(AGENTS))
@@ -172,6 +170,40 @@ def test_the_ci_recipe_follows_the_agents_session_to_its_verdict(
         assert got == expected
     assert {r["session_id"] for r in records} == {SESSION}
     assert (job / "agent.log").exists()
+
+
+def test_until_done_waits_a_moment_for_the_shutdown_after_task_complete(tmp_path: Path) -> None:
+    """The CLI writes its shutdown (with the session's usage) as it exits, just after the
+    task_complete turn: the stream ends with it."""
+    lines = COMPLETED_SAMPLE.read_bytes().splitlines(keepends=True)
+    kinds = [json.loads(line)["type"] for line in lines]
+    assert kinds[-1] == "session.shutdown" and "session.task_complete" in kinds
+    log = tmp_path / "s.jsonl"
+    log.write_bytes(b"".join(lines[:-1]))
+    command = [sys.executable, "-m", "copilot_logs", "watch", str(log), "--until-done"]
+    with subprocess.Popen(
+        [*command, "--format", "ndjson"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        # A hang ends here: the whole group is killed, and the reads below see the end.
+        watchdog = threading.Timer(HARD_LIMIT, os.killpg, (process.pid, signal.SIGKILL))
+        watchdog.start()
+        try:
+            assert process.stdout is not None
+            seen: list[str] = []
+            while "task_complete" not in seen or seen[-1] != "turn_end":  # that turn ends
+                seen.append(json.loads(process.stdout.readline())["kind"])
+            with log.open("ab") as out:
+                out.write(lines[-1])
+            rest = [json.loads(line)["kind"] for line in process.stdout]
+            process.wait()
+        finally:
+            watchdog.cancel()
+    assert process.returncode == 0
+    assert "task_complete" in seen and rest == ["shutdown"]
 
 
 # --- --timeout in every state -----------------------------------------------------------------
@@ -237,6 +269,22 @@ def test_a_session_folder_there_before_its_log_is_followed_once_the_log_comes(
             (kind, line) for kind, line, _, _ in _oracle(COMPLETED_SAMPLE.read_bytes())
         ]
         (root / SESSION / "events.jsonl").unlink()
+
+
+def test_a_folder_that_holds_no_session_does_not_take_the_latest_slot(tmp_path: Path) -> None:
+    """The real CLI makes ``session-state/.session-operation-locks/`` before the session's
+    folder: --latest 1 must wait for a log, not follow the first folder it sees."""
+    root = tmp_path / "session-state"
+    root.mkdir()
+    watcher = watch.choose(Selection(root=root, latest=1), started=datetime.now(UTC))
+    (root / ".session-operation-locks").mkdir()
+    (root / ".session-operation-locks" / f"{SESSION}.lock").write_text("")
+    (root / SESSION).mkdir()
+    assert _scan_now(watcher) == []
+    assert watcher.followers == [] and watcher.wanted == 1
+    (root / SESSION / "events.jsonl").write_bytes(COMPLETED_SAMPLE.read_bytes())
+    changes = _scan_now(watcher)
+    assert [f.session_hint for f, _ in changes] == [SESSION] and watcher.wanted == 0
 
 
 def test_an_old_session_resumed_while_watching_joins_the_view_with_its_new_events(

@@ -220,13 +220,22 @@ def _follow(
         # Nothing followed yet: the wait counts from the start.
         last = follower.last_growth if follower is not None else started
         idle = timedelta(seconds=time.monotonic() - last)
-        if follower is not None and (
-            status == core.ENDED or (status == core.SETTLING and idle >= core.ERROR_SETTLE)
-        ):
+        if follower is not None and _over(status, idle):
             return _Ending(follower, watcher.root)
         if timeout is not None and idle >= timeout:
             return _Ending(follower, watcher.root, timeout)
     raise AssertionError("follow() never ends")
+
+
+def _over(status: str, idle: timedelta) -> bool:
+    """Whether the run is over, ``idle`` after its last event."""
+    from copilot_logs.commands import watch as core
+
+    if status == core.FINISHING:
+        return idle >= core.FINISH_SETTLE  # the shutdown may follow
+    if status == core.SETTLING:
+        return idle >= core.ERROR_SETTLE  # the CLI may retry
+    return status == core.ENDED
 
 
 def _say_waiting(watcher: Watcher) -> None:

@@ -41,6 +41,10 @@ ACTIVE_WITHIN = timedelta(minutes=10)
 ERROR_SETTLE = timedelta(seconds=10)
 """``--until-done``: an error ends the run when no event follows it for this long (the CLI
 may retry the call)."""
+FINISH_SETTLE = timedelta(seconds=3)
+"""``--until-done``: a loop judged over (task_complete, the nudge cap, an abort) ends the wait
+once no event follows for this long, so the shutdown the CLI writes as it exits (with the
+session's usage) is in the stream; a shutdown ends it at once."""
 FOREVER = timedelta(days=36_500)
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -154,15 +158,18 @@ def _mode() -> pl.Expr:
 
 RUNNING = "running"
 ENDED = "ended"
+FINISHING = "finishing"
 SETTLING = "settling"
-"""What :func:`run_status` says: the run goes on; it is over; it ended on an error unless an
-event follows within ERROR_SETTLE."""
+"""What :func:`run_status` says: the run goes on; it is over (a shutdown); its loop is over,
+the shutdown may follow (wait FINISH_SETTLE); it ended on an error unless an event follows
+within ERROR_SETTLE."""
 
 
 def run_status(follower: Follower, *, nudge_cap: int = audit.DEFAULT_NUDGE_CAP) -> str:
-    """Whether the run in the followed log is over: a shutdown after its last work, or its
-    agent loop ended in a way the audit judges (task_complete, the nudge cap once the last
-    loop ended, an abort), or it ended on an error (``SETTLING``: the CLI may still retry)."""
+    """Whether the run in the followed log is over: a shutdown after its last work
+    (``ENDED``), or its agent loop ended in a way the audit judges (``FINISHING``:
+    task_complete, the nudge cap once the last loop ended, an abort), or it ended on an error
+    (``SETTLING``: the CLI may still retry)."""
     result = follower.result
     if result.events.is_empty():
         return RUNNING
@@ -184,8 +191,8 @@ def run_status(follower: Follower, *, nudge_cap: int = audit.DEFAULT_NUDGE_CAP) 
     if verdict == audit.NUDGE_CAP:
         turns = derive.turns(derive.annotate(result.events))
         loop_over = turns.height > 0 and turns["ended_loop"][-1] and not turns["open"][-1]
-        return ENDED if loop_over else RUNNING
-    return ENDED
+        return FINISHING if loop_over else RUNNING
+    return FINISHING
 
 
 def verdict(result: ReadResult, *, nudge_cap: int) -> pl.DataFrame:

@@ -237,10 +237,10 @@ class Watcher:
             if followed.intersection(candidates) or not (self.pick_up_new or self.wanted):
                 continue
             signature = log_signature(candidates)
-            if name in self.idle and self.idle[name] == signature:
-                continue  # not written since it was last seen
-            if name in self.idle and signature is None:
-                self.idle[name] = None  # its log went away: wait for it again
+            if signature is None or self.idle.get(name, None) == signature:
+                # No log yet (a session folder comes first; the CLI also makes folders that
+                # hold no session), or not written since it was last seen.
+                self.idle[name] = signature
                 continue
             follower = Follower(candidates, name)
             follower.records_from = _grown_from(self.idle.pop(name, None), signature)
