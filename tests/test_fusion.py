@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 import synth
@@ -79,3 +80,16 @@ def test_fusion_events_are_known_and_persisted() -> None:
 
     found = validate.check(read_bytes(fusion_log(), "s.jsonl"))
     assert set(found["code"]) <= {"T204"}  # the second fusion turn is left open
+
+
+def test_the_table_shows_fusion_calls_only_where_a_log_holds_some(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "240")
+    plain = synth.SessionBuilder(seed=6)
+    plain.user_message("hi")
+    plain.turn("ok")
+    for data, shown in ((fusion_log(), True), (plain.to_bytes(), False)):
+        result = CliRunner().invoke(main, ["count", "--no-cache", "-"], input=data)
+        assert result.exit_code == 0, result.output
+        assert ("fusion calls" in result.stdout) is shown
