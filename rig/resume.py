@@ -1,0 +1,307 @@
+"""Does the real CLI resume a damaged log? ``python -m rig.resume --versions V... [--damages D...]``.
+
+For each version and damage (:mod:`rig.damage`): the version's own recording of the damage's
+base scenario is damaged and put alone in a fresh HOME's ``.copilot/session-state/<id>/``, then
+``copilot --resume=ID -p "[rig:main] Go on." --allow-all-tools`` runs against the model server.
+``kill-9`` instead runs a real session, kills the CLI with SIGKILL while its tool runs, and
+resumes in that same HOME. ``none`` is the undamaged control.
+
+What it keeps in ``OUT/<version>/resume-<damage>/``: ``truth.json`` (exit code, the requests the
+server got and what history the first one carried, whether the CLI kept the file's bytes, the
+warnings it logged, and the ``verdict``) and ``appended.jsonl`` (what the CLI wrote to the log
+after resuming, each ``system.message``'s content elided); for ``kill-9`` also ``events.jsonl``,
+the log as the killed CLI left it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rig import cli, record
+from rig.damage import BY_NAME, DAMAGES, Damage
+from rig.replies import Reply, text
+from rig.scenarios import BY_NAME as SCENARIOS
+from rig.scenarios import Script
+from rig.server import ModelServer
+
+PROMPT = "[rig:main] Go on."
+RUN_SECONDS = 120
+CONTROL = Damage("none", "the recording as it is (the control)", "one-tool", lambda data: data)
+ALL = (CONTROL, *DAMAGES)
+
+
+class HistoryServer(ModelServer):
+    """The model server, also keeping what conversation each request carried."""
+
+    def __init__(self, script: Any) -> None:
+        super().__init__(script)
+        self.histories: list[dict[str, Any]] = []
+
+    def answer(
+        self, request: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[Reply, dict[str, Any]]:
+        self.histories.append(history(request.get("messages") or []))
+        return super().answer(request, headers)
+
+
+def _resumed(agent: str, step: int, request: dict[str, Any]) -> Reply:
+    return text("Resumed.")
+
+
+def history(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a request's conversation holds, and the tool calls in it no tool message answers
+    (a provider refuses such a request: "tool_use ids were found without tool_result")."""
+    calls: list[str] = []
+    answered: list[str] = []
+    results = []
+    prompts = []
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            prompts.append(_text(message.get("content"))[-120:])
+        for call in message.get("tool_calls") or []:
+            calls.append(str(call.get("id")))
+        if role == "tool":
+            answered.append(str(message.get("tool_call_id")))
+            results.append(
+                {"id": message.get("tool_call_id"), "content": _text(message.get("content"))[:300]}
+            )
+    return {
+        "roles": [m.get("role") for m in messages],
+        "user_prompts": prompts,
+        "tool_calls": calls,
+        "tool_results": results,
+        "unanswered": [c for c in calls if c not in answered],
+        "unknown_results": [a for a in answered if a not in calls],
+    }
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def environment(home: Path, url: str, version: str) -> dict[str, str]:
+    """The rig's environment; the CLI unpacks itself (235 MB) under XDG_CACHE_HOME, shared per
+    version so that each run does not unpack it again."""
+    env = record.environment(home, url)
+    env["XDG_CACHE_HOME"] = str(cli.cache_root() / version / "xdg-cache")
+    return env
+
+
+def place(home: Path, log: bytes) -> str:
+    """``log`` as the only session of ``home``; its id (from the first line)."""
+    session_id = json.loads(log.split(b"\n", 1)[0])["data"]["sessionId"]
+    folder = home / ".copilot" / "session-state" / session_id
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_bytes(log)
+    return str(session_id)
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str], kill_on_tool: Path | None = None) -> dict[str, Any]:
+    """Run the CLI; with ``kill_on_tool`` (the log to watch), SIGKILL it one second after a
+    tool started. Its exit code (-9 when killed), stderr's last lines, whether it was killed."""
+    with tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(
+            args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=err, start_new_session=True,
+        )
+        killed = False
+        try:
+            if kill_on_tool is not None:
+                killed = _kill_when_tool_starts(child, kill_on_tool)
+            code = child.wait(timeout=RUN_SECONDS)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            record._end_group(child)
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    tail = [line.strip() for line in stderr.splitlines() if line.strip()][-3:]
+    return {"exit_code": code, "killed": killed, "stderr": [line[:300] for line in tail]}
+
+
+def _kill_when_tool_starts(child: subprocess.Popen[bytes], home: Path) -> bool:
+    deadline = time.monotonic() + RUN_SECONDS
+    while time.monotonic() < deadline and child.poll() is None:
+        log = record._log(home)
+        if log and b'"tool.execution_start"' in log.read_bytes():
+            time.sleep(1.0)
+            os.killpg(child.pid, signal.SIGKILL)
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def base_log(version: str, scenario: str, recordings: Path) -> bytes:
+    """The version's recording of ``scenario``; recorded now (not kept) when there is none."""
+    path = recordings / version / scenario / "events.jsonl"
+    if path.is_file():
+        return path.read_bytes()
+    with tempfile.TemporaryDirectory(prefix="rig-base-") as scratch:
+        out = Path(scratch) / "out"
+        record.record(cli.binary(version), version, SCENARIOS[scenario], out)
+        return (out / "events.jsonl").read_bytes()
+
+
+def killed_log(binary: Path, version: str, home: Path) -> tuple[bytes, dict[str, Any]]:
+    """A real session in ``home`` whose CLI was killed (SIGKILL) while its tool ran."""
+    work = home / "work"
+    work.mkdir(exist_ok=True)
+    scenario = SCENARIOS["interrupted"]
+    with ModelServer(Script(scenario)) as server:
+        env = environment(home, server.url, version)
+        args = [str(binary), "-p", scenario.prompts[0], *scenario.flags]
+        done = run(args, work, env, kill_on_tool=home)
+    log = record._log(home)
+    return (log.read_bytes() if log else b""), done
+
+
+def probe(version: str, damage: Damage, recordings: Path) -> tuple[dict[str, Any], bytes, bytes]:
+    """Damage, resume, observe: the truth, the damaged log, and what the CLI appended."""
+    binary = cli.binary(version)
+    with tempfile.TemporaryDirectory(prefix="rig-resume-") as scratch:
+        home = Path(scratch)
+        work = home / "work"
+        work.mkdir()
+        first: dict[str, Any] | None = None
+        if damage.apply is None:
+            damaged, first = killed_log(binary, version, home)
+            session_id = record._session_id(home)
+        else:
+            damaged = damage.apply(base_log(version, damage.base, recordings))
+            session_id = place(home, damaged)
+        with HistoryServer(_resumed) as server:
+            env = environment(home, server.url, version)
+            args = [str(binary), f"--resume={session_id}", "-p", PROMPT, "--allow-all-tools"]
+            done = run(args, work, env)
+            requests, histories = server.truth.requests, server.histories
+        log = home / ".copilot" / "session-state" / str(session_id) / "events.jsonl"
+        after = log.read_bytes() if log.is_file() else b""
+        warnings = _warnings(home)
+    kept = after.startswith(damaged)
+    appended = after[len(damaged) :] if kept else after
+    truth = {
+        "version": version,
+        "damage": damage.name,
+        "about": damage.about,
+        "base": damage.base,
+        "session_id": session_id,
+        "killed_run": first,
+        "resume": done,
+        "requests": requests,
+        "history": histories[0] if histories else None,
+        "file_kept": kept,
+        "appended_types": _types(appended),
+        "cli_warnings": warnings,
+    }
+    truth["verdict"] = verdict(truth, _first_prompt(damaged))
+    return truth, damaged, appended
+
+
+def _first_prompt(log: bytes) -> str | None:
+    for line in log.split(b"\n"):
+        if b'"user.message"' in line:
+            found = re.search(rb'"content":"((?:[^"\\]|\\.){1,60})', line)
+            return json.loads(b'"' + found.group(1) + b'"') if found else None
+    return None
+
+
+def verdict(truth: dict[str, Any], first_prompt: str | None) -> str:
+    """``resumed``: the model was called with the earlier history, every tool call in it
+    answered, and the CLI exited 0; otherwise what went wrong first."""
+    code = truth["resume"]["exit_code"]
+    if not truth["requests"]:
+        return "refused" if code not in (0, None) else "no-call"
+    carried = truth["history"] or {}
+    prompts = " ".join(carried.get("user_prompts", []))
+    if first_prompt and first_prompt.replace("\u2028", "") not in prompts.replace("\u2028", ""):
+        return "history-lost"
+    if carried.get("unanswered") or carried.get("unknown_results"):
+        return "unanswered-tool-call"
+    return "resumed" if code == 0 else "failed-after-call"
+
+
+_NOISE = re.compile(r"tls_certs|CAFE metrics|not in the built-in catalog|managedSettings|managed hooks")
+
+
+def _warnings(home: Path) -> list[str]:
+    """The CLI's own log's warnings and errors (noise left out), home shown as $HOME."""
+    found: list[str] = []
+    for path in sorted((home / ".copilot" / "logs").glob("*.log")):
+        for line in path.read_text("utf-8", "replace").splitlines():
+            if ("[WARNING]" in line or "[ERROR]" in line) and not _NOISE.search(line):
+                found.append(line.split(" ", 1)[-1].replace(str(home), "$HOME")[:300])
+    return found[:12]
+
+
+def _types(data: bytes) -> list[str]:
+    kinds = []
+    for line in data.split(b"\n"):
+        try:
+            kinds.append(str(json.loads(line).get("type")))
+        except (ValueError, AttributeError):
+            kinds.append("<not json>") if line.strip(b"\x00 ") else None
+    return kinds
+
+
+def elided(data: bytes) -> bytes:
+    """``data`` with each system.message's content replaced by its length (the evidence is
+    about the other events; the system prompt is most of the bytes)."""
+    out = []
+    for line in data.split(b"\n"):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            out.append(line)
+            continue
+        if event.get("type") == "system.message" and isinstance(event.get("data"), dict):
+            content = event["data"].get("content")
+            event["data"]["content"] = f"<elided: {len(content or '')} characters>"
+            line = json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
+        out.append(line)
+    return b"\n".join(out)
+
+
+def write(truth: dict[str, Any], damaged: bytes, appended: bytes, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "truth.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n")
+    (out / "appended.jsonl").write_bytes(elided(appended))
+    if truth["damage"] == "kill-9":
+        (out / "events.jsonl").write_bytes(damaged)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rig.resume", description=__doc__)
+    parser.add_argument("--versions", nargs="+", required=True)
+    names = [d.name for d in ALL]
+    parser.add_argument("--damages", nargs="+", default=names, choices=names)
+    parser.add_argument("--recordings", type=Path, default=Path("tests/recordings"))
+    parser.add_argument("--out", type=Path, default=Path("tests/recordings"))
+    options = parser.parse_args(argv)
+    by_name = {"none": CONTROL, **BY_NAME}
+    for version in options.versions:
+        for name in options.damages:
+            truth, damaged, appended = probe(version, by_name[name], options.recordings)
+            write(truth, damaged, appended, options.out / version / f"resume-{name}")
+            print(
+                f"{version} {name}: {truth['verdict']} (exit {truth['resume']['exit_code']}, "
+                f"{len(truth['requests'])} requests, appended {truth['appended_types']})",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
