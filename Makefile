@@ -12,7 +12,7 @@ FLOORS_VENV  := .venv-floors
 FLOORS_BIN   := $(FLOORS_VENV)/bin
 FLOORS_STAMP := $(FLOORS_VENV)/.installed-floors
 
-.PHONY: demo test test-floors fuzz lint bench samples record clean
+.PHONY: demo test test-floors fuzz lint bench samples record record-live clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,18 @@ samples: $(RUN_STAMP)
 VERSIONS ?= newest
 record: $(RUN_STAMP)
 	$(BIN)/python -m rig.record --versions $(VERSIONS) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) --out tests/recordings
+
+# CI's live step: every scenario recorded with the newest CLI on the npm registry into a scratch
+# folder, then the tests that need the real CLI, on those fresh logs. Skipped, in one line, when
+# the CLI cannot be fetched (rig.record exits 75).
+LIVE_DIR ?= $(or $(TMPDIR),/tmp)/copilot-logs-live
+record-live: $(DEV_STAMP)
+	rm -rf $(LIVE_DIR)
+	@status=0; $(BIN)/python -m rig.record --versions newest --out $(LIVE_DIR) || status=$$?; \
+	if [ $$status = 75 ]; then echo "record-live: skipped: the Copilot CLI cannot be fetched"; exit 0; fi; \
+	[ $$status = 0 ] || exit $$status; \
+	COPILOT_LOGS_RECORDINGS=$(LIVE_DIR) COPILOT_RIG_VERSION=$$(ls $(LIVE_DIR)) \
+		$(BIN)/python -m pytest -q -m live tests
 
 clean:
 	rm -rf $(VENV) $(FLOORS_VENV) .pytest_cache .mypy_cache .ruff_cache

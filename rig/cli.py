@@ -4,6 +4,7 @@ the repository (the package ``@github/copilot-linux-x64`` holds the whole CLI as
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 import tarfile
@@ -18,10 +19,18 @@ class FetchError(Exception):
 
 
 def cache_root() -> Path:
-    base = os.environ.get("COPILOT_RIG_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "copilot-logs-rig"
-    )
-    return Path(base)
+    """``$COPILOT_RIG_CACHE``, else ``~/.cache/copilot-logs-rig`` of the user's real home (the
+    recorder and the tests give the CLI a fresh HOME, which must not hide the cache)."""
+    override = os.environ.get("COPILOT_RIG_CACHE")
+    if override:
+        return Path(override)
+    return Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "copilot-logs-rig"
+
+
+def cached(version: str) -> Path | None:
+    """That version's binary when it is in the cache already (nothing is fetched)."""
+    target = cache_root() / version / "copilot"
+    return target if target.is_file() else None
 
 
 def binary(version: str) -> Path:
@@ -49,7 +58,7 @@ def binary(version: str) -> Path:
             if source is None:
                 raise FetchError(f"{PACKAGE}@{version} holds no package/copilot")
             target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_suffix(".partial")
+            partial = target.with_suffix(f".partial-{os.getpid()}")
             with source, open(partial, "wb") as out:
                 shutil.copyfileobj(source, out)
             partial.chmod(0o755)

@@ -29,6 +29,8 @@ from rig.server import MODEL, ModelServer
 API_KEY = "rig-offline-key-7c1e"
 """The provider key: any value works, and the CLI masks this string wherever it prints."""
 RUN_SECONDS = 240
+CANNOT_FETCH = 75
+"""The exit code when no CLI could be fetched (EX_TEMPFAIL): CI skips its live step on it."""
 
 
 def environment(home: Path, url: str) -> dict[str, str]:
@@ -185,18 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("tests/recordings"))
     options = parser.parse_args(argv)
     failed = 0
-    for version in options.versions:
-        if version == "newest":
-            version = cli.newest()
-        binary = cli.binary(version)
+    try:
+        versions = [cli.newest() if v == "newest" else v for v in options.versions]
+        binaries = {version: cli.binary(version) for version in versions}
+    except (cli.FetchError, OSError, subprocess.SubprocessError) as trouble:
+        print(
+            f"rig: the Copilot CLI cannot be fetched ({trouble}); nothing recorded", file=sys.stderr
+        )
+        return CANNOT_FETCH
+    for version, binary in binaries.items():
         for name in options.scenarios:
             truth = record(binary, version, BY_NAME[name], options.out / version / name)
             calls = sum(1 for r in truth["requests"] if r["status"] == 200)
-            print(
-                f"{version} {name}: {truth['outcome']}, {calls} calls, "
-                f"exit {[run['exit_code'] for run in truth['runs']]}",
-                flush=True,
-            )
+            exits = [run["exit_code"] for run in truth["runs"]]
+            print(f"{version} {name}: {truth['outcome']}, {calls} calls, exit {exits}", flush=True)
             failed += truth["outcome"] == "failed"
     return 1 if failed else 0
 
