@@ -9,7 +9,7 @@ resumes in that same HOME. ``none`` is the undamaged control.
 What it keeps in ``OUT/<version>/resume-<damage>/``: ``truth.json`` (exit code, the requests the
 server got and what history the first one carried, whether the CLI kept the file's bytes, the
 warnings it logged, and the ``verdict``) and ``appended.jsonl`` (what the CLI wrote to the log
-after resuming, each ``system.message``'s content elided); for ``kill-9`` also ``events.jsonl``,
+after resuming, each ``system.message``'s content elided); for ``kill-9`` also ``killed.jsonl``,
 the log as the killed CLI left it.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pprint
 import re
 import signal
 import subprocess
@@ -35,6 +36,9 @@ from rig.scenarios import Script
 from rig.server import ModelServer
 
 PROMPT = "[rig:main] Go on."
+KILLED = "killed.jsonl"
+"""kill-9's damaged log, as the killed CLI left it (not ``events.jsonl``: this folder is no
+scenario recording)."""
 RUN_SECONDS = 120
 CONTROL = Damage("none", "the recording as it is (the control)", "one-tool", lambda data: data)
 ALL = (CONTROL, *DAMAGES)
@@ -68,7 +72,9 @@ def history(messages: list[dict[str, Any]]) -> dict[str, Any]:
     for message in messages:
         role = message.get("role")
         if role == "user":
-            prompts.append(_text(message.get("content"))[-120:])
+            words = _text(message.get("content"))
+            mark = words.find("[rig:")
+            prompts.append(words[mark : mark + 120] if mark >= 0 else words[-120:])
         for call in message.get("tool_calls") or []:
             calls.append(str(call.get("id")))
         if role == "tool":
@@ -112,9 +118,9 @@ def place(home: Path, log: bytes) -> str:
 def run(args: list[str], cwd: Path, env: dict[str, str], kill_on_tool: Path | None = None) -> dict[str, Any]:
     """Run the CLI; with ``kill_on_tool`` (the log to watch), SIGKILL it one second after a
     tool started. Its exit code (-9 when killed), stderr's last lines, whether it was killed."""
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(
-            args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
             stderr=err, start_new_session=True,
         )
         killed = False
@@ -126,10 +132,14 @@ def run(args: list[str], cwd: Path, env: dict[str, str], kill_on_tool: Path | No
             code = None
         finally:
             record._end_group(child)
-        err.seek(0)
-        stderr = err.read().decode("utf-8", "replace")
-    tail = [line.strip() for line in stderr.splitlines() if line.strip()][-3:]
-    return {"exit_code": code, "killed": killed, "stderr": [line[:300] for line in tail]}
+        tails = {name: _tail(stream) for name, stream in (("stdout", out), ("stderr", err))}
+    return {"exit_code": code, "killed": killed, **tails}
+
+
+def _tail(stream: Any) -> list[str]:
+    stream.seek(0)
+    text = stream.read().decode("utf-8", "replace")
+    return [line.strip()[:300] for line in text.splitlines() if line.strip()][-3:]
 
 
 def _kill_when_tool_starts(child: subprocess.Popen[bytes], home: Path) -> bool:
@@ -194,6 +204,8 @@ def probe(version: str, damage: Damage, recordings: Path) -> tuple[dict[str, Any
     appended = after[len(damaged) :] if kept else after
     truth = {
         "version": version,
+        "scenario": f"resume-{damage.name}",
+        "outcome": "resume-probe",
         "damage": damage.name,
         "about": damage.about,
         "base": damage.base,
@@ -204,10 +216,21 @@ def probe(version: str, damage: Damage, recordings: Path) -> tuple[dict[str, Any
         "history": histories[0] if histories else None,
         "file_kept": kept,
         "appended_types": _types(appended),
+        "dropped": dropped(damaged, after),
         "cli_warnings": warnings,
     }
     truth["verdict"] = verdict(truth, _first_prompt(damaged))
     return truth, damaged, appended
+
+
+def dropped(damaged: bytes, after: bytes) -> list[dict[str, Any]]:
+    """The events copilot-logs reads from the damaged log that are gone from the log after the
+    resume (the CLI rewrote the file without them): their line and type."""
+    from copilot_logs.ingest.reader import read_bytes
+
+    before = read_bytes(damaged).events.select("event_id", "line", "type")
+    kept = set(read_bytes(after).events["event_id"].to_list())
+    return [row for row in before.iter_rows(named=True) if row.pop("event_id") not in kept]
 
 
 def _first_prompt(log: bytes) -> str | None:
@@ -220,7 +243,11 @@ def _first_prompt(log: bytes) -> str | None:
 
 def verdict(truth: dict[str, Any], first_prompt: str | None) -> str:
     """``resumed``: the model was called with the earlier history, every tool call in it
-    answered, and the CLI exited 0; otherwise what went wrong first."""
+    answered, the CLI exited 0 and kept every event copilot-logs reads from the log;
+    otherwise what went wrong first: ``refused`` (no model call, an exit code), ``no-call``,
+    ``history-lost`` (the first prompt is not in the request), ``unanswered-tool-call`` (a
+    tool call without its result: a provider refuses the request), ``failed-after-call``,
+    ``resumed-dropping`` (the CLI rewrote the log without some events)."""
     code = truth["resume"]["exit_code"]
     if not truth["requests"]:
         return "refused" if code not in (0, None) else "no-call"
@@ -230,7 +257,9 @@ def verdict(truth: dict[str, Any], first_prompt: str | None) -> str:
         return "history-lost"
     if carried.get("unanswered") or carried.get("unknown_results"):
         return "unanswered-tool-call"
-    return "resumed" if code == 0 else "failed-after-call"
+    if code != 0:
+        return "failed-after-call"
+    return "resumed-dropping" if truth["dropped"] else "resumed"
 
 
 _NOISE = re.compile(r"tls_certs|CAFE metrics|not in the built-in catalog|managedSettings|managed hooks")
@@ -279,17 +308,116 @@ def write(truth: dict[str, Any], damaged: bytes, appended: bytes, out: Path) -> 
     (out / "truth.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n")
     (out / "appended.jsonl").write_bytes(elided(appended))
     if truth["damage"] == "kill-9":
-        (out / "events.jsonl").write_bytes(damaged)
+        (out / KILLED).write_bytes(damaged)
+
+
+EVIDENCE = Path("copilot_logs/commands/doctor/evidence.py")
+OUTCOME_ORDER = ("resumed", "resumed-dropping", "history-lost", "unanswered-tool-call",
+                 "failed-after-call", "no-call", "refused")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def note(truth: dict[str, Any]) -> str:
+    """What the CLI did, in a few words, for the table's notes."""
+    words = []
+    if truth["verdict"] in ("refused", "no-call"):
+        errors = [line for line in truth["resume"]["stderr"] if line.startswith("Error:")]
+        said = errors[-1] if errors else "nothing on stderr"
+        said = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "ID", said)
+        return f"exit {truth['resume']['exit_code']}, no model call: {said}"
+    appended = truth["appended_types"]
+    if "tool.execution_complete" in appended[:3] and appended[0] == "session.resume":
+        words.append("wrote a tool.execution_complete (error code interrupted) for the open call")
+    else:
+        opened = {r["id"]: r["content"] for r in (truth["history"] or {}).get("tool_results", [])}
+        closing = [c for c in opened.values() if "interrupted" in c]
+        if closing:
+            words.append(f"answered the open call in the request only: \"{closing[0]}\"")
+    if not truth["file_kept"]:
+        words.append("rewrote the log")
+    if truth["dropped"]:
+        lost = ", ".join(f"line {d['line']} ({d['type']})" for d in truth["dropped"])
+        words.append(f"dropped {lost}")
+    if truth["verdict"] == "history-lost":
+        words.append("the first prompt was not in the request")
+    if truth["verdict"] == "unanswered-tool-call":
+        words.append(f"sent tool calls without results: {truth['history']['unanswered']}")
+    return "; ".join(words)
+
+
+def evidence_source(recordings: Path) -> str:
+    """The Python source of copilot_logs/commands/doctor/evidence.py, from the committed
+    resume truths."""
+    outcomes: dict[str, dict[str, str]] = {}
+    notes: dict[str, dict[str, str]] = {}
+    closing: dict[str, Any] = {}
+    truths = sorted(recordings.glob("*/resume-*/truth.json"))
+    for path in sorted(truths, key=lambda p: _version_key(p.parent.parent.name)):
+        truth = json.loads(path.read_text())
+        damage, version = truth["damage"], truth["version"]
+        outcomes.setdefault(damage, {})[version] = truth["verdict"]
+        notes.setdefault(damage, {})[version] = note(truth)
+        if damage == "kill-9":
+            closing = _closing(path.parent / "appended.jsonl", version) or closing
+    versions = sorted({v for row in outcomes.values() for v in row}, key=_version_key)
+    order = [d.name for d in ALL if d.name in outcomes]
+    body = [
+        '"""What the real Copilot CLI did when it resumed each damaged log: generated from',
+        "tests/recordings/VERSION/resume-DAMAGE/truth.json by ``python -m rig.resume --evidence``",
+        '(``make record-resume``); do not edit by hand (tests/test_doctor_evidence.py checks it)."""',
+        "",
+        "from typing import Any",
+        "",
+        f"VERSIONS = {tuple(versions)!r}",
+        f"OUTCOMES: dict[str, dict[str, str]] = {_py({d: outcomes[d] for d in order})}",
+        f"NOTES: dict[str, dict[str, str]] = {_py({d: notes[d] for d in order})}",
+        f"CLOSE_VERSION = {closing.get('version')!r}",
+        f"CLOSE_TOOL: dict[str, Any] = {_py(closing.get('tool', {}))}",
+        f"CLOSE_WARNING: dict[str, Any] = {_py(closing.get('warning', {}))}",
+    ]
+    source = "\n".join(body) + "\n"
+    ruff = Path(sys.executable).parent / "ruff"
+    formatted = subprocess.run(
+        [str(ruff), "format", "--stdin-filename", str(EVIDENCE), "-"],
+        input=source, capture_output=True, text=True, check=True,
+    )
+    return formatted.stdout
+
+
+def _py(value: Any) -> str:
+    return pprint.pformat(value, sort_dicts=False, width=96)
+
+
+def _closing(appended: Path, version: str) -> dict[str, Any] | None:
+    """How ``version`` closed the open tool call of a killed session on resume, when it wrote
+    anything: the data of its tool.execution_complete and session.warning."""
+    events = [json.loads(line) for line in appended.read_bytes().split(b"\n") if line.strip()]
+    tool = next((e["data"] for e in events if e["type"] == "tool.execution_complete"), None)
+    warning = next((e["data"] for e in events if e["type"] == "session.warning"), None)
+    if tool is None:
+        return None
+    tool = {k: v for k, v in tool.items() if k != "toolCallId"}
+    return {"version": version, "tool": tool, "warning": warning or {}}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rig.resume", description=__doc__)
-    parser.add_argument("--versions", nargs="+", required=True)
+    parser.add_argument("--versions", nargs="+", default=[])
     names = [d.name for d in ALL]
     parser.add_argument("--damages", nargs="+", default=names, choices=names)
     parser.add_argument("--recordings", type=Path, default=Path("tests/recordings"))
     parser.add_argument("--out", type=Path, default=Path("tests/recordings"))
+    parser.add_argument(
+        "--evidence", action="store_true",
+        help=f"only write {EVIDENCE} from the truths under --out (no CLI is run)",
+    )
     options = parser.parse_args(argv)
+    if options.evidence:
+        EVIDENCE.write_text(evidence_source(options.out))
+        return 0
     by_name = {"none": CONTROL, **BY_NAME}
     for version in options.versions:
         for name in options.damages:
