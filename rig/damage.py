@@ -4,7 +4,8 @@ bytes out), for the resume harness (:mod:`rig.resume`) and the tests of ``doctor
 Each damage copies one report against the CLI: a crash's NUL tail (copilot-cli#2217), a cut
 last line and a truncated event with the next one glued behind it (#4098), a raw newline
 inside a string (#2649), a raw U+2028 (#2490), a tool call left open (#3366, #3183), a session
-that ended without its shutdown (#3994). ``kill-9`` is not done to bytes: the harness kills a
+that ended without its shutdown (#3994); and three the reader reports that no issue names
+(invalid UTF-8, a blank line, a replayed line). ``kill-9`` is not done to bytes: the harness kills a
 real CLI while its tool runs, and the log it leaves is the damage.
 """
 
@@ -41,7 +42,9 @@ def _type(line: bytes) -> str | None:
     return value.get("type") if isinstance(value, dict) else None
 
 
-def _index(lines: list[bytes], kind: str, test: Callable[[dict[str, object]], bool] | None = None) -> int:
+def _index(
+    lines: list[bytes], kind: str, test: Callable[[dict[str, object]], bool] | None = None
+) -> int:
     for index, line in enumerate(lines):
         if _type(line) == kind and (test is None or test(json.loads(line))):
             return index
@@ -124,6 +127,31 @@ def orphan_mid(data: bytes) -> bytes:
     return b"".join([*lines[:at], *lines[at + 1 :]])
 
 
+def invalid_utf8(data: bytes) -> bytes:
+    """A byte 0xFF (never valid UTF-8) inside the first ``user.message``'s content."""
+    lines = lines_of(data)
+    at = _index(lines, "user.message")
+    mark = b'"content":"'
+    where = lines[at].find(mark) + len(mark)
+    line = lines[at][:where] + b"\xff" + lines[at][where:]
+    return b"".join([*lines[:at], line, *lines[at + 1 :]])
+
+
+def blank_line(data: bytes) -> bytes:
+    """An empty line after the first ``user.message``."""
+    lines = lines_of(data)
+    at = _index(lines, "user.message")
+    return b"".join([*lines[: at + 1], b"\n", *lines[at + 1 :]])
+
+
+def duplicate_line(data: bytes) -> bytes:
+    """The first ``assistant.turn_start`` written twice (a replayed line: the same event id
+    on two lines)."""
+    lines = lines_of(data)
+    at = _index(lines, "assistant.turn_start")
+    return b"".join([*lines[: at + 1], lines[at], *lines[at + 1 :]])
+
+
 def no_shutdown(data: bytes) -> bytes:
     """Every ``session.shutdown`` line removed: the session ended without writing its usage
     (a crash, or ``/new`` in the versions that skip it)."""
@@ -166,6 +194,19 @@ DAMAGES: tuple[Damage, ...] = (
         orphan_mid,
     ),
     Damage("no-shutdown", "the session.shutdown removed", "one-tool", no_shutdown),
+    Damage(
+        "invalid-utf8",
+        "a byte 0xFF (not UTF-8) inside the first user.message's content",
+        "one-tool",
+        invalid_utf8,
+    ),
+    Damage("blank-line", "an empty line after the first user.message", "one-tool", blank_line),
+    Damage(
+        "duplicate-line",
+        "the first assistant.turn_start written twice (one event id on two lines)",
+        "one-tool",
+        duplicate_line,
+    ),
 )
 
 BY_NAME = {damage.name: damage for damage in DAMAGES}

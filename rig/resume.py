@@ -20,6 +20,7 @@ import json
 import os
 import pprint
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,13 +116,20 @@ def place(home: Path, log: bytes) -> str:
     return str(session_id)
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str], kill_on_tool: Path | None = None) -> dict[str, Any]:
+def run(
+    args: list[str], cwd: Path, env: dict[str, str], kill_on_tool: Path | None = None
+) -> dict[str, Any]:
     """Run the CLI; with ``kill_on_tool`` (the log to watch), SIGKILL it one second after a
     tool started. Its exit code (-9 when killed), stderr's last lines, whether it was killed."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(
-            args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-            stderr=err, start_new_session=True,
+            args,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
         )
         killed = False
         try:
@@ -179,27 +187,26 @@ def killed_log(binary: Path, version: str, home: Path) -> tuple[bytes, dict[str,
 
 
 def probe(version: str, damage: Damage, recordings: Path) -> tuple[dict[str, Any], bytes, bytes]:
-    """Damage, resume, observe: the truth, the damaged log, and what the CLI appended."""
+    """Damage, resume, observe; then repair the damaged log with ``doctor --repair`` and
+    resume the copy: the truth, the damaged log, and what the CLI appended to it."""
     binary = cli.binary(version)
     with tempfile.TemporaryDirectory(prefix="rig-resume-") as scratch:
-        home = Path(scratch)
-        work = home / "work"
-        work.mkdir()
-        first: dict[str, Any] | None = None
+        root = Path(scratch)
+        home = root / "home"
+        (home / "work").mkdir(parents=True)
+        killed_run: dict[str, Any] | None = None
         if damage.apply is None:
-            damaged, first = killed_log(binary, version, home)
-            session_id = record._session_id(home)
+            damaged, killed_run = killed_log(binary, version, home)
+            session_id = str(record._session_id(home))
         else:
             damaged = damage.apply(base_log(version, damage.base, recordings))
             session_id = place(home, damaged)
-        with HistoryServer(_resumed) as server:
-            env = environment(home, server.url, version)
-            args = [str(binary), f"--resume={session_id}", "-p", PROMPT, "--allow-all-tools"]
-            done = run(args, work, env)
-            requests, histories = server.truth.requests, server.histories
-        log = home / ".copilot" / "session-state" / str(session_id) / "events.jsonl"
-        after = log.read_bytes() if log.is_file() else b""
-        warnings = _warnings(home)
+        folder = home / ".copilot" / "session-state" / session_id
+        saved = root / "saved" / session_id
+        shutil.copytree(folder, saved, ignore=shutil.ignore_patterns("*.lock"))
+        seen = resume_in(binary, version, home, session_id)
+        repaired = repaired_resume(binary, version, saved, root)
+    after = seen.pop("after")
     kept = after.startswith(damaged)
     appended = after[len(damaged) :] if kept else after
     truth = {
@@ -210,17 +217,59 @@ def probe(version: str, damage: Damage, recordings: Path) -> tuple[dict[str, Any
         "about": damage.about,
         "base": damage.base,
         "session_id": session_id,
-        "killed_run": first,
-        "resume": done,
-        "requests": requests,
-        "history": histories[0] if histories else None,
+        "killed_run": killed_run,
+        **seen,
         "file_kept": kept,
         "appended_types": _types(appended),
         "dropped": dropped(damaged, after),
-        "cli_warnings": warnings,
     }
     truth["verdict"] = verdict(truth, _first_prompt(damaged))
+    truth["repaired"] = repaired
     return truth, damaged, appended
+
+
+def resume_in(binary: Path, version: str, home: Path, session_id: str) -> dict[str, Any]:
+    """``copilot --resume`` of ``session_id`` in ``home``: how it went, and the log after."""
+    with HistoryServer(_resumed) as server:
+        env = environment(home, server.url, version)
+        args = [str(binary), f"--resume={session_id}", "-p", PROMPT, "--allow-all-tools"]
+        done = run(args, home / "work", env)
+        requests, histories = server.truth.requests, server.histories
+    log = home / ".copilot" / "session-state" / session_id / "events.jsonl"
+    return {
+        "resume": done,
+        "requests": requests,
+        "history": histories[0] if histories else None,
+        "cli_warnings": _warnings(home),
+        "after": log.read_bytes() if log.is_file() else b"",
+    }
+
+
+def repaired_resume(binary: Path, version: str, saved: Path, root: Path) -> dict[str, Any]:
+    """``doctor --repair`` of the damaged session folder ``saved``, and the copy resumed in a
+    fresh HOME: the verdict and what it rests on."""
+    from copilot_logs.commands.doctor.repair import repair
+    from copilot_logs.ingest.decode.envelope import Source
+
+    state = root / "repaired-home" / ".copilot" / "session-state"
+    (root / "repaired-home" / "work").mkdir(parents=True)
+    done = repair(Source(saved / "events.jsonl", saved.name), state)
+    copy = done.events.read_bytes()
+    seen = resume_in(binary, version, root / "repaired-home", saved.name)
+    after = seen.pop("after")
+    truth = {**seen, "dropped": dropped(copy, after)}
+    history = truth["history"] or {}
+    return {
+        "verdict": verdict(truth, _first_prompt(copy)),
+        "exit_code": truth["resume"]["exit_code"],
+        "stderr": truth["resume"]["stderr"],
+        "requests": len(truth["requests"]),
+        "roles": history.get("roles"),
+        "unanswered": history.get("unanswered"),
+        "changes": [f"line {c.line}: {c.what}" for c in done.changes],
+        "set_aside_bytes": done.set_aside_bytes,
+        "dropped": truth["dropped"],
+    }
 
 
 def dropped(damaged: bytes, after: bytes) -> list[dict[str, Any]]:
@@ -262,7 +311,9 @@ def verdict(truth: dict[str, Any], first_prompt: str | None) -> str:
     return "resumed-dropping" if truth["dropped"] else "resumed"
 
 
-_NOISE = re.compile(r"tls_certs|CAFE metrics|not in the built-in catalog|managedSettings|managed hooks")
+_NOISE = re.compile(
+    r"tls_certs|CAFE metrics|not in the built-in catalog|managedSettings|managed hooks"
+)
 
 
 def _warnings(home: Path) -> list[str]:
@@ -312,8 +363,15 @@ def write(truth: dict[str, Any], damaged: bytes, appended: bytes, out: Path) -> 
 
 
 EVIDENCE = Path("copilot_logs/commands/doctor/evidence.py")
-OUTCOME_ORDER = ("resumed", "resumed-dropping", "history-lost", "unanswered-tool-call",
-                 "failed-after-call", "no-call", "refused")
+OUTCOME_ORDER = (
+    "resumed",
+    "resumed-dropping",
+    "history-lost",
+    "unanswered-tool-call",
+    "failed-after-call",
+    "no-call",
+    "refused",
+)
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -335,7 +393,7 @@ def note(truth: dict[str, Any]) -> str:
         opened = {r["id"]: r["content"] for r in (truth["history"] or {}).get("tool_results", [])}
         closing = [c for c in opened.values() if "interrupted" in c]
         if closing:
-            words.append(f"answered the open call in the request only: \"{closing[0]}\"")
+            words.append(f'answered the open call in the request only: "{closing[0]}"')
     if not truth["file_kept"]:
         words.append("rewrote the log")
     if truth["dropped"]:
@@ -353,6 +411,7 @@ def evidence_source(recordings: Path) -> str:
     resume truths."""
     outcomes: dict[str, dict[str, str]] = {}
     notes: dict[str, dict[str, str]] = {}
+    about = {damage.name: damage.about for damage in ALL}
     closing: dict[str, Any] = {}
     truths = sorted(recordings.glob("*/resume-*/truth.json"))
     for path in sorted(truths, key=lambda p: _version_key(p.parent.parent.name)):
@@ -372,6 +431,7 @@ def evidence_source(recordings: Path) -> str:
         "from typing import Any",
         "",
         f"VERSIONS = {tuple(versions)!r}",
+        f"DAMAGES: dict[str, str] = {_py({d: about[d] for d in order})}",
         f"OUTCOMES: dict[str, dict[str, str]] = {_py({d: outcomes[d] for d in order})}",
         f"NOTES: dict[str, dict[str, str]] = {_py({d: notes[d] for d in order})}",
         f"CLOSE_VERSION = {closing.get('version')!r}",
@@ -382,7 +442,10 @@ def evidence_source(recordings: Path) -> str:
     ruff = Path(sys.executable).parent / "ruff"
     formatted = subprocess.run(
         [str(ruff), "format", "--stdin-filename", str(EVIDENCE), "-"],
-        input=source, capture_output=True, text=True, check=True,
+        input=source,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return formatted.stdout
 
@@ -411,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recordings", type=Path, default=Path("tests/recordings"))
     parser.add_argument("--out", type=Path, default=Path("tests/recordings"))
     parser.add_argument(
-        "--evidence", action="store_true",
+        "--evidence",
+        action="store_true",
         help=f"only write {EVIDENCE} from the truths under --out (no CLI is run)",
     )
     options = parser.parse_args(argv)

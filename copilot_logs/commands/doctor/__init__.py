@@ -110,13 +110,17 @@ def _concat(parts: list[Facts]) -> Facts:
 
 def _sorted(reasons: pl.DataFrame) -> pl.DataFrame:
     rank = pl.col("severity").replace_strict({s: i for i, s in enumerate(SEVERITIES)}, default=0)
-    return reasons.sort(["file", "session_id", rank, "line"], descending=[False, False, True, False])
+    return reasons.sort(
+        ["file", "session_id", rank, "line"], descending=[False, False, True, False]
+    )
 
 
 def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
     """The size of each session's log, how fast it grew over the session's span, and when it
     reaches the string limit at that rate."""
-    span_days = (pl.col("last_event_at") - pl.col("started_at")).dt.total_milliseconds() / 86_400_000
+    span_days = (
+        pl.col("last_event_at") - pl.col("started_at")
+    ).dt.total_milliseconds() / 86_400_000
     per_day = pl.when(span_days > 1 / 1440).then(pl.col("bytes") / span_days)
     days_left = (STRING_LIMIT - pl.col("bytes")) / per_day
     severity = (
@@ -183,9 +187,7 @@ def _verdicts(
         )
     )
     versions = {v: resumes.nearest(v) for v in figures["cli_version"].drop_nulls().unique()}
-    judged_by = pl.col("cli_version").replace_strict(
-        versions, default=None, return_dtype=pl.String
-    )
+    judged_by = pl.col("cli_version").replace_strict(versions, default=None, return_dtype=pl.String)
     joined = figures.join(worst, on=SESSION, how="left")
     return joined.select(
         "session_id",

@@ -40,6 +40,9 @@ DAMAGE_OF_KIND = {
     "nul-bytes": "nul-tail",
     "truncated-event": "glued-line",
     "split-event": "raw-newline",
+    "invalid-utf8": "invalid-utf8",
+    "blank-line": "blank-line",
+    "duplicate-id": "duplicate-line",
 }
 """The reader's diagnostic kinds the resume evidence has a row for."""
 
@@ -93,21 +96,48 @@ def _structure(result: ReadResult) -> pl.DataFrame:
     )
 
 
-def _no_shutdown(events: pl.DataFrame) -> pl.DataFrame:
-    """A session whose log does not end with a session.shutdown: the usage of its last run was
-    never written (the CLI writes it only at shutdown)."""
-    last = events.group_by(SESSION, maintain_order=True).agg(
+WORK = ("user.message", "assistant.turn_start", "assistant.message", "tool.execution_start")
+"""Events that mean the session worked (and used the model) after them."""
+
+
+def _unsaved(events: pl.DataFrame) -> pl.DataFrame:
+    """Per session: its last line and event, and the first event of work after its last
+    session.shutdown (null when the shutdown came after all its work)."""
+    shutdown = pl.col("line").filter(TYPE == "session.shutdown").max()
+    work = TYPE.is_in(WORK)
+    return events.group_by(SESSION, maintain_order=True).agg(
         pl.col("line").last(),
         pl.col("event_id").last(),
         pl.col("type").last().alias("last_type"),
-        (TYPE == "session.shutdown").any().alias("ever"),
+        shutdown.alias("shutdown_line"),
+        pl.col("line")
+        .filter(work & (pl.col("line") > shutdown.fill_null(0)))
+        .first()
+        .alias("unsaved_line"),
     )
-    return last.filter(pl.col("last_type") != "session.shutdown").with_columns(
-        code=pl.lit(NO_SHUTDOWN),
-        damage=pl.lit("no-shutdown"),
-        message=pl.when(pl.col("ever"))
-        .then(pl.format("the log ends with {} after its last session.shutdown", "last_type"))
-        .otherwise(pl.format("the log ends with {} and has no session.shutdown", "last_type")),
+
+
+def _no_shutdown(events: pl.DataFrame) -> pl.DataFrame:
+    """A session that worked after its last session.shutdown (or has none): the usage of that
+    run was never written (the CLI writes it only at shutdown)."""
+    return (
+        _unsaved(events)
+        .filter(pl.col("unsaved_line").is_not_null())
+        .with_columns(
+            code=pl.lit(NO_SHUTDOWN),
+            damage=pl.lit("no-shutdown"),
+            message=pl.when(pl.col("shutdown_line").is_null())
+            .then(pl.format("no session.shutdown: the log ends with {}", "last_type"))
+            .otherwise(
+                pl.format(
+                    "no session.shutdown after line {}: work from line {} on, the log ends with {}",
+                    "shutdown_line",
+                    "unsaved_line",
+                    "last_type",
+                )
+            )
+            + pl.lit("; the usage of that run (tokens, requests) was never written"),
+        )
     )
 
 
@@ -147,7 +177,9 @@ def separators(
     whose CLI version ``wanted`` names (it is found by a search of the file's bytes, so only
     where it matters: the versions that refuse it)."""
     rows = []
-    for file, session_id, version in figures.select("file", "session_id", "cli_version").iter_rows():
+    for file, session_id, version in figures.select(
+        "file", "session_id", "cli_version"
+    ).iter_rows():
         path = files.get(file)
         if path is None or not wanted(version):
             continue
@@ -206,6 +238,7 @@ def figures(events: pl.DataFrame) -> pl.DataFrame:
         pl.len().alias("events"),
         pl.col("line").max().alias("last_line"),
         (pl.col("offset") + pl.col("length")).max().alias("bytes_read"),
-        (pl.col("type").last() == "session.shutdown").alias("shut_down"),
     )
+    saved = _unsaved(events).select(*SESSION, shut_down=pl.col("unsaved_line").is_null())
+    frame = frame.join(saved, on=list(SESSION), how="left")
     return frame.select(*FIGURES_SCHEMA).cast(FIGURES_SCHEMA)

@@ -23,6 +23,8 @@ from copilot_logs.commands.validate import check
 from copilot_logs.ingest.reader import ReadResult
 
 CLOSE = "tool.execution_complete"
+TURN_START = "assistant.turn_start"
+TURN_END = "assistant.turn_end"
 ENDS = {
     "X302": "assistant.turn_end",  # the turn ended without the tool's result
     "X307": "session.shutdown",  # the session shut down while it ran
@@ -32,6 +34,7 @@ ENDS = {
 
 def mended(units: list[Unit], result: ReadResult, done: Repair) -> list[Unit]:
     units = _close_open_tools(units, result, done)
+    units = _close_lost_turn_ends(units, result, done)
     _relink(units, done)
     _count(units, done)
     return units
@@ -50,7 +53,9 @@ def _close_open_tools(units: list[Unit], result: ReadResult, done: Repair) -> li
         at = _closing_place(units, start, ENDS[code])
         opened = units[start]
         line = units[at].line if at < len(units) else units[-1].line + 1
-        closing = Unit(line, b"", None, CLOSE, opened.agent_id, opened.tool_call_id, True)
+        closing = Unit(
+            line, b"", _id_closing(event_id), CLOSE, opened.agent_id, opened.tool_call_id, True
+        )
         inserts.append((at, closing))
         done.changes.append(
             Change(
@@ -61,11 +66,61 @@ def _close_open_tools(units: list[Unit], result: ReadResult, done: Repair) -> li
                 f"(recorded with {evidence.CLOSE_VERSION})",
             )
         )
-    for at, closing in sorted(inserts, key=lambda item: item[0], reverse=True):
-        units.insert(at, closing)
+    return _inserted(units, inserts)
+
+
+def _inserted(units: list[Unit], inserts: list[tuple[int, Unit]]) -> list[Unit]:
+    for at, added in sorted(inserts, key=lambda item: item[0], reverse=True):
+        units.insert(at, added)
         if at + 1 < len(units):
             units[at + 1].after_gap = True
     return units
+
+
+def _close_lost_turn_ends(units: list[Unit], result: ReadResult, done: Repair) -> list[Unit]:
+    """An ``assistant.turn_end`` for a turn whose end was lost (set aside with damaged bytes):
+    validate finds the next turn starting while it is open (T202); the end is added right
+    before that start, so the turns pair again."""
+    found = check(result, select=["T202"])
+    by_id = {unit.event_id: index for index, unit in enumerate(units) if unit.event_id}
+    inserts: list[tuple[int, Unit]] = []
+    for event_id in found["event_id"].to_list():
+        at = by_id.get(event_id)
+        opened = (
+            next(
+                (u for u in reversed(units[:at]) if u.type == TURN_START and u.agent_id is None),
+                None,
+            )
+            if at is not None
+            else None
+        )
+        if at is None or opened is None:
+            continue
+        line = units[at].line
+        closing = Unit(
+            line,
+            b"",
+            _id_closing(f"turn:{event_id}"),
+            TURN_END,
+            turn_id=opened.turn_id,
+            after_gap=True,
+        )
+        inserts.append((at, closing))
+        done.changes.append(
+            Change(
+                line,
+                f"added an assistant.turn_end closing turn {opened.turn_id} (started on line "
+                f"{opened.line})",
+                "a new turn starts here while that one is open: its turn_end was lost",
+            )
+        )
+    return _inserted(units, inserts)
+
+
+def _id_closing(start_id: str) -> str:
+    """The id of the event closing the tool started by ``start_id``: the same in every repair
+    of the log (a name-based UUID)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"copilot-logs:doctor:close:{start_id}"))
 
 
 def _closing_place(units: list[Unit], start: int, end_type: str | None) -> int:
@@ -82,8 +137,7 @@ def _relink(units: list[Unit], done: Repair) -> None:
     previous: dict[str, Any] | None = None
     for unit in units:
         if not unit.data:
-            event = _closing_event(unit, previous)
-            unit.data, unit.event_id = orjson.dumps(event), event["id"]
+            unit.data = orjson.dumps(_closing_event(unit, previous))
         elif unit.after_gap and previous is not None:
             event = _envelope(unit.data)
             if event is not None and event.get("parentId") != previous.get("id"):
@@ -110,20 +164,26 @@ def _envelope(data: bytes) -> dict[str, Any] | None:
 
 
 def _closing_event(unit: Unit, previous: dict[str, Any] | None) -> dict[str, Any]:
-    """The CLI's own closing of an open tool call, at the time of the event before it."""
-    event: dict[str, Any] = {
-        "type": CLOSE,
-        "data": {"toolCallId": unit.tool_call_id, **evidence.CLOSE_TOOL},
-    }
+    """An added event at the time of the event before it: the CLI's own closing of an open
+    tool call, or the end of a turn."""
+    data = (
+        {"toolCallId": unit.tool_call_id, **evidence.CLOSE_TOOL}
+        if unit.type == CLOSE
+        else {"turnId": unit.turn_id}
+    )
+    event: dict[str, Any] = {"type": unit.type, "data": data}
     if unit.agent_id:
         event["agentId"] = unit.agent_id
-    event["id"] = str(uuid.uuid4())
+    event["id"] = unit.event_id
     event["timestamp"] = (previous or {}).get("timestamp")
     event["parentId"] = (previous or {}).get("id")
     return event
 
 
-COUNTED = {"session.resume": ("eventCount", "eventsFileSizeBytes"), "session.shutdown": ("eventsFileSizeBytes",)}
+COUNTED = {
+    "session.resume": ("eventCount", "eventsFileSizeBytes"),
+    "session.shutdown": ("eventsFileSizeBytes",),
+}
 
 
 def _count(units: list[Unit], done: Repair) -> None:

@@ -52,6 +52,7 @@ class Unit:
     type: str
     agent_id: str | None = None
     tool_call_id: str | None = None
+    turn_id: str | None = None
     after_gap: bool = False
     """Bytes were set aside (or an event added) right before it: its parentId may name them."""
     offset: int = -1
@@ -119,7 +120,9 @@ def _session_of(result: ReadResult, source: Source) -> str:
             "--repair copies one session's log; split the file first"
         )
     if not sessions:
-        raise SelectionError(f"{source.name} holds no event copilot-logs can read: nothing to repair")
+        raise SelectionError(
+            f"{source.name} holds no event copilot-logs can read: nothing to repair"
+        )
     return str(sessions[0])
 
 
@@ -142,7 +145,9 @@ def _salvage(log: BinaryIO, result: ReadResult, done: Repair) -> tuple[list[Unit
         newlines = gap.count(b"\n")
         aside = gap[1:] if gap.startswith(b"\n") else gap
         if aside:
-            _set_aside(aside, cursor + len(gap) - len(aside), line + (gap[:1] == b"\n"), why, pieces, done)
+            _set_aside(
+                aside, cursor + len(gap) - len(aside), line + (gap[:1] == b"\n"), why, pieces, done
+            )
         line += newlines
         data = _read(log, row["offset"], row["length"])
         units.append(_unit(row, data, line, bool(aside), why, pieces, done))
@@ -151,7 +156,9 @@ def _salvage(log: BinaryIO, result: ReadResult, done: Repair) -> tuple[list[Unit
     rest = log.read()
     aside = rest[1:] if rest.startswith(b"\n") else rest
     if aside:
-        _set_aside(aside, cursor + len(rest) - len(aside), line + (rest[:1] == b"\n"), why, pieces, done)
+        _set_aside(
+            aside, cursor + len(rest) - len(aside), line + (rest[:1] == b"\n"), why, pieces, done
+        )
     elif units and not rest:
         done.changes.append(Change(units[-1].line, "added the newline", "the last line had none"))
     return units, pieces
@@ -204,15 +211,23 @@ def _unit(
     core = data.strip(b"\x00").rstrip(b"\r")
     lead = len(data) - len(data.lstrip(b"\x00"))
     if len(core) != len(data):
-        for piece, at in ((data[:lead], row["offset"]), (data[lead + len(core) :], row["offset"] + lead + len(core))):
+        for piece, at in (
+            (data[:lead], row["offset"]),
+            (data[lead + len(core) :], row["offset"] + lead + len(core)),
+        ):
             if piece:
                 _set_aside(piece, at, line, why, pieces, done)
     if b"\n" in core:
         count = core.count(b"\n")
         core = core.replace(b"\r\n", b"\\n").replace(b"\n", b"\\n")
         done.changes.append(
-            Change(line, f"joined lines {line}-{line + count} into one event", why.get(line, "raw newlines inside a string"))
+            Change(
+                line,
+                f"joined lines {line}-{line + count} into one event",
+                why.get(line, "raw newlines inside a string"),
+            )
         )
+    core = _valid_utf8(core, row["offset"] + lead, line, pieces, done)
     for raw, escape in SEPARATORS.items():
         if raw in core:
             core = core.replace(raw, escape)
@@ -224,11 +239,46 @@ def _unit(
                 )
             )
     return Unit(
-        line, core, row["event_id"], row["type"], row["agent_id"], row["tool_call_id"], after_gap or bool(lead), row["offset"]
+        line,
+        core,
+        row["event_id"],
+        row["type"],
+        row["agent_id"],
+        row["tool_call_id"],
+        row["turn_id"],
+        after_gap or bool(lead),
+        row["offset"],
     )
 
 
-def _write(target: Path, original: Path, units: list[Unit], pieces: list[bytes], done: Repair) -> None:
+def _valid_utf8(core: bytes, offset: int, line: int, pieces: list[bytes], done: Repair) -> bytes:
+    """``core`` with bytes that are not UTF-8 written as U+FFFD (as the reader reads them);
+    the line as it was goes to the sidecar."""
+    try:
+        core.decode("utf-8")
+    except UnicodeDecodeError:
+        _set_aside(
+            core,
+            offset,
+            line,
+            {line: "the line as it was, before its bytes that are not UTF-8 were replaced"},
+            pieces,
+            done,
+        )
+        done.changes.append(
+            Change(
+                line,
+                "wrote the bytes that are not UTF-8 as U+FFFD",
+                "the line is not UTF-8; the original line is in the sidecar",
+            )
+        )
+        return core.decode("utf-8", "replace").encode()
+    return core
+
+
+def _write(
+    target: Path, original: Path, units: list[Unit], pieces: list[bytes], done: Repair
+) -> None:
     """The copy, written in a temporary folder beside it and moved into place whole."""
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
