@@ -31,7 +31,7 @@ def lines_of(data: bytes) -> list[bytes]:
     """The lines of a log, each with its newline (the last one maybe without)."""
     parts = data.split(b"\n")
     out = [part + b"\n" for part in parts[:-1]]
-    return out + [parts[-1]] if parts[-1] else out
+    return [*out, parts[-1]] if parts[-1] else out
 
 
 def _type(line: bytes) -> str | None:

@@ -1,4 +1,4 @@
-"""Does the real CLI resume a damaged log? ``python -m rig.resume --versions V... [--damages D...]``.
+"""Does the real CLI resume a damaged log? ``python -m rig.resume --versions V... [--damages D]``.
 
 For each version and damage (:mod:`rig.damage`): the version's own recording of the damage's
 base scenario is damaged and put alone in a fresh HOME's ``.copilot/session-state/<id>/``, then
@@ -51,6 +51,10 @@ class HistoryServer(ModelServer):
     def __init__(self, script: Any) -> None:
         super().__init__(script)
         self.histories: list[dict[str, Any]] = []
+
+    def __enter__(self) -> HistoryServer:
+        super().__enter__()
+        return self
 
     def answer(
         self, request: dict[str, Any], headers: dict[str, str]
@@ -223,7 +227,7 @@ def probe(version: str, damage: Damage, recordings: Path) -> tuple[dict[str, Any
         "appended_types": _types(appended),
         "dropped": dropped(damaged, after),
     }
-    truth["verdict"] = verdict(truth, _first_prompt(damaged))
+    truth["verdict"] = verdict(truth, first_prompt(damaged))
     truth["repaired"] = repaired
     return truth, damaged, appended
 
@@ -260,7 +264,7 @@ def repaired_resume(binary: Path, version: str, saved: Path, root: Path) -> dict
     truth = {**seen, "dropped": dropped(copy, after)}
     history = truth["history"] or {}
     return {
-        "verdict": verdict(truth, _first_prompt(copy)),
+        "verdict": verdict(truth, first_prompt(copy)),
         "exit_code": truth["resume"]["exit_code"],
         "stderr": truth["resume"]["stderr"],
         "requests": len(truth["requests"]),
@@ -282,15 +286,18 @@ def dropped(damaged: bytes, after: bytes) -> list[dict[str, Any]]:
     return [row for row in before.iter_rows(named=True) if row.pop("event_id") not in kept]
 
 
-def _first_prompt(log: bytes) -> str | None:
+def first_prompt(log: bytes) -> str | None:
+    """The first user.message's rig prompt (from its ``[rig:`` mark, 30 characters): what a
+    request carrying the earlier conversation must hold."""
     for line in log.split(b"\n"):
         if b'"user.message"' in line:
-            found = re.search(rb'"content":"((?:[^"\\]|\\.){1,60})', line)
-            return json.loads(b'"' + found.group(1) + b'"') if found else None
+            text = line.decode("utf-8", "replace")
+            at = text.find("[rig:")
+            return text[at : at + 30] if at >= 0 else None
     return None
 
 
-def verdict(truth: dict[str, Any], first_prompt: str | None) -> str:
+def verdict(truth: dict[str, Any], prompt: str | None) -> str:
     """``resumed``: the model was called with the earlier history, every tool call in it
     answered, the CLI exited 0 and kept every event copilot-logs reads from the log;
     otherwise what went wrong first: ``refused`` (no model call, an exit code), ``no-call``,
@@ -302,7 +309,7 @@ def verdict(truth: dict[str, Any], first_prompt: str | None) -> str:
         return "refused" if code not in (0, None) else "no-call"
     carried = truth["history"] or {}
     prompts = " ".join(carried.get("user_prompts", []))
-    if first_prompt and first_prompt.replace("\u2028", "") not in prompts.replace("\u2028", ""):
+    if prompt and prompt.replace("\u2028", "") not in prompts.replace("\u2028", ""):
         return "history-lost"
     if carried.get("unanswered") or carried.get("unknown_results"):
         return "unanswered-tool-call"
@@ -412,12 +419,15 @@ def evidence_source(recordings: Path) -> str:
     outcomes: dict[str, dict[str, str]] = {}
     notes: dict[str, dict[str, str]] = {}
     about = {damage.name: damage.about for damage in ALL}
+    repaired: dict[str, dict[str, str]] = {}
     closing: dict[str, Any] = {}
     truths = sorted(recordings.glob("*/resume-*/truth.json"))
     for path in sorted(truths, key=lambda p: _version_key(p.parent.parent.name)):
         truth = json.loads(path.read_text())
         damage, version = truth["damage"], truth["version"]
         outcomes.setdefault(damage, {})[version] = truth["verdict"]
+        if truth.get("repaired"):
+            repaired.setdefault(damage, {})[version] = truth["repaired"]["verdict"]
         notes.setdefault(damage, {})[version] = note(truth)
         if damage == "kill-9":
             closing = _closing(path.parent / "appended.jsonl", version) or closing
@@ -426,7 +436,7 @@ def evidence_source(recordings: Path) -> str:
     body = [
         '"""What the real Copilot CLI did when it resumed each damaged log: generated from',
         "tests/recordings/VERSION/resume-DAMAGE/truth.json by ``python -m rig.resume --evidence``",
-        '(``make record-resume``); do not edit by hand (tests/test_doctor_evidence.py checks it)."""',
+        '(``make record-resume``); do not edit by hand (tests/test_doctor.py checks it)."""',
         "",
         "from typing import Any",
         "",
@@ -434,6 +444,7 @@ def evidence_source(recordings: Path) -> str:
         f"DAMAGES: dict[str, str] = {_py({d: about[d] for d in order})}",
         f"OUTCOMES: dict[str, dict[str, str]] = {_py({d: outcomes[d] for d in order})}",
         f"NOTES: dict[str, dict[str, str]] = {_py({d: notes[d] for d in order})}",
+        f"REPAIRED: dict[str, dict[str, str]] = {_py({d: repaired.get(d, {}) for d in order})}",
         f"CLOSE_VERSION = {closing.get('version')!r}",
         f"CLOSE_TOOL: dict[str, Any] = {_py(closing.get('tool', {}))}",
         f"CLOSE_WARNING: dict[str, Any] = {_py(closing.get('warning', {}))}",

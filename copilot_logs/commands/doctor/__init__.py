@@ -60,6 +60,9 @@ REASONS_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+_SCHEMA = pl.Schema(REASONS_SCHEMA)
+
+
 def facts(result: ReadResult) -> Facts:
     """What doctor needs of one batch of logs: (findings, figures), both by file, so that the
     store keeps them per log."""
@@ -90,8 +93,8 @@ def judge(
         bytes=pl.col("file").replace_strict(sizes, default=None, return_dtype=pl.Int64)
     ).with_columns(bytes=pl.coalesce("bytes", "bytes_read"))
     found = pl.concat([found, checks.separators(figures, files, resumes.refuses_separators)])
-    parts = [resumes.judged(found, figures), _size(figures, now)]
-    reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(REASONS_SCHEMA) for part in parts])
+    judged = [resumes.judged(found, figures), _size(figures, now)]
+    reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(_SCHEMA) for part in judged])
     return Doctor(_verdicts(figures, reasons, now, running_within), _sorted(reasons))
 
 

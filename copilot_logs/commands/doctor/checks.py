@@ -70,7 +70,9 @@ def findings(result: ReadResult) -> pl.DataFrame:
         _no_shutdown(result.events),
         _bytes(result.events),
     ]
-    return pl.concat([part.select(*FINDINGS_SCHEMA).cast(FINDINGS_SCHEMA) for part in parts])
+    return pl.concat(
+        [part.select(*FINDINGS_SCHEMA).cast(pl.Schema(FINDINGS_SCHEMA)) for part in parts]
+    )
 
 
 def _damage(diagnostics: pl.DataFrame) -> pl.DataFrame:
@@ -156,8 +158,8 @@ def _bytes(events: pl.DataFrame) -> pl.DataFrame:
         code=pl.lit(BYTES),
         damage=pl.lit(None, pl.String),
         message=pl.format(
-            "{} system.message lines hold {} of the log's {} bytes of events ({}%): the system "
-            "prompt is written again before every prompt",
+            "system.message: {} lines, {} of the {} bytes of events ({}%): the whole system "
+            "prompt, written again before every prompt",
             "count",
             "bytes",
             "total",
@@ -241,4 +243,4 @@ def figures(events: pl.DataFrame) -> pl.DataFrame:
     )
     saved = _unsaved(events).select(*SESSION, shut_down=pl.col("unsaved_line").is_null())
     frame = frame.join(saved, on=list(SESSION), how="left")
-    return frame.select(*FIGURES_SCHEMA).cast(FIGURES_SCHEMA)
+    return frame.select(*FIGURES_SCHEMA).cast(pl.Schema(FIGURES_SCHEMA))

@@ -1,60 +1,91 @@
 """What the real Copilot CLI did when it resumed each damaged log: generated from
 tests/recordings/VERSION/resume-DAMAGE/truth.json by ``python -m rig.resume --evidence``
-(``make record-resume``); do not edit by hand (tests/test_doctor_evidence.py checks it)."""
+(``make record-resume``); do not edit by hand (tests/test_doctor.py checks it)."""
 
 from typing import Any
 
 VERSIONS = ("1.0.85", "1.0.102")
+DAMAGES: dict[str, str] = {
+    "none": "the recording as it is (the control)",
+    "kill-9": "SIGKILL to the CLI while its tool runs (a real run)",
+    "cut-last-line": "the last line cut in half, no newline",
+    "nul-tail": "4 KiB of NUL bytes after the last line",
+    "glued-line": "the first assistant.turn_end cut in half, the next event glued behind it",
+    "raw-newline": "a raw newline inside the first user.message (one event on two lines)",
+    "u2028": "a raw U+2028 inside the first user.message's content",
+    "orphan-request": "ends after an assistant.message asking for a tool (never started)",
+    "orphan-start": "ends after a tool.execution_start (the tool never completed)",
+    "orphan-mid": "a tool.execution_complete removed, the session going on after it",
+    "no-shutdown": "the session.shutdown removed",
+    "invalid-utf8": "a byte 0xFF (not UTF-8) inside the first user.message's content",
+    "blank-line": "an empty line after the first user.message",
+    "duplicate-line": "the first assistant.turn_start written twice (one event id on two lines)",
+}
 OUTCOMES: dict[str, dict[str, str]] = {
-    "none": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "kill-9": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "cut-last-line": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "nul-tail": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "glued-line": {"1.0.85": "refused", "1.0.102": "resumed"},
-    "raw-newline": {"1.0.85": "refused", "1.0.102": "history-lost"},
-    "u2028": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "orphan-request": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "orphan-start": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "orphan-mid": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "no-shutdown": {"1.0.85": "resumed", "1.0.102": "resumed"},
+    "none": {"1.0.85": "history-lost", "1.0.102": "resumed"},
+    "kill-9": {"1.0.85": "history-lost", "1.0.102": "resumed"},
+    "cut-last-line": {"1.0.102": "resumed"},
+    "nul-tail": {"1.0.102": "resumed"},
+    "glued-line": {"1.0.102": "resumed-dropping"},
+    "raw-newline": {"1.0.102": "history-lost"},
+    "u2028": {"1.0.102": "resumed"},
+    "orphan-request": {"1.0.102": "resumed"},
+    "orphan-start": {"1.0.102": "resumed"},
+    "orphan-mid": {"1.0.102": "resumed"},
+    "no-shutdown": {"1.0.102": "resumed"},
+    "invalid-utf8": {"1.0.102": "history-lost"},
+    "blank-line": {"1.0.102": "history-lost"},
+    "duplicate-line": {"1.0.102": "history-lost"},
 }
 NOTES: dict[str, dict[str, str]] = {
-    "none": {"1.0.85": "", "1.0.102": ""},
+    "none": {"1.0.85": "the first prompt was not in the request", "1.0.102": ""},
     "kill-9": {
         "1.0.85": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
+        'tool, or a previous tool was interrupted."; the first prompt was not in '
+        "the request",
         "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call",
     },
-    "cut-last-line": {"1.0.85": "rewrote the log", "1.0.102": "rewrote the log"},
-    "nul-tail": {"1.0.85": "rewrote the log", "1.0.102": "rewrote the log"},
-    "glued-line": {
-        "1.0.85": "exit 1, no model call: Error: Session file is corrupted (line 8: "
-        "expected `,` or `}` at line 1 column 95)",
-        "1.0.102": "rewrote the log",
-    },
+    "cut-last-line": {"1.0.102": "rewrote the log"},
+    "nul-tail": {"1.0.102": "rewrote the log"},
+    "glued-line": {"1.0.102": "rewrote the log; dropped line 9 (assistant.turn_start)"},
     "raw-newline": {
-        "1.0.85": "exit 1, no model call: Error: Session file is corrupted (line 2: "
-        "EOF while parsing a string at line 1 column 161)",
-        "1.0.102": "rewrote the log; the first prompt was not in the request",
+        "1.0.102": "rewrote the log; dropped line 2 (user.message); the first prompt "
+        "was not in the request"
     },
-    "u2028": {"1.0.85": "", "1.0.102": ""},
+    "u2028": {"1.0.102": ""},
     "orphan-request": {
-        "1.0.85": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call",
+        "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call"
     },
     "orphan-start": {
-        "1.0.85": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call",
+        "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call"
     },
     "orphan-mid": {
-        "1.0.85": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
         "1.0.102": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
+        'tool, or a previous tool was interrupted."'
     },
-    "no-shutdown": {"1.0.85": "", "1.0.102": ""},
+    "no-shutdown": {"1.0.102": ""},
+    "invalid-utf8": {
+        "1.0.102": "rewrote the log; dropped line 2 (user.message); the first prompt "
+        "was not in the request"
+    },
+    "blank-line": {"1.0.102": "the first prompt was not in the request"},
+    "duplicate-line": {"1.0.102": "the first prompt was not in the request"},
+}
+REPAIRED: dict[str, dict[str, str]] = {
+    "none": {"1.0.85": "history-lost", "1.0.102": "resumed"},
+    "kill-9": {"1.0.85": "history-lost", "1.0.102": "resumed"},
+    "cut-last-line": {"1.0.102": "resumed"},
+    "nul-tail": {"1.0.102": "resumed"},
+    "glued-line": {"1.0.102": "resumed"},
+    "raw-newline": {"1.0.102": "resumed"},
+    "u2028": {"1.0.102": "resumed"},
+    "orphan-request": {"1.0.102": "resumed"},
+    "orphan-start": {"1.0.102": "resumed"},
+    "orphan-mid": {"1.0.102": "resumed"},
+    "no-shutdown": {"1.0.102": "resumed"},
+    "invalid-utf8": {"1.0.102": "history-lost"},
+    "blank-line": {"1.0.102": "history-lost"},
+    "duplicate-line": {"1.0.102": "history-lost"},
 }
 CLOSE_VERSION = "1.0.102"
 CLOSE_TOOL: dict[str, Any] = {

@@ -54,7 +54,13 @@ def _close_open_tools(units: list[Unit], result: ReadResult, done: Repair) -> li
         opened = units[start]
         line = units[at].line if at < len(units) else units[-1].line + 1
         closing = Unit(
-            line, b"", _id_closing(event_id), CLOSE, opened.agent_id, opened.tool_call_id, True
+            line,
+            b"",
+            _id_closing(event_id),
+            CLOSE,
+            agent_id=opened.agent_id,
+            tool_call_id=opened.tool_call_id,
+            after_gap=True,
         )
         inserts.append((at, closing))
         done.changes.append(

@@ -8,6 +8,7 @@ oldest recorded one for an older version); the reasons name both.
 from __future__ import annotations
 
 import re
+
 import polars as pl
 
 from copilot_logs.commands.doctor import checks, evidence
@@ -87,7 +88,9 @@ def _judgement(damage: str | None, code: str, version: str | None) -> tuple[str,
     if recorded != version:
         who += f" (judged by {recorded}, the nearest recorded version)"
     sentence = f"{who} {WORDS_OF_OUTCOME[result]} (recorded{': ' + note if note else ''})"
-    severity = max(SEVERITY_OF_OUTCOME[result], FLOOR.get(code, INFO), key=SEVERITY_RANK.get)
+    severity = max(
+        SEVERITY_OF_OUTCOME[result], FLOOR.get(code, INFO), key=SEVERITY_RANK.__getitem__
+    )
     return severity, sentence
 
 

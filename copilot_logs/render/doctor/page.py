@@ -22,14 +22,14 @@ WORDS = {
 }
 
 
-def table() -> str:
+def table(outcomes: dict[str, dict[str, str]]) -> str:
     """The outcome of every recorded resume: a damage a row, a CLI version a column."""
     versions = evidence.VERSIONS
     lines = [
         "| damage | what was done to the log | " + " | ".join(versions) + " |",
         "|---|---|" + "---|" * len(versions),
     ]
-    for damage, row in evidence.OUTCOMES.items():
+    for damage, row in outcomes.items():
         cells = [WORDS.get(row[v], row[v]) if v in row else "not recorded" for v in versions]
         about = evidence.DAMAGES.get(damage, "")
         lines.append(f"| `{damage}` | {about} | " + " | ".join(cells) + " |")
@@ -48,7 +48,11 @@ def notes() -> str:
 
 
 def block() -> str:
-    return f"{START}\n\n{table()}\n{notes()}\n{END}"
+    return (
+        f"{START}\n\n{table(evidence.OUTCOMES)}\nWhat each version did, beyond the outcome:\n\n"
+        f"{notes()}\nEvery damaged log was then repaired with `doctor --repair`, and the copy "
+        f"resumed the same way:\n\n{table(evidence.REPAIRED)}\n{END}"
+    )
 
 
 def rewrite(page: str) -> str:
