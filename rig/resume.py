@@ -287,13 +287,12 @@ def dropped(damaged: bytes, after: bytes) -> list[dict[str, Any]]:
 
 
 def first_prompt(log: bytes) -> str | None:
-    """The first user.message's rig prompt (from its ``[rig:`` mark, 30 characters): what a
-    request carrying the earlier conversation must hold."""
+    """The first user.message's rig prompt (from its ``[rig:`` mark to the end of the JSON
+    string): what a request carrying the earlier conversation must hold."""
     for line in log.split(b"\n"):
         if b'"user.message"' in line:
-            text = line.decode("utf-8", "replace")
-            at = text.find("[rig:")
-            return text[at : at + 30] if at >= 0 else None
+            found = re.search(r'\[rig:[^"\\]*', line.decode("utf-8", "replace"))
+            return found.group(0) if found else None
     return None
 
 
@@ -477,6 +476,10 @@ def _closing(appended: Path, version: str) -> dict[str, Any] | None:
     return {"version": version, "tool": tool, "warning": warning or {}}
 
 
+def _stop(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rig.resume", description=__doc__)
     parser.add_argument("--versions", nargs="+", default=[])
@@ -490,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"only write {EVIDENCE} from the truths under --out (no CLI is run)",
     )
     options = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)  # so that a killed run still ends the CLI it started
     if options.evidence:
         EVIDENCE.write_text(evidence_source(options.out))
         return 0

@@ -257,3 +257,59 @@ def test_the_table_names_every_recorded_version() -> None:
     versions = {p.parent.parent.name for p in TRUTHS}
     assert versions == set(evidence.VERSIONS) or not versions
     assert os.path.isfile(PROJECT / "docs" / "doctor.md")
+
+
+def test_raw_line_separators_are_found_across_block_boundaries(tmp_path: Path) -> None:
+    from copilot_logs.commands.doctor.checks import _separator_lines
+
+    sep, par = "\u2028".encode(), "\u2029".encode()
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b'{"a":"x' + sep + b'"}\n{"b":1}\n{"c":"' + par + b'y"}\n{"d":"' + sep + b'"}')
+    for block in (1, 2, 3, 4, 5, 7, 64):
+        assert _separator_lines(log, block) == [1, 3, 4], block
+
+
+def test_standard_input_is_measured_by_the_bytes_read(tmp_path: Path) -> None:
+    data = recording("one-tool")
+    done = CliRunner().invoke(main, ["doctor", "-", "--format", "json"], input=data)
+    assert done.exit_code == 0, done.output
+    [session] = json.loads(done.stdout)
+    assert session["bytes"] == len(data) - 1  # the last newline is not an event's
+
+
+def test_a_sub_agent_that_never_finished_is_out_of_place(tmp_path: Path) -> None:
+    lines = recording("subagent").split(b"\n")
+    kept = [line for line in lines if b'"type":"subagent.completed"' not in line]
+    assert len(kept) == len(lines) - 1
+    found = [
+        (r["code"], r["line"], r["severity"])
+        for r in reasons(doctor_of(b"\n".join(kept), tmp_path))
+    ]
+    # line 8 is the sub-agent's subagent.started in the 1.0.102 recording
+    assert ("out-of-place", 8, "risk") in found
+
+
+def test_the_string_limit_counts_characters_as_javascript_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from copilot_logs.commands.doctor.checks import utf16_units
+
+    text = tmp_path / "text"
+    text.write_bytes("aé€😀".encode())  # 1 + 2 + 3 + 4 bytes; 1 + 1 + 1 + 2 UTF-16 units
+    assert utf16_units(text) == 5
+    data = stretched(recording("one-tool"), days=1)
+    accents = "é".encode() * 200_000  # 400,000 bytes, 200,000 characters
+    monkeypatch.setattr(core, "STRING_LIMIT", len(data) + 300_000)
+    monkeypatch.setattr(core, "HALF_LIMIT", 10**12)
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(data + accents)
+    result = read_bytes(data, name=str(log))
+    judged = core.judge([core.facts(result)], files={str(log): log}, now=LATER, running_within=HOUR)
+    [size] = [r for r in judged.reasons.to_dicts() if r["code"] == "size"]
+    assert size["severity"] != "fatal"  # bytes past the limit, characters not
+    log.write_bytes(data + b"e" * 400_000)
+    judged = core.judge([core.facts(result)], files={str(log): log}, now=LATER, running_within=HOUR)
+    [size] = [r for r in judged.reasons.to_dicts() if r["code"] == "size"]
+    assert size["severity"] == "fatal"
+    javascript_length = len(data.decode().encode("utf-16-le")) // 2 + 400_000
+    assert f"({javascript_length} characters)" in size["message"]

@@ -7,7 +7,7 @@ Each session gets a verdict, the worst of its reasons (docs/doctor.md):
   JavaScript string limit;
 - ``at-risk``: it resumes today, but something will cost the user: the CLI drops events while
   resuming, damage nobody has recorded a resume of, a log that reaches the string limit
-  within :data:`SOON` at its rate of growth, sub-agents out of place, no shutdown (its usage
+  within :data:`SOON` at its rate of growth, sub-agents or tool results out of place, no shutdown (its usage
   is lost);
 - ``running``: no shutdown and a last event within ``running_within``: being written now,
   not judged;
@@ -89,9 +89,17 @@ def judge(
     for raw line separators)."""
     found, figures = _concat(list(parts))
     sizes = {name: _size_of(path) for name, path in files.items()}
+    # A log's UTF-16 length is at most its bytes: counted only where the bytes reach the limit.
+    units = {
+        name: checks.utf16_units(path)
+        for name, path in files.items()
+        if (sizes.get(name) or 0) >= STRING_LIMIT
+    }
     figures = figures.with_columns(
-        bytes=pl.col("file").replace_strict(sizes, default=None, return_dtype=pl.Int64)
+        bytes=pl.col("file").replace_strict(sizes, default=None, return_dtype=pl.Int64),
+        characters=pl.col("file").replace_strict(units, default=None, return_dtype=pl.Int64),
     ).with_columns(bytes=pl.coalesce("bytes", "bytes_read"))
+    figures = figures.with_columns(characters=pl.coalesce("characters", "bytes"))
     found = pl.concat([found, checks.separators(figures, files, resumes.refuses_separators)])
     judged = [resumes.judged(found, figures), _size(figures, now)]
     reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(_SCHEMA) for part in judged])
@@ -127,7 +135,7 @@ def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
     per_day = pl.when(span_days > 1 / 1440).then(pl.col("bytes") / span_days)
     days_left = (STRING_LIMIT - pl.col("bytes")) / per_day
     severity = (
-        pl.when(pl.col("bytes") >= STRING_LIMIT)
+        pl.when(pl.col("characters") >= STRING_LIMIT)
         .then(pl.lit(FATAL))
         .when((pl.col("bytes") >= HALF_LIMIT) | (days_left < SOON.days))
         .then(pl.lit(RISK))
@@ -147,23 +155,27 @@ def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
 def _size_message(per_day: pl.Expr, days_left: pl.Expr) -> pl.Expr:
     size = pl.format("{} bytes", pl.col("bytes"))
     past = pl.format(
-        "{}: at or past the JavaScript string limit of {} characters (a log's characters are "
-        "at most its bytes): the CLI cannot read it whole",
+        "{} ({} characters): at or past the JavaScript string limit of {} characters: the CLI "
+        "cannot read it into one string (copilot-cli#4325, #4717)",
         size,
+        pl.col("characters"),
         pl.lit(f"{STRING_LIMIT:,}"),
     )
     rate = pl.format(
         "{}, growing {} bytes a day over {} days: at that rate it reaches the string limit of "
-        "{} characters in {} days",
+        "{} characters in {} days (about {})",
         size,
         per_day.round(0).cast(pl.Int64),
         ((pl.col("last_event_at") - pl.col("started_at")).dt.total_hours() / 24).round(1),
         pl.lit(f"{STRING_LIMIT:,}"),
         days_left.round(0).cast(pl.Int64),
+        (pl.col("last_event_at") + pl.duration(days=days_left.clip(0, 1e6))).dt.strftime(
+            "%Y-%m-%d"
+        ),
     )
     brief = pl.format("{}: too short a span to measure its growth", size)
     return (
-        pl.when(pl.col("bytes") >= STRING_LIMIT)
+        pl.when(pl.col("characters") >= STRING_LIMIT)
         .then(past)
         .when(per_day.is_not_null())
         .then(rate)

@@ -30,7 +30,7 @@ FINDINGS_SCHEMA: dict[str, pl.DataType] = {
 
 DAMAGE = "damage"
 OPEN_TOOL = "open-tool-call"
-SUBAGENT = "subagent-out-of-place"
+OUT_OF_PLACE = "out-of-place"
 NO_SHUTDOWN = "no-shutdown"
 BYTES = "bytes"
 SIZE = "size"
@@ -54,8 +54,9 @@ DAMAGE_OF_RULE = {
     "X307": (OPEN_TOOL, "orphan-start"),
     "X306": (OPEN_TOOL, "orphan-request"),
     "X302": (OPEN_TOOL, "orphan-mid"),
-    "S401": (SUBAGENT, None),
-    "S402": (SUBAGENT, None),
+    "S401": (OUT_OF_PLACE, None),
+    "S402": (OUT_OF_PLACE, None),
+    "X305": (OUT_OF_PLACE, None),
 }
 """validate's rules whose findings doctor reports, as (code, evidence row)."""
 
@@ -212,6 +213,25 @@ def _separator_lines(path: Path, block: int = 1 << 20) -> list[int]:
     except OSError:
         return []
     return sorted(set(found))
+
+
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_FOUR_BYTE_LEAD = bytes(range(0xF0, 0xF8))
+
+
+def utf16_units(path: Path, block: int = 1 << 24) -> int | None:
+    """The length of ``path``'s text as a JavaScript string (UTF-16 code units): each UTF-8
+    sequence is one unit, a four-byte one two; None when it cannot be read."""
+    units = 0
+    try:
+        with open(path, "rb") as log:
+            for chunk in iter(lambda: log.read(block), b""):
+                continuation = len(chunk) - len(chunk.translate(None, _CONTINUATION))
+                four = len(chunk) - len(chunk.translate(None, _FOUR_BYTE_LEAD))
+                units += len(chunk) - continuation + four
+    except OSError:
+        return None
+    return units
 
 
 FIGURES_SCHEMA: dict[str, pl.DataType] = {

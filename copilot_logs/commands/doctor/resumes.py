@@ -8,6 +8,7 @@ oldest recorded one for an older version); the reasons name both.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import polars as pl
 
@@ -36,7 +37,7 @@ WORDS_OF_OUTCOME = {
 }
 FLOOR = {
     checks.NO_SHUTDOWN: RISK,  # the usage of the run is lost, whatever the resume does
-    checks.SUBAGENT: RISK,
+    checks.OUT_OF_PLACE: RISK,
 }
 """The least severity of a finding, whatever the evidence says."""
 
@@ -47,10 +48,10 @@ def version_key(version: str | None) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version or "")[:3])
 
 
-def nearest(version: str | None) -> str:
+def nearest(version: str | None, recorded: Iterable[str] = evidence.VERSIONS) -> str:
     """The recorded version whose evidence judges ``version``: itself, else the newest
     recorded below it, else the oldest recorded (the newest when the version is unknown)."""
-    recorded = sorted(evidence.VERSIONS, key=version_key)
+    recorded = sorted(recorded, key=version_key)
     if not version_key(version):
         return recorded[-1]
     below = [v for v in recorded if version_key(v) <= version_key(version)]
@@ -70,9 +71,7 @@ def outcome(damage: str, version: str | None) -> tuple[str, str, str] | None:
     row = evidence.OUTCOMES.get(damage)
     if not row:
         return None
-    recorded = nearest(version)
-    if recorded not in row:
-        return None
+    recorded = nearest(version, row)
     return row[recorded], recorded, evidence.NOTES[damage][recorded]
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from copilot_logs.render import output
 from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import display_path, local_time, plural, short_id
+from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     import polars as pl
@@ -43,17 +44,22 @@ def summary_line(sessions: pl.DataFrame, fail_on: frozenset[str]) -> str:
 
 
 def write_table(doctor: Doctor, fail_on: frozenset[str]) -> None:
+    """The sessions as a table; then, for each one that is not healthy, its reasons by line."""
     from copilot_logs.render import formats
 
-    formats.print_table(doctor.sessions.with_columns(), DOCTOR_TABLE)
+    formats.print_table(doctor.sessions, DOCTOR_TABLE)
     for record in session_records(doctor):
-        shown = [r for r in record["reasons"] if r["severity"] != "info"]
-        if record["verdict"] in ("healthy", "running") or not shown:
+        if record["verdict"] == "healthy":
             continue
-        output.echo(f"\n{short_id(record['session_id'])} {record['verdict']}:")
-        for reason in shown:
-            where = f"{display_path(record['file'])}:{reason['line']}"
-            output.echo(f"  {where}: {reason['severity']} {reason['code']}: {reason['message']}")
+        output.echo(
+            f"\n{short_id(record['session_id'])} {record['verdict']}: "
+            f"{display_path(record['file'])} (CLI {record['cli_version'] or 'unknown'})"
+        )
+        for reason in record["reasons"]:
+            output.echo(
+                f"  line {reason['line']}: {reason['severity']}: {reason['code']}: "
+                + one_line(reason["message"])
+            )
     output.echo("\n" + summary_line(doctor.sessions, fail_on))
 
 
@@ -98,7 +104,7 @@ def write_repairs(repairs: list[Repair], fmt: str) -> None:
             f"({plural(len(repair.changes), 'change')}; the original is untouched)"
         )
         for change in repair.changes:
-            output.echo(f"  line {change.line}: {change.what}: {change.why}")
+            output.echo(f"  line {change.line}: {one_line(change.what)}: {one_line(change.why)}")
         if repair.set_aside_bytes:
             output.echo(
                 f"  {plural(repair.set_aside_bytes, 'damaged byte')} set aside in "
