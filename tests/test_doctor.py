@@ -174,7 +174,7 @@ def test_size_growth_and_the_day_the_string_limit_is_reached(tmp_path: Path) -> 
     # 31,232 bytes over 2 days: 15,616 a day; (536,870,888 - 31,232) / 15,616 = 34,377.5 days
     assert size["severity"] == "info" and size["line"] == 14
     assert "31232 bytes, growing 15616 bytes a day over 2.0 days" in size["message"]
-    assert "in 34378 days" in size["message"]
+    assert "in 34378 days (about 2121-01" in size["message"]
 
 
 @pytest.mark.parametrize(
@@ -313,3 +313,15 @@ def test_the_string_limit_counts_characters_as_javascript_does(
     assert size["severity"] == "fatal"
     javascript_length = len(data.decode().encode("utf-16-le")) // 2 + 400_000
     assert f"({javascript_length} characters)" in size["message"]
+
+
+@pytest.mark.parametrize(("days", "severity"), [(1.5, "risk"), (0.5, "info")])
+def test_a_fast_growth_is_a_risk_only_when_measured_over_a_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, days: float, severity: str
+) -> None:
+    # 31,232 bytes; a limit of 500,000 characters is reached in (500,000 - 31,232) / rate days:
+    # 22.5 days at 20,821 bytes a day (1.5 days), 7.5 at 62,464 (half a day): within 30 both
+    monkeypatch.setattr(core, "STRING_LIMIT", 500_000)
+    data = stretched(recording("one-tool"), days=days)
+    [size] = [r for r in reasons(doctor_of(data, tmp_path)) if r["code"] == "size"]
+    assert size["severity"] == severity

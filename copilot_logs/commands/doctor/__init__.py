@@ -7,8 +7,8 @@ Each session gets a verdict, the worst of its reasons (docs/doctor.md):
   JavaScript string limit;
 - ``at-risk``: it resumes today, but something will cost the user: the CLI drops events while
   resuming, damage nobody has recorded a resume of, a log that reaches the string limit
-  within :data:`SOON` at its rate of growth, sub-agents or tool results out of place, no shutdown (its usage
-  is lost);
+  within :data:`SOON` at its rate of growth, sub-agents or tool results out of place, no
+  shutdown (its usage is lost);
 - ``running``: no shutdown and a last event within ``running_within``: being written now,
   not judged;
 - ``healthy``: nothing but notes.
@@ -128,7 +128,8 @@ def _sorted(reasons: pl.DataFrame) -> pl.DataFrame:
 
 def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
     """The size of each session's log, how fast it grew over the session's span, and when it
-    reaches the string limit at that rate."""
+    reaches the string limit at that rate. The rate is a risk only when measured over a day
+    or more: a session of a few busy minutes says little about the weeks after it."""
     span_days = (
         pl.col("last_event_at") - pl.col("started_at")
     ).dt.total_milliseconds() / 86_400_000
@@ -137,7 +138,7 @@ def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
     severity = (
         pl.when(pl.col("characters") >= STRING_LIMIT)
         .then(pl.lit(FATAL))
-        .when((pl.col("bytes") >= HALF_LIMIT) | (days_left < SOON.days))
+        .when((pl.col("bytes") >= HALF_LIMIT) | ((span_days >= 1) & (days_left < SOON.days)))
         .then(pl.lit(RISK))
         .otherwise(pl.lit(INFO))
     )
@@ -152,6 +153,15 @@ def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
     )
 
 
+def _span() -> pl.Expr:
+    hours = (pl.col("last_event_at") - pl.col("started_at")).dt.total_minutes() / 60
+    return (
+        pl.when(hours < 48)
+        .then(pl.format("{} hours", hours.round(1)))
+        .otherwise(pl.format("{} days", (hours / 24).round(1)))
+    )
+
+
 def _size_message(per_day: pl.Expr, days_left: pl.Expr) -> pl.Expr:
     size = pl.format("{} bytes", pl.col("bytes"))
     past = pl.format(
@@ -162,11 +172,11 @@ def _size_message(per_day: pl.Expr, days_left: pl.Expr) -> pl.Expr:
         pl.lit(f"{STRING_LIMIT:,}"),
     )
     rate = pl.format(
-        "{}, growing {} bytes a day over {} days: at that rate it reaches the string limit of "
+        "{}, growing {} bytes a day over {}: at that rate it reaches the string limit of "
         "{} characters in {} days (about {})",
         size,
         per_day.round(0).cast(pl.Int64),
-        ((pl.col("last_event_at") - pl.col("started_at")).dt.total_hours() / 24).round(1),
+        _span(),
         pl.lit(f"{STRING_LIMIT:,}"),
         days_left.round(0).cast(pl.Int64),
         (pl.col("last_event_at") + pl.duration(days=days_left.clip(0, 1e6))).dt.strftime(
