@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -325,3 +327,21 @@ def test_a_fast_growth_is_a_risk_only_when_measured_over_a_day(
     data = stretched(recording("one-tool"), days=days)
     [size] = [r for r in reasons(doctor_of(data, tmp_path)) if r["code"] == "size"]
     assert size["severity"] == severity
+
+
+def test_a_warm_run_through_the_store_says_what_a_cold_one_does() -> None:
+    from .conftest import SAMPLES
+
+    cold = CliRunner().invoke(main, ["doctor", str(SAMPLES), "--format", "json"])
+    warm = CliRunner().invoke(main, ["doctor", str(SAMPLES), "--format", "json"])
+    assert cold.exit_code == warm.exit_code == 1
+    assert cold.stdout == warm.stdout
+    # other processes (polars hashes with a new seed in each): the same order of reasons
+    for _ in range(3):
+        other = subprocess.run(
+            [sys.executable, "-m", "copilot_logs", "doctor", "--no-cache", str(SAMPLES), "--format", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert other.returncode == 1 and other.stdout == cold.stdout

@@ -120,10 +120,10 @@ def _concat(parts: list[Facts]) -> Facts:
 
 
 def _sorted(reasons: pl.DataFrame) -> pl.DataFrame:
+    """Worst first, then by line; the same order on every run."""
     rank = pl.col("severity").replace_strict({s: i for i, s in enumerate(SEVERITIES)}, default=0)
-    return reasons.sort(
-        ["file", "session_id", rank, "line"], descending=[False, False, True, False]
-    )
+    keys = ["file", "session_id", rank, "line", "code", "message"]
+    return reasons.sort(keys, descending=[False, False, True, False, False, False])
 
 
 def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
