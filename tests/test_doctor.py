@@ -118,18 +118,18 @@ SEVERITY_OF_TRUTH = {
     "refused": "fatal",
 }
 TRUTHS = sorted(RECORDINGS.glob("*/resume-*/truth.json"))
+DAMAGE_TRUTHS = [p for p in TRUTHS if p.parent.name not in ("resume-none", "resume-kill-9")]
 
 
 @pytest.mark.parametrize(
-    "truth_file", TRUTHS, ids=lambda p: f"{p.parent.parent.name}-{p.parent.name}"
+    "truth_file", DAMAGE_TRUTHS, ids=lambda p: f"{p.parent.parent.name}-{p.parent.name}"
 )
 def test_damage_is_judged_by_what_the_version_that_wrote_the_log_did(
     tmp_path: Path, truth_file: Path
 ) -> None:
     truth = json.loads(truth_file.read_text())
-    damage = BY_NAME.get(truth["damage"])
-    if damage is None or damage.apply is None:
-        pytest.skip("the control and kill-9 have no damage to judge by")
+    damage = BY_NAME[truth["damage"]]
+    assert damage.apply is not None
     damaged = damage.apply(recording(damage.base, truth["version"]))
     found = [r for r in reasons(doctor_of(damaged, tmp_path)) if r["damage"] == damage.name]
     if damage.name == "u2028" and truth["verdict"] == "resumed":
@@ -155,7 +155,7 @@ def test_the_bytes_of_the_system_prompt_are_counted(tmp_path: Path) -> None:
     found = [r for r in reasons(doctor_of(recording("one-tool"), tmp_path)) if r["code"] == "bytes"]
     assert [(r["line"], r["severity"]) for r in found] == [(3, "info")]
     assert found[0]["message"].startswith(
-        "system.message: 1 lines, 22324 of the 31218 bytes of events (72%)"
+        "system.message: 1 line, 22324 of the 31218 bytes of events (72%)"
     )
 
 
@@ -339,9 +339,37 @@ def test_a_warm_run_through_the_store_says_what_a_cold_one_does() -> None:
     # other processes (polars hashes with a new seed in each): the same order of reasons
     for _ in range(3):
         other = subprocess.run(
-            [sys.executable, "-m", "copilot_logs", "doctor", "--no-cache", str(SAMPLES), "--format", "json"],
+            [
+                sys.executable,
+                "-m",
+                "copilot_logs",
+                "doctor",
+                "--no-cache",
+                str(SAMPLES),
+                "--format",
+                "json",
+            ],
             capture_output=True,
             text=True,
             check=False,
         )
         assert other.returncode == 1 and other.stdout == cold.stdout
+
+
+@pytest.mark.parametrize(
+    ("version", "recorded"),
+    [("1.0.50", "1.0.40"), ("1.0.80", "1.0.78"), ("1.0.104", "1.0.102"), ("0.0.430", "1.0.20")],
+)
+def test_a_version_not_recorded_is_judged_by_the_nearest_one_at_or_below_it(
+    tmp_path: Path, version: str, recorded: str
+) -> None:
+    truth_file = RECORDINGS / recorded / "resume-glued-line" / "truth.json"
+    if not truth_file.is_file():
+        pytest.skip(f"no resume evidence of {recorded}")
+    outcome = json.loads(truth_file.read_text())["verdict"]
+    damaged = with_version(BY_NAME["glued-line"].apply(recording("one-tool")), version)  # type: ignore[misc]
+    doctor = doctor_of(damaged, tmp_path)
+    [found] = [r for r in reasons(doctor) if r["damage"] == "glued-line"]
+    assert found["severity"] == SEVERITY_OF_TRUTH[outcome]
+    assert f"CLI {version} (judged by {recorded}, the nearest recorded version)" in found["message"]
+    assert doctor.sessions["judged_by"].to_list() == [recorded]

@@ -159,9 +159,11 @@ def _bytes(events: pl.DataFrame) -> pl.DataFrame:
         code=pl.lit(BYTES),
         damage=pl.lit(None, pl.String),
         message=pl.format(
-            "system.message: {} lines, {} of the {} bytes of events ({}%): the whole system "
+            "system.message: {}, {} of the {} bytes of events ({}%): the whole system "
             "prompt, written again before every prompt",
-            "count",
+            pl.when(pl.col("count") == 1)
+            .then(pl.lit("1 line"))
+            .otherwise(pl.format("{} lines", "count")),
             "bytes",
             "total",
             (pl.col("bytes") * 100 / pl.col("total")).round(0).cast(pl.Int64),

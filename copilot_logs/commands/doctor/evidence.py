@@ -4,7 +4,7 @@ tests/recordings/VERSION/resume-DAMAGE/truth.json by ``python -m rig.resume --ev
 
 from typing import Any
 
-VERSIONS = ("1.0.40", "1.0.85", "1.0.102")
+VERSIONS = ("1.0.20", "1.0.40", "1.0.60", "1.0.78", "1.0.85", "1.0.102")
 DAMAGES: dict[str, str] = {
     "none": "the recording as it is (the control)",
     "kill-9": "SIGKILL to the CLI while its tool runs (a real run)",
@@ -22,93 +22,370 @@ DAMAGES: dict[str, str] = {
     "duplicate-line": "the first assistant.turn_start written twice (one event id on two lines)",
 }
 OUTCOMES: dict[str, dict[str, str]] = {
-    "none": {"1.0.40": "resumed", "1.0.85": "resumed", "1.0.102": "resumed"},
-    "kill-9": {"1.0.40": "resumed", "1.0.85": "resumed", "1.0.102": "resumed"},
-    "cut-last-line": {"1.0.40": "refused", "1.0.85": "resumed", "1.0.102": "resumed"},
-    "nul-tail": {"1.0.40": "refused", "1.0.85": "resumed", "1.0.102": "resumed"},
-    "glued-line": {"1.0.40": "refused", "1.0.85": "refused", "1.0.102": "resumed-dropping"},
-    "raw-newline": {"1.0.85": "refused", "1.0.102": "history-lost"},
-    "u2028": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "orphan-request": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "orphan-start": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "orphan-mid": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "no-shutdown": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "invalid-utf8": {"1.0.85": "resumed", "1.0.102": "history-lost"},
-    "blank-line": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "duplicate-line": {"1.0.85": "resumed", "1.0.102": "resumed"},
+    "none": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "kill-9": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "cut-last-line": {
+        "1.0.20": "refused",
+        "1.0.40": "refused",
+        "1.0.60": "refused",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "nul-tail": {
+        "1.0.20": "refused",
+        "1.0.40": "refused",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "glued-line": {
+        "1.0.20": "refused",
+        "1.0.40": "refused",
+        "1.0.60": "refused",
+        "1.0.78": "refused",
+        "1.0.85": "refused",
+        "1.0.102": "resumed-dropping",
+    },
+    "raw-newline": {
+        "1.0.20": "refused",
+        "1.0.40": "refused",
+        "1.0.60": "refused",
+        "1.0.78": "refused",
+        "1.0.85": "refused",
+        "1.0.102": "history-lost",
+    },
+    "u2028": {
+        "1.0.20": "refused",
+        "1.0.40": "refused",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "orphan-request": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "orphan-start": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "orphan-mid": {
+        "1.0.20": "unanswered-tool-call",
+        "1.0.40": "unanswered-tool-call",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "no-shutdown": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "invalid-utf8": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "history-lost",
+    },
+    "blank-line": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "duplicate-line": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
 }
 NOTES: dict[str, dict[str, str]] = {
-    "none": {"1.0.40": "", "1.0.85": "", "1.0.102": ""},
+    "none": {"1.0.20": "", "1.0.40": "", "1.0.60": "", "1.0.78": "", "1.0.85": "", "1.0.102": ""},
     "kill-9": {
+        "1.0.20": 'answered the open call in the request only: "The execution of this '
+        'tool, or a previous tool was interrupted."',
         "1.0.40": 'answered the open call in the request only: "The execution of this '
+        'tool, or a previous tool was interrupted."',
+        "1.0.60": 'answered the open call in the request only: "The execution of this '
+        'tool, or a previous tool was interrupted."',
+        "1.0.78": 'answered the open call in the request only: "The execution of this '
         'tool, or a previous tool was interrupted."',
         "1.0.85": 'answered the open call in the request only: "The execution of this '
         'tool, or a previous tool was interrupted."',
         "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call",
     },
     "cut-last-line": {
+        "1.0.20": "exit 1, no model call: nothing on stderr",
         "1.0.40": "exit 1, no model call: nothing on stderr",
+        "1.0.60": "exit 1, no model call: Error: Session file is corrupted (line "
+        "15: SyntaxError: Unterminated string in JSON at position 337 "
+        "(line 1 column 338))",
+        "1.0.78": "rewrote the log",
         "1.0.85": "rewrote the log",
         "1.0.102": "rewrote the log",
     },
     "nul-tail": {
+        "1.0.20": "exit 1, no model call: nothing on stderr",
         "1.0.40": "exit 1, no model call: nothing on stderr",
+        "1.0.60": "",
+        "1.0.78": "rewrote the log",
         "1.0.85": "rewrote the log",
         "1.0.102": "rewrote the log",
     },
     "glued-line": {
+        "1.0.20": "exit 1, no model call: nothing on stderr",
         "1.0.40": "exit 1, no model call: nothing on stderr",
+        "1.0.60": "exit 1, no model call: Error: Session file is corrupted (line 11: "
+        "SyntaxError: Expected ',' or '}' after property value in JSON at "
+        "position 94 (line 1 column 95))",
+        "1.0.78": "exit 1, no model call: Error: Session file is corrupted (line 9: "
+        "expected `,` or `}` at line 1 column 95)",
         "1.0.85": "exit 1, no model call: Error: Session file is corrupted (line 8: "
         "expected `,` or `}` at line 1 column 95)",
         "1.0.102": "rewrote the log; dropped line 9 (assistant.turn_start)",
     },
     "raw-newline": {
+        "1.0.20": "exit 1, no model call: nothing on stderr",
+        "1.0.40": "exit 1, no model call: nothing on stderr",
+        "1.0.60": "exit 1, no model call: Error: Session file is corrupted (line 4: "
+        "SyntaxError: Unterminated string in JSON at position 161 (line 1 "
+        "column 162))",
+        "1.0.78": "exit 1, no model call: Error: Session file is corrupted (line 4: "
+        "EOF while parsing a string at line 1 column 161)",
         "1.0.85": "exit 1, no model call: Error: Session file is corrupted (line 2: "
         "EOF while parsing a string at line 1 column 161)",
         "1.0.102": "rewrote the log; dropped line 2 (user.message); the first prompt "
         "was not in the request",
     },
-    "u2028": {"1.0.85": "", "1.0.102": ""},
+    "u2028": {
+        "1.0.20": "exit 1, no model call: nothing on stderr",
+        "1.0.40": "exit 1, no model call: nothing on stderr",
+        "1.0.60": "",
+        "1.0.78": "",
+        "1.0.85": "",
+        "1.0.102": "",
+    },
     "orphan-request": {
+        "1.0.20": 'answered the open call in the request only: "The execution of '
+        'this tool, or a previous tool was interrupted."',
+        "1.0.40": 'answered the open call in the request only: "The execution of '
+        'this tool, or a previous tool was interrupted."',
+        "1.0.60": 'answered the open call in the request only: "The execution of '
+        'this tool, or a previous tool was interrupted."',
+        "1.0.78": 'answered the open call in the request only: "The execution of '
+        'this tool, or a previous tool was interrupted."',
         "1.0.85": 'answered the open call in the request only: "The execution of '
         'this tool, or a previous tool was interrupted."',
         "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call",
     },
     "orphan-start": {
+        "1.0.20": 'answered the open call in the request only: "The execution of '
+        'this tool, or a previous tool was interrupted."',
+        "1.0.40": 'answered the open call in the request only: "The execution of '
+        'this tool, or a previous tool was interrupted."',
+        "1.0.60": 'answered the open call in the request only: "The execution of '
+        'this tool, or a previous tool was interrupted."',
+        "1.0.78": 'answered the open call in the request only: "The execution of '
+        'this tool, or a previous tool was interrupted."',
         "1.0.85": 'answered the open call in the request only: "The execution of '
         'this tool, or a previous tool was interrupted."',
         "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call",
     },
     "orphan-mid": {
+        "1.0.20": "sent tool calls without results: ['call_rig_1_0']",
+        "1.0.40": "sent tool calls without results: ['call_rig_1_0']",
+        "1.0.60": 'answered the open call in the request only: "The execution of this '
+        'tool, or a previous tool was interrupted."',
+        "1.0.78": 'answered the open call in the request only: "The execution of this '
+        'tool, or a previous tool was interrupted."',
         "1.0.85": 'answered the open call in the request only: "The execution of this '
         'tool, or a previous tool was interrupted."',
         "1.0.102": 'answered the open call in the request only: "The execution of this '
         'tool, or a previous tool was interrupted."',
     },
-    "no-shutdown": {"1.0.85": "", "1.0.102": ""},
+    "no-shutdown": {
+        "1.0.20": "",
+        "1.0.40": "",
+        "1.0.60": "",
+        "1.0.78": "",
+        "1.0.85": "",
+        "1.0.102": "",
+    },
     "invalid-utf8": {
+        "1.0.20": "",
+        "1.0.40": "",
+        "1.0.60": "",
+        "1.0.78": "",
         "1.0.85": "",
         "1.0.102": "rewrote the log; dropped line 2 (user.message); the first prompt "
         "was not in the request",
     },
-    "blank-line": {"1.0.85": "", "1.0.102": ""},
-    "duplicate-line": {"1.0.85": "", "1.0.102": ""},
+    "blank-line": {
+        "1.0.20": "",
+        "1.0.40": "",
+        "1.0.60": "",
+        "1.0.78": "",
+        "1.0.85": "",
+        "1.0.102": "",
+    },
+    "duplicate-line": {
+        "1.0.20": "",
+        "1.0.40": "",
+        "1.0.60": "",
+        "1.0.78": "",
+        "1.0.85": "",
+        "1.0.102": "",
+    },
 }
 REPAIRED: dict[str, dict[str, str]] = {
-    "none": {"1.0.40": "resumed", "1.0.85": "resumed", "1.0.102": "resumed"},
-    "kill-9": {"1.0.40": "resumed", "1.0.85": "resumed", "1.0.102": "resumed"},
-    "cut-last-line": {"1.0.40": "resumed", "1.0.85": "resumed", "1.0.102": "resumed"},
-    "nul-tail": {"1.0.40": "resumed", "1.0.85": "resumed", "1.0.102": "resumed"},
-    "glued-line": {"1.0.40": "resumed", "1.0.85": "resumed", "1.0.102": "resumed"},
-    "raw-newline": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "u2028": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "orphan-request": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "orphan-start": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "orphan-mid": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "no-shutdown": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "invalid-utf8": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "blank-line": {"1.0.85": "resumed", "1.0.102": "resumed"},
-    "duplicate-line": {"1.0.85": "resumed", "1.0.102": "resumed"},
+    "none": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "kill-9": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "cut-last-line": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "nul-tail": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "glued-line": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "raw-newline": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "u2028": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "orphan-request": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "orphan-start": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "orphan-mid": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "no-shutdown": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "invalid-utf8": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "blank-line": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
+    "duplicate-line": {
+        "1.0.20": "resumed",
+        "1.0.40": "resumed",
+        "1.0.60": "resumed",
+        "1.0.78": "resumed",
+        "1.0.85": "resumed",
+        "1.0.102": "resumed",
+    },
 }
 CLOSE_VERSION = "1.0.102"
 CLOSE_TOOL: dict[str, Any] = {

@@ -5,8 +5,8 @@ The copy keeps every event the reader recovers, one to a line, and nothing else:
 around them that are not an event (a cut last line, a NUL tail, the truncated event a glued
 line begins with, a line that is not JSON, a replayed line) go to a sidecar file, byte for
 byte, so nothing is lost. An event split by raw newlines is joined (each raw newline written
-as the ``\\n`` escape it stood for), a raw U+2028 or U+2029 is written as its escape (CLI 1.0.40
-and older refuse the raw character), and then :mod:`~copilot_logs.commands.doctor.mend` closes
+as the ``\\n`` escape it stood for), a raw U+2028 or U+2029 is written as its escape (some
+versions refuse the raw character), and then :mod:`~copilot_logs.commands.doctor.mend` closes
 open tool calls the way the CLI closes them and keeps the parent chain and the resume and
 shutdown counters true. Every change is listed: the line of the original, what, why.
 """
@@ -164,6 +164,10 @@ def _salvage(log: BinaryIO, result: ReadResult, done: Repair) -> tuple[list[Unit
     return units, pieces
 
 
+def _bytes(count: int) -> str:
+    return f"{count} byte" if count == 1 else f"{count} bytes"
+
+
 def _read(log: BinaryIO, offset: int, length: int) -> bytes:
     log.seek(offset)
     return log.read(length)
@@ -193,7 +197,7 @@ def _set_aside(
         }
     )
     done.changes.append(
-        Change(line, f"set aside {len(data)} bytes (sidecar offset {start})", reason)
+        Change(line, f"set aside {_bytes(len(data))} (sidecar offset {start})", reason)
     )
 
 
@@ -235,7 +239,7 @@ def _unit(
                 Change(
                     line,
                     f"wrote the raw U+{escape.decode()[2:].upper()} as {escape.decode()}",
-                    "CLI 1.0.40 and older refuse to resume a log holding it raw",
+                    _refusing("u2028"),
                 )
             )
     return Unit(
@@ -249,6 +253,18 @@ def _unit(
         after_gap or bool(lead),
         row["offset"],
     )
+
+
+def _refusing(damage: str) -> str:
+    """Why a damage is mended: the recorded versions that did not resume a log with it."""
+    from copilot_logs.commands.doctor import evidence
+
+    versions = [
+        v for v, outcome in evidence.OUTCOMES.get(damage, {}).items() if outcome != "resumed"
+    ]
+    if not versions:
+        return "it is not what the CLI writes"
+    return f"CLI {', '.join(versions)} did not resume a log holding it (recorded)"
 
 
 def _valid_utf8(core: bytes, offset: int, line: int, pieces: list[bytes], done: Repair) -> bytes:

@@ -41,7 +41,11 @@ def notes() -> str:
     what it dropped."""
     lines = []
     for damage, row in evidence.NOTES.items():
-        said = [f"{version}: {note}" for version, note in row.items() if note]
+        by_note: dict[str, list[str]] = {}
+        for version, note in row.items():
+            if note:
+                by_note.setdefault(note, []).append(version)
+        said = [f"{', '.join(versions)}: {note}" for note, versions in by_note.items()]
         if said:
             lines.append(f"- `{damage}`: " + "; ".join(said).replace("|", "\\|") + ".")
     return "\n".join(lines) + "\n"
