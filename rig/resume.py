@@ -437,12 +437,19 @@ def evidence_source(recordings: Path) -> str:
         "tests/recordings/VERSION/resume-DAMAGE/truth.json by ``python -m rig.resume --evidence``",
         '(``make record-resume``); do not edit by hand (tests/test_doctor.py checks it)."""',
         "",
+        "# ruff: noqa: E501  (generated: the CLI's messages are kept whole)",
+        "",
         "from typing import Any",
         "",
         f"VERSIONS = {tuple(versions)!r}",
         f"DAMAGES: dict[str, str] = {_py({d: about[d] for d in order})}",
         f"OUTCOMES: dict[str, dict[str, str]] = {_py({d: outcomes[d] for d in order})}",
-        f"NOTES: dict[str, dict[str, str]] = {_py({d: notes[d] for d in order})}",
+        "# What each version did beyond the outcome: per damage, each note and its versions.",
+        f"_NOTES: dict[str, dict[str, tuple[str, ...]]] = {_py(_grouped(notes, order))}",
+        "NOTES: dict[str, dict[str, str]] = {",
+        "    damage: {version: note for note, versions in by_note.items() for version in versions}",
+        "    for damage, by_note in _NOTES.items()",
+        "}",
         f"REPAIRED: dict[str, dict[str, str]] = {_py({d: repaired.get(d, {}) for d in order})}",
         f"CLOSE_VERSION = {closing.get('version')!r}",
         f"CLOSE_TOOL: dict[str, Any] = {_py(closing.get('tool', {}))}",
@@ -458,6 +465,16 @@ def evidence_source(recordings: Path) -> str:
         check=True,
     )
     return formatted.stdout
+
+
+def _grouped(notes: dict[str, dict[str, str]], order: list[str]) -> dict[str, Any]:
+    grouped: dict[str, dict[str, tuple[str, ...]]] = {}
+    for damage in order:
+        for version, said in notes[damage].items():
+            if said:
+                by_note = grouped.setdefault(damage, {})
+                by_note[said] = (*by_note.get(said, ()), version)
+    return grouped
 
 
 def _py(value: Any) -> str:

@@ -2,6 +2,8 @@
 tests/recordings/VERSION/resume-DAMAGE/truth.json by ``python -m rig.resume --evidence``
 (``make record-resume``); do not edit by hand (tests/test_doctor.py checks it)."""
 
+# ruff: noqa: E501  (generated: the CLI's messages are kept whole)
+
 from typing import Any
 
 VERSIONS = ("1.0.20", "1.0.40", "1.0.60", "1.0.78", "1.0.85", "1.0.102")
@@ -135,143 +137,96 @@ OUTCOMES: dict[str, dict[str, str]] = {
         "1.0.102": "resumed",
     },
 }
-NOTES: dict[str, dict[str, str]] = {
-    "none": {"1.0.20": "", "1.0.40": "", "1.0.60": "", "1.0.78": "", "1.0.85": "", "1.0.102": ""},
+# What each version did beyond the outcome: per damage, each note and its versions.
+_NOTES: dict[str, dict[str, tuple[str, ...]]] = {
     "kill-9": {
-        "1.0.20": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
-        "1.0.40": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
-        "1.0.60": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
-        "1.0.78": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
-        "1.0.85": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
-        "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call",
+        'answered the open call in the request only: "The execution of this tool, or a previous tool was interrupted."': (
+            "1.0.20",
+            "1.0.40",
+            "1.0.60",
+            "1.0.78",
+            "1.0.85",
+        ),
+        "wrote a tool.execution_complete (error code interrupted) for the open call": ("1.0.102",),
     },
     "cut-last-line": {
-        "1.0.20": "exit 1, no model call: nothing on stderr",
-        "1.0.40": "exit 1, no model call: nothing on stderr",
-        "1.0.60": "exit 1, no model call: Error: Session file is corrupted (line "
-        "15: SyntaxError: Unterminated string in JSON at position 337 "
-        "(line 1 column 338))",
-        "1.0.78": "rewrote the log",
-        "1.0.85": "rewrote the log",
-        "1.0.102": "rewrote the log",
+        "exit 1, no model call: nothing on stderr": ("1.0.20", "1.0.40"),
+        "exit 1, no model call: Error: Session file is corrupted (line 15: SyntaxError: Unterminated string in JSON at position 337 (line 1 column 338))": (
+            "1.0.60",
+        ),
+        "rewrote the log": ("1.0.78", "1.0.85", "1.0.102"),
     },
     "nul-tail": {
-        "1.0.20": "exit 1, no model call: nothing on stderr",
-        "1.0.40": "exit 1, no model call: nothing on stderr",
-        "1.0.60": "",
-        "1.0.78": "rewrote the log",
-        "1.0.85": "rewrote the log",
-        "1.0.102": "rewrote the log",
+        "exit 1, no model call: nothing on stderr": ("1.0.20", "1.0.40"),
+        "rewrote the log": ("1.0.78", "1.0.85", "1.0.102"),
     },
     "glued-line": {
-        "1.0.20": "exit 1, no model call: nothing on stderr",
-        "1.0.40": "exit 1, no model call: nothing on stderr",
-        "1.0.60": "exit 1, no model call: Error: Session file is corrupted (line 11: "
-        "SyntaxError: Expected ',' or '}' after property value in JSON at "
-        "position 94 (line 1 column 95))",
-        "1.0.78": "exit 1, no model call: Error: Session file is corrupted (line 9: "
-        "expected `,` or `}` at line 1 column 95)",
-        "1.0.85": "exit 1, no model call: Error: Session file is corrupted (line 8: "
-        "expected `,` or `}` at line 1 column 95)",
-        "1.0.102": "rewrote the log; dropped line 9 (assistant.turn_start)",
+        "exit 1, no model call: nothing on stderr": ("1.0.20", "1.0.40"),
+        "exit 1, no model call: Error: Session file is corrupted (line 11: SyntaxError: Expected ',' or '}' after property value in JSON at position 94 (line 1 column 95))": (
+            "1.0.60",
+        ),
+        "exit 1, no model call: Error: Session file is corrupted (line 9: expected `,` or `}` at line 1 column 95)": (
+            "1.0.78",
+        ),
+        "exit 1, no model call: Error: Session file is corrupted (line 8: expected `,` or `}` at line 1 column 95)": (
+            "1.0.85",
+        ),
+        "rewrote the log; dropped line 9 (assistant.turn_start)": ("1.0.102",),
     },
     "raw-newline": {
-        "1.0.20": "exit 1, no model call: nothing on stderr",
-        "1.0.40": "exit 1, no model call: nothing on stderr",
-        "1.0.60": "exit 1, no model call: Error: Session file is corrupted (line 4: "
-        "SyntaxError: Unterminated string in JSON at position 161 (line 1 "
-        "column 162))",
-        "1.0.78": "exit 1, no model call: Error: Session file is corrupted (line 4: "
-        "EOF while parsing a string at line 1 column 161)",
-        "1.0.85": "exit 1, no model call: Error: Session file is corrupted (line 2: "
-        "EOF while parsing a string at line 1 column 161)",
-        "1.0.102": "rewrote the log; dropped line 2 (user.message); the first prompt "
-        "was not in the request",
+        "exit 1, no model call: nothing on stderr": ("1.0.20", "1.0.40"),
+        "exit 1, no model call: Error: Session file is corrupted (line 4: SyntaxError: Unterminated string in JSON at position 161 (line 1 column 162))": (
+            "1.0.60",
+        ),
+        "exit 1, no model call: Error: Session file is corrupted (line 4: EOF while parsing a string at line 1 column 161)": (
+            "1.0.78",
+        ),
+        "exit 1, no model call: Error: Session file is corrupted (line 2: EOF while parsing a string at line 1 column 161)": (
+            "1.0.85",
+        ),
+        "rewrote the log; dropped line 2 (user.message); the first prompt was not in the request": (
+            "1.0.102",
+        ),
     },
-    "u2028": {
-        "1.0.20": "exit 1, no model call: nothing on stderr",
-        "1.0.40": "exit 1, no model call: nothing on stderr",
-        "1.0.60": "",
-        "1.0.78": "",
-        "1.0.85": "",
-        "1.0.102": "",
-    },
+    "u2028": {"exit 1, no model call: nothing on stderr": ("1.0.20", "1.0.40")},
     "orphan-request": {
-        "1.0.20": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.40": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.60": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.78": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.85": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call",
+        'answered the open call in the request only: "The execution of this tool, or a previous tool was interrupted."': (
+            "1.0.20",
+            "1.0.40",
+            "1.0.60",
+            "1.0.78",
+            "1.0.85",
+        ),
+        "wrote a tool.execution_complete (error code interrupted) for the open call": ("1.0.102",),
     },
     "orphan-start": {
-        "1.0.20": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.40": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.60": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.78": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.85": 'answered the open call in the request only: "The execution of '
-        'this tool, or a previous tool was interrupted."',
-        "1.0.102": "wrote a tool.execution_complete (error code interrupted) for the open call",
+        'answered the open call in the request only: "The execution of this tool, or a previous tool was interrupted."': (
+            "1.0.20",
+            "1.0.40",
+            "1.0.60",
+            "1.0.78",
+            "1.0.85",
+        ),
+        "wrote a tool.execution_complete (error code interrupted) for the open call": ("1.0.102",),
     },
     "orphan-mid": {
-        "1.0.20": "sent tool calls without results: ['call_rig_1_0']",
-        "1.0.40": "sent tool calls without results: ['call_rig_1_0']",
-        "1.0.60": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
-        "1.0.78": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
-        "1.0.85": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
-        "1.0.102": 'answered the open call in the request only: "The execution of this '
-        'tool, or a previous tool was interrupted."',
-    },
-    "no-shutdown": {
-        "1.0.20": "",
-        "1.0.40": "",
-        "1.0.60": "",
-        "1.0.78": "",
-        "1.0.85": "",
-        "1.0.102": "",
+        "sent tool calls without results: ['call_rig_1_0']": ("1.0.20", "1.0.40"),
+        'answered the open call in the request only: "The execution of this tool, or a previous tool was interrupted."': (
+            "1.0.60",
+            "1.0.78",
+            "1.0.85",
+            "1.0.102",
+        ),
     },
     "invalid-utf8": {
-        "1.0.20": "",
-        "1.0.40": "",
-        "1.0.60": "",
-        "1.0.78": "",
-        "1.0.85": "",
-        "1.0.102": "rewrote the log; dropped line 2 (user.message); the first prompt "
-        "was not in the request",
+        "rewrote the log; dropped line 2 (user.message); the first prompt was not in the request": (
+            "1.0.102",
+        )
     },
-    "blank-line": {
-        "1.0.20": "",
-        "1.0.40": "",
-        "1.0.60": "",
-        "1.0.78": "",
-        "1.0.85": "",
-        "1.0.102": "",
-    },
-    "duplicate-line": {
-        "1.0.20": "",
-        "1.0.40": "",
-        "1.0.60": "",
-        "1.0.78": "",
-        "1.0.85": "",
-        "1.0.102": "",
-    },
+}
+NOTES: dict[str, dict[str, str]] = {
+    damage: {version: note for note, versions in by_note.items() for version in versions}
+    for damage, by_note in _NOTES.items()
 }
 REPAIRED: dict[str, dict[str, str]] = {
     "none": {

@@ -72,7 +72,7 @@ def outcome(damage: str, version: str | None) -> tuple[str, str, str] | None:
     if not row:
         return None
     recorded = nearest(version, row)
-    return row[recorded], recorded, evidence.NOTES[damage][recorded]
+    return row[recorded], recorded, evidence.NOTES.get(damage, {}).get(recorded, "")
 
 
 def _judgement(damage: str | None, code: str, version: str | None) -> tuple[str, str]:

@@ -42,7 +42,8 @@ def notes() -> str:
     lines = []
     for damage, row in evidence.NOTES.items():
         by_note: dict[str, list[str]] = {}
-        for version, note in row.items():
+        for version in evidence.VERSIONS:
+            note = row.get(version)
             if note:
                 by_note.setdefault(note, []).append(version)
         said = [f"{', '.join(versions)}: {note}" for note, versions in by_note.items()]
