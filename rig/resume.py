@@ -515,7 +515,14 @@ def main(argv: list[str] | None = None) -> int:
         EVIDENCE.write_text(evidence_source(options.out))
         return 0
     by_name = {"none": CONTROL, **BY_NAME}
-    for version in options.versions:
+    try:
+        versions = [cli.newest() if v == "newest" else v for v in options.versions]
+        for version in versions:
+            cli.binary(version)
+    except (cli.FetchError, OSError, subprocess.SubprocessError) as trouble:
+        print(f"rig: the Copilot CLI cannot be fetched ({trouble})", file=sys.stderr)
+        return record.CANNOT_FETCH
+    for version in versions:
         for name in options.damages:
             truth, damaged, appended = probe(version, by_name[name], options.recordings)
             write(truth, damaged, appended, options.out / version / f"resume-{name}")
