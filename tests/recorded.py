@@ -114,9 +114,11 @@ def recordings(root: Path = RECORDINGS) -> list[Recording]:
     """Every recording under ``root``, by version (oldest first), then scenario."""
     if not root.is_dir():
         return []
+    # Only the rig's scenarios: doctor's resume evidence (resume-<damage>/) is no clean log.
     found = [
         Recording(truth_file.parent.parent.name, truth_file.parent.name, truth_file.parent, {})
         for truth_file in root.glob("*/*/truth.json")
+        if truth_file.parent.name in BY_NAME
     ]
     found.sort(key=lambda r: (version_key(r.version), r.scenario))
     return [
