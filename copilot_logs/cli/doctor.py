@@ -83,8 +83,10 @@ def doctor(
     Gives each session a verdict: healthy, running, at-risk or cannot-resume, with reasons that
     name a file and line: the log's size and growth toward the string limit of 536,870,888
     characters, damage the CLI version that wrote it cannot read (judged by real resumes of
-    damaged logs, docs/doctor.md), open tool calls, sub-agents out of place, a missing
+    damaged logs), open tool calls, sub-agents out of place, a missing
     shutdown (usage lost), and where the bytes go.
+
+    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/doctor.md
 
     Exit codes: 0 no session got a --fail-on verdict (or --repair wrote its copies); 1 one did;
     2 bad usage (--repair without --out or a session, an --out that holds that session
