@@ -186,16 +186,23 @@ def test_the_full_task_complete_summary_is_kept() -> None:
 
 
 @pytest.mark.parametrize(
-    "data",
-    [{"success": False}, {"success": True, "outcome": "blocked"}, {"outcome": "continue"}],
+    ("data", "verdict"),
+    [
+        ({"success": False}, "completion-rejected"),
+        ({"success": False, "outcome": "continue"}, "completion-rejected"),
+        ({"outcome": "continue"}, "completion-rejected"),
+        ({"success": True, "outcome": "blocked"}, "blocked"),
+    ],
 )
-def test_a_rejected_task_complete_is_completion_rejected(data: dict[str, Any]) -> None:
+def test_a_rejected_task_complete_is_completion_rejected_or_blocked(
+    data: dict[str, Any], verdict: str
+) -> None:
     b = autopilot()
     loop(b)
     task_complete(b, "Blocked on credentials.", **data)
     b.shutdown()
     row = judge(b)
-    assert row["verdict"] == "completion-rejected"
+    assert row["verdict"] == verdict
     assert row["task_complete_success"] == data.get("success")
     assert row["task_complete_outcome"] == data.get("outcome")
 
@@ -654,7 +661,8 @@ def test_cli_unreadable_file_exits_3_when_nothing_fails(tmp_path: Path) -> None:
 def test_cli_github_annotations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = capped_and_completed(tmp_path)
     rejected = autopilot(seed=4)
-    task_complete(rejected, "Blocked.", outcome="blocked")
+    blocker = {"kind": "permission_recovery", "reason": "permission_denied", "resumable": True}
+    task_complete(rejected, "Blocked.", outcome="blocked", blocker=blocker)
     rejected.shutdown()
     rejected.write_to(root)
     monkeypatch.chdir(tmp_path)
@@ -667,7 +675,8 @@ def test_cli_github_annotations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert set(by_level) == {"::error", "::notice", "::warning"}
     assert "title=copilot-logs audit%3A nudge-cap::" in by_level["::error"]
     assert "hit the nudge cap: 5 nudges" in by_level["::error"]
-    assert "completion-rejected" in by_level["::warning"]
+    assert "title=copilot-logs audit%3A blocked::" in by_level["::warning"]
+    assert "permission_recovery: permission_denied" in by_level["::warning"]
     assert "All good." in by_level["::notice"]
     properties = by_level["::error"].split("::")[1]
     file = properties.split("file=")[1].split(",")[0]

@@ -19,6 +19,7 @@ from copilot_logs.errors import ExitCode
 VERDICT_NAMES = (
     "completed",
     "completion-rejected",
+    "blocked",
     "missing-task-complete",
     "nudge-cap",
     "errored",

@@ -53,6 +53,8 @@ _SENTENCES = {
     "completed": "Session {sid} completed{after_nudges}{cost}: {task_complete_summary}",
     "completion-rejected": "Session {sid} called task_complete without finishing "
     "({rejection}){cost}: {task_complete_summary}",
+    "blocked": "Session {sid} called task_complete but is blocked ({blocker}): it needs a "
+    "person{cost}: {task_complete_summary}",
     "nudge-cap": "Session {sid} hit the nudge cap: {task_nudges} nudges and no "
     "task_complete{cost}.",
     "missing-task-complete": "Session {sid} ended without task_complete{after_nudges}{cost}.",
@@ -77,6 +79,7 @@ def describe(row: dict[str, Any]) -> str:
         if nudges
         else "",
         "error_type": f" ({row['session_error_type']})" if row["session_error_type"] else "",
+        "blocker": row["task_complete_blocker"] or "no blocker given",
         "rejection": f"outcome {row['task_complete_outcome']}"
         if row["task_complete_outcome"]
         else "success: false",
@@ -127,7 +130,7 @@ def _note() -> pl.Expr:
         pl.lit("last failed tool: "), "last_failed_tool", pl.lit(": "), "last_failed_tool_error"
     )
     note = pl.coalesce(
-        pl.when(pl.col("verdict").is_in(["completed", "completion-rejected"])).then(
+        pl.when(pl.col("verdict").is_in(["completed", "completion-rejected", "blocked"])).then(
             "task_complete_summary"
         ),
         pl.when(pl.col("verdict") == "errored").then("session_error"),

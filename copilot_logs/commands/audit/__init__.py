@@ -11,19 +11,22 @@ ran: it carries the running interaction's id). An autopilot session is judged on
 autopilot task; an interactive one (judged only with ``require_task_complete``) on its last
 task. On that task the last word wins, checked in this order:
 
-1. ``completed`` / ``completion-rejected``: a ``session.task_complete`` after the task's last
-   ``session.error`` and last nudge (a rejected one must also come after the last LLM call:
-   work that follows a rejection decides instead). Rejected means ``success: false`` or an
-   outcome of ``continue`` or ``blocked``.
+1. ``completed`` / ``completion-rejected`` / ``blocked``: a ``session.task_complete`` after the
+   task's last ``session.error``, last nudge and last main-agent LLM call (every CLI recorded,
+   1.0.20 to 1.0.102, ends the loop at task_complete: a call after it means the task was taken
+   up again, and what followed decides). Rejected means ``success: false`` or the outcome
+   ``continue``; the outcome ``blocked`` (with its ``blocker``) is ``blocked``.
 2. ``errored``: a main-agent ``session.error`` after the last task_complete, nudge and LLM
    call: nothing ran after it, so it ended the task. An error the agent recovered from is still
    reported (``session_error``) but does not decide the verdict.
-3. ``interrupted``: the task was aborted (an ``abort`` after its last LLM call) or its last
-   turn is open; ``user-quit`` when that open turn is followed by a routine
-   ``session.shutdown`` (the user ended the session while the turn ran, e.g. at a permission
-   prompt).
+3. ``interrupted``: the task was aborted (an ``abort``, or a stop reason ``aborted``, after its
+   last LLM call) or its last turn is open; ``user-quit`` when that open turn is followed by a
+   routine ``session.shutdown`` (the user ended the session while the turn ran, e.g. at a
+   permission prompt).
 4. ``nudge-cap``: the loop ended with no task_complete after at least ``nudge_cap`` nudges
-   in the task (the cap is counted per task, as the CLI counts it per prompt).
+   in the task (the cap is counted per task, as the CLI counts it per prompt), or the CLI
+   said its continuation limit stopped it (``stop_reason`` ``cap_reached`` or
+   ``agent_stop_block_limit``).
 5. ``interrupted``: the loop ended but no ``session.shutdown`` (nor a later prompt) followed:
    the process was killed.
 6. ``missing-task-complete``: the loop ended and the session shut down without task_complete.
@@ -34,6 +37,10 @@ the session's last, the file has no shutdown after its last turn, and its last e
 also hit the cap is ``errored`` when the error came after the last nudge's loop, ``nudge-cap``
 when the loop recovered from the error and then ran out of nudges; a session.error followed by
 a successful task_complete after a retry is ``completed``.
+
+``stop_reason`` is the CLI's own word, when the log has it: ``session.completion_receipt``
+``stopReason`` (written when the CLI accepts an end) or ``session.autopilot_stopped``
+``reason`` (ephemeral: only in an ``--output-format json`` stream read as a log).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from copilot_logs.ingest.reader import ReadResult
 
 COMPLETED = "completed"
 COMPLETION_REJECTED = "completion-rejected"
+BLOCKED = "blocked"
 MISSING_TASK_COMPLETE = "missing-task-complete"
 NUDGE_CAP = "nudge-cap"
 ERRORED = "errored"
@@ -61,6 +69,7 @@ INTERACTIVE = "interactive"
 VERDICTS = (
     COMPLETED,
     COMPLETION_REJECTED,
+    BLOCKED,
     MISSING_TASK_COMPLETE,
     NUDGE_CAP,
     ERRORED,
@@ -78,6 +87,9 @@ DEFAULT_FAIL_ON = (MISSING_TASK_COMPLETE, NUDGE_CAP, ERRORED, INTERRUPTED, USER_
 DEFAULT_NUDGE_CAP = 5
 DEFAULT_RUNNING_WITHIN = timedelta(minutes=10)
 REJECTED_OUTCOMES = ("continue", "blocked")
+CAP_STOPS = ("cap_reached", "agent_stop_block_limit")
+"""Stop reasons that say the CLI's continuation limit ended the run (autopilot_stopped,
+completion receipt)."""
 
 AUDIT_COLUMNS = (
     "session_id",
@@ -95,6 +107,8 @@ AUDIT_COLUMNS = (
     "task_complete_summary",
     "task_complete_success",
     "task_complete_outcome",
+    "task_complete_blocker",
+    "stop_reason",
     "last_failed_tool",
     "last_failed_tool_error",
     "session_error",
@@ -110,6 +124,13 @@ _NUDGE = _USER & pl.col("is_nudge").fill_null(False)
 _PROMPT = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued")
 _TURN = MAIN & (TYPE == derive.TURN_START)
 _TASK_COMPLETE = TYPE == "session.task_complete"
+# The CLI's own word on why a run stopped: a completion receipt (1.0.83+, written when it
+# accepts an end) or autopilot_stopped (ephemeral: only in a --output-format json stream).
+_STOP = TYPE.is_in(["session.completion_receipt", "session.autopilot_stopped"])
+_STOP_REASON = pl.coalesce(
+    pl.col("detail").str.json_path_match("$.stopReason"),
+    pl.col("detail").str.json_path_match("$.reason"),
+)
 _ERROR = MAIN & (TYPE == "session.error")
 _SHUTDOWN = TYPE == "session.shutdown"
 
@@ -186,7 +207,7 @@ def judge(
         pl.concat(parts, how="vertical_relaxed")
         .with_columns(verdict=verdict)
         .with_columns(
-            line=pl.when(pl.col("verdict").is_in([COMPLETED, COMPLETION_REJECTED]))
+            line=pl.when(pl.col("verdict").is_in([COMPLETED, COMPLETION_REJECTED, BLOCKED]))
             .then(pl.col("tc_line"))
             .when(pl.col("verdict") == ERRORED)
             .then(pl.col("error_line"))
@@ -207,6 +228,9 @@ def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
         task_complete_summary=summary.filter(_TASK_COMPLETE).last(),
         task_complete_success=pl.col("success").filter(_TASK_COMPLETE).last(),
         task_complete_outcome=pl.col("outcome").filter(_TASK_COMPLETE).last(),
+        task_complete_blocker=_blocker().filter(_TASK_COMPLETE).last(),
+        stop_reason=_STOP_REASON.filter(_STOP).last(),
+        stop_line=pl.col("line").filter(_STOP).max(),
         error_line=pl.col("line").filter(_ERROR).max(),
         nudge_line=pl.col("line").filter(_NUDGE).max(),
         turn_line=pl.col("line").filter(_TURN).max(),
@@ -219,6 +243,18 @@ def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
         .str.json_path_match("$.shutdownType")
         .fill_null("routine"),
     )
+
+
+def _blocker() -> pl.Expr:
+    """``kind: reason`` of a task_complete's ``blocker`` (outcome ``blocked``)."""
+    blocker = pl.col("detail").str.json_path_match("$.blocker")
+    described = pl.concat_str(
+        blocker.str.json_path_match("$.kind").fill_null("blocked"),
+        blocker.str.json_path_match("$.reason"),
+        separator=": ",
+        ignore_nulls=True,
+    )
+    return pl.when(blocker.is_not_null()).then(described)
 
 
 def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
@@ -279,14 +315,18 @@ def _after(column: str, *others: str) -> pl.Expr:
 
 
 def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Expr:
-    rejected = (pl.col("task_complete_success") == False).fill_null(False) | pl.col(  # noqa: E712
-        "task_complete_outcome"
-    ).is_in(REJECTED_OUTCOMES).fill_null(False)
-    completion_is_last = _after("tc_line", "error_line", "nudge_line") & (
-        ~rejected | _after("tc_line", "turn_line")
-    )
+    outcome = pl.col("task_complete_outcome")
+    rejected = (pl.col("task_complete_success") == False).fill_null(False) | outcome.is_in(  # noqa: E712
+        REJECTED_OUTCOMES
+    ).fill_null(False)
+    # A completion, accepted or rejected, decides only when no nudge and no LLM call of the
+    # main agent came after it: every CLI recorded ends the loop at task_complete, so a call
+    # after it means the task was taken up again (nudged, or a message queued into the run).
+    completion_is_last = _after("tc_line", "error_line", "nudge_line", "turn_line")
     error_is_last = _after("error_line", "tc_line", "nudge_line", "turn_line")
-    aborted = _after("abort_line", "turn_line")
+    # The CLI's own word on the stop, when the log has it and nothing ran after it.
+    stopped = pl.when(_after("stop_line", "turn_line")).then(pl.col("stop_reason"))
+    aborted = _after("abort_line", "turn_line") | (stopped == "aborted").fill_null(False)
     loop_ended = _after("shutdown_line", "turn_line") | (
         pl.col("judged_task") < pl.col("last_task")
     )
@@ -296,11 +336,18 @@ def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Exp
         & (pl.col("judged_task") == pl.col("last_task"))
     )
     cut_short = pl.when(may_still_run).then(pl.lit(RUNNING)).otherwise(pl.lit(INTERRUPTED))
+    capped = (pl.col("task_nudges") >= nudge_cap) | stopped.is_in(CAP_STOPS).fill_null(False)
     return (
         pl.when(interactive)
         .then(pl.lit(INTERACTIVE))
         .when(completion_is_last)
-        .then(pl.when(rejected).then(pl.lit(COMPLETION_REJECTED)).otherwise(pl.lit(COMPLETED)))
+        .then(
+            pl.when(outcome == "blocked")
+            .then(pl.lit(BLOCKED))
+            .when(rejected)
+            .then(pl.lit(COMPLETION_REJECTED))
+            .otherwise(pl.lit(COMPLETED))
+        )
         .when(error_is_last)
         .then(pl.lit(ERRORED))
         .when(aborted)
@@ -313,7 +360,7 @@ def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Exp
         .then(pl.lit(USER_QUIT))
         .when(pl.col("turn_open"))
         .then(cut_short)
-        .when(pl.col("task_nudges") >= nudge_cap)
+        .when(capped)
         .then(pl.lit(NUDGE_CAP))
         .when(~loop_ended)
         .then(cut_short)
