@@ -505,8 +505,15 @@ def test_the_nudge_cap_must_be_positive() -> None:
 
 
 def test_helpers_filter_and_count_verdicts() -> None:
-    table = pl.DataFrame({"verdict": ["completed", "interactive", "errored", "errored"]})
+    table = pl.DataFrame(
+        {
+            "verdict": ["completed", "interactive", "errored", "errored"],
+            "looping": [True, False, True, False],
+        }
+    )
     assert core.failing(table, {"errored"}).height == 2
+    assert core.failing(table, {"looping"})["verdict"].to_list() == ["completed", "errored"]
+    assert core.failing(table, {"errored", "looping"}).height == 3
     assert core.judged(table).height == 3
     assert core.verdict_counts(table) == {"completed": 1, "errored": 2, "interactive": 1}
 

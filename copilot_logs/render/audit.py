@@ -43,10 +43,16 @@ def summary_line(table: pl.DataFrame, context: AuditContext) -> str:
         )
     counts = core.verdict_counts(judged)
     by_verdict = ", ".join(f"{count} {verdict}" for verdict, count in counts.items())
-    failed = sum(count for verdict, count in counts.items() if verdict in context.fail_on)
+    failed = core.failing(judged, context.fail_on).height
     status = f"FAIL: {failed} failing" if failed else "OK"
+    looping = judged.filter("looping")
+    loops = (
+        f"; {looping.height} looping, {plural(looping['wasted_calls'].sum(), 'LLM call')} wasted"
+        if looping.height
+        else ""
+    )
     rest = f"; {not_judged} interactive not judged" if not_judged else ""
-    return f"{status} ({plural(judged.height, 'session')} audited: {by_verdict}{rest})."
+    return f"{status} ({plural(judged.height, 'session')} audited: {by_verdict}{loops}{rest})."
 
 
 _SENTENCES = {
@@ -87,7 +93,21 @@ def describe(row: dict[str, Any]) -> str:
     text = _SENTENCES.get(row["verdict"], "Session {sid} is {verdict}.").format(**fields)
     if row["last_failed_tool"] and row["verdict"] != "completed":
         text += f" Last failed tool: {row['last_failed_tool']}: {row['last_failed_tool_error']}"
+    if row["looping"]:
+        text += " " + loop_sentence(row)
     return text
+
+
+def loop_sentence(row: dict[str, Any]) -> str:
+    """What the loop of a looping session was and what it wasted."""
+    signals = ", ".join(row["loop_signals"])
+    repeated = f"; repeated: {row['repeated_call']}" if row["repeated_call"] else ""
+    credits = row["wasted_credits"]
+    spent = f", {credits:g} AI credits" if credits is not None else ""
+    return (
+        f"Looping ({signals}{repeated}): {plural(row['wasted_calls'], 'LLM call')}{spent} "
+        f"wasted from line {row['loop_line']}."
+    )
 
 
 def write_github(table: pl.DataFrame, context: AuditContext) -> None:
@@ -104,18 +124,17 @@ def write_github(table: pl.DataFrame, context: AuditContext) -> None:
         verdict = row["verdict"]
         if verdict == "interactive":
             continue
-        level = (
-            "error"
-            if verdict in context.fail_on
-            else ("notice" if verdict == "completed" else "warning")
-        )
+        fails = verdict in context.fail_on or (row["looping"] and "looping" in context.fail_on)
+        clean = verdict == "completed" and not row["looping"]
+        level = "error" if fails else ("notice" if clean else "warning")
+        title = f"{verdict}, looping" if row["looping"] else verdict
         output.echo(
             formats.github_annotation(
                 level,
                 describe(row),
                 file=display_path(row["file"]),
                 line=row["line"],
-                title=f"copilot-logs audit: {verdict}",
+                title=f"copilot-logs audit: {title}",
             ),
             workflow_commands=True,
         )
@@ -189,9 +208,16 @@ RENDERERS: dict[str, Renderer] = {
     "csv": _machine("csv"),
 }
 
+
+def _wasted(calls: Any) -> str:
+    """The looping cell: the calls a loop wasted (empty when the session does not loop)."""
+    return f"{calls} wasted" if calls else ""
+
+
 AUDIT_TABLE = [
     Column("session_id", "session", 1, format=short_id),
     Column("verdict", "verdict", 1),
+    Column("wasted_calls", "looping", 1, format=_wasted),
     Column("autopilot_nudges", "nudges", 1, numeric=True),
     Column("turns_after_first_nudge", "calls after nudge", 2, numeric=True),
     Column("tool_calls_after_first_nudge", "tools after nudge", 2, numeric=True),
@@ -204,6 +230,7 @@ AUDIT_TABLE = [
 MARKDOWN_TABLE = [
     Column("session_id", "Session", format=short_id),
     Column("verdict", "Verdict"),
+    Column("wasted_calls", "Looping", format=_wasted),
     Column("autopilot_nudges", "Nudges", numeric=True),
     Column("turns_after_first_nudge", "LLM calls after 1st nudge", numeric=True),
     Column("tool_calls_after_first_nudge", "Tool calls after 1st nudge", numeric=True),

@@ -45,52 +45,70 @@ a successful task_complete after a retry is ``completed``.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
 from copilot_logs import derive
+from copilot_logs.commands.audit import loops
+from copilot_logs.commands.audit.verdict import (
+    BLOCKED,
+    CAP_STOPS,
+    COMPLETED,
+    COMPLETION_REJECTED,
+    ERRORED,
+    INTERACTIVE,
+    INTERRUPTED,
+    MISSING_TASK_COMPLETE,
+    NUDGE_CAP,
+    REJECTED_OUTCOMES,
+    RUNNING,
+    USER_QUIT,
+    VERDICTS,
+    verdict_of,
+)
+
+__all__ = [
+    "AUDIT_COLUMNS",
+    "BLOCKED",
+    "CAP_STOPS",
+    "COMPLETED",
+    "COMPLETION_REJECTED",
+    "DEFAULT_FAIL_ON",
+    "DEFAULT_NUDGE_CAP",
+    "DEFAULT_RUNNING_WITHIN",
+    "ERRORED",
+    "FAILING_VERDICTS",
+    "INTERACTIVE",
+    "INTERRUPTED",
+    "LOOPING",
+    "MISSING_TASK_COMPLETE",
+    "NUDGE_CAP",
+    "REJECTED_OUTCOMES",
+    "RUNNING",
+    "USER_QUIT",
+    "VERDICTS",
+    "audit",
+    "facts",
+    "failing",
+    "judge",
+    "judged",
+    "verdict_counts",
+]
 from copilot_logs.commands.sessions import autopilot_work, session_mode
 from copilot_logs.derive import MAIN, SESSION, TYPE
 from copilot_logs.ingest.reader import ReadResult
 
-COMPLETED = "completed"
-COMPLETION_REJECTED = "completion-rejected"
-BLOCKED = "blocked"
-MISSING_TASK_COMPLETE = "missing-task-complete"
-NUDGE_CAP = "nudge-cap"
-ERRORED = "errored"
-INTERRUPTED = "interrupted"
-USER_QUIT = "user-quit"
-RUNNING = "running"
-INTERACTIVE = "interactive"
-
-VERDICTS = (
-    COMPLETED,
-    COMPLETION_REJECTED,
-    BLOCKED,
-    MISSING_TASK_COMPLETE,
-    NUDGE_CAP,
-    ERRORED,
-    INTERRUPTED,
-    USER_QUIT,
-    RUNNING,
-    INTERACTIVE,
-)
-"""Every verdict, in the order summaries list them."""
-
 FAILING_VERDICTS = tuple(v for v in VERDICTS if v != INTERACTIVE)
 """The verdicts ``--fail-on`` accepts (an interactive session is never judged)."""
+LOOPING = "looping"
+"""Not a verdict but a finding beside it (see :mod:`copilot_logs.commands.audit.loops`):
+``--fail-on`` accepts it too."""
 
 DEFAULT_FAIL_ON = (MISSING_TASK_COMPLETE, NUDGE_CAP, ERRORED, INTERRUPTED, USER_QUIT)
 DEFAULT_NUDGE_CAP = 5
 DEFAULT_RUNNING_WITHIN = timedelta(minutes=10)
-REJECTED_OUTCOMES = ("continue", "blocked")
-CAP_STOPS = ("cap_reached", "agent_stop_block_limit")
-"""Stop reasons that say the CLI's continuation limit ended the run (autopilot_stopped,
-completion receipt)."""
-
 AUDIT_COLUMNS = (
     "session_id",
     "mode",
@@ -104,6 +122,12 @@ AUDIT_COLUMNS = (
     "tool_calls",
     "turns_after_first_nudge",
     "tool_calls_after_first_nudge",
+    "looping",
+    "loop_signals",
+    "wasted_calls",
+    "wasted_credits",
+    "repeated_call",
+    "loop_line",
     "task_complete_summary",
     "task_complete_success",
     "task_complete_outcome",
@@ -142,6 +166,7 @@ def audit(
     running_within: timedelta = DEFAULT_RUNNING_WITHIN,
     nudge_cap: int = DEFAULT_NUDGE_CAP,
     require_task_complete: bool = False,
+    loop_thresholds: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
     r"""One row per session read (columns :data:`AUDIT_COLUMNS`), newest first: the
     :func:`facts` of ``result``, :func:`judge`\ d."""
@@ -151,6 +176,7 @@ def audit(
         running_within=running_within,
         nudge_cap=nudge_cap,
         require_task_complete=require_task_complete,
+        loop_thresholds=loop_thresholds,
     )
 
 
@@ -175,6 +201,7 @@ def facts(result: ReadResult) -> pl.DataFrame:
         .join(per_file, on=SESSION, how="left")
         .join(judged, on=SESSION, how="left")
         .join(_last_failed_tools(annotated), on=SESSION, how="left")
+        .join(loops.loop_spans(annotated), on=SESSION, how="left")
     )
 
 
@@ -185,27 +212,38 @@ def judge(
     running_within: timedelta = DEFAULT_RUNNING_WITHIN,
     nudge_cap: int = DEFAULT_NUDGE_CAP,
     require_task_complete: bool = False,
+    loop_thresholds: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
     """The audit table (columns :data:`AUDIT_COLUMNS`, newest first) of the :func:`facts` of
     one or more batches.
 
     ``now`` (default: the current time) and ``running_within`` decide ``running``;
     ``require_task_complete`` judges interactive sessions too instead of calling them
-    ``interactive``. See the module docstring for how the verdict is chosen.
+    ``interactive``; ``loop_thresholds`` (by signal, default
+    :data:`~copilot_logs.commands.audit.loops.DEFAULT_THRESHOLDS`) decide ``looping``. See the
+    module docstring for how the verdict is chosen.
     """
     if nudge_cap < 1:
         raise ValueError("nudge_cap must be at least 1")
     now = now or datetime.now(UTC)
     # A naive `now` is taken as UTC, like every timestamp in the logs.
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-    verdict = _verdict(
+    verdict = verdict_of(
         interactive=(pl.col("mode") == INTERACTIVE) & pl.lit(not require_task_complete),
         nudge_cap=nudge_cap,
         recent=pl.col("last_event_at") >= pl.lit(now - running_within),
     )
+    table = pl.concat(parts, how="vertical_relaxed")
+    found = loops.looping(table, loop_thresholds or {})
     return (
-        pl.concat(parts, how="vertical_relaxed")
-        .with_columns(verdict=verdict)
+        table.join(found, on=SESSION, how="left")
+        .with_columns(
+            verdict=verdict,
+            looping=pl.col("looping").fill_null(False),
+            loop_signals=pl.col("loop_signals").fill_null(pl.lit([], pl.List(pl.String()))),
+            wasted_calls=pl.col("wasted_calls").fill_null(0),
+            wasted_credits=pl.lit(None, pl.Float64),
+        )
         .with_columns(
             line=pl.when(pl.col("verdict").is_in([COMPLETED, COMPLETION_REJECTED, BLOCKED]))
             .then(pl.col("tc_line"))
@@ -307,70 +345,11 @@ def _last_failed_tools(annotated: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _after(column: str, *others: str) -> pl.Expr:
-    """``column`` is set and lies after every one of ``others`` (a missing one counts as 0)."""
-    return pl.col(column).is_not_null() & pl.all_horizontal(
-        pl.col(column) > pl.col(other).fill_null(0) for other in others
-    )
-
-
-def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Expr:
-    outcome = pl.col("task_complete_outcome")
-    rejected = (pl.col("task_complete_success") == False).fill_null(False) | outcome.is_in(  # noqa: E712
-        REJECTED_OUTCOMES
-    ).fill_null(False)
-    # A completion, accepted or rejected, decides only when no nudge and no LLM call of the
-    # main agent came after it: every CLI recorded ends the loop at task_complete, so a call
-    # after it means the task was taken up again (nudged, or a message queued into the run).
-    completion_is_last = _after("tc_line", "error_line", "nudge_line", "turn_line")
-    error_is_last = _after("error_line", "tc_line", "nudge_line", "turn_line")
-    # The CLI's own word on the stop, when the log has it and nothing ran after it.
-    stopped = pl.when(_after("stop_line", "turn_line")).then(pl.col("stop_reason"))
-    aborted = _after("abort_line", "turn_line") | (stopped == "aborted").fill_null(False)
-    loop_ended = _after("shutdown_line", "turn_line") | (
-        pl.col("judged_task") < pl.col("last_task")
-    )
-    may_still_run = (
-        recent.fill_null(False)
-        & pl.col("file_open")
-        & (pl.col("judged_task") == pl.col("last_task"))
-    )
-    cut_short = pl.when(may_still_run).then(pl.lit(RUNNING)).otherwise(pl.lit(INTERRUPTED))
-    capped = (pl.col("task_nudges") >= nudge_cap) | stopped.is_in(CAP_STOPS).fill_null(False)
-    return (
-        pl.when(interactive)
-        .then(pl.lit(INTERACTIVE))
-        .when(completion_is_last)
-        .then(
-            pl.when(outcome == "blocked")
-            .then(pl.lit(BLOCKED))
-            .when(rejected)
-            .then(pl.lit(COMPLETION_REJECTED))
-            .otherwise(pl.lit(COMPLETED))
-        )
-        .when(error_is_last)
-        .then(pl.lit(ERRORED))
-        .when(aborted)
-        .then(pl.lit(INTERRUPTED))
-        .when(
-            pl.col("turn_open")
-            & _after("shutdown_line", "turn_line")
-            & (pl.col("shutdown_type") == "routine")
-        )
-        .then(pl.lit(USER_QUIT))
-        .when(pl.col("turn_open"))
-        .then(cut_short)
-        .when(capped)
-        .then(pl.lit(NUDGE_CAP))
-        .when(~loop_ended)
-        .then(cut_short)
-        .otherwise(pl.lit(MISSING_TASK_COMPLETE))
-    )
-
-
 def failing(table: pl.DataFrame, fail_on: Collection[str]) -> pl.DataFrame:
-    """The rows of an ``audit`` table whose verdict is one of ``fail_on``."""
-    return table.filter(pl.col("verdict").is_in(list(fail_on)))
+    """The rows of an ``audit`` table whose verdict is one of ``fail_on``, or that loop when
+    ``fail_on`` holds ``looping``."""
+    loops_fail = pl.col("looping") & pl.lit(LOOPING in fail_on)
+    return table.filter(pl.col("verdict").is_in(list(fail_on)) | loops_fail)
 
 
 def judged(table: pl.DataFrame) -> pl.DataFrame:
