@@ -123,7 +123,7 @@ def _run(
         "interrupted": interrupted,
         "seconds": round(time.monotonic() - started, 1),
         "stdout": stdout,
-        "error": _last_line(stderr) if code else None,
+        "error": _error_line(stderr) if code else None,
         "log": str(log) if log else None,
     }
 
@@ -156,8 +156,15 @@ def _session_id(home: Path) -> str | None:
     return log.parent.name if log else None
 
 
-def _last_line(text: str) -> str:
+REFUSED = ("unknown option", "unexpected argument", "invalid value", "unknown argument")
+
+
+def _error_line(text: str) -> str:
+    """The line of stderr that says what went wrong: a refused flag first, else the last."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if any(word in line.lower() for word in REFUSED):
+            return line[:300]
     return lines[-1][:300] if lines else ""
 
 
@@ -165,7 +172,7 @@ def _outcome(runs: list[dict[str, Any]], session_id: str | None) -> str:
     first = runs[0]
     if session_id is None and first["exit_code"] not in (0, None):
         words = (first.get("error") or "").lower()
-        if "unknown" in words or "invalid" in words or "unexpected" in words:
+        if any(word in words for word in REFUSED):
             return "unsupported"
         return "failed"
     if session_id is None:
