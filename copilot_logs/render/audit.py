@@ -162,8 +162,15 @@ def _note() -> pl.Expr:
 def write_table(table: pl.DataFrame, context: AuditContext) -> None:
     from copilot_logs.render import formats
 
-    formats.print_table(table.with_columns(note=_note()), AUDIT_TABLE)
+    formats.print_table(table.with_columns(note=_note()), _columns(AUDIT_TABLE, table))
     output.echo(summary_line(table, context))
+
+
+def _columns(columns: list[Column], table: pl.DataFrame) -> list[Column]:
+    """The table's columns; the looping one only when a session loops."""
+    if not table.is_empty() and table["looping"].any():
+        return columns
+    return [column for column in columns if column.field != "wasted_calls"]
 
 
 def write_verdicts(table: pl.DataFrame, context: AuditContext, *, on_stderr: bool) -> None:
@@ -187,7 +194,8 @@ def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
     output.echo(f"{mark} **copilot-logs audit**: {summary_line(table, context)}")
     if not table.is_empty():
         limited = table.with_columns(note=_note().str.slice(0, 120))
-        output.echo("\n" + formats.markdown_table(limited, MARKDOWN_TABLE), nl=False)
+        columns = _columns(MARKDOWN_TABLE, table)
+        output.echo("\n" + formats.markdown_table(limited, columns), nl=False)
 
 
 def _machine(fmt: str) -> Renderer:
