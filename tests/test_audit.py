@@ -680,7 +680,8 @@ def test_cli_github_annotations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert len(annotations) == 3  # one per judged session; the interactive one is left out
     by_level = {line.split(" ", 1)[0]: line for line in annotations}
     assert set(by_level) == {"::error", "::notice", "::warning"}
-    assert "title=copilot-logs audit%3A nudge-cap::" in by_level["::error"]
+    # The capped run repeats `make step0` after every nudge: it loops too.
+    assert "title=copilot-logs audit%3A nudge-cap%2C looping::" in by_level["::error"]
     assert "hit the nudge cap: 5 nudges" in by_level["::error"]
     assert "title=copilot-logs audit%3A blocked::" in by_level["::warning"]
     assert "permission_recovery: permission_denied" in by_level["::warning"]
@@ -700,7 +701,7 @@ def test_cli_markdown_is_a_summary_line_and_a_table(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith(":x: **copilot-logs audit**: FAIL: 1 failing")
     table = [line for line in lines if line.startswith("|")]
-    assert table[0].startswith("| Session | Verdict | Nudges |")
+    assert table[0].startswith("| Session | Verdict | Looping | Nudges |")  # the capped one loops
     assert len(table) == 2 + 2  # header, rule, two judged sessions
     ok = run("--root", str(tmp_path), "--format", "markdown", "--fail-on", "missing-task-complete")
     assert ok.stdout.startswith(":white_check_mark:")
@@ -729,7 +730,9 @@ def test_cli_table(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "nudge-cap" in result.stdout and "completed" in result.stdout
     assert result.stdout.splitlines()[-1] == (
-        "FAIL: 1 failing (2 sessions audited: 1 completed, 1 nudge-cap; 1 interactive not judged)."
+        # The capped run repeats `make step0` after each of its 5 nudges: 2 calls each, wasted.
+        "FAIL: 1 failing (2 sessions audited: 1 completed, 1 nudge-cap; 1 looping, "
+        "10 LLM calls wasted; 1 interactive not judged)."
     )
 
 
