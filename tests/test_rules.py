@@ -14,6 +14,7 @@ from polars.testing import assert_frame_equal
 import synth
 from copilot_logs.commands import validate
 from copilot_logs.commands.validate import RULES, Report, UnknownRuleError
+from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
@@ -540,6 +541,28 @@ def subagent_miss() -> ReadResult:
     return read(b.to_bytes())
 
 
+def subagent_scheme(scheme: str) -> ReadResult:
+    """Two sub-agents (one failed) with their lines marked as the CLI versions of ``scheme``
+    mark them: every line attributed, none unknown."""
+    b = builder()
+    b.user_message("hi")
+    b.subagent_run("tests", llm_calls=2, tool_calls=1, scheme=scheme)
+    b.subagent_run("lint", llm_calls=1, error="boom", scheme=scheme)
+    return read(b.to_bytes())
+
+
+def subagents_1_0_20() -> ReadResult:
+    return subagent_scheme("parent")
+
+
+def subagents_1_0_78() -> ReadResult:
+    return subagent_scheme("task-id")
+
+
+def subagents_1_0_85() -> ReadResult:
+    return subagent_scheme("instance")
+
+
 def s402() -> tuple[ReadResult, list[int | None]]:
     b = builder()
     b.user_message("hi")
@@ -695,6 +718,38 @@ def clean_result() -> ReadResult:
     return read(clean().to_bytes())
 
 
+def r604() -> tuple[ReadResult, list[int | None]]:
+    """A log of a CLI one patch newer than the newest recorded version."""
+    major, minor, patch = (int(part) for part in cli_format.NEWEST_VERIFIED.split("."))
+    b = SessionBuilder(session_id=SESSION, seed=7, copilot_version=f"{major}.{minor}.{patch + 1}")
+    b.user_message("hi")
+    b.turn("ok")
+    return read(b.to_bytes()), [1]
+
+
+def r604_miss() -> ReadResult:
+    """The newest recorded version itself, and an older one, are verified versions."""
+    logs = []
+    for version in (cli_format.NEWEST_VERIFIED, "1.0.9"):
+        b = SessionBuilder(session_id=SESSION, seed=7, copilot_version=version)
+        b.user_message("hi")
+        b.turn("ok")
+        logs.append(renamed(read(b.to_bytes()), f"{version}.jsonl"))
+    return ReadResult.concat(logs)
+
+
+def s403_instance() -> tuple[ReadResult, list[int | None]]:
+    """CLI 1.0.85 on: a sub-agent instance id that no subagent.started links to a task."""
+    b = builder()
+    b.user_message("hi")
+    turn_events(b, ("start", "0"))
+    ghost = "6acc76eb-054a-47f2-aed1-db476add218a"
+    b.event("assistant.turn_start", {"turnId": "0", "parentToolCallId": "call_x"}, agent_id=ghost)
+    b.event("assistant.turn_end", {"turnId": "0", "parentToolCallId": "call_x"}, agent_id=ghost)
+    turn_events(b, ("end", "0"))
+    return read(b.to_bytes()), [6]
+
+
 TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = {
     "E101": [e101],
     "E102": [e102],
@@ -733,7 +788,7 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "X306": [x306],
     "S401": [s401],
     "S402": [s402],
-    "S403": [s403],
+    "S403": [s403, s403_instance],
     "C501": [c501],
     "C502": [c502],
     "R601": [r601, r601_duplicates],
@@ -741,6 +796,7 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "R603": [r603],
     "T205": [t205],
     "X307": [x307],
+    "R604": [r604],
 }
 
 MISSES: dict[str, list[Callable[[], ReadResult]]] = {
@@ -779,9 +835,9 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "X304": [x302_miss],
     "X305": [x301_miss],
     "X306": [x306_miss],
-    "S401": [subagent_miss],
-    "S402": [subagent_miss],
-    "S403": [subagent_miss],
+    "S401": [subagent_miss, subagents_1_0_20, subagents_1_0_85],
+    "S402": [subagent_miss, subagents_1_0_20, subagents_1_0_85],
+    "S403": [subagent_miss, subagents_1_0_20, subagents_1_0_78, subagents_1_0_85],
     "C501": [completion_miss],
     "C502": [completion_miss],
     "R601": [continuity_miss],
@@ -789,6 +845,7 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "R603": [r603_miss, continuity_miss],
     "T205": [open_at_shutdown_miss, open_at_end],
     "X307": [open_at_shutdown_miss, open_at_end],
+    "R604": [r604_miss, clean_result],
 }
 
 

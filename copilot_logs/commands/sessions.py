@@ -20,7 +20,7 @@ SESSION_COLUMNS = (
     "repository",
     "cwd",
     "branch",
-    "cli_version",
+    "copilot_version",
     "model",
     "mode",
     "user_prompts",

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from copilot_logs.ingest.block_reader import FileReader
 from copilot_logs.ingest.calls import CallCounter, needs_payload
+from copilot_logs.ingest.decode.cli_format import writer
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS, PAYLOAD_TYPES
 from copilot_logs.ingest.events_frame import ENVELOPE_FIELDS, Diagnostics, Rows, Span
@@ -187,12 +188,18 @@ def count_window(data: bytes, counter: CallCounter, resume: Resume) -> Window:
     rows, diagnostics = Rows(), Diagnostics()
     reader = FileReader(rows, diagnostics, resume, needs_payload)
     reader.run(reader.lines(io.BytesIO(data)))
-    columns = (rows.column(name) for name in ("type", "agent_id", "message_id", "chunk_index"))
-    for kind, agent_id, message_id, chunk in zip(*columns, strict=True):
-        counter.add(kind, agent_id, message_id, chunk)
+    _feed(rows, counter)
     damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
     state = ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
     return Window(rows.held, damage, state, reader.seen_ids)
+
+
+def _feed(rows: Rows, counter: CallCounter) -> None:
+    """The rows read for a count, fed to ``counter`` with their writer's mark."""
+    names = ("type", "agent_id", "parent_tool_call_id", "message_id", "chunk_index")
+    columns = (rows.column(name) for name in names)
+    for kind, agent_id, parent, message_id, chunk in zip(*columns, strict=True):
+        counter.add(kind, writer(agent_id, parent), message_id, chunk)
 
 
 @dataclass(frozen=True)
@@ -212,8 +219,6 @@ def count_calls(source: Source, counter: CallCounter, resume: Resume | None = No
     scan counted)."""
     rows, diagnostics = Rows(), Diagnostics()
     _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload)
-    columns = (rows.column(name) for name in ("type", "agent_id", "message_id", "chunk_index"))
-    for kind, agent_id, message_id, chunk in zip(*columns, strict=True):
-        counter.add(kind, agent_id, message_id, chunk)
+    _feed(rows, counter)
     damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
     return Calls(rows.held, damage, state)

@@ -48,4 +48,5 @@ COUNT_COLUMNS = [
     Column("tool_calls", "tools", 2, numeric=True),
     Column("failed_tool_calls", "failed", 3, numeric=True),
     Column("subagent_tool_calls", "sub-agent tools", 6, numeric=True),
+    Column("fusion_calls", "fusion calls", 6, numeric=True),
 ]

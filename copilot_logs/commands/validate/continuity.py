@@ -1,5 +1,5 @@
-"""R6xx continuity: what a resume or shutdown says about the file agrees with the file, and a
-file holds one session."""
+"""R6xx continuity: what a resume or shutdown says about the file agrees with the file, a file
+holds one session, and its CLI version is one copilot-logs was checked against."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import polars as pl
 from copilot_logs.commands.validate.context import LOCATION, Context, found
 from copilot_logs.commands.validate.rule import Family
 from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.ingest.decode import cli_format
 
 CONTINUITY = Family("R")
 
@@ -134,6 +135,34 @@ def several_sessions(ctx: Context) -> pl.DataFrame:
             "session_id",
             "_sessions",
             "_first",
+        ),
+    )
+
+
+@CONTINUITY.rule(
+    "R604",
+    "newer-cli-version",
+    "info",
+    "The log was written by a Copilot CLI newer than any copilot-logs was checked against.",
+    "copilot-logs is checked against logs that real CLI versions wrote "
+    f"({cli_format.OLDEST_VERIFIED} to {cli_format.NEWEST_VERIFIED}, docs/compatibility.md). "
+    "The log format moves with the CLI: a newer version may mark lines in a way this "
+    "version does not know yet. The figures are likely right; this note says they were not "
+    "verified for that version. Reported on the session.start line.",
+)
+def newer_cli(ctx: Context) -> pl.DataFrame:
+    version = pl.col("detail").str.json_path_match("$.copilotVersion")
+    starts = ctx.events.filter(TYPE == "session.start").with_columns(_version=version)
+    newer = starts.filter(
+        pl.col("_version").map_elements(cli_format.newer_than_verified, return_dtype=pl.Boolean)
+    )
+    return found(
+        newer,
+        pl.format(
+            "written by Copilot CLI {}, newer than {}, the newest version copilot-logs was "
+            "checked against",
+            "_version",
+            pl.lit(cli_format.NEWEST_VERIFIED),
         ),
     )
 
