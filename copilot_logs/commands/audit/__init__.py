@@ -87,6 +87,7 @@ __all__ = [
     "NUDGE_CAP",
     "REJECTED_OUTCOMES",
     "RUNNING",
+    "TASK_START",
     "USER_QUIT",
     "VERDICTS",
     "audit",
@@ -146,6 +147,9 @@ _USER = MAIN & (TYPE == "user.message")
 _NUDGE = _USER & pl.col("is_nudge").fill_null(False)
 # A message queued while a turn ran joins the task under way: it starts none.
 _PROMPT = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued")
+TASK_START = _PROMPT
+"""A typed prompt that starts a task (not a nudge, not a message queued into a run): usage's
+prompts and tasks start at the same lines as the audit's."""
 _TURN = MAIN & (TYPE == derive.TURN_START)
 _TASK_COMPLETE = TYPE == "session.task_complete"
 # The CLI's own word on why a run stopped: a completion receipt (1.0.83+, written when it

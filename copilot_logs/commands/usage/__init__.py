@@ -29,6 +29,7 @@ UNKNOWN = "unknown"
 SHUTDOWN = "session.shutdown"
 CHECKPOINT = "session.usage_checkpoint"
 COMPACTION = "session.compaction_complete"
+CALLS_BEFORE = "calls before"  # per shutdown, the LLM calls counted in the events before it
 
 SESSION_SCHEMA: dict[str, pl.DataType] = {
     "session_id": pl.String(),
@@ -40,6 +41,7 @@ SESSION_SCHEMA: dict[str, pl.DataType] = {
     "premium_requests": pl.Float64(),
     "nano_aiu": pl.Int64(),
     "ai_credits": pl.Float64(),
+    "credits_status": pl.String(),
     "requests": pl.Int64(),
     **{name: pl.Int64() for name in TOKEN_FIELDS.values()},
     "api_duration_ms": pl.Int64(),
@@ -151,10 +153,17 @@ def _lifecycle(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, list[
     Few lines per session carry usage: just those are parsed, once.
     """
     lifecycle: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
-    kept = annotated.filter(TYPE.is_in([SHUTDOWN, CHECKPOINT, COMPACTION]) & MAIN)
-    for file, session_id, kind, detail in kept.select(*SESSION, "type", "detail").iter_rows():
+    counted = annotated.with_columns(
+        _calls=pl.col("llm_call").cast(pl.Int64).cum_sum().over(*SESSION)
+    )
+    kept = counted.filter(TYPE.is_in([SHUTDOWN, CHECKPOINT, COMPACTION]) & MAIN)
+    rows = kept.select(*SESSION, "type", "detail", "_calls").iter_rows()
+    for file, session_id, kind, detail, calls in rows:
         payload = as_dict(orjson.loads(detail)) if detail else {}
-        lifecycle.setdefault((file, session_id), {}).setdefault(kind, []).append(payload)
+        mine = lifecycle.setdefault((file, session_id), {})
+        mine.setdefault(kind, []).append(payload)
+        if kind == SHUTDOWN:
+            mine.setdefault(CALLS_BEFORE, []).append({"calls": calls})
     return lifecycle
 
 
@@ -168,6 +177,7 @@ def _file_figures(annotated: pl.DataFrame, facts: pl.DataFrame) -> list[dict[str
         row = file_usage(
             mine.get(SHUTDOWN, []),
             has_checkpoints=bool(mine.get(CHECKPOINT)),
+            calls_before=[entry["calls"] for entry in mine.get(CALLS_BEFORE, [])],
             compactions=mine.get(COMPACTION, []),
             message_tokens=messages.get((file, session_id), {}),
         )
