@@ -147,12 +147,12 @@ def _reconciliation() -> pl.Expr:
     )
 
 
-def _lifecycle(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, list[dict[str, Any]]]]:
+def lifecycle(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, list[dict[str, Any]]]]:
     """Per session, the payloads of its shutdowns, checkpoints and compactions, in file order.
 
     Few lines per session carry usage: just those are parsed, once.
     """
-    lifecycle: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    found: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
     counted = annotated.with_columns(
         _calls=pl.col("llm_call").cast(pl.Int64).cum_sum().over(*SESSION)
     )
@@ -160,20 +160,20 @@ def _lifecycle(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, list[
     rows = kept.select(*SESSION, "type", "detail", "_calls").iter_rows()
     for file, session_id, kind, detail, calls in rows:
         payload = as_dict(orjson.loads(detail)) if detail else {}
-        mine = lifecycle.setdefault((file, session_id), {})
+        mine = found.setdefault((file, session_id), {})
         mine.setdefault(kind, []).append(payload)
         if kind == SHUTDOWN:
             mine.setdefault(CALLS_BEFORE, []).append({"calls": calls})
-    return lifecycle
+    return found
 
 
 def _file_figures(annotated: pl.DataFrame, facts: pl.DataFrame) -> list[dict[str, Any]]:
     """The usage figures of each session log (see :func:`file_usage`), keyed by its columns."""
-    lifecycle = _lifecycle(annotated)
+    payloads = lifecycle(annotated)
     messages = _message_tokens(annotated)
     figures = []
     for file, session_id in facts.select(*SESSION).iter_rows():
-        mine = lifecycle.get((file, session_id), {})
+        mine = payloads.get((file, session_id), {})
         row = file_usage(
             mine.get(SHUTDOWN, []),
             has_checkpoints=bool(mine.get(CHECKPOINT)),
@@ -187,10 +187,15 @@ def _file_figures(annotated: pl.DataFrame, facts: pl.DataFrame) -> list[dict[str
 
 def session_usage(result: ReadResult) -> pl.DataFrame:
     """One row per session log (``SESSION_SCHEMA``), newest first."""
-    events = result.events
-    if events.is_empty():
+    if result.events.is_empty():
         return pl.DataFrame(schema=SESSION_SCHEMA)
-    annotated = derive.annotate(events)
+    return session_rows(derive.annotate(result.events))
+
+
+def session_rows(annotated: pl.DataFrame) -> pl.DataFrame:
+    """:func:`session_usage` of events already annotated (:func:`copilot_logs.derive.annotate`)."""
+    if annotated.is_empty():
+        return pl.DataFrame(schema=SESSION_SCHEMA)
     facts = derive.session_facts(annotated).select(
         *SESSION,
         "started_at",

@@ -88,7 +88,11 @@ def call_usage(annotated: pl.DataFrame) -> pl.DataFrame:
     return (
         matched.join(names, on=[*SESSION, "agent_id"], how="left")
         .join(prompts, on=[*SESSION, "prompt_index"], how="left")
-        .with_columns(agent=pl.coalesce("agent", pl.lit(MAIN_AGENT)))
+        .with_columns(
+            agent=pl.coalesce("agent", pl.lit(MAIN_AGENT)),
+            # Numbered 1, 2, ... over the tasks that made calls.
+            task_index=pl.col("task_index").rank("dense").over(*SESSION).cast(pl.Int64),
+        )
         .select(list(CALL_SCHEMA))
         .cast(CALL_SCHEMA)  # type: ignore[arg-type]
         .sort(*SESSION, "line")
@@ -146,14 +150,18 @@ def _matched(calls: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
     """Each call with the first record its agent wrote after it (and before its next call);
     records left over become calls of their own."""
     keys = ["_agent", *SESSION]
-    located = records.sort("_line").join_asof(
-        calls.select(*keys, call_line="line", _line="line").sort("_line"),
-        on="_line",
-        by=keys,
-        strategy="backward",
-        check_sortedness=False,  # sorted by line above; polars cannot check it within groups
-    ).with_columns(
-        _first=pl.col("record_line").rank("ordinal").over(*keys, "call_line") == 1,
+    located = (
+        records.sort("_line")
+        .join_asof(
+            calls.select(*keys, call_line="line", _line="line").sort("_line"),
+            on="_line",
+            by=keys,
+            strategy="backward",
+            check_sortedness=False,  # sorted by line above; polars cannot check it within groups
+        )
+        .with_columns(
+            _first=pl.col("record_line").rank("ordinal").over(*keys, "call_line") == 1,
+        )
     )
     taken = located.filter(pl.col("call_line").is_not_null() & pl.col("_first"))
     figures = [
@@ -171,7 +179,9 @@ def _matched(calls: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
     taken = taken.rename({"model": "record_model"}).select(*keys, "call_line", *figures)
     joined = calls.join(
         taken, left_on=[*keys, "line"], right_on=[*keys, "call_line"], how="left"
-    ).with_columns(_exact=pl.col("api_call_id").is_not_null() | pl.col("input_tokens").is_not_null())
+    ).with_columns(
+        _exact=pl.col("api_call_id").is_not_null() | pl.col("input_tokens").is_not_null()
+    )
     left_over = located.filter(pl.col("call_line").is_null() | ~pl.col("_first")).select(
         *SESSION,
         "agent_id",
@@ -193,8 +203,8 @@ def _figures(calls: pl.DataFrame) -> pl.DataFrame:
     """The call's figures: the record's where it has one, else its messages' output tokens."""
     exact = pl.col("_exact").fill_null(False)
     status = pl.col("ai_credits_status")
-    billed = exact & pl.col("total_nano_aiu").is_not_null() & (status != "unavailable").fill_null(
-        True
+    billed = (
+        exact & pl.col("total_nano_aiu").is_not_null() & (status != "unavailable").fill_null(True)
     )
     return calls.with_columns(
         model=pl.coalesce("record_model", "model"),

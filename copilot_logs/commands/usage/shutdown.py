@@ -131,6 +131,31 @@ def credits_status(data: Mapping[str, Any]) -> str | None:
     return status if isinstance(status, str) else None
 
 
+def agent_figures(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per agent of a shutdown's ``agentMetrics`` (CLI 1.0.85 on, keyed ``main`` and each
+    sub-agent's instance id): its requests, tokens, nano-AIU and API time; [] without them."""
+    unavailable = credits_status(data) == "unavailable"
+    found = []
+    for instance, metrics in as_dict(data.get("agentMetrics")).items():
+        metrics = as_dict(metrics)
+        models = [
+            _model_figures(name, m) for name, m in as_dict(metrics.get("modelMetrics")).items()
+        ]
+        nano = as_int(metrics.get("totalNanoAiu"))
+        if nano is None:
+            nano = _strict_sum(m["nano_aiu"] for m in models)
+        found.append(
+            {
+                "agent_instance": str(instance),
+                "requests": _strict_sum(m["requests"] for m in models),
+                **{name: _strict_sum(m[name] for m in models) for name in TOKEN_FIELDS.values()},
+                "nano_aiu": None if unavailable else nano,
+                "api_duration_ms": as_int(metrics.get("totalApiDurationMs")),
+            }
+        )
+    return found
+
+
 def _with_credits(figures: dict[str, Any]) -> dict[str, Any]:
     nano = figures["nano_aiu"]
     return {**figures, "ai_credits": None if nano is None else nano / NANO_PER_CREDIT}
