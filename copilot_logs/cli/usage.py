@@ -4,6 +4,7 @@ import click
 
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
+    Loaded,
     Picked,
     engine_options,
     exit_code,
@@ -14,16 +15,24 @@ from copilot_logs.cli.options import (
 )
 
 
+GROUPINGS = (
+    *("session", "day", "week", "month", "model", "repository", "repo"),
+    *("call", "prompt", "agent", "task"),
+)
+
+
 @click.command()
 @selection_options
 @engine_options
 @click.option(
     "--by",
-    type=click.Choice(["session", "day", "week", "month", "model", "repository"]),
+    type=click.Choice(GROUPINGS),
     default="session",
     show_default=True,
     help="One row per session, or per day / ISO week / month of the sessions' start, per "
-    "model, per repository.",
+    "model, per repository (repo); or inside sessions: per LLM call, per prompt (with its "
+    "nudges and sub-agents), per agent (main and each sub-agent), per task (a prompt to the "
+    "task_complete that ends it).",
 )
 @click.option(
     "--tz",
@@ -66,8 +75,17 @@ def usage(
     day, week or month it started: per-call usage is not on disk.
 
     \b
+    Per call, prompt, agent or task (--by call|prompt|agent|task): credits, tokens, LLM calls,
+    model time and time to first token, `exact` where the CLI recorded each call
+    (session.usage_record, 1.0.102 on), `from totals` where the log gives the figures of exactly
+    that group (agentMetrics; a session's only prompt), else only the output tokens of the
+    messages (`messages`). Credits the log says were not reported show as `unavailable`.
+
+    \b
     Examples:
       copilot-logs usage
+      copilot-logs usage --by prompt --latest 1
+      copilot-logs usage --by agent --format json
       copilot-logs usage --by day --tz Europe/Berlin --since 2026-08-01
       copilot-logs usage --by month --breakdown
       copilot-logs usage --by model --format json
@@ -77,6 +95,10 @@ def usage(
 
     zone = resolve_zone(tz)
     loaded = load(picked, zone=zone)
+    by = "repository" if by == "repo" else by
+    if by in ("call", "prompt", "agent", "task"):
+        _by_call(ctx, loaded, by, fmt)
+        return
     from copilot_logs.commands.usage import report as usage_report
     from copilot_logs.commands.usage import session_usage
     from copilot_logs.render.usage import write_reconciliation, write_report
@@ -87,4 +109,17 @@ def usage(
     if verbose:
         write_reconciliation(report.sessions)
     write_report(report, fmt, breakdown=breakdown)
+    ctx.exit(exit_code(loaded))
+
+
+def _by_call(ctx: click.Context, loaded: Loaded | None, by: str, fmt: str) -> None:
+    from functools import partial
+
+    from copilot_logs.commands.usage.breakdown import breakdown, call_report
+    from copilot_logs.render.usage import write_call_report
+
+    if loaded is None and fmt in HUMAN_FORMATS:
+        return
+    report = call_report(read_each(loaded, partial(breakdown, by=by)), by)
+    write_call_report(report, fmt)
     ctx.exit(exit_code(loaded))

@@ -63,7 +63,8 @@ def call_report(parts: list[pl.DataFrame], by: str) -> CallReport:
     where the figure is known (null when it is known for none); ``rows_without_figures``
     says how many rows have only their messages' output tokens."""
     rows = pl.concat(parts, how="vertical_relaxed") if parts else _empty(by)
-    summed = rows.select(
+    counted = rows if "llm_calls" in rows.columns else rows.with_columns(llm_calls=pl.lit(1))
+    summed = counted.select(
         pl.len().cast(pl.Int64).alias("rows"),
         *(
             pl.when(pl.col(name).is_not_null().any()).then(pl.col(name).sum()).alias(name)
@@ -81,6 +82,8 @@ def breakdown(result: ReadResult, by: str) -> pl.DataFrame:
     """The rows of ``usage --by BY`` for one batch of logs, in file order."""
     if by not in CALL_GROUPINGS:
         raise ValueError(f"unknown grouping {by!r}")
+    if result.events.is_empty():
+        return _empty(by)
     annotated = derive.annotate(result.events)
     calls = call_usage(annotated)
     if by == "call":
@@ -98,6 +101,8 @@ def breakdown(result: ReadResult, by: str) -> pl.DataFrame:
 
 
 def _empty(by: str) -> pl.DataFrame:
+    if by == "call":
+        return pl.DataFrame(schema=CALL_SCHEMA)
     keys = {name: CALL_SCHEMA[name] for name in KEYS[by]}
     extra = {"completed": pl.Boolean(), "summary": pl.String()} if by == "task" else {}
     schema = {
