@@ -123,7 +123,10 @@ def audit(
     nudge_cap: int,
     running_within: timedelta,
     fmt: str,
-    **thresholds: int,
+    stalled_nudges: int,
+    repeated_calls: int,
+    rejected_completions: int,
+    calls_after_completion: int,
 ) -> None:
     """Find the autopilot runs that never finished their task.
 
@@ -157,7 +160,13 @@ def audit(
         running_within=running_within,
         nudge_cap=nudge_cap,
         require_task_complete=require_task_complete,
-        loop_thresholds={signal: thresholds[_name(option)] for option, signal, *_ in LOOP_OPTIONS},
+        loop_thresholds=dict(
+            zip(
+                (signal for _, signal, *_ in LOOP_OPTIONS),
+                (stalled_nudges, repeated_calls, rejected_completions, calls_after_completion),
+                strict=True,
+            )
+        ),
     )
     shown = table if show_all else core.judged(table)
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))

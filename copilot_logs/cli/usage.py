@@ -14,7 +14,6 @@ from copilot_logs.cli.options import (
     selection_options,
 )
 
-
 GROUPINGS = (
     *("session", "day", "week", "month", "model", "repository", "repo"),
     *("call", "prompt", "agent", "task"),

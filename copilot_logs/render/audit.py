@@ -46,11 +46,8 @@ def summary_line(table: pl.DataFrame, context: AuditContext) -> str:
     failed = core.failing(judged, context.fail_on).height
     status = f"FAIL: {failed} failing" if failed else "OK"
     looping = judged.filter("looping")
-    loops = (
-        f"; {looping.height} looping, {plural(looping['wasted_calls'].sum(), 'LLM call')} wasted"
-        if looping.height
-        else ""
-    )
+    wasted = plural(int(looping["wasted_calls"].sum()), "LLM call")
+    loops = f"; {looping.height} looping, {wasted} wasted" if looping.height else ""
     rest = f"; {not_judged} interactive not judged" if not_judged else ""
     return f"{status} ({plural(judged.height, 'session')} audited: {by_verdict}{loops}{rest})."
 
