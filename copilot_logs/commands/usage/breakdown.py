@@ -30,8 +30,8 @@ from copilot_logs.commands.usage.calls import (
     FROM_TOTALS,
     MAIN_AGENT,
     MESSAGES,
-    NANO_PER_CREDIT,
     call_usage,
+    credits,
 )
 from copilot_logs.commands.usage.shutdown import TOKEN_FIELDS, agent_figures
 from copilot_logs.derive import SESSION, TYPE
@@ -149,7 +149,7 @@ def _group(calls: pl.DataFrame, by: str) -> pl.DataFrame:
             ttft_ms=pl.col("ttft_ms").mean(),
             source=pl.when(exact).then(pl.lit(EXACT)).otherwise(pl.lit(MESSAGES)),
         )
-        .with_columns(ai_credits=pl.col("nano_aiu") / NANO_PER_CREDIT)
+        .with_columns(ai_credits=credits(pl.col("nano_aiu")))
     )
 
 
@@ -274,7 +274,7 @@ def _take(
         return rows
     taken = wanted.with_columns(
         nano_aiu=pl.col("nano_aiu").cast(pl.Float64),
-        ai_credits=pl.col("nano_aiu") / NANO_PER_CREDIT,
+        ai_credits=credits(pl.col("nano_aiu")),
         ttft_ms=pl.lit(None, pl.Float64),
         source=pl.lit(FROM_TOTALS),
     ).select("_row", *FIGURES, "source")

@@ -65,6 +65,12 @@ _ACCEPTED = (
 )
 
 
+def credits(nano: pl.Expr) -> pl.Expr:
+    """AI credits from nano-AIU. Polars divides by multiplying with the reciprocal; a credit
+    has nine decimals at most, so rounding there gives the exact figure back."""
+    return (nano / NANO_PER_CREDIT).round(9)
+
+
 def placed(annotated: pl.DataFrame) -> pl.DataFrame:
     """The annotated events with ``prompt_index`` (1-based; 0 before the first prompt) and
     ``task_index`` (a new task at each prompt and after each accepted task_complete)."""
@@ -212,7 +218,7 @@ def _figures(calls: pl.DataFrame) -> pl.DataFrame:
         .then(pl.coalesce("record_output_tokens", "output_tokens"))
         .otherwise("output_tokens"),
         nano_aiu=pl.when(billed).then("total_nano_aiu"),
-        ai_credits=pl.when(billed).then(pl.col("total_nano_aiu") / NANO_PER_CREDIT),
+        ai_credits=pl.when(billed).then(credits(pl.col("total_nano_aiu"))),
         credits_status=pl.when(exact)
         .then(pl.coalesce(status, pl.when(billed).then(pl.lit("complete"))))
         .otherwise(pl.lit(None, pl.String)),
