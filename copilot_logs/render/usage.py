@@ -69,8 +69,8 @@ KEYS = {
     "repository": Column("label", "repository", 1, max_width=32),
 }
 MODEL_COLUMNS = [
-    Column("premium_requests", "premium", 1, numeric=True, format=decimal_or_unknown),
     Column("ai_credits", "credits", 1, numeric=True, format=decimal_or_unknown),
+    Column("premium_requests", "premium (legacy)", 5, numeric=True, format=decimal_or_unknown),
     Column("requests", "requests", 2, numeric=True, format=count_or_unknown),
     Column("input_tokens", "input", 2, numeric=True, format=count_or_unknown),
     Column("output_tokens", "output", 2, numeric=True, format=count_or_unknown),
@@ -211,7 +211,7 @@ FIGURE_COLUMNS = [
     Column("cache_read_tokens", "cached", 3, numeric=True, format=count_or_unknown),
     Column("model_time_ms", "model time", 4, numeric=True, format=_duration),
     Column("ttft_ms", "ttft", 5, numeric=True, format=_ttft),
-    Column("source", "source", 3, format=_text),
+    Column("source", "source", 1, format=_text),
 ]
 CALL_KEYS = {
     "call": [
