@@ -115,6 +115,16 @@ def queued_message() -> pl.Expr:
     ).fill_null(False)
 
 
+TASK_START = (
+    MAIN
+    & (TYPE == "user.message")
+    & ~pl.col("is_nudge").fill_null(False)
+    & ~pl.col("is_queued").fill_null(False)
+)
+"""Per annotated event: a typed prompt that starts a task (not a nudge, not a message queued
+into a run): where audit's tasks and usage's prompts begin."""
+
+
 def session_model() -> pl.Expr:
     """The model a session is listed under: the one most main-agent replies
     (``assistant.message``) name; on a tie, the one of the latest reply among the tied models

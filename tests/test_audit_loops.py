@@ -305,3 +305,34 @@ def test_cli_github_marks_a_completed_but_looping_run_as_an_error_under_the_gate
     assert "title=copilot-logs audit%3A completed%2C looping::" in annotation
     assert "Looping (repeated-call; repeated: bash" in annotation
     assert "3 LLM calls wasted" in annotation
+
+
+def test_the_wasted_credits_are_the_wasted_calls_credits_where_each_call_has_them() -> None:
+    """Per-call credits as CLI 1.0.102 writes them for a GitHub-billed call (a
+    session.usage_record with copilotUsage.totalNanoAiu): the loop's calls' credits summed."""
+
+    def billed(nano: int) -> dict[str, Any]:
+        return {
+            "usage": {
+                "model": "gpt-5",
+                "inputTokens": 1000,
+                "outputTokens": 10,
+                "aiCreditsStatus": "complete",
+                "copilotUsage": {"totalNanoAiu": nano},
+            }
+        }
+
+    b = autopilot(seed=13)
+    b.turn("Looking.", [bash("ls", "a")])
+    b.event("session.usage_record", billed(100_000_000))  # call 1: work, 0.1 credits
+    for index in range(3):
+        b.nudge()
+        b.turn("Looking again.", [bash("ls", "a")])
+        b.event("session.usage_record", billed(10_000_000 * (index + 1)))
+        b.turn("Nothing new.")
+        b.event("session.usage_record", billed(1_000_000))
+    b.shutdown()
+    row = judge(b)
+    assert row["wasted_calls"] == 6
+    # 0.01 + 0.02 + 0.03 for the repeated `ls`, and 3 x 0.001 for the texts after them.
+    assert row["wasted_credits"] == pytest.approx(0.063, abs=1e-12)

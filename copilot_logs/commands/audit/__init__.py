@@ -87,7 +87,6 @@ __all__ = [
     "NUDGE_CAP",
     "REJECTED_OUTCOMES",
     "RUNNING",
-    "TASK_START",
     "USER_QUIT",
     "VERDICTS",
     "audit",
@@ -146,10 +145,7 @@ AUDIT_COLUMNS = (
 _USER = MAIN & (TYPE == "user.message")
 _NUDGE = _USER & pl.col("is_nudge").fill_null(False)
 # A message queued while a turn ran joins the task under way: it starts none.
-_PROMPT = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued")
-TASK_START = _PROMPT
-"""A typed prompt that starts a task (not a nudge, not a message queued into a run): usage's
-prompts and tasks start at the same lines as the audit's."""
+_PROMPT = derive.TASK_START
 _TURN = MAIN & (TYPE == derive.TURN_START)
 _TASK_COMPLETE = TYPE == "session.task_complete"
 # The CLI's own word on why a run stopped: a completion receipt (1.0.83+, written when it
@@ -246,7 +242,6 @@ def judge(
             looping=pl.col("looping").fill_null(False),
             loop_signals=pl.col("loop_signals").fill_null(pl.lit([], pl.List(pl.String()))),
             wasted_calls=pl.col("wasted_calls").fill_null(0),
-            wasted_credits=pl.lit(None, pl.Float64),
         )
         .with_columns(
             line=pl.when(pl.col("verdict").is_in([COMPLETED, COMPLETION_REJECTED, BLOCKED]))

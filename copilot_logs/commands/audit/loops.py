@@ -31,6 +31,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from copilot_logs import derive
+from copilot_logs.commands.usage.calls import call_usage
 from copilot_logs.derive import MAIN, SESSION, TYPE
 
 STALLED_NUDGES = "stalled-nudges"
@@ -58,6 +59,7 @@ SPAN = pl.Struct(
         "start_line": pl.Int64(),
         "label": pl.String(),
         "calls": pl.List(pl.Int64()),
+        "credits": pl.List(pl.Float64()),
     }
 )
 TASK = (*SESSION, "task_index")
@@ -77,7 +79,12 @@ def loop_spans(tasks: pl.DataFrame) -> pl.DataFrame:
         (pl.col("line").max() + 1).alias("task_end"),
     )
     tasks = tasks.join(autopilot.filter("autopilot").select(*TASK, "task_end"), on=TASK)
-    calls = tasks.filter(pl.col("llm_call")).select(*TASK, call="line")
+    billed = call_usage(tasks).select(*SESSION, call="line", credit="ai_credits")
+    calls = (
+        tasks.filter(pl.col("llm_call"))
+        .select(*TASK, call="line")
+        .join(billed, on=[*SESSION, "call"], how="left")
+    )
     tools = _tool_calls(tasks)
     found = [
         _stalled(tasks, tools),
@@ -91,10 +98,19 @@ def loop_spans(tasks: pl.DataFrame) -> pl.DataFrame:
         how="vertical_relaxed",
     )
     inside = (pl.col("call") >= pl.col("start_line")) & (pl.col("call") < pl.col("end_line"))
-    hits = spans.join(calls, on=TASK).filter(inside).group_by(key).agg(calls=pl.col("call").sort())
+    hits = (
+        spans.join(calls, on=TASK)
+        .filter(inside)
+        .sort("call")
+        .group_by(key)
+        .agg(calls=pl.col("call"), credits=pl.col("credit"))
+    )
     return (
         spans.join(hits, on=key, how="left")
-        .with_columns(pl.col("calls").fill_null(pl.lit([], pl.List(pl.Int64()))))
+        .with_columns(
+            pl.col("calls").fill_null(pl.lit([], pl.List(pl.Int64()))),
+            pl.col("credits").fill_null(pl.lit([], pl.List(pl.Float64()))),
+        )
         .sort(*key)
         .group_by(*SESSION, maintain_order=True)
         .agg(loop_spans=pl.struct(*(pl.col(name) for name in SPAN.to_schema())))
@@ -250,10 +266,30 @@ def looping(spans: pl.DataFrame, thresholds: Mapping[str, int]) -> pl.DataFrame:
         .filter(pl.col("strength") >= threshold)
         .with_columns(rank=pl.col("signal").replace_strict(order, return_dtype=pl.Int64))
     )
-    return fired.group_by(*SESSION).agg(
-        looping=pl.lit(True),
-        loop_signals=pl.col("signal").sort_by("rank").unique(maintain_order=True),
-        loop_line=pl.col("start_line").min(),
-        repeated_call=pl.col("label").sort_by("strength", descending=True).drop_nulls().first(),
-        wasted_calls=pl.col("calls").explode().drop_nulls().n_unique().cast(pl.Int64),
+    return (
+        fired.group_by(*SESSION)
+        .agg(
+            looping=pl.lit(True),
+            loop_signals=pl.col("signal").sort_by("rank").unique(maintain_order=True),
+            loop_line=pl.col("start_line").min(),
+            repeated_call=pl.col("label").sort_by("strength", descending=True).drop_nulls().first(),
+            wasted_calls=pl.col("calls").explode().drop_nulls().n_unique().cast(pl.Int64),
+        )
+        .join(_wasted_credits(fired), on=SESSION, how="left")
+    )
+
+
+def _wasted_credits(fired: pl.DataFrame) -> pl.DataFrame:
+    """Per session, the AI credits of its wasted calls (each once): null unless every one of
+    them has its credits (CLI 1.0.102's per-call records, billed by GitHub)."""
+    each = (
+        fired.select(*SESSION, "calls", "credits")
+        .explode("calls", "credits")
+        .drop_nulls("calls")
+        .unique(subset=[*SESSION, "calls"])
+    )
+    return each.group_by(*SESSION).agg(
+        wasted_credits=pl.when(pl.col("credits").is_not_null().all())
+        .then(pl.col("credits").sum().round(9))
+        .otherwise(None)
     )

@@ -19,8 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.audit import TASK_START
-from copilot_logs.derive import MAIN, SESSION, TYPE
+from copilot_logs.derive import MAIN, SESSION, TASK_START, TYPE
 from copilot_logs.usage_records import usage_records
 
 EXACT = "exact"
