@@ -345,3 +345,52 @@ def test_a_rejected_completion_does_not_end_its_task() -> None:
         (1, 4, True, "Shipped."),
         (2, 1, False, None),
     ]
+
+
+# --- timeline: each call's figures ----------------------------------------------------------
+
+
+def _call_nodes(node: Any) -> list[dict[str, Any]]:
+    """Every turn and sub-agent call node under a timeline node."""
+    found = []
+    if isinstance(node, dict):
+        if "usage_source" in node:
+            found.append(node)
+        for value in node.values():
+            found += _call_nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _call_nodes(value)
+    return found
+
+
+@pytest.mark.parametrize("recording", NEWEST, ids=ids(NEWEST))
+def test_timeline_shows_each_call_s_tokens_as_the_server_reported(recording: Recording) -> None:
+    result = CliRunner().invoke(main, ["timeline", str(recording.log), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    nodes = _call_nodes(orjson.loads(result.stdout))
+    found = sorted(
+        (n["api_call_id"], n["input_tokens"], n["output_tokens"], n["cache_read_tokens"])
+        for n in nodes
+        if n["usage_source"] == "exact"
+    )
+    expected = sorted(
+        (r["api_call_id"], r["prompt_tokens"], r["completion_tokens"], r["cached_tokens"])
+        for r in recording.served
+    )
+    assert found == expected
+    assert {n["credits_status"] for n in nodes if n["usage_source"] == "exact"} == {"unavailable"}
+
+
+def test_timeline_text_names_a_call_s_figures() -> None:
+    chosen = [r for r in NEWEST if r.scenario == "subagent"]
+    if not chosen:
+        pytest.skip("no subagent recording of 1.0.102")
+    result = CliRunner().invoke(main, ["timeline", str(chosen[0].log)], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    first = chosen[0].served[0]
+    assert (
+        f"[{first['prompt_tokens']:,} in ({first['cached_tokens']:,} cached), "
+        f"{first['completion_tokens']:,} out, ttft" in result.output
+    )
+    assert "credits unavailable" in result.output
