@@ -84,10 +84,19 @@ def breakdown(result: ReadResult, by: str) -> pl.DataFrame:
         raise ValueError(f"unknown grouping {by!r}")
     if result.events.is_empty():
         return _empty(by)
+    return breakdowns(result, (by,))[by]
+
+
+def breakdowns(result: ReadResult, groupings: tuple[str, ...]) -> dict[str, pl.DataFrame]:
+    """:func:`breakdown` of one batch by several groupings, its events read once."""
+    if result.events.is_empty():
+        return {by: _empty(by) for by in groupings}
     annotated = derive.annotate(result.events)
     calls = call_usage(annotated)
-    if by == "call":
-        return calls
+    return {by: calls if by == "call" else _grouped(annotated, calls, by) for by in groupings}
+
+
+def _grouped(annotated: pl.DataFrame, calls: pl.DataFrame, by: str) -> pl.DataFrame:
     if calls.is_empty():
         return _empty(by)
     grouped = _group(calls, by)
