@@ -132,6 +132,9 @@ def assemble(
 
 BIGGEST = 15
 """Groups the "where the credits went" tables show, biggest first."""
+CALLS_SHOWN = 20
+"""Calls shown behind each group: its biggest, in file order (``more_calls`` says how many
+more it made), so a long session keeps the page small."""
 
 
 def _biggest(groups: pl.DataFrame, limit: int = BIGGEST) -> pl.DataFrame:
@@ -159,18 +162,21 @@ def _credits_part(result: ReadResult) -> dict[str, pl.DataFrame]:
 
 def where_the_credits_went(parts: list[Part], by: str, zone: str) -> list[Row]:
     """The biggest groups ``by`` prompt or agent over all batches, biggest first, each with
-    the calls behind it (``calls``: its rows of ``usage --by call``, in file order)."""
+    the calls behind it (``calls``: its biggest :data:`CALLS_SHOWN` rows of ``usage --by
+    call``, in file order; ``more_calls``: how many it made beyond them)."""
     biggest = _biggest(pl.concat([p.credits[by] for p in parts], how="vertical_relaxed"))
     keys = _keys(by)
     calls = pl.concat([p.credits["call"] for p in parts], how="vertical_relaxed")
     behind = calls.join(biggest.select(keys), on=keys, how="semi", nulls_equal=True)
     by_group: dict[tuple[Any, ...], list[Row]] = {}
-    for call in _rows(behind.sort(*SESSION, "line"), zone):
+    for call in _rows(_biggest(behind, len(behind)), zone):
         by_group.setdefault(tuple(call[k] for k in keys), []).append(call)
-    return [
-        {**row, "calls": by_group.get(tuple(row[k] for k in keys), [])}
-        for row in _rows(biggest, zone)
-    ]
+    rows = []
+    for row in _rows(biggest, zone):
+        calls = by_group.get(tuple(row[k] for k in keys), [])
+        shown = sorted(calls[:CALLS_SHOWN], key=lambda call: (call["file"], call["line"]))
+        rows.append({**row, "calls": shown, "more_calls": len(calls) - len(shown)})
+    return rows
 
 
 def _tz(zone: str) -> Any:

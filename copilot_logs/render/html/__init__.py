@@ -175,9 +175,11 @@ def _credits(report: Report, anchors: Anchors) -> str:
 def _calls_behind(row: Row, key: str) -> str:
     calls = [{**call, "credits": credits_cell(call)} for call in row["calls"]]
     summary = f"{short_id(row['session_id'])} · {preview(row[key], 60)}: the calls behind it"
+    more = row["more_calls"]
+    note = f'<p class="meta">and {more} smaller calls more</p>' if more else ""
     return (
         f"<details><summary>{text(summary)}</summary>"
-        f"{table(calls, CREDIT_CALL_COLUMNS, label='calls behind')}</details>"
+        f"{table(calls, CREDIT_CALL_COLUMNS, label='calls behind')}{note}</details>"
     )
 
 

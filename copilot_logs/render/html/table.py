@@ -146,13 +146,11 @@ CREDIT_CALL_COLUMNS = [
     Column("line", "line", True),
     Column("agent", "agent"),
     Column("api_call_id", "call id"),
-    Column("model", "model"),
     Column("credits", "AI credits", True),
     Column("input_tokens", "input", True, count_or_unknown),
     Column("output_tokens", "output", True, count_or_unknown),
     Column("cache_read_tokens", "cached", True, count_or_unknown),
     Column("ttft_ms", "ttft ms", True, lambda v: "" if v is None else f"{v:,.0f}"),
-    Column("source", "source"),
 ]
 
 
