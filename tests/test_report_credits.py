@@ -73,3 +73,20 @@ def test_the_calls_behind_each_agent_are_the_server_s_calls_of_that_agent() -> N
     # Biggest first: BYOK credits are unavailable, so by input tokens.
     inputs = [row["input_tokens"] for row in page.credits_by_agent]
     assert inputs == sorted(inputs, reverse=True)
+
+
+def test_a_long_prompt_shows_its_twenty_biggest_calls_in_file_order(tmp_path: Path) -> None:
+    from synth import SessionBuilder
+
+    b = SessionBuilder(seed=50)
+    b.user_message("Do many things.")
+    sizes = [(index * 7) % 25 + 1 for index in range(25)]  # 25 distinct sizes, shuffled
+    for size in sizes:
+        b.turn(f"step of {size}", output_tokens=size)
+    b.shutdown()
+    b.write_to(tmp_path)
+    (row,) = assembled(tmp_path).credits_by_prompt
+    assert row["llm_calls"] == 25 and row["more_calls"] == 5
+    shown = [call["output_tokens"] for call in row["calls"]]
+    assert sorted(shown) == list(range(6, 26))  # the 20 biggest
+    assert [call["line"] for call in row["calls"]] == sorted(c["line"] for c in row["calls"])
