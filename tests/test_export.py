@@ -23,6 +23,7 @@ from copilot_logs import api
 from copilot_logs.cli import main
 from copilot_logs.commands import export
 from copilot_logs.commands.export import files
+from copilot_logs.errors import WriteError
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import pool
 from tests.conftest import PROJECT, SAMPLES
@@ -550,7 +551,7 @@ def test_a_failed_write_leaves_the_old_dataset_and_no_temporary(
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", broken)
     (samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" / "events.jsonl").touch()
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(WriteError, match="disk full"):
         api.export(out, samples)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 

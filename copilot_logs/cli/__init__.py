@@ -8,6 +8,7 @@ Nothing heavy (polars, rich) is imported until a command runs, so ``--help`` and
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
@@ -68,6 +69,17 @@ class LazyGroup(click.Group):
             ctx.exit(int(error.exit_code))
         except click.ClickException as error:
             raise _escaped(error) from None
+        finally:
+            _store_notice()
+
+
+def _store_notice() -> None:
+    """Say once, after the command, why the store was not used (a folder or entry that is
+    not the user's own: docs/cache.md)."""
+    trust = sys.modules.get("copilot_logs.store.trust")  # not imported: the store was not used
+    notice = trust.take_notice() if trust is not None else None
+    if notice is not None:
+        output.echo(f"warning: {one_line(notice)}", err=True)
 
 
 def _escaped(error: click.ClickException) -> click.ClickException:

@@ -179,12 +179,22 @@ def choose(picked: Picked, *, zone: str | None = None) -> Selection:
     )
 
 
+SAID = 3
+"""Sessions found in two places that are named one by one (then counted)."""
+
+
 def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
     """The selected session logs, newest first; says so on stderr when there is none."""
     from copilot_logs.ingest.discover import find_sources
 
     selection = choose(picked, zone=zone)
-    sources = find_sources(selection)
+    notes: list[str] = []
+    sources = find_sources(selection, notes)
+    for note in notes[:SAID]:  # a session found in two places
+        output.echo(f"warning: {one_line(note)}", err=True)
+    if len(notes) > SAID:
+        more = len(notes) - SAID
+        output.echo(f"warning: and {more} more sessions found in two places, alike", err=True)
     if not sources:
         where = ", ".join(picked.selectors) if picked.selectors else str(selection.resolved_root)
         output.echo(f"No sessions found in {one_line(where)}.", err=True)
