@@ -201,3 +201,30 @@ def test_recorded_stream_says_cap_reached_where_the_log_cannot() -> None:
     assert (logged["verdict"], logged["stop_reason"]) == ("missing-task-complete", None)
     (capped,) = audit(read_file(folder / "events.jsonl"), now=LATER, nudge_cap=2).to_dicts()
     assert capped["verdict"] == "nudge-cap"
+
+
+# --- every recording: the verdict its scenario must get ---------------------------------------
+
+
+def _verdict_cases() -> list[Any]:
+    from .recorded import ALL
+
+    return [
+        pytest.param(r, id=r.id)
+        for r in ALL
+        if r.outcome == "recorded" and "verdict" in r.truth["expect"]
+    ]
+
+
+@pytest.mark.parametrize("recording", _verdict_cases())
+def test_each_recording_gets_the_verdict_its_scenario_expects(recording: Any) -> None:
+    """The scenario says the verdict (rig/scenarios.py, kept in truth.json); the cap is the
+    one the CLI ran with (--max-autopilot-continues, else its default of 5)."""
+    flags = recording.truth["flags"]
+    cap = (
+        int(flags[flags.index("--max-autopilot-continues") + 1])
+        if ("--max-autopilot-continues" in flags)
+        else 5
+    )
+    (row,) = audit(read_file(recording.log), now=LATER, nudge_cap=cap).to_dicts()
+    assert row["verdict"] == recording.truth["expect"]["verdict"]
