@@ -115,14 +115,9 @@ def queued_message() -> pl.Expr:
     ).fill_null(False)
 
 
-TASK_START = (
-    MAIN
-    & (TYPE == "user.message")
-    & ~pl.col("is_nudge").fill_null(False)
-    & ~pl.col("is_queued").fill_null(False)
-)
-"""Per annotated event: a typed prompt that starts a task (not a nudge, not a message queued
-into a run): where audit's tasks and usage's prompts begin."""
+_USER = MAIN & (TYPE == "user.message")
+TASK_START = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued").fill_null(False)
+"""A typed prompt that starts a task (not a nudge, nor queued into a run): audit's and usage's."""
 
 
 def session_model() -> pl.Expr:

@@ -63,7 +63,7 @@ def usage(
 ) -> None:
     """What the sessions used and cost, from their session.shutdown events.
 
-    Premium requests (fractional), AI credits (totalNanoAiu / 1e9), requests and tokens per
+    AI credits (totalNanoAiu / 1e9), premium requests (legacy), requests and tokens per
     model, API time and code changes. input_tokens already includes the cache read and write
     tokens. A resumed session is counted once: its later shutdowns are taken as cumulative
     (the last one) or per segment (summed), as `accounting` says. A session with no shutdown
@@ -71,7 +71,7 @@ def usage(
     other figure is unknown: "?" in the table, null in JSON, never 0. The compaction call is
     in the credits but not in the per-model figures: it is reported apart (compactions,
     compaction_input_tokens, compaction_output_tokens). A session is counted whole in the
-    day, week or month it started: per-call usage is not on disk.
+    day, week or month it started (the shutdowns are per session).
 
     \b
     Per call, prompt, agent or task (--by call|prompt|agent|task): credits, tokens, LLM calls,

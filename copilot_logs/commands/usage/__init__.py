@@ -1,13 +1,15 @@
 """What sessions used and cost, read from their ``session.shutdown`` events.
 
-Every Copilot CLI session since 0.0.422 writes its usage in ``session.shutdown``: premium
-requests, nano-AIU (AI credits = ``totalNanoAiu / 1e9``), and per model the request count and
-the input / output / cache-read / cache-write / reasoning tokens. Per-call usage
-(``assistant.usage``) is ephemeral and never on disk, so the shutdown is the only source, and
-a session's usage cannot be split over the days or interactions it spans.
+Every Copilot CLI session since 0.0.422 writes its usage in ``session.shutdown``: nano-AIU
+(AI credits = ``totalNanoAiu / 1e9``), premium requests (legacy), and per model the request
+count and the input / output / cache-read / cache-write / reasoning tokens. The live per-call
+event (``assistant.usage``) is ephemeral; only CLI 1.0.102 on writes a durable
+``session.usage_record`` per call. The session rows here come from the shutdowns, so a session
+is counted whole in the day it started.
 
-How they combine over a session's shutdowns is :mod:`copilot_logs.commands.usage.shutdown`; how the
-session rows are grouped is :mod:`copilot_logs.commands.usage.grouping`.
+How they combine over a session's shutdowns is :mod:`copilot_logs.commands.usage.shutdown`;
+how the session rows are grouped is :mod:`copilot_logs.commands.usage.grouping`; the figures
+per call, prompt, agent and task are :mod:`copilot_logs.commands.usage.breakdown`.
 """
 
 from __future__ import annotations
