@@ -394,3 +394,30 @@ def test_timeline_text_names_a_call_s_figures() -> None:
         f"{first['completion_tokens']:,} out, ttft" in result.output
     )
     assert "credits unavailable" in result.output
+
+
+def test_a_record_with_a_figure_missing_or_impossible_leaves_that_figure_unknown() -> None:
+    """A record whose inputTokens is no number and whose credits are negative (the schema
+    allows neither): the call is still exact for what it says, and its group's sums of those
+    figures are unknown, not 0."""
+    b = SessionBuilder(seed=44)
+    b.user_message("Go.")
+    b.turn("One.")
+    b.event(
+        "session.usage_record",
+        {"usage": {"inputTokens": "lots", "outputTokens": 5, "copilotUsage": {"totalNanoAiu": -5}}},
+    )
+    b.turn("Two.")
+    b.event("session.usage_record", billed_record(2, 20_000_000))
+    b.shutdown()
+    calls = breakdown(read_bytes(b.to_bytes(), "odd.jsonl"), "call")
+    assert calls["source"].to_list() == ["exact", "exact"]
+    assert calls["input_tokens"].to_list() == [None, 2000]
+    assert calls["ai_credits"].to_list() == [None, 0.02]
+    (prompt,) = breakdown(read_bytes(b.to_bytes(), "odd.jsonl"), "prompt").to_dicts()
+    assert (prompt["input_tokens"], prompt["ai_credits"], prompt["output_tokens"]) == (
+        None,
+        None,
+        5 + 20,
+    )
+    assert prompt["credits_status"] == "partial"

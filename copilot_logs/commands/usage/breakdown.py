@@ -128,37 +128,45 @@ def _empty(by: str) -> pl.DataFrame:
 
 
 def _group(calls: pl.DataFrame, by: str) -> pl.DataFrame:
-    """Per group, the records' sums where every call of it has one; the messages' output
-    tokens where every call has them."""
+    """Per group, the records' sums where every call of it has one (and the figure); the
+    messages' output tokens where every call has them."""
     exact = (pl.col("source") == EXACT).all()
-    status = pl.col("credits_status")
-    credits_known = exact & status.is_in(["complete", "partial"]).all()
+
+    def known_sum(name: str, *, records_only: bool = True) -> pl.Expr:
+        known = pl.col(name).is_not_null().all()
+        return pl.when((exact & known) if records_only else known).then(pl.col(name).sum())
+
     return (
         calls.group_by(*SESSION, *KEYS[by], maintain_order=True)
         .agg(
             first_line=pl.col("line").min(),
             started_at=pl.col("started_at").min(),
             llm_calls=pl.len().cast(pl.Int64),
-            nano_aiu=pl.when(credits_known).then(pl.col("nano_aiu").sum()),
-            credits_status=pl.when(exact).then(
-                pl.when((status == "unavailable").any())
-                .then(pl.lit("unavailable"))
-                .when((status == "partial").any() | status.is_null().any())
-                .then(pl.lit("partial"))
-                .otherwise(pl.lit("complete"))
-            ),
-            **{
-                name: pl.when(exact).then(pl.col(name).sum())
-                for name in ("input_tokens", "cache_read_tokens", "cache_write_tokens")
-            },
-            output_tokens=pl.when(pl.col("output_tokens").is_not_null().all()).then(
-                pl.col("output_tokens").sum()
-            ),
-            model_time_ms=pl.when(exact).then(pl.col("model_time_ms").sum()),
+            nano_aiu=known_sum("nano_aiu"),
+            credits_status=pl.when(exact).then(_status()),
+            input_tokens=known_sum("input_tokens"),
+            cache_read_tokens=known_sum("cache_read_tokens"),
+            cache_write_tokens=known_sum("cache_write_tokens"),
+            output_tokens=known_sum("output_tokens", records_only=False),
+            model_time_ms=known_sum("model_time_ms"),
             ttft_ms=pl.col("ttft_ms").mean(),
             source=pl.when(exact).then(pl.lit(EXACT)).otherwise(pl.lit(MESSAGES)),
         )
         .with_columns(ai_credits=credits(pl.col("nano_aiu")))
+    )
+
+
+def _status() -> pl.Expr:
+    """A group's credits status from its calls': ``unavailable`` if any call's credits were
+    not reported, ``complete`` if every call's were, ``partial`` if only some say so."""
+    status = pl.col("credits_status")
+    return (
+        pl.when((status == "unavailable").any())
+        .then(pl.lit("unavailable"))
+        .when((status.fill_null("") == "complete").all())
+        .then(pl.lit("complete"))
+        .when(status.is_not_null().any())
+        .then(pl.lit("partial"))
     )
 
 

@@ -181,12 +181,10 @@ def _matched(calls: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
         "record_output_tokens",
         "record_model",
     ]
-    taken = taken.rename({"model": "record_model"}).select(*keys, "call_line", *figures)
-    joined = calls.join(
-        taken, left_on=[*keys, "line"], right_on=[*keys, "call_line"], how="left"
-    ).with_columns(
-        _exact=pl.col("api_call_id").is_not_null() | pl.col("input_tokens").is_not_null()
+    taken = taken.rename({"model": "record_model"}).select(
+        *keys, "call_line", *figures, _exact=pl.lit(True)
     )
+    joined = calls.join(taken, left_on=[*keys, "line"], right_on=[*keys, "call_line"], how="left")
     left_over = located.filter(pl.col("call_line").is_null() | ~pl.col("_first")).select(
         *SESSION,
         "agent_id",
@@ -208,8 +206,12 @@ def _figures(calls: pl.DataFrame) -> pl.DataFrame:
     """The call's figures: the record's where it has one, else its messages' output tokens."""
     exact = pl.col("_exact").fill_null(False)
     status = pl.col("ai_credits_status")
+    # A record's credits count where it reports some (none is "unavailable", not 0); a
+    # negative amount, which the schema rules out, is no figure.
     billed = (
-        exact & pl.col("total_nano_aiu").is_not_null() & (status != "unavailable").fill_null(True)
+        exact
+        & (pl.col("total_nano_aiu") >= 0).fill_null(False)
+        & (status != "unavailable").fill_null(True)
     )
     return calls.with_columns(
         model=pl.coalesce("record_model", "model"),
