@@ -173,9 +173,9 @@ def where_the_credits_went(parts: list[Part], by: str, zone: str) -> list[Row]:
         by_group.setdefault(tuple(call[k] for k in keys), []).append(call)
     rows = []
     for row in _rows(biggest, zone):
-        calls = by_group.get(tuple(row[k] for k in keys), [])
-        shown = sorted(calls[:CALLS_SHOWN], key=lambda call: (call["file"], call["line"]))
-        rows.append({**row, "calls": shown, "more_calls": len(calls) - len(shown)})
+        mine = by_group.get(tuple(row[k] for k in keys), [])
+        shown = sorted(mine[:CALLS_SHOWN], key=lambda call: (call["file"], call["line"]))
+        rows.append({**row, "calls": shown, "more_calls": len(mine) - len(shown)})
     return rows
 
 
