@@ -48,7 +48,7 @@ def _cell(folder: Path) -> str:
         return ""
     truth = _truth(folder)
     if truth["outcome"] != "recorded":
-        return truth["outcome"]
+        return str(truth["outcome"])
     served = [r for r in truth["requests"] if r["status"] == 200]
     subs = sum(1 for r in served if r["agent"] != "main")
     calls = f"{len(served) - subs} + {subs}" if subs else str(len(served))
@@ -166,13 +166,20 @@ def page(root: Path = RECORDINGS) -> str:
         *_first_seen(root, versions),
         "",
         "The `--output-format json` stream holds the same events as the log (and ephemeral "
-        "ones, and a closing `result` line that no schema names).",
+        "ones, and a closing `result` line that no schema names). The known types and which "
+        "are ephemeral come from the schemas the CLI publishes "
+        "(`copilot_logs/ingest/decode/schema_types.py`, made by `python -m rig.event_schema "
+        "--fetch`): the Python SDK's list (github-copilot-sdk 1.0.27, CLI 1.0.104) lacks "
+        "`session.usage_record`, which the schema inside CLI 1.0.102 names and its logs hold.",
         "",
         "## What validate says of the recordings that are not clean",
         "",
-        "A run interrupted by SIGINT while a tool runs leaves the tool never completed; some "
-        "versions also write the abort's lines out of order, or take the file's size for the "
-        "shutdown before the last lines (E104, E105, R602):",
+        "A run interrupted by SIGINT while a tool runs leaves the tool never completed: info "
+        "findings only (T205 and X307 before 1.0.85, which write no `turn_end` then; X308 "
+        "from 1.0.85, which end the turn next to an `abort`). From 1.0.70 the shutdown's "
+        "`eventsFileSizeBytes` is taken before the interrupt's lines are written, which R602 "
+        "knows. 1.0.78 wrote a second `abort` after the shutdown had taken its place in the "
+        "chain: those lines are out of order (E104, E105), as the log shows them.",
         "",
         *_findings(root, versions),
         "",

@@ -31,11 +31,9 @@ __all__ = ["any_recording", "recording"]  # the fixtures, for pytest
 
 pytestmark = pytest.mark.live
 
-NOT_CLEAN = {
-    "interrupted": "SIGINT while a tool runs: the tool never completes, and CLIs write the "
-    "abort's lines in an order of their own (docs/compatibility.md)",
-}
-"""Scenarios whose logs are not expected to validate clean, and why."""
+WRITTEN_OUT_OF_ORDER = {("1.0.78", "interrupted"): {"E104", "E105"}}
+"""Findings the CLI's own log deserves: on SIGINT, 1.0.78 wrote a second abort after the
+shutdown had taken its place in the parentId chain (docs/compatibility.md)."""
 
 EPHEMERAL_OR_STREAM_ONLY = cli_format.EPHEMERAL_TYPES | {"result"}
 """What the stream prints beside the log's events: ephemeral events, and its closing
@@ -81,12 +79,19 @@ def test_count_total_finds_the_same_calls(recording: Recording) -> None:
     assert result.stdout == f"{expected['llm_calls'] + expected['subagent_calls']}\n"
 
 
-def test_validate_finds_nothing_in_a_clean_recording(recording: Recording) -> None:
-    if recording.scenario in NOT_CLEAN:
-        pytest.skip(NOT_CLEAN[recording.scenario])
+def test_validate_finds_no_error_or_warning(recording: Recording) -> None:
+    """Every recording validates with --strict (an interrupted run has info findings: the
+    tool it stopped), but for the lines a CLI version wrote out of order."""
     report = cli_json("validate", "--strict", str(recording.log))
-    findings = [(f["code"], f["line"], f["message"]) for f in report["findings"]]
-    assert findings == []
+    allowed = WRITTEN_OUT_OF_ORDER.get((recording.version, recording.scenario), set())
+    failing = [
+        (f["code"], f["line"], f["message"])
+        for f in report["findings"]
+        if f["severity"] != "info" and f["code"] not in allowed
+    ]
+    assert failing == []
+    if recording.scenario != "interrupted":
+        assert report["findings"] == []
 
 
 def test_timeline_shows_each_subagent_once_with_its_calls(recording: Recording) -> None:

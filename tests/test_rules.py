@@ -637,6 +637,52 @@ def r602() -> tuple[ReadResult, list[int | None]]:
     return read(lines), [6, 7]  # the resume's own figure, and the shutdown after the change
 
 
+def interrupted(closing: tuple[str, ...]) -> list[bytes]:
+    """A tool interrupted by Ctrl-C: the CLI took the file's size for its shutdown before it
+    wrote its closing lines (``closing``: "end" for a turn_end, "abort"), as CLIs 1.0.70 to
+    1.0.102 do."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("running it", [bash("sleep 30", never_completes=True)], end=False)
+    size_before = b.size
+    for kind in closing:
+        b.end_turn() if kind == "end" else b.abort("user_abort")
+    b.shutdown()
+    lines = b.lines()
+    with_line(lines, -1, lambda event: event["data"].update(eventsFileSizeBytes=size_before))  # type: ignore[attr-defined]
+    return lines
+
+
+def interrupted_x302_miss() -> ReadResult:
+    """A turn_end with no abort next to it: the tool lost its complete (X302), no interrupt."""
+    return read(interrupted(("end",)))
+
+
+def r602_interrupt_miss() -> ReadResult:
+    """The size taken before the interrupt's lines (turn_end and abort, in either order, or
+    two aborts) is no mismatch."""
+    logs = [
+        renamed(read(interrupted(closing)), f"{'-'.join(closing)}.jsonl")
+        for closing in (("end", "abort"), ("abort", "end"), ("abort", "abort"))
+    ]
+    return ReadResult.concat(logs)
+
+
+def x308() -> tuple[ReadResult, list[int | None]]:
+    """The tool of an interrupted turn, the abort before or after the turn_end (1.0.85 on)."""
+    logs = [
+        renamed(read(interrupted(closing)), f"{'-'.join(closing)}.jsonl")
+        for closing in (("end", "abort"), ("abort", "end"))
+    ]
+    return ReadResult.concat(logs), [7, 7]
+
+
+def r602_no_abort() -> tuple[ReadResult, list[int | None]]:
+    """Lines before a shutdown that no interrupt explains: a turn_end alone."""
+    lines = interrupted(("end",))
+    return read(lines), [len(lines)]
+
+
 def continuity_miss() -> ReadResult:
     b = builder()
     b.user_message("hi")
@@ -792,10 +838,11 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "C501": [c501],
     "C502": [c502],
     "R601": [r601, r601_duplicates],
-    "R602": [r602],
+    "R602": [r602, r602_no_abort],
     "R603": [r603],
     "T205": [t205],
     "X307": [x307],
+    "X308": [x308],
     "R604": [r604],
 }
 
@@ -830,7 +877,7 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "T203": [t203_miss],
     "T204": [t204_miss, quit_at_permission_prompt],
     "X301": [x301_miss],
-    "X302": [x302_miss],
+    "X302": [x302_miss, r602_interrupt_miss],
     "X303": [x303_miss, quit_at_permission_prompt],
     "X304": [x302_miss],
     "X305": [x301_miss],
@@ -841,10 +888,11 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "C501": [completion_miss],
     "C502": [completion_miss],
     "R601": [continuity_miss],
-    "R602": [continuity_miss],
+    "R602": [continuity_miss, r602_interrupt_miss],
     "R603": [r603_miss, continuity_miss],
     "T205": [open_at_shutdown_miss, open_at_end],
     "X307": [open_at_shutdown_miss, open_at_end],
+    "X308": [x302_miss, interrupted_x302_miss],
     "R604": [r604_miss, clean_result],
 }
 
@@ -1006,7 +1054,11 @@ def test_every_reader_kind_maps_to_its_own_rule() -> None:
         (["T2"], [], ["T201", "T202", "T203", "T204", "T205"]),
         (["t201,orphan-tool-complete"], [], ["T201", "X301"]),
         (["ALL"], ["E", "X", "S", "C", "R", "T20"], []),
-        (["X30"], ["tool-never-completed"], ["X301", "X302", "X304", "X305", "X306", "X307"]),
+        (
+            ["X30"],
+            ["tool-never-completed"],
+            ["X301", "X302", "X304", "X305", "X306", "X307", "X308"],
+        ),
     ],
 )
 def test_resolve(select: list[str] | None, ignore: list[str], expected: list[str]) -> None:

@@ -149,3 +149,25 @@ def test_the_writer_of_a_line_in_each_scheme() -> None:
     assert cli_format.writer(None, "call_1") == "call_1"  # 1.0.2x
     assert cli_format.writer("call_1", "call_1") == "call_1"  # 1.0.3x to 1.0.80
     assert cli_format.writer("6acc76eb", "call_1") == "6acc76eb"  # 1.0.85 on, linked later
+
+
+@pytest.mark.parametrize("scheme", synth.SCHEMES)
+def test_a_log_that_grew_inside_a_subagent_run_is_counted_once(scheme: str, tmp_path: Path) -> None:
+    """The store's entry carries what the count knew of each sub-agent (that it writes turn
+    pairs, the messages counted): a count that reads on from it where the log grew, inside a
+    sub-agent's run, gives the whole log's figures."""
+    data, _, written = session(scheme)
+    lines = data.splitlines(keepends=True)
+    message = next(i for i, line in enumerate(lines) if b'"Running test shard batch 2.' in line)
+    # Between a sub-agent's turn_start and its message where it writes turn pairs.
+    inside = message if b'"assistant.turn_start"' in lines[message - 1] else message + 1
+    path = tmp_path / "events.jsonl"
+    runner = CliRunner()
+    for end in (inside // 2, inside):  # two counts: the second entry can be read on from
+        path.write_bytes(b"".join(lines[:end]))
+        counted = runner.invoke(main, ["count", "--total", "--include-subagents", str(path)])
+        assert counted.exit_code == 0, counted.output
+    path.write_bytes(data)
+    assert store.find(Source(path, "s")).state is store.State.GROWN
+    again = runner.invoke(main, ["count", "--total", "--include-subagents", str(path)])
+    assert again.stdout == f"{written['main'] + written['subagent']}\n"

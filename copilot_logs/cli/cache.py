@@ -9,10 +9,13 @@ from copilot_logs.cli.options import format_option
 
 @click.group()
 def cache() -> None:
-    """Show or empty the store of what was read (see the README's "The cache").
+    """Show or empty the store of what was read.
 
     Each session log read is kept as one entry under the user's cache folder, so an unchanged
     log is not parsed again; `--no-cache` on any command bypasses it. Deleting it is always safe.
+
+    \b
+    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/cache.md
 
     \b
     Examples:
@@ -43,7 +46,10 @@ def clear() -> None:
     """Delete what copilot-logs wrote in the store (the next run reads every log again).
 
     Only files copilot-logs wrote are removed, never anything else put there, and nothing in
-    a store folder that is not your own (a link, another user's): docs/cache.md.
+    a store folder that is not your own (a link, another user's).
+
+    \b
+    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/cache.md
 
     \b
     Examples:

@@ -26,9 +26,12 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
 
     Six tables, each a folder partitioned by the sessions' start day (hive style,
     OUT/TABLE/date=YYYY-MM-DD/*.parquet): events, turns (main-agent turns and sub-agent calls),
-    tools, sessions, findings (validate's, every rule) and usage. docs/export.md gives their
-    columns. Exporting again into OUT reads only the logs that changed, and removes those no
-    longer selected; OUT must be new, empty, or an earlier export.
+    tools, sessions, findings (validate's, every rule) and usage. Exporting again into OUT
+    reads only the logs that changed, and removes those no longer selected; OUT must be new,
+    empty, or an earlier export.
+
+    \b
+    The tables and their columns: https://github.com/copilot-logs/copilot-logs/blob/main/docs/export.md
 
     \b
     Examples:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
@@ -132,7 +133,7 @@ def _looks_like_path(selector: str) -> bool:
     return os.sep in selector or selector.endswith(".jsonl") or selector.startswith(".")
 
 
-def _from_id(selector: str, root: Path) -> Source:
+def _from_id(selector: str, root: Path, *, given_root: bool) -> Source:
     known = _session_sources(root) if root.is_dir() else []
     candidates = [s for s in known if s.session_hint.startswith(selector)]
     exact = [s for s in candidates if s.session_hint == selector]
@@ -143,7 +144,8 @@ def _from_id(selector: str, root: Path) -> Source:
     if not candidates:
         raise SelectionError(
             f"no session, file or folder matches '{selector}' (looked under {root}); "
-            "run `copilot-logs sessions` to list the sessions, or give a path"
+            f"run `copilot-logs sessions{_root_option(root) if given_root else ''}` to list the "
+            "sessions, or give a path"
         )
     names = ", ".join(s.session_hint for s in candidates[:8])
     more = f" and {len(candidates) - 8} more" if len(candidates) > 8 else ""
@@ -151,6 +153,11 @@ def _from_id(selector: str, root: Path) -> Source:
         f"'{selector}' is ambiguous: it starts {len(candidates)} sessions ({names}{more}); "
         "give more characters"
     )
+
+
+def _root_option(root: Path) -> str:
+    """`` --root ROOT``, quoted for a shell, to repeat in a command the user is told to run."""
+    return f" --root {shlex.quote(str(root))}"
 
 
 def peek_start(source: Source) -> datetime | None:
@@ -192,7 +199,7 @@ def find_sources(selection: Selection, notes: list[str] | None = None) -> list[S
         elif _looks_like_path(selector):
             raise SelectionError(f"{selector}: no such file or folder")
         else:
-            sources.append(_from_id(selector, root))
+            sources.append(_from_id(selector, root, given_root=selection.root is not None))
     return _narrow(_copies(_unique(sources), notes if notes is not None else []), selection)
 
 

@@ -78,12 +78,13 @@ def keyed(events: pl.DataFrame) -> pl.DataFrame:
         .select(*session, "agent_id", _key=pl.col("tool_call_id"))
         .unique(subset=[*session, "agent_id"], keep="first", maintain_order=True)
     )
+    marks = pl.coalesce("agent_id", "parent_tool_call_id")
+    if links.filter(pl.col("agent_id") != pl.col("_key")).is_empty():
+        # No instance id to link (a CLI before 1.0.85, or no sub-agent): no join to pay for.
+        return events.with_columns(agent_instance=pl.col("agent_id"), agent_id=marks)
     return (
         events.join(links, on=[*session, "agent_id"], how="left", maintain_order="left")
-        .with_columns(
-            agent_instance=pl.col("agent_id"),
-            agent_id=pl.coalesce("_key", "agent_id", "parent_tool_call_id"),
-        )
+        .with_columns(agent_instance=pl.col("agent_id"), agent_id=pl.coalesce("_key", marks))
         .drop("_key")
     )
 
