@@ -115,6 +115,11 @@ def queued_message() -> pl.Expr:
     ).fill_null(False)
 
 
+_USER = MAIN & (TYPE == "user.message")
+TASK_START = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued").fill_null(False)
+"""A typed prompt that starts a task (not a nudge, nor queued into a run): audit's and usage's."""
+
+
 def session_model() -> pl.Expr:
     """The model a session is listed under: the one most main-agent replies
     (``assistant.message``) name; on a tie, the one of the latest reply among the tied models

@@ -165,6 +165,26 @@ SCENARIOS: tuple[Scenario, ...] = (
         expect={"verdict": "completed"},
     ),
     Scenario(
+        "autopilot-done-then-nudged",
+        "autopilot: the first prompt completes with task_complete; a second prompt (--resume) "
+        "never completes and is nudged on to the cap",
+        {"main": (tools(DONE),)},
+        flags=(*AUTOPILOT, "--max-autopilot-continues", "2"),
+        prompts=("[rig:main] First prompt.", "[rig:main] Second prompt."),
+        cycle=_not_done,
+        expect={"verdict": "nudge-cap", "looping": False},
+    ),
+    Scenario(
+        "autopilot-cap-stream",
+        "autopilot stopped by the nudge cap, with --output-format json: the stream holds "
+        "session.autopilot_stopped (ephemeral, never in the log)",
+        {},
+        flags=(*AUTOPILOT, "--max-autopilot-continues", "2", "--output-format", "json"),
+        cycle=_not_done,
+        json_stream=True,
+        expect={"verdict": "nudge-cap"},
+    ),
+    Scenario(
         "provider-errors",
         "HTTP 500 then 429 before an answer (the CLI retries)",
         {"main": (tools(bash("echo after-errors")), text("Done after errors."))},

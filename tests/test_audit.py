@@ -186,16 +186,23 @@ def test_the_full_task_complete_summary_is_kept() -> None:
 
 
 @pytest.mark.parametrize(
-    "data",
-    [{"success": False}, {"success": True, "outcome": "blocked"}, {"outcome": "continue"}],
+    ("data", "verdict"),
+    [
+        ({"success": False}, "completion-rejected"),
+        ({"success": False, "outcome": "continue"}, "completion-rejected"),
+        ({"outcome": "continue"}, "completion-rejected"),
+        ({"success": True, "outcome": "blocked"}, "blocked"),
+    ],
 )
-def test_a_rejected_task_complete_is_completion_rejected(data: dict[str, Any]) -> None:
+def test_a_rejected_task_complete_is_completion_rejected_or_blocked(
+    data: dict[str, Any], verdict: str
+) -> None:
     b = autopilot()
     loop(b)
     task_complete(b, "Blocked on credentials.", **data)
     b.shutdown()
     row = judge(b)
-    assert row["verdict"] == "completion-rejected"
+    assert row["verdict"] == verdict
     assert row["task_complete_success"] == data.get("success")
     assert row["task_complete_outcome"] == data.get("outcome")
 
@@ -498,8 +505,15 @@ def test_the_nudge_cap_must_be_positive() -> None:
 
 
 def test_helpers_filter_and_count_verdicts() -> None:
-    table = pl.DataFrame({"verdict": ["completed", "interactive", "errored", "errored"]})
+    table = pl.DataFrame(
+        {
+            "verdict": ["completed", "interactive", "errored", "errored"],
+            "looping": [True, False, True, False],
+        }
+    )
     assert core.failing(table, {"errored"}).height == 2
+    assert core.failing(table, {"looping"})["verdict"].to_list() == ["completed", "errored"]
+    assert core.failing(table, {"errored", "looping"}).height == 3
     assert core.judged(table).height == 3
     assert core.verdict_counts(table) == {"completed": 1, "errored": 2, "interactive": 1}
 
@@ -654,7 +668,8 @@ def test_cli_unreadable_file_exits_3_when_nothing_fails(tmp_path: Path) -> None:
 def test_cli_github_annotations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = capped_and_completed(tmp_path)
     rejected = autopilot(seed=4)
-    task_complete(rejected, "Blocked.", outcome="blocked")
+    blocker = {"kind": "permission_recovery", "reason": "permission_denied", "resumable": True}
+    task_complete(rejected, "Blocked.", outcome="blocked", blocker=blocker)
     rejected.shutdown()
     rejected.write_to(root)
     monkeypatch.chdir(tmp_path)
@@ -665,9 +680,11 @@ def test_cli_github_annotations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert len(annotations) == 3  # one per judged session; the interactive one is left out
     by_level = {line.split(" ", 1)[0]: line for line in annotations}
     assert set(by_level) == {"::error", "::notice", "::warning"}
-    assert "title=copilot-logs audit%3A nudge-cap::" in by_level["::error"]
+    # The capped run repeats `make step0` after every nudge: it loops too.
+    assert "title=copilot-logs audit%3A nudge-cap%2C looping::" in by_level["::error"]
     assert "hit the nudge cap: 5 nudges" in by_level["::error"]
-    assert "completion-rejected" in by_level["::warning"]
+    assert "title=copilot-logs audit%3A blocked::" in by_level["::warning"]
+    assert "permission_recovery: permission_denied" in by_level["::warning"]
     assert "All good." in by_level["::notice"]
     properties = by_level["::error"].split("::")[1]
     file = properties.split("file=")[1].split(",")[0]
@@ -684,7 +701,7 @@ def test_cli_markdown_is_a_summary_line_and_a_table(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith(":x: **copilot-logs audit**: FAIL: 1 failing")
     table = [line for line in lines if line.startswith("|")]
-    assert table[0].startswith("| Session | Verdict | Nudges |")
+    assert table[0].startswith("| Session | Verdict | Looping | Nudges |")  # the capped one loops
     assert len(table) == 2 + 2  # header, rule, two judged sessions
     ok = run("--root", str(tmp_path), "--format", "markdown", "--fail-on", "missing-task-complete")
     assert ok.stdout.startswith(":white_check_mark:")
@@ -713,7 +730,9 @@ def test_cli_table(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "nudge-cap" in result.stdout and "completed" in result.stdout
     assert result.stdout.splitlines()[-1] == (
-        "FAIL: 1 failing (2 sessions audited: 1 completed, 1 nudge-cap; 1 interactive not judged)."
+        # The capped run repeats `make step0` after each of its 5 nudges: 2 calls each, wasted.
+        "FAIL: 1 failing (2 sessions audited: 1 completed, 1 nudge-cap; 1 looping, "
+        "10 LLM calls wasted; 1 interactive not judged)."
     )
 
 

@@ -73,6 +73,17 @@ def test_usage_fields() -> None:
     assert documented("usage.md", "Per model") == keys(models)
 
 
+def test_usage_call_fields() -> None:
+    calls = printed("usage", str(SAMPLES), "--by", "call")
+    assert set(calls) == {"by", "rows", "totals"}
+    assert documented("usage.md", "Per call") == keys(calls["rows"])
+    assert documented("usage.md", "Totals of the calls") == set(calls["totals"])
+    grouped: set[str] = set()
+    for by in ("prompt", "agent", "task"):
+        grouped |= keys(printed("usage", str(SAMPLES), "--by", by)["rows"])
+    assert documented("usage.md", "Per prompt, agent, task") == grouped
+
+
 def test_cache_fields() -> None:
     assert documented("cache.md", "JSON fields") == set(printed("cache", "info"))
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import click
@@ -19,6 +20,7 @@ from copilot_logs.errors import ExitCode
 VERDICT_NAMES = (
     "completed",
     "completion-rejected",
+    "blocked",
     "missing-task-complete",
     "nudge-cap",
     "errored",
@@ -27,20 +29,48 @@ VERDICT_NAMES = (
     "running",
 )
 DEFAULT_FAIL_ON = "missing-task-complete,nudge-cap,errored,interrupted,user-quit"
+LOOPING = "looping"
+FAIL_ON_NAMES = (*VERDICT_NAMES, LOOPING)
+# The loop thresholds: (option, signal, default, help); a test checks them against the core.
+LOOP_OPTIONS = (
+    ("--stalled-nudges", "stalled-nudges", 3, "N nudges in a row with no new successful tool call"),
+    ("--repeated-calls", "repeated-call", 3, "the same tool call N times in a row"),
+    ("--rejected-completions", "rejected-completions", 2, "task_complete rejected N times"),
+    ("--calls-after-completion", "after-completion", 1, "N LLM calls after a task_complete"),
+)
 
 
 def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozenset[str]:
     names = {part.strip().lower() for part in value.split(",") if part.strip()}
     names.discard("none")
-    unknown = sorted(names - set(VERDICT_NAMES))
+    unknown = sorted(names - set(FAIL_ON_NAMES))
     if unknown:
         raise click.BadParameter(
-            f"unknown verdict {', '.join(unknown)}; choose from {', '.join(VERDICT_NAMES)} "
+            f"unknown verdict {', '.join(unknown)}; choose from {', '.join(FAIL_ON_NAMES)} "
             "(or none)",
             ctx,
             param,
         )
     return frozenset(names)
+
+
+def _name(option: str) -> str:
+    return option.lstrip("-").replace("-", "_")
+
+
+def loop_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The loop thresholds (LOOP_OPTIONS), each an option of its own."""
+    for option, _signal, default, what in reversed(LOOP_OPTIONS):
+        command = click.option(
+            option,
+            _name(option),
+            type=click.IntRange(min=1),
+            default=default,
+            show_default=True,
+            metavar="N",
+            help=f"Looping: {what}.",
+        )(command)
+    return command
 
 
 @click.command()
@@ -54,7 +84,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozense
     callback=_fail_on,
     help="Exit 1 when a session gets one of these verdicts (`none`: never). Verdicts: "
     + ", ".join(VERDICT_NAMES)
-    + ".",
+    + "; and `looping`, for a session that loops whatever its verdict.",
 )
 @click.option(
     "--require-task-complete",
@@ -81,6 +111,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozense
     help="An open session whose last event is this recent is `running`, not `interrupted` "
     "(90s, 10m, 1h; 0: never).",
 )
+@loop_options
 @format_option("table", "json", "ndjson", "csv", "markdown", "github")
 @click.pass_context
 def audit(
@@ -92,12 +123,19 @@ def audit(
     nudge_cap: int,
     running_within: timedelta,
     fmt: str,
+    stalled_nudges: int,
+    repeated_calls: int,
+    rejected_completions: int,
+    calls_after_completion: int,
 ) -> None:
     """Find the autopilot runs that never finished their task.
 
-    Gives each autopilot session a verdict: completed, completion-rejected,
+    Gives each autopilot session a verdict: completed, completion-rejected, blocked,
     missing-task-complete, nudge-cap, errored, interrupted, user-quit or running, with its
-    nudges and the LLM calls and tool calls spent after the first nudge. Interactive sessions
+    nudges and the LLM calls and tool calls spent after the first nudge. Beside the verdict,
+    `looping` marks a run that spent calls without progress (nudges in a row with no new
+    successful tool call, the same tool call again and again, task_complete rejected again,
+    calls after an accepted completion) and counts the wasted calls. Interactive sessions
     are left out unless --all (or judged too with --require-task-complete).
 
     Exit codes: 0 no session got a --fail-on verdict; 1 one did, or no session was found;
@@ -109,6 +147,7 @@ def audit(
       copilot-logs audit --latest 1 --format github
       copilot-logs audit --since 2026-08-01 --fail-on nudge-cap,errored --format markdown
       copilot-logs audit ./events.jsonl --require-task-complete --format json
+      copilot-logs audit --fail-on looping --stalled-nudges 2
     """
     loaded = load(picked)
     from copilot_logs.commands import audit as core
@@ -121,6 +160,13 @@ def audit(
         running_within=running_within,
         nudge_cap=nudge_cap,
         require_task_complete=require_task_complete,
+        loop_thresholds=dict(
+            zip(
+                (signal for _, signal, *_ in LOOP_OPTIONS),
+                (stalled_nudges, repeated_calls, rejected_completions, calls_after_completion),
+                strict=True,
+            )
+        ),
     )
     shown = table if show_all else core.judged(table)
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))

@@ -4,6 +4,7 @@ import click
 
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
+    Loaded,
     Picked,
     engine_options,
     exit_code,
@@ -13,17 +14,24 @@ from copilot_logs.cli.options import (
     selection_options,
 )
 
+GROUPINGS = (
+    *("session", "day", "week", "month", "model", "repository", "repo"),
+    *("call", "prompt", "agent", "task"),
+)
+
 
 @click.command()
 @selection_options
 @engine_options
 @click.option(
     "--by",
-    type=click.Choice(["session", "day", "week", "month", "model", "repository"]),
+    type=click.Choice(GROUPINGS),
     default="session",
     show_default=True,
     help="One row per session, or per day / ISO week / month of the sessions' start, per "
-    "model, per repository.",
+    "model, per repository (repo); or inside sessions: per LLM call, per prompt (with its "
+    "nudges and sub-agents), per agent (main and each sub-agent), per task (a prompt to the "
+    "task_complete that ends it).",
 )
 @click.option(
     "--tz",
@@ -55,7 +63,7 @@ def usage(
 ) -> None:
     """What the sessions used and cost, from their session.shutdown events.
 
-    Premium requests (fractional), AI credits (totalNanoAiu / 1e9), requests and tokens per
+    AI credits (totalNanoAiu / 1e9), premium requests (legacy), requests and tokens per
     model, API time and code changes. input_tokens already includes the cache read and write
     tokens. A resumed session is counted once: its later shutdowns are taken as cumulative
     (the last one) or per segment (summed), as `accounting` says. A session with no shutdown
@@ -63,11 +71,20 @@ def usage(
     other figure is unknown: "?" in the table, null in JSON, never 0. The compaction call is
     in the credits but not in the per-model figures: it is reported apart (compactions,
     compaction_input_tokens, compaction_output_tokens). A session is counted whole in the
-    day, week or month it started: per-call usage is not on disk.
+    day, week or month it started (the shutdowns are per session).
+
+    \b
+    Per call, prompt, agent or task (--by call|prompt|agent|task): credits, tokens, LLM calls,
+    model time and time to first token, `exact` where the CLI recorded each call
+    (session.usage_record, 1.0.102 on), `from totals` where the log gives the figures of exactly
+    that group (agentMetrics; a session's only prompt), else only the output tokens of the
+    messages (`messages`). Credits the log says were not reported show as `unavailable`.
 
     \b
     Examples:
       copilot-logs usage
+      copilot-logs usage --by prompt --latest 1
+      copilot-logs usage --by agent --format json
       copilot-logs usage --by day --tz Europe/Berlin --since 2026-08-01
       copilot-logs usage --by month --breakdown
       copilot-logs usage --by model --format json
@@ -77,6 +94,10 @@ def usage(
 
     zone = resolve_zone(tz)
     loaded = load(picked, zone=zone)
+    by = "repository" if by == "repo" else by
+    if by in ("call", "prompt", "agent", "task"):
+        _by_call(ctx, loaded, by, fmt)
+        return
     from copilot_logs.commands.usage import report as usage_report
     from copilot_logs.commands.usage import session_usage
     from copilot_logs.render.usage import write_reconciliation, write_report
@@ -87,4 +108,17 @@ def usage(
     if verbose:
         write_reconciliation(report.sessions)
     write_report(report, fmt, breakdown=breakdown)
+    ctx.exit(exit_code(loaded))
+
+
+def _by_call(ctx: click.Context, loaded: Loaded | None, by: str, fmt: str) -> None:
+    from functools import partial
+
+    from copilot_logs.commands.usage.breakdown import breakdown, call_report
+    from copilot_logs.render.usage import write_call_report
+
+    if loaded is None and fmt in HUMAN_FORMATS:
+        return
+    report = call_report(read_each(loaded, partial(breakdown, by=by)), by)
+    write_call_report(report, fmt)
     ctx.exit(exit_code(loaded))

@@ -21,6 +21,8 @@ from copilot_logs.commands import count, timeline, validate
 from copilot_logs.commands import sessions as sessions_core
 from copilot_logs.commands.usage import report as usage_report
 from copilot_logs.commands.usage import session_usage
+from copilot_logs.commands.usage.breakdown import breakdowns
+from copilot_logs.derive import SESSION
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import peek_start
 from copilot_logs.ingest.reader import ReadResult
@@ -40,6 +42,7 @@ class Part:
     audit_facts: pl.DataFrame
     findings: tuple[pl.DataFrame, pl.DataFrame]
     usage: pl.DataFrame
+    credits: dict[str, pl.DataFrame]
     timelines: list[timeline.Node]
 
 
@@ -55,6 +58,8 @@ class Report:
     audited: list[Row]
     findings_by_rule: list[Row]
     usage_by_model: list[Row]
+    credits_by_prompt: list[Row]
+    credits_by_agent: list[Row]
     timelines: list[timeline.Node]
 
 
@@ -86,6 +91,7 @@ def part(
         audit_facts=audit_core.facts(result),
         findings=validate.check_batch(result, select=select, ignore=ignore),
         usage=session_usage(result),
+        credits=_credits_part(result),
         timelines=timeline.timeline(ReadResult(to_draw, result.diagnostics.clear()))
         if not to_draw.is_empty()
         else [],
@@ -118,8 +124,59 @@ def assemble(
         audited=_rows(judged, zone),
         findings_by_rule=findings.statistics().to_dicts(),
         usage_by_model=usage.rows.drop("nano_aiu", strict=False).to_dicts(),
+        credits_by_prompt=where_the_credits_went(parts, "prompt", zone),
+        credits_by_agent=where_the_credits_went(parts, "agent", zone),
         timelines=timeline.newest_first([p.timelines for p in parts])[:timelines],
     )
+
+
+BIGGEST = 15
+"""Groups the "where the credits went" tables show, biggest first."""
+CALLS_SHOWN = 20
+"""Calls shown behind each group: its biggest, in file order (``more_calls`` says how many
+more it made), so a long session keeps the page small."""
+
+
+def _biggest(groups: pl.DataFrame, limit: int = BIGGEST) -> pl.DataFrame:
+    """The ``limit`` biggest groups: by credits, then by input tokens where the credits are
+    not known, then by output tokens."""
+    order = ["ai_credits", "input_tokens", "output_tokens"]
+    return groups.sort(order, descending=True, nulls_last=True).head(limit)
+
+
+def _keys(by: str) -> list[str]:
+    return [*SESSION, "prompt_index" if by == "prompt" else "agent_id"]
+
+
+def _credits_part(result: ReadResult) -> dict[str, pl.DataFrame]:
+    """One batch's biggest groups by prompt and by agent, and only the calls behind them (a
+    big corpus keeps a few rows, not all its calls)."""
+    found = breakdowns(result, ("call", "prompt", "agent"))
+    kept = {by: _biggest(found[by]) for by in ("prompt", "agent")}
+    behind = [
+        found["call"].join(kept[by].select(_keys(by)), on=_keys(by), how="semi", nulls_equal=True)
+        for by in kept
+    ]
+    return {**kept, "call": pl.concat(behind).unique(subset=[*SESSION, "line"])}
+
+
+def where_the_credits_went(parts: list[Part], by: str, zone: str) -> list[Row]:
+    """The biggest groups ``by`` prompt or agent over all batches, biggest first, each with
+    the calls behind it (``calls``: its biggest :data:`CALLS_SHOWN` rows of ``usage --by
+    call``, in file order; ``more_calls``: how many it made beyond them)."""
+    biggest = _biggest(pl.concat([p.credits[by] for p in parts], how="vertical_relaxed"))
+    keys = _keys(by)
+    calls = pl.concat([p.credits["call"] for p in parts], how="vertical_relaxed")
+    behind = calls.join(biggest.select(keys), on=keys, how="semi", nulls_equal=True)
+    by_group: dict[tuple[Any, ...], list[Row]] = {}
+    for call in _rows(_biggest(behind, len(behind)), zone):
+        by_group.setdefault(tuple(call[k] for k in keys), []).append(call)
+    rows = []
+    for row in _rows(biggest, zone):
+        mine = by_group.get(tuple(row[k] for k in keys), [])
+        shown = sorted(mine[:CALLS_SHOWN], key=lambda call: (call["file"], call["line"]))
+        rows.append({**row, "calls": shown, "more_calls": len(mine) - len(shown)})
+    return rows
 
 
 def _tz(zone: str) -> Any:

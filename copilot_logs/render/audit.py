@@ -65,16 +65,21 @@ def summary_line(table: pl.DataFrame, context: AuditContext) -> str:
         )
     counts = core.verdict_counts(judged)
     by_verdict = ", ".join(f"{count} {verdict}" for verdict, count in counts.items())
-    failed = sum(count for verdict, count in counts.items() if verdict in context.fail_on)
+    failed = core.failing(judged, context.fail_on).height
     status = f"FAIL: {failed} failing" if failed else "OK"
+    looping = judged.filter("looping")
+    wasted = plural(int(looping["wasted_calls"].sum()), "LLM call")
+    loops = f"; {looping.height} looping, {wasted} wasted" if looping.height else ""
     rest = f"; {not_judged} interactive not judged" if not_judged else ""
-    return f"{status} ({plural(judged.height, 'session')} audited: {by_verdict}{rest})."
+    return f"{status} ({plural(judged.height, 'session')} audited: {by_verdict}{loops}{rest})."
 
 
 _SENTENCES = {
     "completed": "Session {sid} completed{after_nudges}{cost}: {task_complete_summary}",
     "completion-rejected": "Session {sid} called task_complete without finishing "
     "({rejection}){cost}: {task_complete_summary}",
+    "blocked": "Session {sid} called task_complete but is blocked ({blocker}): it needs a "
+    "person{cost}: {task_complete_summary}",
     "nudge-cap": "Session {sid} hit the nudge cap: {task_nudges} nudges and no "
     "task_complete{cost}.",
     "missing-task-complete": "Session {sid} ended without task_complete{after_nudges}{cost}.",
@@ -99,6 +104,7 @@ def describe(row: dict[str, Any]) -> str:
         if nudges
         else "",
         "error_type": f" ({row['session_error_type']})" if row["session_error_type"] else "",
+        "blocker": row["task_complete_blocker"] or "no blocker given",
         "rejection": f"outcome {row['task_complete_outcome']}"
         if row["task_complete_outcome"]
         else "success: false",
@@ -106,7 +112,21 @@ def describe(row: dict[str, Any]) -> str:
     text = _SENTENCES.get(row["verdict"], "Session {sid} is {verdict}.").format(**fields)
     if row["last_failed_tool"] and row["verdict"] != "completed":
         text += f" Last failed tool: {row['last_failed_tool']}: {row['last_failed_tool_error']}"
+    if row["looping"]:
+        text += " " + loop_sentence(row)
     return text
+
+
+def loop_sentence(row: dict[str, Any]) -> str:
+    """What the loop of a looping session was and what it wasted."""
+    signals = ", ".join(row["loop_signals"])
+    repeated = f"; repeated: {row['repeated_call']}" if row["repeated_call"] else ""
+    credits = row["wasted_credits"]
+    spent = f", {credits:g} AI credits" if credits is not None else ""
+    return (
+        f"Looping ({signals}{repeated}): {plural(row['wasted_calls'], 'LLM call')}{spent} "
+        f"wasted from line {row['loop_line']}."
+    )
 
 
 def write_github(table: pl.DataFrame, context: AuditContext) -> None:
@@ -123,18 +143,17 @@ def write_github(table: pl.DataFrame, context: AuditContext) -> None:
         verdict = row["verdict"]
         if verdict == "interactive":
             continue
-        level = (
-            "error"
-            if verdict in context.fail_on
-            else ("notice" if verdict == "completed" else "warning")
-        )
+        fails = verdict in context.fail_on or (row["looping"] and "looping" in context.fail_on)
+        clean = verdict == "completed" and not row["looping"]
+        level = "error" if fails else ("notice" if clean else "warning")
+        title = f"{verdict}, looping" if row["looping"] else verdict
         output.echo(
             formats.github_annotation(
                 level,
                 describe(row),
                 file=display_path(row["file"]),
                 line=row["line"],
-                title=f"copilot-logs audit: {verdict}",
+                title=f"copilot-logs audit: {title}",
             ),
             workflow_commands=True,
         )
@@ -149,7 +168,7 @@ def _note() -> pl.Expr:
         pl.lit("last failed tool: "), "last_failed_tool", pl.lit(": "), "last_failed_tool_error"
     )
     note = pl.coalesce(
-        pl.when(pl.col("verdict").is_in(["completed", "completion-rejected"])).then(
+        pl.when(pl.col("verdict").is_in(["completed", "completion-rejected", "blocked"])).then(
             "task_complete_summary"
         ),
         pl.when(pl.col("verdict") == "errored").then("session_error"),
@@ -162,7 +181,7 @@ def _note() -> pl.Expr:
 def write_table(table: pl.DataFrame, context: AuditContext) -> None:
     from copilot_logs.render import formats
 
-    formats.print_table(table.with_columns(note=_note()), AUDIT_TABLE)
+    formats.print_table(table.with_columns(note=_note()), _columns(AUDIT_TABLE, table))
     _echo_summary(summary_line(table, context), err=False)
 
 
@@ -177,6 +196,13 @@ def _verdict_line(row: dict[str, Any]) -> list[output.Part]:
 
 def _echo_summary(line: str, *, err: bool) -> None:
     output.echo_styled([[(line, summary_style(line))]], err=err)
+
+
+def _columns(columns: list[Column], table: pl.DataFrame) -> list[Column]:
+    """The table's columns; the looping one only when a session loops."""
+    if not table.is_empty() and table["looping"].any():
+        return columns
+    return [column for column in columns if column.field != "wasted_calls"]
 
 
 def write_verdicts(table: pl.DataFrame, context: AuditContext, *, on_stderr: bool) -> None:
@@ -199,7 +225,8 @@ def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
     output.echo(f"{mark} **copilot-logs audit**: {summary_line(table, context)}")
     if not table.is_empty():
         limited = table.with_columns(note=_note().str.slice(0, 120))
-        output.echo("\n" + formats.markdown_table(limited, MARKDOWN_TABLE), nl=False)
+        columns = _columns(MARKDOWN_TABLE, table)
+        output.echo("\n" + formats.markdown_table(limited, columns), nl=False)
 
 
 def _machine(fmt: str) -> Renderer:
@@ -220,9 +247,16 @@ RENDERERS: dict[str, Renderer] = {
     "csv": _machine("csv"),
 }
 
+
+def _wasted(calls: Any) -> str:
+    """The looping cell: the calls a loop wasted (empty when the session does not loop)."""
+    return f"{calls} wasted" if calls else ""
+
+
 AUDIT_TABLE = [
     Column("session_id", "session", 1, format=short_id),
     Column("verdict", "verdict", 1, style=verdict_style),
+    Column("wasted_calls", "looping", 1, format=_wasted),
     Column("autopilot_nudges", "nudges", 1, numeric=True),
     Column("turns_after_first_nudge", "calls after nudge", 2, numeric=True),
     Column("tool_calls_after_first_nudge", "tools after nudge", 2, numeric=True),
@@ -235,6 +269,7 @@ AUDIT_TABLE = [
 MARKDOWN_TABLE = [
     Column("session_id", "Session", format=short_id),
     Column("verdict", "Verdict"),
+    Column("wasted_calls", "Looping", format=_wasted),
     Column("autopilot_nudges", "Nudges", numeric=True),
     Column("turns_after_first_nudge", "LLM calls after 1st nudge", numeric=True),
     Column("tool_calls_after_first_nudge", "Tool calls after 1st nudge", numeric=True),

@@ -253,6 +253,7 @@ def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
             label.append(f" ({turn['failed_tool_calls']} failed)", style="red")
     if turn["model"] and turn["model"] != session_model:
         label.append(f" ({turn['model']})", style="magenta")
+    label.append(usage_text(turn), style="dim")
     if turn["text"]:
         label.append(" " + _preview(turn["text"]))
     runs = {run["agent_id"]: _subagent_line(run, session_model) for run in turn["subagents"]}
@@ -272,6 +273,26 @@ def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
         bar_style="yellow" if turn["open"] else "cyan",
         children=[line for _, line in sorted(children, key=lambda pair: pair[0])],
     )
+
+
+def usage_text(call: Node) -> str:
+    """What a call used, where its usage record says: `` [1,017 in (100 cached), 13 out,
+    ttft 71ms, credits unavailable]``; blank without a record."""
+    if call.get("usage_source") != "exact":
+        return ""
+    parts = []
+    if call.get("input_tokens") is not None:
+        cached = call.get("cache_read_tokens")
+        parts.append(f"{call['input_tokens']:,} in" + (f" ({cached:,} cached)" if cached else ""))
+    if call.get("output_tokens") is not None:
+        parts.append(f"{call['output_tokens']:,} out")
+    if call.get("ttft_ms") is not None:
+        parts.append(f"ttft {call['ttft_ms']:,.0f}ms")
+    if call.get("ai_credits") is not None:
+        parts.append(f"{call['ai_credits']:,.4f} credits")
+    elif call.get("credits_status") == "unavailable":
+        parts.append("credits unavailable")
+    return f" [{', '.join(parts)}]" if parts else ""
 
 
 def _unplaced(turn: Node, runs: dict[str, Line]) -> Iterator[tuple[Node, Line]]:
@@ -354,6 +375,7 @@ def _call_line(call: Node, session_model: str | None) -> Line:
         label.append(" [final]", style="green")
     if call["model"] and call["model"] != session_model:
         label.append(f" ({call['model']})", style="magenta")
+    label.append(usage_text(call), style="dim")
     if call["text"]:
         label.append(" " + _preview(call["text"]))
     return Line(

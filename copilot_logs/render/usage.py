@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from copilot_logs.commands.usage import UsageReport
+    from copilot_logs.commands.usage.breakdown import CallReport
 
 
 def write_reconciliation(sessions: pl.DataFrame) -> None:
@@ -68,8 +69,8 @@ KEYS = {
     "repository": Column("label", "repository", 1, max_width=32),
 }
 MODEL_COLUMNS = [
-    Column("premium_requests", "premium", 1, numeric=True, format=decimal_or_unknown),
     Column("ai_credits", "credits", 1, numeric=True, format=decimal_or_unknown),
+    Column("premium_requests", "premium (legacy)", 5, numeric=True, format=decimal_or_unknown),
     Column("requests", "requests", 2, numeric=True, format=count_or_unknown),
     Column("input_tokens", "input", 2, numeric=True, format=count_or_unknown),
     Column("output_tokens", "output", 2, numeric=True, format=count_or_unknown),
@@ -187,3 +188,99 @@ def write_report(report: UsageReport, fmt: str, *, breakdown: bool = False) -> N
             output.echo(formats.markdown_table(table, columns), nl=False)
         else:
             formats.print_table(frame, columns, totals=totals)
+
+
+# --- usage --by call|prompt|agent|task ----------------------------------------------------
+
+
+def _credits(row: dict[str, Any]) -> str:
+    """Credits as people read them: ``unavailable`` when the log says none were reported."""
+    if row.get("ai_credits") is None and row.get("credits_status") == "unavailable":
+        return "unavailable"
+    return decimal_or_unknown(row.get("ai_credits"))
+
+
+def _ttft(value: Any) -> str:
+    return "" if value is None else f"{value:,.0f}ms"
+
+
+FIGURE_COLUMNS = [
+    Column("credits", "credits", 1, numeric=True),
+    Column("input_tokens", "input", 2, numeric=True, format=count_or_unknown),
+    Column("output_tokens", "output", 2, numeric=True, format=count_or_unknown),
+    Column("cache_read_tokens", "cached", 3, numeric=True, format=count_or_unknown),
+    Column("model_time_ms", "model time", 4, numeric=True, format=_duration),
+    Column("ttft_ms", "ttft", 5, numeric=True, format=_ttft),
+    Column("source", "source", 1, format=_text),
+]
+CALL_KEYS = {
+    "call": [
+        Column("session_id", "session", 1, format=short_id),
+        Column("line", "line", 2, numeric=True, format=_text),
+        Column("agent", "agent", 1, max_width=20, format=_text),
+        Column("prompt", "prompt", 4, max_width=24, format=_text),
+        Column("model", "model", 5, max_width=20, format=_text),
+    ],
+    "prompt": [
+        Column("session_id", "session", 1, format=short_id),
+        Column("prompt", "prompt", 1, max_width=40, format=_text),
+    ],
+    "agent": [
+        Column("session_id", "session", 1, format=short_id),
+        Column("agent", "agent", 1, max_width=24, format=_text),
+    ],
+    "task": [
+        Column("session_id", "session", 1, format=short_id),
+        Column("task_index", "task", 1, numeric=True, format=_text),
+        Column("prompt", "prompt", 2, max_width=32, format=_text),
+        Column("completed", "completed", 2, format=lambda v: "yes" if v else "no"),
+    ],
+}
+CALLS_COLUMN = Column("llm_calls", "calls", 1, numeric=True, format=count_or_unknown)
+
+
+def call_columns(by: str) -> list[Column]:
+    """The table's columns for ``usage --by call|prompt|agent|task``."""
+    calls = [] if by == "call" else [CALLS_COLUMN]
+    return [*CALL_KEYS[by], *calls, *FIGURE_COLUMNS]
+
+
+def write_call_report(report: CallReport, fmt: str) -> None:
+    """``usage --by call|prompt|agent|task`` in ``fmt``."""
+    import polars as pl
+
+    from copilot_logs.render import formats
+
+    if fmt == "json":
+        rows = formats.records(report.rows)
+        formats.write_json({"by": report.by, "rows": rows, "totals": report.totals})
+        return
+    if fmt in ("ndjson", "csv"):
+        formats.write_frame(report.rows, fmt)
+        return
+    columns = call_columns(report.by)
+    texts = [
+        {c.field: (c.format or _text)(row.get(c.field)) for c in columns}
+        | {"credits": _credits(row)}
+        for row in report.rows.iter_rows(named=True)
+    ]
+    frame = pl.DataFrame(texts, schema={c.field: pl.String() for c in columns})
+    totals = {c.field: "" for c in columns}
+    totals.update(
+        {
+            columns[0].field: "total",
+            "llm_calls": count_or_unknown(report.totals["llm_calls"]),
+            "credits": _credits(report.totals),
+            **{
+                name: count_or_unknown(report.totals[name])
+                for name in ("input_tokens", "output_tokens", "cache_read_tokens")
+            },
+            "model_time_ms": _duration(report.totals["model_time_ms"]),
+        }
+    )
+    plain = [replace(c, format=None) for c in columns]
+    if fmt == "markdown":
+        table = pl.concat([frame, pl.DataFrame([totals], schema=frame.schema)])
+        output.echo(formats.markdown_table(table, plain), nl=False)
+    else:
+        formats.print_table(frame, plain, totals=totals)

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from copilot_logs import derive
+from copilot_logs.commands.usage.calls import call_usage
 from copilot_logs.derive import MAIN, SESSION, TYPE
 
 Row = dict[str, Any]
@@ -61,16 +62,39 @@ class SessionRows:
 
 def rows_by_session(annotated: pl.DataFrame) -> dict[SessionKey, SessionRows]:
     """Every session log's rows of every frame (a log with none of a kind gets none)."""
+    usage = call_figures(annotated)
     frames = [
-        _by_session(derive.turns(annotated)),
+        _by_session(derive.turns(annotated).join(usage, on=[*SESSION, "line"], how="left")),
         _by_session(tool_frame(annotated)),
         _by_session(derive.subagent_runs(annotated)),
-        _by_session(subagent_calls(annotated)),
+        _by_session(subagent_calls(annotated).join(usage, on=[*SESSION, "line"], how="left")),
         _by_session(events_frame(annotated)),
         _by_session(interaction_frame(annotated)),
     ]
     keys = dict.fromkeys(key for frame in frames for key in frame)
     return {key: SessionRows(*(frame.get(key, []) for frame in frames)) for key in keys}
+
+
+CALL_FIGURES = (
+    "input_tokens",
+    "cache_read_tokens",
+    "ai_credits",
+    "credits_status",
+    "ttft_ms",
+    "api_call_id",
+    "usage_source",
+)
+"""What a call node shows of its usage (:mod:`copilot_logs.commands.usage.calls`)."""
+
+
+def call_figures(annotated: pl.DataFrame) -> pl.DataFrame:
+    """Per LLM call (by its line), the figures of its usage record, where it has one."""
+    return (
+        call_usage(annotated)
+        .rename({"source": "usage_source", "output_tokens": "record_output_tokens"})
+        .select(*SESSION, "line", *CALL_FIGURES, "record_output_tokens")
+        .unique(subset=[*SESSION, "line"], keep="first")
+    )
 
 
 def _by_session(frame: pl.DataFrame) -> dict[SessionKey, list[Row]]:

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from copilot_logs import derive
+from copilot_logs.commands.timeline.frames import CALL_FIGURES
 
 Node = dict[str, Any]
 Row = dict[str, Any]
@@ -187,7 +188,8 @@ class SessionNodes:
                 "model": row["model"],
                 "text": row["text"],
                 "messages": row["messages"],
-                "output_tokens": row["output_tokens"],
+                "output_tokens": _output_tokens(row),
+                **_figures(row),
                 "requested_tools": row["requested_tools"],
                 "tool_calls": row["tool_calls"],
                 "failed_tool_calls": row["failed_tool_calls"],
@@ -260,7 +262,8 @@ class SessionNodes:
                 "open_at_shutdown": is_open and self.left_open(call["line"]),
                 "model": call["model"] or run["model"],
                 "text": call["text"],
-                "output_tokens": call["output_tokens"],
+                "output_tokens": _output_tokens(call),
+                **_figures(call),
                 "requested_tools": call["requested_tools"] or [],
                 "tool_calls": sum(1 for t in own_tools if t["started_at"] is not None),
                 "failed_tool_calls": sum(1 for t in own_tools if t["success"] is False),
@@ -268,6 +271,18 @@ class SessionNodes:
                 "tools": self.tools(own_tools),
             }
         )
+
+
+def _output_tokens(call: Row) -> Any:
+    """The record's output tokens where the call has one, else its messages'."""
+    if call.get("usage_source") == "exact":
+        return call.get("record_output_tokens")
+    return call["output_tokens"]
+
+
+def _figures(call: Row) -> dict[str, Any]:
+    """A call's usage figures (null where the log has no record of the call)."""
+    return {name: call.get(name) for name in CALL_FIGURES}
 
 
 def _numbered(calls: list[Row]) -> list[tuple[int, Row, bool]]:

@@ -1,13 +1,15 @@
 """What sessions used and cost, read from their ``session.shutdown`` events.
 
-Every Copilot CLI session since 0.0.422 writes its usage in ``session.shutdown``: premium
-requests, nano-AIU (AI credits = ``totalNanoAiu / 1e9``), and per model the request count and
-the input / output / cache-read / cache-write / reasoning tokens. Per-call usage
-(``assistant.usage``) is ephemeral and never on disk, so the shutdown is the only source, and
-a session's usage cannot be split over the days or interactions it spans.
+Every Copilot CLI session since 0.0.422 writes its usage in ``session.shutdown``: nano-AIU
+(AI credits = ``totalNanoAiu / 1e9``), premium requests (legacy), and per model the request
+count and the input / output / cache-read / cache-write / reasoning tokens. The live per-call
+event (``assistant.usage``) is ephemeral; only CLI 1.0.102 on writes a durable
+``session.usage_record`` per call. The session rows here come from the shutdowns, so a session
+is counted whole in the day it started.
 
-How they combine over a session's shutdowns is :mod:`copilot_logs.commands.usage.shutdown`; how the
-session rows are grouped is :mod:`copilot_logs.commands.usage.grouping`.
+How they combine over a session's shutdowns is :mod:`copilot_logs.commands.usage.shutdown`;
+how the session rows are grouped is :mod:`copilot_logs.commands.usage.grouping`; the figures
+per call, prompt, agent and task are :mod:`copilot_logs.commands.usage.breakdown`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ UNKNOWN = "unknown"
 SHUTDOWN = "session.shutdown"
 CHECKPOINT = "session.usage_checkpoint"
 COMPACTION = "session.compaction_complete"
+CALLS_BEFORE = "calls before"  # per shutdown, the LLM calls counted in the events before it
 
 SESSION_SCHEMA: dict[str, pl.DataType] = {
     "session_id": pl.String(),
@@ -37,9 +40,10 @@ SESSION_SCHEMA: dict[str, pl.DataType] = {
     "accounting": pl.String(),
     "shutdowns": pl.Int64(),
     "complete": pl.Boolean(),
-    "premium_requests": pl.Float64(),
-    "nano_aiu": pl.Int64(),
     "ai_credits": pl.Float64(),
+    "credits_status": pl.String(),
+    "nano_aiu": pl.Int64(),
+    "premium_requests": pl.Float64(),
     "requests": pl.Int64(),
     **{name: pl.Int64() for name in TOKEN_FIELDS.values()},
     "api_duration_ms": pl.Int64(),
@@ -145,29 +149,37 @@ def _reconciliation() -> pl.Expr:
     )
 
 
-def _lifecycle(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, list[dict[str, Any]]]]:
+def lifecycle(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, list[dict[str, Any]]]]:
     """Per session, the payloads of its shutdowns, checkpoints and compactions, in file order.
 
     Few lines per session carry usage: just those are parsed, once.
     """
-    lifecycle: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
-    kept = annotated.filter(TYPE.is_in([SHUTDOWN, CHECKPOINT, COMPACTION]) & MAIN)
-    for file, session_id, kind, detail in kept.select(*SESSION, "type", "detail").iter_rows():
+    found: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+    counted = annotated.with_columns(
+        _calls=pl.col("llm_call").cast(pl.Int64).cum_sum().over(*SESSION)
+    )
+    kept = counted.filter(TYPE.is_in([SHUTDOWN, CHECKPOINT, COMPACTION]) & MAIN)
+    rows = kept.select(*SESSION, "type", "detail", "_calls").iter_rows()
+    for file, session_id, kind, detail, calls in rows:
         payload = as_dict(orjson.loads(detail)) if detail else {}
-        lifecycle.setdefault((file, session_id), {}).setdefault(kind, []).append(payload)
-    return lifecycle
+        mine = found.setdefault((file, session_id), {})
+        mine.setdefault(kind, []).append(payload)
+        if kind == SHUTDOWN:
+            mine.setdefault(CALLS_BEFORE, []).append({"calls": calls})
+    return found
 
 
 def _file_figures(annotated: pl.DataFrame, facts: pl.DataFrame) -> list[dict[str, Any]]:
     """The usage figures of each session log (see :func:`file_usage`), keyed by its columns."""
-    lifecycle = _lifecycle(annotated)
+    payloads = lifecycle(annotated)
     messages = _message_tokens(annotated)
     figures = []
     for file, session_id in facts.select(*SESSION).iter_rows():
-        mine = lifecycle.get((file, session_id), {})
+        mine = payloads.get((file, session_id), {})
         row = file_usage(
             mine.get(SHUTDOWN, []),
             has_checkpoints=bool(mine.get(CHECKPOINT)),
+            calls_before=[entry["calls"] for entry in mine.get(CALLS_BEFORE, [])],
             compactions=mine.get(COMPACTION, []),
             message_tokens=messages.get((file, session_id), {}),
         )
@@ -177,10 +189,15 @@ def _file_figures(annotated: pl.DataFrame, facts: pl.DataFrame) -> list[dict[str
 
 def session_usage(result: ReadResult) -> pl.DataFrame:
     """One row per session log (``SESSION_SCHEMA``), newest first."""
-    events = result.events
-    if events.is_empty():
+    if result.events.is_empty():
         return pl.DataFrame(schema=SESSION_SCHEMA)
-    annotated = derive.annotate(events)
+    return session_rows(derive.annotate(result.events))
+
+
+def session_rows(annotated: pl.DataFrame) -> pl.DataFrame:
+    """:func:`session_usage` of events already annotated (:func:`copilot_logs.derive.annotate`)."""
+    if annotated.is_empty():
+        return pl.DataFrame(schema=SESSION_SCHEMA)
     facts = derive.session_facts(annotated).select(
         *SESSION,
         "started_at",

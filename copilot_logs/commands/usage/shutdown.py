@@ -122,6 +122,40 @@ def _model_figures(name: str, metrics: Any) -> dict[str, Any]:
     }
 
 
+def credits_status(data: Mapping[str, Any]) -> str | None:
+    """What a shutdown says of its credits (CLI 1.0.102, ``aiCreditsStatus``): ``complete``,
+    ``partial`` or ``unavailable`` (none reported: BYOK, or not billed in credits); None when
+    it says nothing."""
+    snapshot = as_dict(data.get("accountingSnapshot"))
+    status = snapshot.get("aiCreditsStatus", data.get("aiCreditsStatus"))
+    return status if isinstance(status, str) else None
+
+
+def agent_figures(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per agent of a shutdown's ``agentMetrics`` (CLI 1.0.85 on, keyed ``main`` and each
+    sub-agent's instance id): its requests, tokens, nano-AIU and API time; [] without them."""
+    unavailable = credits_status(data) == "unavailable"
+    found = []
+    for instance, metrics in as_dict(data.get("agentMetrics")).items():
+        metrics = as_dict(metrics)
+        models = [
+            _model_figures(name, m) for name, m in as_dict(metrics.get("modelMetrics")).items()
+        ]
+        nano = as_int(metrics.get("totalNanoAiu"))
+        if nano is None:
+            nano = _strict_sum(m["nano_aiu"] for m in models)
+        found.append(
+            {
+                "agent_instance": str(instance),
+                "requests": _strict_sum(m["requests"] for m in models),
+                **{name: _strict_sum(m[name] for m in models) for name in TOKEN_FIELDS.values()},
+                "nano_aiu": None if unavailable else nano,
+                "api_duration_ms": as_int(metrics.get("totalApiDurationMs")),
+            }
+        )
+    return found
+
+
 def _with_credits(figures: dict[str, Any]) -> dict[str, Any]:
     nano = figures["nano_aiu"]
     return {**figures, "ai_credits": None if nano is None else nano / NANO_PER_CREDIT}
@@ -162,22 +196,53 @@ def _at_least(later: Mapping[str, Any], earlier: Mapping[str, Any]) -> bool:
     return True
 
 
-def accounting(shutdowns: Sequence[Mapping[str, Any]], *, has_checkpoints: bool) -> str:
+def accounting(
+    shutdowns: Sequence[Mapping[str, Any]],
+    *,
+    has_checkpoints: bool,
+    calls_before: Sequence[int] | None = None,
+) -> str:
     """How a file's shutdowns combine: ``single``, ``cumulative``, ``per-segment`` or ``none``.
 
-    The rule of the format notes: cumulative when the file holds usage checkpoints (written
-    only by CLIs whose shutdowns are cumulative), or when each later shutdown is at least the
-    earlier one for every model. Two per-segment shutdowns where the second segment happens to
-    use at least as much of every model as the first are indistinguishable from cumulative
-    ones; the checkpoint rule settles every recent log.
+    Cumulative when the file holds usage checkpoints (written only by CLIs whose shutdowns are
+    cumulative). Else the LLM calls counted in the events before each shutdown
+    (``calls_before``) decide where they tell: cumulative when every shutdown's request count
+    is the calls before it, per-segment when it is the calls since the shutdown before it
+    (CLIs up to 1.0.6x reset their figures at a resume, recorded). Else the rule of the format
+    notes: cumulative when each later shutdown is at least the earlier one for every model (a
+    per-segment second segment that happens to use more of every model is taken for
+    cumulative: only the counts tell them apart).
     """
     if not shutdowns:
         return "none"
     if len(shutdowns) == 1:
         return "single"
-    if has_checkpoints or all(_at_least(b, a) for a, b in pairwise(shutdowns)):
+    if has_checkpoints:
+        return "cumulative"
+    told = _told_by_counts(shutdowns, calls_before)
+    if told is not None:
+        return told
+    if all(_at_least(b, a) for a, b in pairwise(shutdowns)):
         return "cumulative"
     return "per-segment"
+
+
+def _told_by_counts(
+    shutdowns: Sequence[Mapping[str, Any]], calls_before: Sequence[int] | None
+) -> str | None:
+    """``cumulative`` or ``per-segment`` when the shutdowns' request counts match the calls
+    counted up to each (or in each segment) and not the other; else None."""
+    if calls_before is None or len(calls_before) != len(shutdowns):
+        return None
+    counts = [_segment(s)["requests"] for s in shutdowns]
+    if any(count is None for count in counts):
+        return None
+    segments = [b - a for a, b in pairwise([0, *calls_before])]
+    cumulative = counts == list(calls_before)
+    per_segment = counts == segments
+    if cumulative != per_segment:
+        return "cumulative" if cumulative else "per-segment"
+    return None
 
 
 def _segment(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -190,12 +255,18 @@ def _segment(data: Mapping[str, Any]) -> dict[str, Any]:
     nano = as_int(data.get("totalNanoAiu"))
     if nano is None:
         nano = _strict_sum(m["nano_aiu"] for m in models.values())
+    status = credits_status(data)
+    if status == "unavailable":  # "Numeric zero is not a zero-cost claim" (the schema)
+        nano = None
+        for figures in models.values():
+            figures["nano_aiu"] = None
     changes = as_dict(data.get("codeChanges"))
     files = changes.get("filesModified")
     detail_in, detail_out = _token_details(data)
     return {
         "premium_requests": premium,
         "nano_aiu": nano,
+        "credits_status": status,
         "requests": _strict_sum(m["requests"] for m in models.values()),
         **{name: _strict_sum(m[name] for m in models.values()) for name in TOKEN_FIELDS.values()},
         "api_duration_ms": as_int(data.get("totalApiDurationMs")),
@@ -215,7 +286,9 @@ def _combine(segments: list[dict[str, Any]]) -> dict[str, Any]:
         if name == "models":
             continue
         values = [s[name] for s in segments]
-        if name == "files":
+        if name == "credits_status":
+            combined[name] = "unavailable" if "unavailable" in values else values[-1]
+        elif name == "files":
             combined[name] = None if any(v is None for v in values) else set().union(*values)
         elif name == "premium_requests":
             combined[name] = _strict_fsum(values)
@@ -255,6 +328,7 @@ def file_usage(
     shutdowns: Sequence[Mapping[str, Any]],
     *,
     has_checkpoints: bool = False,
+    calls_before: Sequence[int] | None = None,
     compactions: Sequence[Mapping[str, Any]] = (),
     message_tokens: Mapping[str, int | None] | None = None,
 ) -> dict[str, Any]:
@@ -264,7 +338,7 @@ def file_usage(
     only when there is no shutdown. Returns the figure fields of ``SESSION_SCHEMA`` plus
     ``accounting``, ``shutdowns`` and ``models`` (a list of per-model figure dicts).
     """
-    kind = accounting(shutdowns, has_checkpoints=has_checkpoints)
+    kind = accounting(shutdowns, has_checkpoints=has_checkpoints, calls_before=calls_before)
     event_in, event_out = _compaction_tokens(compactions)
     common = {"accounting": kind, "shutdowns": len(shutdowns), "compactions": len(compactions)}
     if kind == "none":
@@ -285,6 +359,7 @@ def file_usage(
         **{name: total[name] for name in ("api_duration_ms", "lines_added", "lines_removed")},
         **common,
         "ai_credits": None if total["nano_aiu"] is None else total["nano_aiu"] / NANO_PER_CREDIT,
+        "credits_status": total["credits_status"],
         "files_modified": None if files is None else len(files),
         "compaction_input_tokens": compaction_in,
         "compaction_output_tokens": compaction_out,
@@ -308,6 +383,7 @@ def _without_shutdown(
         **figures,
         **common,
         "ai_credits": None,
+        "credits_status": None,
         "output_tokens": _strict_sum(per_model.values()) if per_model else 0,
         "compaction_input_tokens": compaction[0],
         "compaction_output_tokens": compaction[1],

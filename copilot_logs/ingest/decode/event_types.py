@@ -24,6 +24,7 @@ DETAIL_TYPES = frozenset(
         "session.warning",
         "session.task_complete",
         "session.completion_receipt",
+        "session.autopilot_stopped",
         "subagent.started",
         "subagent.completed",
         "subagent.failed",

@@ -23,12 +23,16 @@ from copilot_logs.commands.report import Report, Row
 from copilot_logs.render.html.assets import SCRIPT, STYLE, policy
 from copilot_logs.render.html.table import (
     AUDIT_COLUMNS,
+    CREDIT_CALL_COLUMNS,
+    CREDIT_GROUP_COLUMNS,
     RULE_COLUMNS,
     SESSION_COLUMNS,
     USAGE_COLUMNS,
     Anchors,
+    credits_cell,
     table,
 )
+from copilot_logs.render.humanize import short_id
 from copilot_logs.render.svg import timeline_svg
 from copilot_logs.render.svg.chart import calls_chart
 from copilot_logs.render.svg.marks import attr, duration, legend, preview, text
@@ -136,6 +140,7 @@ def _overview(report: Report, anchors: Anchors) -> str:
                     "No finding: every log keeps its invariants.",
                 ),
             ),
+            _section("credits", "Where the credits went", _credits(report, anchors)),
             _section(
                 "usage",
                 "Usage per model",
@@ -146,6 +151,38 @@ def _overview(report: Report, anchors: Anchors) -> str:
                 ),
             ),
         ]
+    )
+
+
+def _credits(report: Report, anchors: Anchors) -> str:
+    """The biggest prompts and agents, biggest first, each with the calls behind it."""
+    parts = []
+    for heading, rows, key in (
+        ("By prompt", report.credits_by_prompt, "prompt"),
+        ("By agent", report.credits_by_agent, "agent"),
+    ):
+        groups = [
+            {**row, "label": preview(row[key], 80), "credits": credits_cell(row)} for row in rows
+        ]
+        body = table(groups, CREDIT_GROUP_COLUMNS, anchors=anchors, label=f"credits {key}")
+        calls = "".join(_calls_behind(row, key) for row in rows)
+        parts.append(f"<h3>{text(heading)}</h3>{_card(body + calls)}" if rows else "")
+    hint = (
+        "Biggest first (by credits, then tokens). Exact where the CLI recorded each call "
+        "(1.0.102 on); from the shutdown's totals only for a group they describe exactly."
+    )
+    body = "".join(parts)
+    return f'<p class="meta">{text(hint)}</p>{body}' if body else _or_empty([], "", "No LLM call.")
+
+
+def _calls_behind(row: Row, key: str) -> str:
+    calls = [{**call, "credits": credits_cell(call)} for call in row["calls"]]
+    summary = f"{short_id(row['session_id'])} · {preview(row[key], 60)}: the calls behind it"
+    more = row["more_calls"]
+    note = f'<p class="meta">and {more} smaller calls more</p>' if more else ""
+    return (
+        f"<details><summary>{text(summary)}</summary>"
+        f"{table(calls, CREDIT_CALL_COLUMNS, label='calls behind')}{note}</details>"
     )
 
 
@@ -190,7 +227,8 @@ def page(report: Report) -> str:
         f'<p class="meta">{len(report.sessions)} sessions · generated {text(generated)} · '
         f"times in {text(report.zone)} · by copilot-logs report</p>"
         '<nav><a href="#sessions">sessions</a><a href="#calls">LLM calls per day</a>'
-        '<a href="#audit">audit</a><a href="#validate">validate</a><a href="#usage">usage</a>'
+        '<a href="#audit">audit</a><a href="#validate">validate</a>'
+        '<a href="#credits">credits</a><a href="#usage">usage</a>'
         '<a href="#timelines">timelines</a></nav></header>'
         f"<main>{_overview(report, anchors)}{_timelines(report, anchors)}</main>"
         '<div id="tip" role="tooltip" hidden></div>'

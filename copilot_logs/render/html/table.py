@@ -130,3 +130,32 @@ def table(
         f'<table{kind} aria-label="{attr(label)}"><thead><tr>{"".join(heads)}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )
+
+
+CREDIT_GROUP_COLUMNS = [
+    Column("session_id", "session"),
+    Column("label", "prompt / agent"),
+    Column("llm_calls", "calls", True, count_or_unknown),
+    Column("credits", "AI credits", True),
+    Column("input_tokens", "input tokens", True, count_or_unknown),
+    Column("output_tokens", "output tokens", True, count_or_unknown),
+    Column("cache_read_tokens", "cache read", True, count_or_unknown),
+    Column("source", "source"),
+]
+CREDIT_CALL_COLUMNS = [
+    Column("line", "line", True),
+    Column("agent", "agent"),
+    Column("api_call_id", "call id"),
+    Column("credits", "AI credits", True),
+    Column("input_tokens", "input", True, count_or_unknown),
+    Column("output_tokens", "output", True, count_or_unknown),
+    Column("cache_read_tokens", "cached", True, count_or_unknown),
+    Column("ttft_ms", "ttft ms", True, lambda v: "" if v is None else f"{v:,.0f}"),
+]
+
+
+def credits_cell(row: Row) -> str:
+    """A row's credits: ``unavailable`` when the log says none were reported."""
+    if row.get("ai_credits") is None and row.get("credits_status") == "unavailable":
+        return "unavailable"
+    return decimal_or_unknown(row.get("ai_credits"))

@@ -11,19 +11,22 @@ ran: it carries the running interaction's id). An autopilot session is judged on
 autopilot task; an interactive one (judged only with ``require_task_complete``) on its last
 task. On that task the last word wins, checked in this order:
 
-1. ``completed`` / ``completion-rejected``: a ``session.task_complete`` after the task's last
-   ``session.error`` and last nudge (a rejected one must also come after the last LLM call:
-   work that follows a rejection decides instead). Rejected means ``success: false`` or an
-   outcome of ``continue`` or ``blocked``.
+1. ``completed`` / ``completion-rejected`` / ``blocked``: a ``session.task_complete`` after the
+   task's last ``session.error``, last nudge and last main-agent LLM call (every CLI recorded,
+   1.0.20 to 1.0.102, ends the loop at task_complete: a call after it means the task was taken
+   up again, and what followed decides). Rejected means ``success: false`` or the outcome
+   ``continue``; the outcome ``blocked`` (with its ``blocker``) is ``blocked``.
 2. ``errored``: a main-agent ``session.error`` after the last task_complete, nudge and LLM
    call: nothing ran after it, so it ended the task. An error the agent recovered from is still
    reported (``session_error``) but does not decide the verdict.
-3. ``interrupted``: the task was aborted (an ``abort`` after its last LLM call) or its last
-   turn is open; ``user-quit`` when that open turn is followed by a routine
-   ``session.shutdown`` (the user ended the session while the turn ran, e.g. at a permission
-   prompt).
+3. ``interrupted``: the task was aborted (an ``abort``, or a stop reason ``aborted``, after its
+   last LLM call) or its last turn is open; ``user-quit`` when that open turn is followed by a
+   routine ``session.shutdown`` (the user ended the session while the turn ran, e.g. at a
+   permission prompt).
 4. ``nudge-cap``: the loop ended with no task_complete after at least ``nudge_cap`` nudges
-   in the task (the cap is counted per task, as the CLI counts it per prompt).
+   in the task (the cap is counted per task, as the CLI counts it per prompt), or the CLI
+   said its continuation limit stopped it (``stop_reason`` ``cap_reached`` or
+   ``agent_stop_block_limit``).
 5. ``interrupted``: the loop ended but no ``session.shutdown`` (nor a later prompt) followed:
    the process was killed.
 6. ``missing-task-complete``: the loop ended and the session shut down without task_complete.
@@ -34,51 +37,78 @@ the session's last, the file has no shutdown after its last turn, and its last e
 also hit the cap is ``errored`` when the error came after the last nudge's loop, ``nudge-cap``
 when the loop recovered from the error and then ran out of nudges; a session.error followed by
 a successful task_complete after a retry is ``completed``.
+
+``stop_reason`` is the CLI's own word, when the log has it: ``session.completion_receipt``
+``stopReason`` (written when the CLI accepts an end) or ``session.autopilot_stopped``
+``reason`` (ephemeral: only in an ``--output-format json`` stream read as a log).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
 from copilot_logs import derive
+from copilot_logs.commands.audit import loops
+from copilot_logs.commands.audit.verdict import (
+    BLOCKED,
+    CAP_STOPS,
+    COMPLETED,
+    COMPLETION_REJECTED,
+    ERRORED,
+    INTERACTIVE,
+    INTERRUPTED,
+    MISSING_TASK_COMPLETE,
+    NUDGE_CAP,
+    REJECTED_OUTCOMES,
+    RUNNING,
+    USER_QUIT,
+    VERDICTS,
+    verdict_of,
+)
+
+__all__ = [
+    "AUDIT_COLUMNS",
+    "BLOCKED",
+    "CAP_STOPS",
+    "COMPLETED",
+    "COMPLETION_REJECTED",
+    "DEFAULT_FAIL_ON",
+    "DEFAULT_NUDGE_CAP",
+    "DEFAULT_RUNNING_WITHIN",
+    "ERRORED",
+    "FAILING_VERDICTS",
+    "INTERACTIVE",
+    "INTERRUPTED",
+    "LOOPING",
+    "MISSING_TASK_COMPLETE",
+    "NUDGE_CAP",
+    "REJECTED_OUTCOMES",
+    "RUNNING",
+    "USER_QUIT",
+    "VERDICTS",
+    "audit",
+    "facts",
+    "failing",
+    "judge",
+    "judged",
+    "verdict_counts",
+]
 from copilot_logs.commands.sessions import autopilot_work, session_mode
 from copilot_logs.derive import MAIN, SESSION, TYPE
 from copilot_logs.ingest.reader import ReadResult
 
-COMPLETED = "completed"
-COMPLETION_REJECTED = "completion-rejected"
-MISSING_TASK_COMPLETE = "missing-task-complete"
-NUDGE_CAP = "nudge-cap"
-ERRORED = "errored"
-INTERRUPTED = "interrupted"
-USER_QUIT = "user-quit"
-RUNNING = "running"
-INTERACTIVE = "interactive"
-
-VERDICTS = (
-    COMPLETED,
-    COMPLETION_REJECTED,
-    MISSING_TASK_COMPLETE,
-    NUDGE_CAP,
-    ERRORED,
-    INTERRUPTED,
-    USER_QUIT,
-    RUNNING,
-    INTERACTIVE,
-)
-"""Every verdict, in the order summaries list them."""
-
 FAILING_VERDICTS = tuple(v for v in VERDICTS if v != INTERACTIVE)
 """The verdicts ``--fail-on`` accepts (an interactive session is never judged)."""
+LOOPING = "looping"
+"""Not a verdict but a finding beside it (see :mod:`copilot_logs.commands.audit.loops`):
+``--fail-on`` accepts it too."""
 
 DEFAULT_FAIL_ON = (MISSING_TASK_COMPLETE, NUDGE_CAP, ERRORED, INTERRUPTED, USER_QUIT)
 DEFAULT_NUDGE_CAP = 5
 DEFAULT_RUNNING_WITHIN = timedelta(minutes=10)
-REJECTED_OUTCOMES = ("continue", "blocked")
-
 AUDIT_COLUMNS = (
     "session_id",
     "mode",
@@ -92,9 +122,17 @@ AUDIT_COLUMNS = (
     "tool_calls",
     "turns_after_first_nudge",
     "tool_calls_after_first_nudge",
+    "looping",
+    "loop_signals",
+    "wasted_calls",
+    "wasted_credits",
+    "repeated_call",
+    "loop_line",
     "task_complete_summary",
     "task_complete_success",
     "task_complete_outcome",
+    "task_complete_blocker",
+    "stop_reason",
     "last_failed_tool",
     "last_failed_tool_error",
     "session_error",
@@ -107,9 +145,16 @@ AUDIT_COLUMNS = (
 _USER = MAIN & (TYPE == "user.message")
 _NUDGE = _USER & pl.col("is_nudge").fill_null(False)
 # A message queued while a turn ran joins the task under way: it starts none.
-_PROMPT = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued")
+_PROMPT = derive.TASK_START
 _TURN = MAIN & (TYPE == derive.TURN_START)
 _TASK_COMPLETE = TYPE == "session.task_complete"
+# The CLI's own word on why a run stopped: a completion receipt (1.0.83+, written when it
+# accepts an end) or autopilot_stopped (ephemeral: only in a --output-format json stream).
+_STOP = TYPE.is_in(["session.completion_receipt", "session.autopilot_stopped"])
+_STOP_REASON = pl.coalesce(
+    pl.col("detail").str.json_path_match("$.stopReason"),
+    pl.col("detail").str.json_path_match("$.reason"),
+)
 _ERROR = MAIN & (TYPE == "session.error")
 _SHUTDOWN = TYPE == "session.shutdown"
 
@@ -121,6 +166,7 @@ def audit(
     running_within: timedelta = DEFAULT_RUNNING_WITHIN,
     nudge_cap: int = DEFAULT_NUDGE_CAP,
     require_task_complete: bool = False,
+    loop_thresholds: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
     r"""One row per session read (columns :data:`AUDIT_COLUMNS`), newest first: the
     :func:`facts` of ``result``, :func:`judge`\ d."""
@@ -130,6 +176,7 @@ def audit(
         running_within=running_within,
         nudge_cap=nudge_cap,
         require_task_complete=require_task_complete,
+        loop_thresholds=loop_thresholds,
     )
 
 
@@ -154,6 +201,7 @@ def facts(result: ReadResult) -> pl.DataFrame:
         .join(per_file, on=SESSION, how="left")
         .join(judged, on=SESSION, how="left")
         .join(_last_failed_tools(annotated), on=SESSION, how="left")
+        .join(loops.loop_spans(annotated), on=SESSION, how="left")
     )
 
 
@@ -164,29 +212,39 @@ def judge(
     running_within: timedelta = DEFAULT_RUNNING_WITHIN,
     nudge_cap: int = DEFAULT_NUDGE_CAP,
     require_task_complete: bool = False,
+    loop_thresholds: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
     """The audit table (columns :data:`AUDIT_COLUMNS`, newest first) of the :func:`facts` of
     one or more batches.
 
     ``now`` (default: the current time) and ``running_within`` decide ``running``;
     ``require_task_complete`` judges interactive sessions too instead of calling them
-    ``interactive``. See the module docstring for how the verdict is chosen.
+    ``interactive``; ``loop_thresholds`` (by signal, default
+    :data:`~copilot_logs.commands.audit.loops.DEFAULT_THRESHOLDS`) decide ``looping``. See the
+    module docstring for how the verdict is chosen.
     """
     if nudge_cap < 1:
         raise ValueError("nudge_cap must be at least 1")
     now = now or datetime.now(UTC)
     # A naive `now` is taken as UTC, like every timestamp in the logs.
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-    verdict = _verdict(
+    verdict = verdict_of(
         interactive=(pl.col("mode") == INTERACTIVE) & pl.lit(not require_task_complete),
         nudge_cap=nudge_cap,
         recent=pl.col("last_event_at") >= pl.lit(now - running_within),
     )
+    table = pl.concat(parts, how="vertical_relaxed")
+    found = loops.looping(table, loop_thresholds or {})
     return (
-        pl.concat(parts, how="vertical_relaxed")
-        .with_columns(verdict=verdict)
+        table.join(found, on=SESSION, how="left")
         .with_columns(
-            line=pl.when(pl.col("verdict").is_in([COMPLETED, COMPLETION_REJECTED]))
+            verdict=verdict,
+            looping=pl.col("looping").fill_null(False),
+            loop_signals=pl.col("loop_signals").fill_null(pl.lit([], pl.List(pl.String()))),
+            wasted_calls=pl.col("wasted_calls").fill_null(0),
+        )
+        .with_columns(
+            line=pl.when(pl.col("verdict").is_in([COMPLETED, COMPLETION_REJECTED, BLOCKED]))
             .then(pl.col("tc_line"))
             .when(pl.col("verdict") == ERRORED)
             .then(pl.col("error_line"))
@@ -207,6 +265,9 @@ def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
         task_complete_summary=summary.filter(_TASK_COMPLETE).last(),
         task_complete_success=pl.col("success").filter(_TASK_COMPLETE).last(),
         task_complete_outcome=pl.col("outcome").filter(_TASK_COMPLETE).last(),
+        task_complete_blocker=_blocker().filter(_TASK_COMPLETE).last(),
+        stop_reason=_STOP_REASON.filter(_STOP).last(),
+        stop_line=pl.col("line").filter(_STOP).max(),
         error_line=pl.col("line").filter(_ERROR).max(),
         nudge_line=pl.col("line").filter(_NUDGE).max(),
         turn_line=pl.col("line").filter(_TURN).max(),
@@ -219,6 +280,18 @@ def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
         .str.json_path_match("$.shutdownType")
         .fill_null("routine"),
     )
+
+
+def _blocker() -> pl.Expr:
+    """``kind: reason`` of a task_complete's ``blocker`` (outcome ``blocked``)."""
+    blocker = pl.col("detail").str.json_path_match("$.blocker")
+    described = pl.concat_str(
+        blocker.str.json_path_match("$.kind").fill_null("blocked"),
+        blocker.str.json_path_match("$.reason"),
+        separator=": ",
+        ignore_nulls=True,
+    )
+    return pl.when(blocker.is_not_null()).then(described)
 
 
 def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
@@ -271,59 +344,11 @@ def _last_failed_tools(annotated: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _after(column: str, *others: str) -> pl.Expr:
-    """``column`` is set and lies after every one of ``others`` (a missing one counts as 0)."""
-    return pl.col(column).is_not_null() & pl.all_horizontal(
-        pl.col(column) > pl.col(other).fill_null(0) for other in others
-    )
-
-
-def _verdict(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Expr:
-    rejected = (pl.col("task_complete_success") == False).fill_null(False) | pl.col(  # noqa: E712
-        "task_complete_outcome"
-    ).is_in(REJECTED_OUTCOMES).fill_null(False)
-    completion_is_last = _after("tc_line", "error_line", "nudge_line") & (
-        ~rejected | _after("tc_line", "turn_line")
-    )
-    error_is_last = _after("error_line", "tc_line", "nudge_line", "turn_line")
-    aborted = _after("abort_line", "turn_line")
-    loop_ended = _after("shutdown_line", "turn_line") | (
-        pl.col("judged_task") < pl.col("last_task")
-    )
-    may_still_run = (
-        recent.fill_null(False)
-        & pl.col("file_open")
-        & (pl.col("judged_task") == pl.col("last_task"))
-    )
-    cut_short = pl.when(may_still_run).then(pl.lit(RUNNING)).otherwise(pl.lit(INTERRUPTED))
-    return (
-        pl.when(interactive)
-        .then(pl.lit(INTERACTIVE))
-        .when(completion_is_last)
-        .then(pl.when(rejected).then(pl.lit(COMPLETION_REJECTED)).otherwise(pl.lit(COMPLETED)))
-        .when(error_is_last)
-        .then(pl.lit(ERRORED))
-        .when(aborted)
-        .then(pl.lit(INTERRUPTED))
-        .when(
-            pl.col("turn_open")
-            & _after("shutdown_line", "turn_line")
-            & (pl.col("shutdown_type") == "routine")
-        )
-        .then(pl.lit(USER_QUIT))
-        .when(pl.col("turn_open"))
-        .then(cut_short)
-        .when(pl.col("task_nudges") >= nudge_cap)
-        .then(pl.lit(NUDGE_CAP))
-        .when(~loop_ended)
-        .then(cut_short)
-        .otherwise(pl.lit(MISSING_TASK_COMPLETE))
-    )
-
-
 def failing(table: pl.DataFrame, fail_on: Collection[str]) -> pl.DataFrame:
-    """The rows of an ``audit`` table whose verdict is one of ``fail_on``."""
-    return table.filter(pl.col("verdict").is_in(list(fail_on)))
+    """The rows of an ``audit`` table whose verdict is one of ``fail_on``, or that loop when
+    ``fail_on`` holds ``looping``."""
+    loops_fail = pl.col("looping") & pl.lit(LOOPING in fail_on)
+    return table.filter(pl.col("verdict").is_in(list(fail_on)) | loops_fail)
 
 
 def judged(table: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,295 @@
+"""Loops: autopilot runs that spend LLM calls without making progress (``audit``'s ``looping``).
+
+Four signs, each found per autopilot task as a *span* of the log with a strength; a span whose
+strength reaches its threshold makes the session ``looping``:
+
+- ``stalled-nudges``: nudges in a row after which the agent made no progress, i.e. no
+  successful tool call (task_complete aside) that the task had not already made with the same
+  arguments. Strength: how many in a row; the span runs from the first of them to the next
+  nudge that was followed by progress (or the end of the task).
+- ``repeated-call``: the main agent's same tool call (name and arguments) made again and again
+  with no other tool call between. Strength: how many in a row; the span runs from the LLM call
+  that asked for the second to the call that asked for something else (or the end of the task).
+- ``rejected-completions``: task_complete rejected (``success: false`` or outcome
+  ``continue``). Strength: how many in the task; the span runs from the first rejection to the
+  next accepted completion (or the end of the task).
+- ``after-completion``: LLM calls after the task's last accepted completion. Strength: how many.
+
+The *wasted calls* are the LLM calls (main agent and sub-agents) inside the spans that reached
+their threshold, each counted once. Tool calls are compared by name and by the first
+characters of their arguments that the events frame keeps (``PREVIEW_CHARS``): two calls whose
+arguments differ only after that are taken for the same call.
+
+:func:`loop_spans` finds the spans (nothing in them depends on the thresholds, so they can be
+kept with the other audit facts); :func:`looping` applies the thresholds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from copilot_logs import derive
+from copilot_logs.commands.usage.calls import call_usage
+from copilot_logs.derive import MAIN, SESSION, TYPE
+
+STALLED_NUDGES = "stalled-nudges"
+REPEATED_CALL = "repeated-call"
+REJECTED_COMPLETIONS = "rejected-completions"
+AFTER_COMPLETION = "after-completion"
+SIGNALS = (STALLED_NUDGES, REPEATED_CALL, REJECTED_COMPLETIONS, AFTER_COMPLETION)
+
+DEFAULT_THRESHOLDS: Mapping[str, int] = {
+    STALLED_NUDGES: 3,
+    REPEATED_CALL: 3,
+    REJECTED_COMPLETIONS: 2,
+    AFTER_COMPLETION: 1,
+}
+"""Chosen from the runs of the real CLI (tests/recordings, ../shared/real-samples): a run that
+completes after two idle nudges (autopilot-complete) and one stopped at a cap of two
+(autopilot-cap) are not loops; the same command after every nudge is (autopilot-loop, four
+times); every CLI recorded ends the loop at an accepted task_complete, so one call after it
+is already spent on nothing. See docs/audit.md."""
+
+SPAN = pl.Struct(
+    {
+        "signal": pl.String(),
+        "strength": pl.Int64(),
+        "start_line": pl.Int64(),
+        "label": pl.String(),
+        "calls": pl.List(pl.Int64()),
+        "credits": pl.List(pl.Float64()),
+    }
+)
+TASK = (*SESSION, "task_index")
+_NUDGE = MAIN & (TYPE == "user.message") & pl.col("is_nudge").fill_null(False)
+_TASK_COMPLETE = MAIN & (TYPE == "session.task_complete")
+_REJECTED = (pl.col("success") == False).fill_null(False) | (  # noqa: E712
+    pl.col("outcome") == "continue"
+).fill_null(False)
+
+
+def loop_spans(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per session, its loop spans (a list of :data:`SPAN`). ``tasks`` is the annotated events
+    frame with ``task_index`` and ``autopilot_work`` (see :func:`copilot_logs.commands.audit.
+    facts`); only tasks with autopilot work are looked at."""
+    autopilot = tasks.group_by(*TASK).agg(
+        pl.col("autopilot_work").any().alias("autopilot"),
+        (pl.col("line").max() + 1).alias("task_end"),
+    )
+    tasks = tasks.join(autopilot.filter("autopilot").select(*TASK, "task_end"), on=TASK)
+    billed = call_usage(tasks).select(*SESSION, call="line", credit="ai_credits")
+    calls = (
+        tasks.filter(pl.col("llm_call"))
+        .select(*TASK, call="line")
+        .join(billed, on=[*SESSION, "call"], how="left")
+    )
+    tools = _tool_calls(tasks)
+    found = [
+        _stalled(tasks, tools),
+        _repeated(tools),
+        _rejected(tasks),
+        _after_completion(tasks, calls),
+    ]
+    key = [*TASK, "signal", "start_line"]
+    spans = pl.concat(
+        [frame.select(*key, "strength", "end_line", "label") for frame in found],
+        how="vertical_relaxed",
+    )
+    inside = (pl.col("call") >= pl.col("start_line")) & (pl.col("call") < pl.col("end_line"))
+    hits = (
+        spans.join(calls, on=TASK)
+        .filter(inside)
+        .sort("call")
+        .group_by(key)
+        .agg(calls=pl.col("call"), credits=pl.col("credit"))
+    )
+    return (
+        spans.join(hits, on=key, how="left")
+        .with_columns(
+            pl.col("calls").fill_null(pl.lit([], pl.List(pl.Int64()))),
+            pl.col("credits").fill_null(pl.lit([], pl.List(pl.Float64()))),
+        )
+        .sort(*key)
+        .group_by(*SESSION, maintain_order=True)
+        .agg(loop_spans=pl.struct(*(pl.col(name) for name in SPAN.to_schema())))
+    )
+
+
+def _tool_calls(tasks: pl.DataFrame) -> pl.DataFrame:
+    """The main agent's tool calls of each task in order, with their identity (name and
+    arguments), whether they were new to the task, and the line of the turn that asked."""
+    turn_lines = tasks.filter(MAIN & (TYPE == derive.TURN_START)).select(
+        *SESSION, "turn_index", turn_line="line"
+    )
+    where = tasks.select(*SESSION, start_line="line", task_index="task_index", task_end="task_end")
+    return (
+        derive.tools(tasks)
+        .filter(
+            pl.col("agent_id").is_null()
+            & ~pl.col("is_user_requested")
+            & (pl.col("tool_name") != "task_complete")
+            & pl.col("start_line").is_not_null()
+        )
+        .join(where, on=[*SESSION, "start_line"])
+        .join(turn_lines, on=[*SESSION, "turn_index"], how="left")
+        .sort(*SESSION, "start_line")
+        .with_columns(
+            identity=pl.concat_str("tool_name", pl.col("arguments").fill_null(""), separator=" "),
+            asked_at=pl.coalesce("turn_line", "start_line"),
+        )
+        .with_columns(new=pl.col("identity").is_first_distinct().over(*TASK))
+    )
+
+
+def _stalled(tasks: pl.DataFrame, tools: pl.DataFrame) -> pl.DataFrame:
+    """Runs of nudges each followed by no progress, per task."""
+    segment = _NUDGE.cum_sum().over(*TASK).cast(pl.Int64)
+    nudges = (
+        tasks.with_columns(segment=segment)
+        .filter(_NUDGE)
+        .select(*TASK, "segment", "task_end", nudge_line="line")
+    )
+    segments = tasks.select(*SESSION, start_line="line", segment=segment)
+    progress = (
+        tools.join(segments, on=[*SESSION, "start_line"])
+        .filter(pl.col("new") & (pl.col("success") == True))  # noqa: E712
+        .group_by(*TASK, "segment")
+        .agg(progressed=pl.lit(True))
+    )
+    marked = (
+        nudges.join(progress, on=[*TASK, "segment"], how="left")
+        .sort(*TASK, "segment")
+        .with_columns(
+            stalled=pl.col("progressed").is_null(),
+            next_nudge=pl.col("nudge_line").shift(-1).over(*TASK),
+        )
+        .with_columns(changed=pl.col("stalled") != pl.col("stalled").shift(1).over(*TASK))
+        .with_columns(run=pl.col("changed").fill_null(True).cum_sum().over(*TASK))
+    )
+    return (
+        marked.filter("stalled")
+        .group_by(*TASK, "run")
+        .agg(
+            strength=pl.len().cast(pl.Int64),
+            start_line=pl.col("nudge_line").first(),
+            end_line=pl.coalesce(pl.col("next_nudge").last(), pl.col("task_end").last()),
+        )
+        .with_columns(signal=pl.lit(STALLED_NUDGES), label=pl.lit(None, pl.String))
+    )
+
+
+def _repeated(tools: pl.DataFrame) -> pl.DataFrame:
+    """Runs of the same tool call with no other tool call between, per task."""
+    runs = tools.with_columns(
+        changed=pl.col("identity") != pl.col("identity").shift(1).over(*TASK),
+        next_asked=pl.col("asked_at").shift(-1).over(*TASK),
+    ).with_columns(run=pl.col("changed").fill_null(True).cum_sum().over(*TASK))
+    return (
+        runs.group_by(*TASK, "run")
+        .agg(
+            strength=pl.len().cast(pl.Int64),
+            start_line=pl.col("asked_at").get(1, null_on_oob=True),
+            end_line=pl.coalesce(pl.col("next_asked").last(), pl.col("task_end").last()),
+            label=pl.col("identity").first(),
+        )
+        .filter(pl.col("strength") > 1)
+        .with_columns(signal=pl.lit(REPEATED_CALL))
+    )
+
+
+def _rejected(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Rejected completions, per task: from the first to the next accepted completion."""
+    completions = tasks.filter(_TASK_COMPLETE).with_columns(rejected=_REJECTED)
+    first = (
+        completions.filter("rejected")
+        .group_by(*TASK)
+        .agg(
+            strength=pl.len().cast(pl.Int64),
+            start_line=pl.col("line").min(),
+            last_rejected=pl.col("line").max(),
+            task_end=pl.col("task_end").first(),
+        )
+    )
+    accepted = completions.filter(~pl.col("rejected")).select(*TASK, accepted_line="line")
+    after = (
+        first.join(accepted, on=TASK, how="left")
+        .filter(
+            pl.col("accepted_line").is_null() | (pl.col("accepted_line") > pl.col("last_rejected"))
+        )
+        .group_by(*TASK)
+        .agg(
+            pl.col("strength", "start_line", "task_end").first(),
+            accepted_line=pl.col("accepted_line").min(),
+        )
+    )
+    return after.with_columns(
+        end_line=pl.coalesce("accepted_line", "task_end"),
+        signal=pl.lit(REJECTED_COMPLETIONS),
+        label=pl.lit(None, pl.String),
+    )
+
+
+def _after_completion(tasks: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """LLM calls after the last accepted completion of each task."""
+    accepted = (
+        tasks.filter(_TASK_COMPLETE & ~_REJECTED)
+        .group_by(*TASK)
+        .agg(start_line=pl.col("line").max(), end_line=pl.col("task_end").first())
+    )
+    counted = (
+        accepted.join(calls, on=TASK, how="left")
+        .group_by(*TASK)
+        .agg(
+            pl.col("start_line", "end_line").first(),
+            strength=(pl.col("call") > pl.col("start_line")).sum().cast(pl.Int64),
+        )
+    )
+    return counted.filter(pl.col("strength") > 0).with_columns(
+        signal=pl.lit(AFTER_COMPLETION), label=pl.lit(None, pl.String)
+    )
+
+
+def looping(spans: pl.DataFrame, thresholds: Mapping[str, int]) -> pl.DataFrame:
+    """Per session of ``spans`` (:func:`loop_spans`' column ``loop_spans`` beside the session
+    key): ``looping``, ``loop_signals`` (in :data:`SIGNALS` order), ``loop_line`` (where the
+    first span that reached its threshold starts), ``repeated_call`` and ``wasted_calls``."""
+    limits = {**DEFAULT_THRESHOLDS, **thresholds}
+    order = {signal: index for index, signal in enumerate(SIGNALS)}
+    threshold = pl.col("signal").replace_strict(limits, return_dtype=pl.Int64)
+    fired = (
+        spans.select(*SESSION, "loop_spans")
+        .explode("loop_spans")
+        .drop_nulls("loop_spans")
+        .unnest("loop_spans")
+        .filter(pl.col("strength") >= threshold)
+        .with_columns(rank=pl.col("signal").replace_strict(order, return_dtype=pl.Int64))
+    )
+    return (
+        fired.group_by(*SESSION)
+        .agg(
+            looping=pl.lit(True),
+            loop_signals=pl.col("signal").sort_by("rank").unique(maintain_order=True),
+            loop_line=pl.col("start_line").min(),
+            repeated_call=pl.col("label").sort_by("strength", descending=True).drop_nulls().first(),
+            wasted_calls=pl.col("calls").explode().drop_nulls().n_unique().cast(pl.Int64),
+        )
+        .join(_wasted_credits(fired), on=SESSION, how="left")
+    )
+
+
+def _wasted_credits(fired: pl.DataFrame) -> pl.DataFrame:
+    """Per session, the AI credits of its wasted calls (each once): null unless every one of
+    them has its credits (CLI 1.0.102's per-call records, billed by GitHub)."""
+    each = (
+        fired.select(*SESSION, "calls", "credits")
+        .explode("calls", "credits")
+        .drop_nulls("calls")
+        .unique(subset=[*SESSION, "calls"])
+    )
+    return each.group_by(*SESSION).agg(
+        wasted_credits=pl.when(pl.col("credits").is_not_null().all())
+        .then(pl.col("credits").sum().round(9))
+        .otherwise(None)
+    )

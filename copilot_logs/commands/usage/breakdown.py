@@ -1,0 +1,298 @@
+"""``usage --by call|prompt|agent|task``: where the credits and tokens went inside sessions.
+
+Rows are made of the calls of :mod:`copilot_logs.commands.usage.calls`. A group whose every
+call has the CLI's record is ``exact`` (its figures are the records' sums). Otherwise a figure
+is taken from the log's totals only where the log gives it for exactly that group, and the
+row says ``from totals``:
+
+- ``agent``: the last shutdown's ``agentMetrics`` (CLI 1.0.85 on) has each agent's figures
+  (``main`` and each sub-agent, by its instance id); a session with no sub-agent gives the
+  main agent the session's figures.
+- ``prompt`` / ``task``: a session with one prompt (one task) gives it the session's figures.
+
+Nothing is apportioned beyond that (no share by calls or by time): a group the log has no
+figure for keeps the output tokens of its messages (``messages``) and null elsewhere. A
+session's totals are used only when its shutdowns record all its usage (``complete``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from copilot_logs import derive
+from copilot_logs.commands.usage import lifecycle, session_rows
+from copilot_logs.commands.usage.calls import (
+    CALL_SCHEMA,
+    EXACT,
+    FROM_TOTALS,
+    MAIN_AGENT,
+    MESSAGES,
+    call_usage,
+    credits,
+)
+from copilot_logs.commands.usage.shutdown import TOKEN_FIELDS, agent_figures
+from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.ingest.reader import ReadResult
+
+CALL_GROUPINGS = ("call", "prompt", "agent", "task")
+
+KEYS: dict[str, tuple[str, ...]] = {
+    "prompt": ("prompt_index", "prompt"),
+    "agent": ("agent_id", "agent"),
+    "task": ("task_index", "prompt_index", "prompt"),
+}
+TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+FIGURES = ("ai_credits", "credits_status", "nano_aiu", *TOKENS, "model_time_ms", "ttft_ms")
+SUMMED = ("llm_calls", "ai_credits", *TOKENS, "model_time_ms")
+
+
+@dataclass(frozen=True)
+class CallReport:
+    """What ``usage --by call|prompt|agent|task`` prints: the rows and their totals."""
+
+    by: str
+    rows: pl.DataFrame
+    totals: dict[str, Any]
+
+
+def call_report(parts: list[pl.DataFrame], by: str) -> CallReport:
+    """The report over the :func:`breakdown` rows of several batches. A total sums the rows
+    where the figure is known (null when it is known for none); ``rows_without_figures``
+    says how many rows have only their messages' output tokens."""
+    rows = pl.concat(parts, how="vertical_relaxed") if parts else _empty(by)
+    counted = rows if "llm_calls" in rows.columns else rows.with_columns(llm_calls=pl.lit(1))
+    summed = counted.select(
+        pl.len().cast(pl.Int64).alias("rows"),
+        *(
+            pl.when(pl.col(name).is_not_null().any()).then(pl.col(name).sum()).alias(name)
+            for name in SUMMED
+        ),
+        (pl.col("source") == MESSAGES).sum().cast(pl.Int64).alias("rows_without_figures"),
+    )
+    totals = summed.to_dicts()[0]
+    statuses = set(rows["credits_status"].drop_nulls().to_list())
+    totals["credits_status"] = "unavailable" if "unavailable" in statuses else None
+    return CallReport(by=by, rows=rows, totals=totals)
+
+
+def breakdown(result: ReadResult, by: str) -> pl.DataFrame:
+    """The rows of ``usage --by BY`` for one batch of logs, in file order."""
+    if by not in CALL_GROUPINGS:
+        raise ValueError(f"unknown grouping {by!r}")
+    if result.events.is_empty():
+        return _empty(by)
+    return breakdowns(result, (by,))[by]
+
+
+def breakdowns(result: ReadResult, groupings: tuple[str, ...]) -> dict[str, pl.DataFrame]:
+    """:func:`breakdown` of one batch by several groupings, its events read once."""
+    if result.events.is_empty():
+        return {by: _empty(by) for by in groupings}
+    annotated = derive.annotate(result.events)
+    calls = call_usage(annotated)
+    return {by: calls if by == "call" else _grouped(annotated, calls, by) for by in groupings}
+
+
+def _grouped(annotated: pl.DataFrame, calls: pl.DataFrame, by: str) -> pl.DataFrame:
+    if calls.is_empty():
+        return _empty(by)
+    grouped = _group(calls, by)
+    if by == "task":
+        done = _completions(annotated, calls)
+        grouped = grouped.join(done, on=[*SESSION, "task_index"], how="left")
+        grouped = grouped.with_columns(completed=pl.col("completed").fill_null(False))
+    totals = _totals(annotated, by)
+    filled = _filled(grouped, totals, by).sort(*SESSION, "first_line")
+    return filled.select(_empty(by).columns)
+
+
+def _empty(by: str) -> pl.DataFrame:
+    if by == "call":
+        return pl.DataFrame(schema=CALL_SCHEMA)
+    keys = {name: CALL_SCHEMA[name] for name in KEYS[by]}
+    extra = {"completed": pl.Boolean(), "summary": pl.String()} if by == "task" else {}
+    schema = {
+        "file": pl.String(),
+        "session_id": pl.String(),
+        **keys,
+        **extra,
+        "started_at": CALL_SCHEMA["started_at"],
+        "llm_calls": pl.Int64(),
+        **{name: CALL_SCHEMA[name] for name in FIGURES},
+        "source": pl.String(),
+    }
+    return pl.DataFrame(schema=schema)
+
+
+def _group(calls: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Per group, the records' sums where every call of it has one (and the figure); the
+    messages' output tokens where every call has them."""
+    exact = (pl.col("source") == EXACT).all()
+
+    def known_sum(name: str, *, records_only: bool = True) -> pl.Expr:
+        known = pl.col(name).is_not_null().all()
+        return pl.when((exact & known) if records_only else known).then(pl.col(name).sum())
+
+    return (
+        calls.group_by(*SESSION, *KEYS[by], maintain_order=True)
+        .agg(
+            first_line=pl.col("line").min(),
+            started_at=pl.col("started_at").min(),
+            llm_calls=pl.len().cast(pl.Int64),
+            nano_aiu=known_sum("nano_aiu"),
+            credits_status=pl.when(exact).then(_status()),
+            input_tokens=known_sum("input_tokens"),
+            cache_read_tokens=known_sum("cache_read_tokens"),
+            cache_write_tokens=known_sum("cache_write_tokens"),
+            output_tokens=known_sum("output_tokens", records_only=False),
+            model_time_ms=known_sum("model_time_ms"),
+            ttft_ms=pl.col("ttft_ms").mean(),
+            source=pl.when(exact).then(pl.lit(EXACT)).otherwise(pl.lit(MESSAGES)),
+        )
+        .with_columns(ai_credits=credits(pl.col("nano_aiu")))
+    )
+
+
+def _status() -> pl.Expr:
+    """A group's credits status from its calls': ``unavailable`` if any call's credits were
+    not reported, ``complete`` if every call's were, ``partial`` if only some say so."""
+    status = pl.col("credits_status")
+    return (
+        pl.when((status == "unavailable").any())
+        .then(pl.lit("unavailable"))
+        .when((status.fill_null("") == "complete").all())
+        .then(pl.lit("complete"))
+        .when(status.is_not_null().any())
+        .then(pl.lit("partial"))
+    )
+
+
+def _completions(annotated: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """Per task, whether an accepted task_complete ended it, and its summary: a completion
+    belongs to the task of the main-agent call it was made in (the last one before it)."""
+    accepted = (
+        (TYPE == "session.task_complete")
+        & (pl.col("success") != False).fill_null(True)  # noqa: E712
+        & ~pl.col("outcome").is_in(["continue", "blocked"]).fill_null(False)
+        & pl.col("agent_id").is_null()
+    )
+    summary = pl.coalesce(pl.col("detail").str.json_path_match("$.summary"), pl.col("text"))
+    done = annotated.filter(accepted).select(*SESSION, "line", summary=summary).sort("line")
+    main = calls.filter(pl.col("agent_id").is_null()).select(*SESSION, "line", "task_index")
+    return (
+        done.join_asof(main.sort("line"), on="line", by=list(SESSION), check_sortedness=False)
+        .drop_nulls("task_index")
+        .group_by(*SESSION, "task_index")
+        .agg(completed=pl.lit(True), summary=pl.col("summary").last())
+    )
+
+
+def _totals(annotated: pl.DataFrame, by: str) -> pl.DataFrame:
+    """The figures the log gives for whole groups: per session (keyed like a lone group), or
+    per agent from agentMetrics."""
+    sessions = session_rows(annotated).filter("complete")
+    figures = sessions.select(
+        *SESSION,
+        "nano_aiu",
+        "credits_status",
+        *TOKENS,
+        model_time_ms="api_duration_ms",
+    )
+    if by != "agent":
+        return figures
+    agents = _agent_metrics(annotated, sessions)
+    whole = figures.with_columns(pl.col("nano_aiu").cast(pl.Float64), _whole=pl.lit(True))
+    return pl.concat([agents, whole], how="diagonal_relaxed")
+
+
+def _agent_metrics(annotated: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """Per agent of each complete session's last shutdown ``agentMetrics``, keyed like the
+    calls (``agent_id`` null and ``_main`` for the main agent, the task call's id for a
+    sub-agent)."""
+    complete = set(sessions.select(*SESSION).iter_rows())
+    rows: list[dict[str, Any]] = []
+    for (file, session_id), kinds in lifecycle(annotated).items():
+        shutdowns = kinds.get("session.shutdown", [])
+        if (file, session_id) not in complete or not shutdowns:
+            continue
+        for agent in agent_figures(shutdowns[-1]):
+            rows.append({"file": file, "session_id": session_id, **agent})
+    schema = {
+        "file": pl.String(),
+        "session_id": pl.String(),
+        "agent_instance": pl.String(),
+        "requests": pl.Int64(),
+        **{name: pl.Int64() for name in TOKEN_FIELDS.values()},
+        "nano_aiu": pl.Int64(),
+        "api_duration_ms": pl.Int64(),
+    }
+    found = pl.DataFrame(rows, schema=schema)
+    links = (
+        annotated.filter(pl.col("agent_instance").is_not_null())
+        .select(*SESSION, "agent_instance", "agent_id")
+        .unique(subset=[*SESSION, "agent_instance"], keep="first")
+    )
+    return (
+        found.join(links, on=[*SESSION, "agent_instance"], how="left")
+        .join(sessions.select(*SESSION, "credits_status"), on=SESSION, how="left")
+        .with_columns(_main=pl.col("agent_instance") == MAIN_AGENT)
+        .filter(pl.col("_main") | pl.col("agent_id").is_not_null())
+        .select(
+            *SESSION,
+            "agent_id",
+            "_main",
+            pl.col("nano_aiu").cast(pl.Float64),
+            "credits_status",
+            *TOKENS,
+            model_time_ms="api_duration_ms",
+        )
+    )
+
+
+def _filled(grouped: pl.DataFrame, totals: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Groups not exact take the log's figures for exactly them, where it has some."""
+    rows = grouped.with_row_index("_row").with_columns(
+        _groups=pl.len().over(*SESSION).cast(pl.Int64)
+    )
+    lone = pl.col("_groups") == 1
+    if by == "agent":
+        whole = pl.col("_whole").fill_null(False)
+        per_agent = totals.filter(~whole)
+        steps = [
+            (pl.col("agent_id").is_null(), per_agent.filter("_main"), SESSION),
+            (pl.col("agent_id").is_null() & lone, totals.filter(whole), SESSION),
+            (
+                pl.col("agent_id").is_not_null(),
+                per_agent.filter(~pl.col("_main")),
+                [*SESSION, "agent_id"],
+            ),
+        ]
+    else:
+        steps = [(lone, totals, SESSION)]
+    for where, figures, keys in steps:
+        rows = _take(rows, where, figures, list(keys))
+    return rows.drop("_row", "_groups")
+
+
+def _take(
+    rows: pl.DataFrame, where: pl.Expr, figures: pl.DataFrame, keys: list[str]
+) -> pl.DataFrame:
+    """``rows`` where the groups ``where`` selects that have no better figures yet (only
+    their messages') take ``figures``."""
+    wanted = (
+        rows.filter(where & (pl.col("source") == MESSAGES))
+        .select("_row", *keys)
+        .join(figures, on=keys, how="inner")
+    )
+    if wanted.is_empty():
+        return rows
+    taken = wanted.with_columns(
+        nano_aiu=pl.col("nano_aiu").cast(pl.Float64),
+        ai_credits=credits(pl.col("nano_aiu")),
+        ttft_ms=pl.lit(None, pl.Float64),
+        source=pl.lit(FROM_TOTALS),
+    ).select("_row", *FIGURES, "source")
+    return rows.update(taken, on="_row", how="left", include_nulls=True)

@@ -1,0 +1,239 @@
+"""One row per LLM call and what it used: ``usage --by call``, and the calls behind the rows
+of ``--by prompt``, ``agent`` and ``task`` (docs/usage.md, "Per call, prompt, agent, task").
+
+A call is what every command counts as one (:mod:`copilot_logs.ingest.calls`): a main-agent
+turn, or a sub-agent's call. Its figures are *exact* where the CLI wrote a
+``session.usage_record`` for it (1.0.102 on; read by :mod:`copilot_logs.usage_records`): the
+record is matched to the call its agent made last before it. Where it wrote none, only the
+output tokens of the call's ``assistant.message`` lines are known (``source`` ``messages``);
+every other figure is null, never 0. A record that matches no call (two records after one
+call, or one before any) is kept as a call of its own, so no usage the log reports is lost.
+
+Each call is placed in its *prompt* (a typed prompt and everything it caused: its nudges, its
+sub-agents, a message queued into its run) and its *task* (from the prompt, or from the
+accepted task_complete before, to the accepted task_complete that ends it).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from copilot_logs import derive
+from copilot_logs.derive import MAIN, SESSION, TASK_START, TYPE
+from copilot_logs.usage_records import usage_records
+
+EXACT = "exact"
+FROM_TOTALS = "from totals"
+MESSAGES = "messages"
+SOURCES = (EXACT, FROM_TOTALS, MESSAGES)
+"""Where a row's figures come from: the CLI's per-call records; the shutdown's (or
+checkpoints') figures for exactly that group; or only the output tokens of the messages."""
+
+MAIN_AGENT = "main"
+NANO_PER_CREDIT = 1_000_000_000
+
+CALL_SCHEMA: dict[str, pl.DataType] = {
+    "file": pl.String(),
+    "session_id": pl.String(),
+    "line": pl.Int64(),
+    "started_at": pl.Datetime("ms", "UTC"),
+    "agent_id": pl.String(),
+    "agent": pl.String(),
+    "prompt_index": pl.Int64(),
+    "prompt": pl.String(),
+    "task_index": pl.Int64(),
+    "model": pl.String(),
+    "api_call_id": pl.String(),
+    "input_tokens": pl.Int64(),
+    "output_tokens": pl.Int64(),
+    "cache_read_tokens": pl.Int64(),
+    "cache_write_tokens": pl.Int64(),
+    "nano_aiu": pl.Float64(),
+    "ai_credits": pl.Float64(),
+    "credits_status": pl.String(),
+    "model_time_ms": pl.Int64(),
+    "ttft_ms": pl.Float64(),
+    "source": pl.String(),
+}
+"""The columns of :func:`call_usage`; the figures are documented in docs/usage.md."""
+
+_ACCEPTED = (
+    (TYPE == "session.task_complete")
+    & (pl.col("success") != False).fill_null(True)  # noqa: E712
+    & ~pl.col("outcome").is_in(["continue", "blocked"]).fill_null(False)
+)
+
+
+def credits(nano: pl.Expr) -> pl.Expr:
+    """AI credits from nano-AIU. Polars divides by multiplying with the reciprocal; a credit
+    has nine decimals at most, so rounding there gives the exact figure back."""
+    return (nano / NANO_PER_CREDIT).round(9)
+
+
+def placed(annotated: pl.DataFrame) -> pl.DataFrame:
+    """The annotated events with ``prompt_index`` (1-based; 0 before the first prompt) and
+    ``task_index`` (a new task at each prompt and after each accepted task_complete)."""
+    after_completion = _ACCEPTED.shift(1).over(*SESSION).fill_null(False)
+    return annotated.with_columns(
+        prompt_index=TASK_START.cum_sum().over(*SESSION).cast(pl.Int64),
+        task_index=(TASK_START | after_completion).cum_sum().over(*SESSION).cast(pl.Int64),
+    )
+
+
+def call_usage(annotated: pl.DataFrame) -> pl.DataFrame:
+    """One row per LLM call of the annotated events (:data:`CALL_SCHEMA`), in file order."""
+    if annotated.is_empty():
+        return pl.DataFrame(schema=CALL_SCHEMA)
+    events = placed(annotated)
+    calls = _calls(events)
+    records = _records(events)
+    matched = _matched(calls, records)
+    names = _agent_names(events)
+    prompts = events.filter(TASK_START).select(*SESSION, "prompt_index", prompt="text")
+    return (
+        matched.join(names, on=[*SESSION, "agent_id"], how="left")
+        .join(prompts, on=[*SESSION, "prompt_index"], how="left")
+        .with_columns(
+            agent=pl.coalesce("agent", pl.lit(MAIN_AGENT)),
+            # Numbered 1, 2, ... over the tasks that made calls.
+            task_index=pl.col("task_index").rank("dense").over(*SESSION).cast(pl.Int64),
+        )
+        .select(list(CALL_SCHEMA))
+        .cast(CALL_SCHEMA)  # type: ignore[arg-type]
+        .sort(*SESSION, "line")
+    )
+
+
+def _calls(events: pl.DataFrame) -> pl.DataFrame:
+    """The calls counted from the events: main turns and sub-agent calls, with their line,
+    time, model, output tokens (from their messages) and place."""
+    where = events.select(*SESSION, "line", "prompt_index", "task_index")
+    main_lines = events.filter(MAIN & pl.col("llm_call")).select(*SESSION, "line")
+    main = (
+        derive.turns(events)
+        .join(main_lines, on=[*SESSION, "line"])
+        .select(
+            *SESSION,
+            "line",
+            "model",
+            "output_tokens",
+            started_at="started_at",
+            agent_id=pl.lit(None, pl.String),
+        )
+    )
+    subs = derive.subagent_calls(events).select(
+        *SESSION, "line", "model", "output_tokens", "agent_id", started_at="timestamp"
+    )
+    # A log whose messages carry no outputTokens (BYOK providers, some versions) knows none:
+    # the turns' sums are 0 there, which would pass for a figure.
+    known = events.group_by(*SESSION).agg(
+        _known=((TYPE == "assistant.message") & pl.col("output_tokens").is_not_null()).any()
+    )
+    return (
+        pl.concat([main, subs.select(main.columns)], how="vertical_relaxed")
+        .join(known, on=SESSION, how="left")
+        .with_columns(output_tokens=pl.when("_known").then("output_tokens"))
+        .drop("_known")
+        .join(where, on=[*SESSION, "line"], how="left")
+        .with_columns(_agent=pl.col("agent_id").fill_null(""))
+        .sort("_agent", *SESSION, "line")
+    )
+
+
+def _records(events: pl.DataFrame) -> pl.DataFrame:
+    where = events.select(*SESSION, "line", "prompt_index", "task_index")
+    return (
+        usage_records(events)
+        .join(where, on=[*SESSION, "line"], how="left")
+        .rename({"line": "record_line", "output_tokens": "record_output_tokens"})
+        .with_columns(_agent=pl.col("agent_id").fill_null(""), _line=pl.col("record_line"))
+        .sort("_agent", *SESSION, "_line")
+    )
+
+
+def _matched(calls: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
+    """Each call with the first record its agent wrote after it (and before its next call);
+    records left over become calls of their own."""
+    keys = ["_agent", *SESSION]
+    located = (
+        records.sort("_line")
+        .join_asof(
+            calls.select(*keys, call_line="line", _line="line").sort("_line"),
+            on="_line",
+            by=keys,
+            strategy="backward",
+            check_sortedness=False,  # sorted by line above; polars cannot check it within groups
+        )
+        .with_columns(
+            _first=pl.col("record_line").rank("ordinal").over(*keys, "call_line") == 1,
+        )
+    )
+    taken = located.filter(pl.col("call_line").is_not_null() & pl.col("_first"))
+    figures = [
+        "input_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "total_nano_aiu",
+        "ai_credits_status",
+        "duration_ms",
+        "ttft_ms",
+        "api_call_id",
+        "record_output_tokens",
+        "record_model",
+    ]
+    taken = taken.rename({"model": "record_model"}).select(
+        *keys, "call_line", *figures, _exact=pl.lit(True)
+    )
+    joined = calls.join(taken, left_on=[*keys, "line"], right_on=[*keys, "call_line"], how="left")
+    left_over = located.filter(pl.col("call_line").is_null() | ~pl.col("_first")).select(
+        *SESSION,
+        "agent_id",
+        "prompt_index",
+        "task_index",
+        *figures[:-1],
+        line="record_line",
+        started_at="timestamp",
+        record_model="model",
+        model="model",
+        output_tokens=pl.lit(None, pl.Int64),
+        _exact=pl.lit(True),
+    )
+    both = pl.concat([joined.drop("_agent"), left_over], how="diagonal_relaxed")
+    return _figures(both)
+
+
+def _figures(calls: pl.DataFrame) -> pl.DataFrame:
+    """The call's figures: the record's where it has one, else its messages' output tokens."""
+    exact = pl.col("_exact").fill_null(False)
+    status = pl.col("ai_credits_status")
+    # A record's credits count where it reports some (none is "unavailable", not 0); a
+    # negative amount, which the schema rules out, is no figure.
+    billed = (
+        exact
+        & (pl.col("total_nano_aiu") >= 0).fill_null(False)
+        & (status != "unavailable").fill_null(True)
+    )
+    return calls.with_columns(
+        model=pl.coalesce("record_model", "model"),
+        output_tokens=pl.when(exact)
+        .then(pl.coalesce("record_output_tokens", "output_tokens"))
+        .otherwise("output_tokens"),
+        nano_aiu=pl.when(billed).then("total_nano_aiu"),
+        ai_credits=pl.when(billed).then(credits(pl.col("total_nano_aiu"))),
+        credits_status=pl.when(exact)
+        .then(pl.coalesce(status, pl.when(billed).then(pl.lit("complete"))))
+        .otherwise(pl.lit(None, pl.String)),
+        model_time_ms="duration_ms",
+        source=pl.when(exact).then(pl.lit(EXACT)).otherwise(pl.lit(MESSAGES)),
+    )
+
+
+def _agent_names(events: pl.DataFrame) -> pl.DataFrame:
+    """Per sub-agent (by its key, the task call's toolCallId), the name it was started with:
+    its display name (the task call's name from CLI 1.0.85), else its agent type."""
+    started = events.filter(TYPE == "subagent.started").select(
+        *SESSION,
+        agent_id="tool_call_id",
+        agent=pl.coalesce("text", "tool_name"),
+    )
+    return started.unique(subset=[*SESSION, "agent_id"], keep="first", maintain_order=True)
