@@ -99,6 +99,11 @@ def _codes(path: Path, key: str, value: Any) -> tuple[str, ...]:
             matching(selector)
         except UnknownRuleError as error:
             raise ConfigError(f"{path}: [tool.{TABLE}] {key}: {error}") from None
+    if key == "select" and not selectors:  # an empty select would check nothing, and pass
+        raise ConfigError(
+            f"{path}: [tool.{TABLE}] select is empty: name the rules to check, or leave it "
+            "out to check every rule"
+        )
     return selectors
 
 

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 import click
 
 from copilot_logs.cli.options import (
+    Command,
     Picked,
     engine_options,
     exit_code,
@@ -43,7 +44,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozense
     return frozenset(names)
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @engine_options
 @click.option(

@@ -6,6 +6,7 @@ import click
 
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
+    Command,
     Picked,
     engine_options,
     exit_code,
@@ -22,7 +23,7 @@ from copilot_logs.render import output
 from copilot_logs.render.formats import print_damage
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @engine_options
 @click.option(

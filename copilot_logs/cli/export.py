@@ -4,12 +4,12 @@ from pathlib import Path
 
 import click
 
-from copilot_logs.cli.options import Loaded, Picked, exit_code, load, selection_options
+from copilot_logs.cli.options import Command, Loaded, Picked, exit_code, load, selection_options
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("out", type=click.Path(path_type=Path), metavar="OUT")
 @selection_options
 @click.pass_context

@@ -35,6 +35,55 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class Command(click.Command):
+    """Every command of copilot-logs: a value given on the command line must say something.
+
+    An empty value (``--select ''``, ``--fail-on ''``, ``--since=``, ``''`` as a path) is a
+    usage error, never a silent "nothing" that would switch a gate off or read the current
+    folder; so is an option value of blanks and commas only (``--select ,``), which names
+    nothing. Checked once here, for every option and argument of every command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)
+        rest = super().parse_args(ctx, args)  # --help and bad values first, as click does
+        if not ctx.resilient_parsing:
+            refuse_empty(self, ctx, given)
+        return rest
+
+
+class Group(click.Group):
+    """A group of commands (``cache``) whose commands are :class:`Command`."""
+
+    command_class = Command
+
+
+def refuse_empty(command: click.Command, ctx: click.Context, args: list[str]) -> None:
+    """Raise a usage error naming the first option or argument given an empty value."""
+    raw, _, _ = command.make_parser(ctx).parse_args(args=list(args))
+    for param in command.get_params(ctx):
+        value = raw.get(param.name) if param.name else None
+        for given in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(given, str) and _empty(param, given):
+                raise click.BadParameter(_empty_message(param, given), ctx, param)
+
+
+def _empty(param: click.Parameter, value: str) -> bool:
+    if _names_a_path(param):
+        return value == ""  # a file may be named " " or ","
+    return value.strip(" \t,") == ""
+
+
+def _names_a_path(param: click.Parameter) -> bool:
+    return isinstance(param.type, click.Path) or param.name == "selectors"
+
+
+def _empty_message(param: click.Parameter, value: str) -> str:
+    if isinstance(param, click.Option):
+        return f"{value!r} is empty: give a value, or leave the option out"
+    where = " (the current folder is .)" if _names_a_path(param) else ""
+    return f"an empty value names nothing{where}"
+
+
 NO_CACHE = "copilot_logs.no_cache"
 
 

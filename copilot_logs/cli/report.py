@@ -7,7 +7,7 @@ from typing import NoReturn
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, load, selection_options
+from copilot_logs.cli.options import Command, Picked, exit_code, load, selection_options
 from copilot_logs.errors import CopilotLogsError
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
@@ -15,7 +15,7 @@ from copilot_logs.render.humanize import plural
 DEFAULT_OUTPUT = "copilot-logs-report.html"
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @click.option(
     "-o",

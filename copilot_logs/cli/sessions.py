@@ -4,6 +4,7 @@ import click
 
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
+    Command,
     Picked,
     engine_options,
     exit_code,
@@ -14,7 +15,7 @@ from copilot_logs.cli.options import (
 )
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @engine_options
 @format_option("table", "json", "ndjson", "csv")

@@ -8,6 +8,7 @@ import click
 
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
+    Command,
     Picked,
     exit_code,
     format_option,
@@ -18,7 +19,7 @@ from copilot_logs.cli.options import (
 from copilot_logs.render import output
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @click.option("--no-tools", is_flag=True, help="Leave out the tool executions (counts stay).")
 @click.option(

@@ -5,6 +5,7 @@ from functools import partial
 import click
 
 from copilot_logs.cli.options import (
+    Command,
     Picked,
     engine_options,
     format_option,
@@ -15,7 +16,7 @@ from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @engine_options
 @click.option(

@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import Picked, format_option, parse_duration, selection_options
+from copilot_logs.cli.options import (
+    Command,
+    Picked,
+    format_option,
+    parse_duration,
+    selection_options,
+)
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 
@@ -22,7 +28,7 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     return None if value is None else parse_duration(ctx, param, value)
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @click.option(
     "--until-done",
