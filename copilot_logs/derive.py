@@ -12,6 +12,7 @@ import polars as pl
 
 from copilot_logs.ingest.calls import MESSAGE, CallCounter
 from copilot_logs.ingest.calls import TURN_START as TURN_START
+from copilot_logs.ingest.schema import log_times
 
 MAIN = pl.col("agent_id").is_null()
 TYPE = pl.col("type")
@@ -316,9 +317,7 @@ def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
     detail = pl.col("_start_detail")
     return facts.with_columns(
         started_at=pl.coalesce(
-            detail.str.json_path_match("$.startTime").str.to_datetime(
-                strict=False, time_unit="ms", time_zone="UTC"
-            ),
+            log_times(detail.str.json_path_match("$.startTime")),
             pl.col("first_at"),
         ),
         cwd=detail.str.json_path_match("$.context.cwd"),

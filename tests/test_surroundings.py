@@ -7,14 +7,20 @@ are in tests/test_process_surroundings.py (the CLI run as a subprocess).
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import click
+import orjson
 import pytest
 from click.testing import CliRunner, Result
 
 from copilot_logs.cli import main
 from copilot_logs.cli.options import Command
+from copilot_logs.durations import parse_duration
+from synth import SessionBuilder, bash
 from tests.conftest import SAMPLES
 
 
@@ -110,3 +116,211 @@ def test_a_path_may_be_named_by_blanks(tmp_path: Path, monkeypatch: pytest.Monke
     result = run("count", "--total", "./ ")
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "4"
+
+
+# --- dates at the edges of the range ---------------------------------------------------------
+
+ALL_LINES = 53
+"""LLM calls in sample_sessions (tests/test_samples.py checks it against the generator)."""
+
+EDGES = [
+    ("--since", "0001-01-01T00:00+05:00", ALL_LINES),  # before the earliest datetime: all
+    ("--since", "0001-01-01", ALL_LINES),
+    ("--since", "0001-01-01T00:00:00-23:59", ALL_LINES),
+    ("--until", "9999-12-31", ALL_LINES),  # the end of that day is past the latest: all
+    ("--until", "9999-12-31T23:59:59.999999-05:00", ALL_LINES),
+    ("--until", "0001-01-01", 0),
+    ("--until", "0001-01-01T00:00+05:00", 0),
+    ("--since", "9999-12-31", 0),
+    ("--since", "9999-12-31T23:00-05:00", 0),
+]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo", "America/Anchorage"])
+@pytest.mark.parametrize(("option", "when", "calls"), EDGES)
+def test_count_total_at_the_edges_of_the_date_range(
+    option: str, when: str, calls: int, zone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bare date or naive time is local: in a zone east or west of UTC the edges of
+    Python's datetime are crossed both ways (OverflowError before)."""
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        result = run("count", "--total", option, when, SAMPLES)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert result.exit_code == 0, result.output
+    assert int(result.stdout) == calls
+
+
+@pytest.mark.parametrize("words", [["sessions"], ["count"], ["usage"], ["timeline"], ["audit"]])
+@pytest.mark.parametrize("window", [("0001-01-01T00:00+05:00", "9999-12-31")])
+def test_every_command_takes_the_edges_of_the_date_range(
+    words: list[str], window: tuple[str, str]
+) -> None:
+    since, until = window
+    wide = run(*words, "--since", since, "--until", until, "--format", "json", SAMPLES)
+    plain = run(*words, "--format", "json", SAMPLES)
+    assert wide.exit_code == plain.exit_code, wide.output
+    assert wide.stdout == plain.stdout  # nothing left out: the window holds every session
+    empty = run(*words, "--since", until, "--until", since, "--format", "json", SAMPLES)
+    assert empty.exception is None or isinstance(empty.exception, SystemExit), empty.output
+    shown = orjson.loads(empty.stdout)
+    assert (shown["rows"] if isinstance(shown, dict) else shown) == []  # and the window none
+
+
+# --- timestamps no datetime holds ------------------------------------------------------------
+
+ODD_TIMES = [
+    "0001-01-01T00:00:00.000Z",
+    "9999-12-31T23:59:59.999Z",
+    "-0001-01-01T00:00:00Z",
+    "+10000-01-01T00:00:00Z",
+    "0001-01-01T00:00:00+05:00",
+    "9999-12-31T23:00:00-05:00",
+]
+
+
+def _event(kind: str, event_id: str, at: str, data: dict[str, Any]) -> bytes:
+    return orjson.dumps({"type": kind, "data": data, "id": event_id, "timestamp": at})
+
+
+def _odd_log(folder: Path, session: str, at: str) -> Path:
+    """A session with one LLM call whose session.start (line 1) and turn_end (line 4) hold
+    ``at``; the prompt and the turn start hold ordinary times."""
+    path = folder / session / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = [
+        _event("session.start", "e1", at, {"sessionId": session, "startTime": at}),
+        _event("user.message", "e2", "2026-08-05T07:49:02.000Z", {"content": "Go."}),
+        _event("assistant.turn_start", "e3", "2026-08-05T07:49:03.000Z", {"turnId": "0"}),
+        _event("assistant.turn_end", "e4", at, {"turnId": "0"}),
+    ]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+@pytest.fixture
+def odd_root(tmp_path: Path) -> Path:
+    """Six sessions with a timestamp no datetime holds, and one good session of 2 calls."""
+    root = tmp_path / "session-state"
+    for index, at in enumerate(ODD_TIMES):
+        _odd_log(root, f"odd{index}", at)
+    good = SessionBuilder(seed=7)
+    good.user_message("Fix it.")
+    good.turn("Looking.", [bash("ls", "a b")])
+    good.turn("Done.")
+    good.write_to(root)
+    return root
+
+
+def test_a_timestamp_no_datetime_holds_is_a_finding_on_its_line(odd_root: Path) -> None:
+    sessions = run("sessions", "--format", "json", odd_root)
+    assert sessions.exit_code == 0, sessions.output
+    rows = orjson.loads(sessions.stdout)
+    assert len(rows) == len(ODD_TIMES) + 1  # every session still listed
+    odd = [row for row in rows if row["session_id"].startswith("odd")]
+    assert {row["started_at"] for row in odd} == {"2026-08-05T07:49:02.000Z"}  # the first time
+    counted = run("count", "--format", "json", odd_root)
+    calls = {row["session_id"]: row["llm_calls"] for row in orjson.loads(counted.stdout)}
+    assert sorted(calls.values()) == [1] * len(ODD_TIMES) + [2]
+    assert run("count", "--total", odd_root).stdout.strip() == str(len(ODD_TIMES) + 2)
+    report = orjson.loads(run("validate", "--format", "json", odd_root).stdout)
+    e119 = {(f["session_id"], f["line"]) for f in report["findings"] if f["code"] == "E119"}
+    assert e119 == {(f"odd{i}", line) for i in range(len(ODD_TIMES)) for line in (1, 4)}
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["timeline", "--format", "json"],
+        ["timeline"],
+        ["usage"],
+        ["audit", "--all"],
+        ["count", "--by", "day"],
+    ],
+)
+def test_every_command_reads_past_a_timestamp_no_datetime_holds(
+    odd_root: Path, words: list[str]
+) -> None:
+    result = run(*words, odd_root)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    assert result.exit_code in (0, 1), result.output
+
+
+def test_report_and_export_read_past_a_timestamp_no_datetime_holds(
+    odd_root: Path, tmp_path: Path
+) -> None:
+    page = run("report", odd_root, "-o", tmp_path / "r.html")
+    assert page.exit_code == 0, page.output
+    exported = run("export", tmp_path / "out", odd_root)
+    assert exported.exit_code == 0, exported.output
+    assert f"Exported {len(ODD_TIMES) + 1} logs" in exported.stderr
+
+
+@pytest.mark.parametrize("at", ODD_TIMES)
+def test_watch_ndjson_reads_past_a_timestamp_no_datetime_holds(tmp_path: Path, at: str) -> None:
+    log = _odd_log(tmp_path, "odd", at)
+    result = run("watch", log, "--format", "ndjson", "--until-done", "--timeout", "1s")
+    assert result.exit_code == 124, result.output  # an open turn: watch waits, then gives up
+    records = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert [r["kind"] for r in records][:3] == ["session_start", "prompt", "turn_start"]
+    assert records[0]["at"] is None
+
+
+def test_until_keeps_a_session_whose_start_no_datetime_holds(odd_root: Path) -> None:
+    """Its start is read as unknown: the file's time (now) for a file, its first ordinary
+    event for standard input; never a start in the year 9999 or 10000 that --until drops."""
+    result = run("count", "--total", "--until", "2100-01-01", odd_root)
+    assert result.stdout.strip() == str(len(ODD_TIMES) + 2)
+    for index in range(len(ODD_TIMES)):
+        log = odd_root / f"odd{index}" / "events.jsonl"
+        piped = run("count", "--total", "--until", "2100-01-01", "-", input=log.read_bytes())
+        assert piped.stdout.strip() == "1", (ODD_TIMES[index], piped.output)
+
+
+# --- durations -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("60", 60),  # a bare number is seconds, as coreutils timeout reads it
+        ("1.5", 1.5),
+        ("0", 0),
+        ("90s", 90),
+        ("10m", 600),
+        ("1h30m", 5400),
+        ("2d", 172_800),
+        ("36500d", 36_500 * 86_400),  # a hundred years: the longest taken
+    ],
+)
+def test_a_duration_is_read_as_timeout_reads_it(text: str, seconds: float) -> None:
+    assert parse_duration(text) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["watch", "--until-done", "--timeout", "99999999999d"],
+        ["watch", "--until-done", "--timeout", "99999999999999999999999"],
+        ["audit", "--running-within", "36501d"],
+        ["watch", "--until-done", "--timeout", "1e999"],
+        ["watch", "--until-done", "--timeout", "-5"],
+        ["audit", "--running-within", "999999d"],
+        ["audit", "--running-within", "99999999999999999999999"],
+    ],
+)
+def test_a_duration_past_its_range_is_a_usage_error(args: list[str]) -> None:
+    result = run(*args, SAMPLES / "18e7da49-bc24-4d35-b6e7-718293a4b5c6" / "events.jsonl")
+    assert result.exit_code == 2, result.output
+    assert [line for line in result.stderr.splitlines() if line.startswith("Error:")], result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_watch_timeout_takes_a_bare_number_of_seconds() -> None:
+    open_log = SAMPLES / "18e7da49-bc24-4d35-b6e7-718293a4b5c6" / "events.jsonl"
+    result = run("watch", open_log, "--until-done", "--timeout", "1")
+    assert result.exit_code == 124, result.output
+    assert "for 1s" in result.stderr

@@ -80,7 +80,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozense
     show_default=True,
     metavar="DURATION",
     help="An open session whose last event is this recent is `running`, not `interrupted` "
-    "(90s, 10m, 1h; 0: never).",
+    "(90s, 10m, 1h; a bare number is seconds; 0: never).",
 )
 @format_option("table", "json", "ndjson", "csv", "markdown", "github")
 @click.pass_context

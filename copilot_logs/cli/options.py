@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,30 +57,16 @@ class Group(click.Group):
 
 
 def refuse_empty(command: click.Command, ctx: click.Context, args: list[str]) -> None:
-    """Raise a usage error naming the first option or argument given an empty value."""
+    """Raise a usage error naming the first option or argument given an empty value: ``''``,
+    or for a value that is not a path (a file may be named " "), only blanks and commas."""
     raw, _, _ = command.make_parser(ctx).parse_args(args=list(args))
     for param in command.get_params(ctx):
-        value = raw.get(param.name) if param.name else None
+        value = raw.get(param.name or "")
+        path = isinstance(param.type, click.Path) or param.name == "selectors"
         for given in value if isinstance(value, list | tuple) else [value]:
-            if isinstance(given, str) and _empty(param, given):
-                raise click.BadParameter(_empty_message(param, given), ctx, param)
-
-
-def _empty(param: click.Parameter, value: str) -> bool:
-    if _names_a_path(param):
-        return value == ""  # a file may be named " " or ","
-    return value.strip(" \t,") == ""
-
-
-def _names_a_path(param: click.Parameter) -> bool:
-    return isinstance(param.type, click.Path) or param.name == "selectors"
-
-
-def _empty_message(param: click.Parameter, value: str) -> str:
-    if isinstance(param, click.Option):
-        return f"{value!r} is empty: give a value, or leave the option out"
-    where = " (the current folder is .)" if _names_a_path(param) else ""
-    return f"an empty value names nothing{where}"
+            if isinstance(given, str) and not (given if path else given.strip(" \t,")):
+                fix = "name one (the current folder is .)" if path else "give one, or leave it out"
+                raise click.BadParameter(f"{given!r} is an empty value: {fix}", ctx, param)
 
 
 NO_CACHE = "copilot_logs.no_cache"
@@ -403,18 +388,11 @@ def exit_code(loaded: Loaded | None) -> ExitCode:
     return ExitCode.UNREADABLE if loaded is not None and loaded.empty_files() else ExitCode.OK
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
 def parse_duration(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
-    """``90s``, ``10m``, ``1h30m``, ``2d`` or ``0`` -> a timedelta."""
-    text = value.strip().lower().replace(" ", "")
-    if text == "0":
-        return timedelta(0)
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise click.BadParameter(
-            f"{value!r} is not a duration like 90s, 10m, 1h30m or 2d", ctx, param
-        )
-    return timedelta(seconds=sum(float(n) * _UNIT_SECONDS[unit] for n, unit in parts))
+    """A duration option's value (see :mod:`copilot_logs.durations`) -> a timedelta."""
+    from copilot_logs.durations import parse_duration as parse
+
+    try:
+        return parse(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx, param) from None

@@ -40,7 +40,8 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     "--timeout",
     callback=_timeout,
     metavar="DURATION",
-    help="With --until-done: give up when no new event arrives for DURATION (90s, 10m, 1h) "
+    help="With --until-done: give up when no new event arrives for DURATION (90s, 10m, 1h; "
+    "a bare number is seconds, as for coreutils timeout) "
     f"and exit {int(ExitCode.TIMEOUT)}.",
 )
 @click.option(
