@@ -324,3 +324,33 @@ def test_watch_timeout_takes_a_bare_number_of_seconds() -> None:
     result = run("watch", open_log, "--until-done", "--timeout", "1")
     assert result.exit_code == 124, result.output
     assert "for 1s" in result.stderr
+
+
+# --- time zones ------------------------------------------------------------------------------
+
+POLARS_REFUSES = ["posixrules", "localtime", "Factory", "posix/Europe/Berlin", "right/UTC"]
+"""Zone files Python's zoneinfo reads from the system, which polars' own database lacks."""
+
+
+@pytest.mark.parametrize("zone", POLARS_REFUSES)
+@pytest.mark.parametrize(
+    "words", [["count", "--by", "day"], ["usage", "--by", "day"], ["report", "-o", "-"]]
+)
+def test_a_zone_polars_refuses_is_a_usage_error(words: list[str], zone: str) -> None:
+    result = run(*words, "--tz", zone, SAMPLES)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert errors == [
+        f"Error: --tz {zone}: unknown time zone; use an IANA name like Europe/Berlin or UTC"
+    ]
+
+
+@pytest.mark.parametrize("zone", POLARS_REFUSES)
+def test_a_local_zone_polars_refuses_is_passed_over(
+    zone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TZ=posixrules: the day buckets fall back to the next candidate (or UTC)."""
+    monkeypatch.setenv("TZ", zone)
+    result = run("count", "--by", "day", "--format", "json", SAMPLES)
+    assert result.exit_code == 0, result.output
+    assert sum(row["llm_calls"] for row in orjson.loads(result.stdout)) == ALL_LINES
