@@ -22,7 +22,7 @@ class ExitCode(IntEnum):
     UNREADABLE = 3
     """Some input could not be read at all (permission denied, a folder of the old
     history-session-state format, a file holding no event). What could be read was still
-    reported."""
+    reported. Also: the output could not be written (standard output closed or full)."""
     TIMEOUT = 124
     """``watch --until-done --timeout``: no new event (or no log at all) for the whole
     timeout; the same code as coreutils ``timeout``."""
@@ -42,6 +42,13 @@ class SelectionError(CopilotLogsError):
 
 class UnreadableError(CopilotLogsError):
     """A folder of sessions that cannot be listed (permission denied, an I/O error)."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
+class OutputError(CopilotLogsError):
+    """The output could not be written: standard output closed (``>&-``) or full
+    (``>/dev/full``)."""
 
     exit_code = ExitCode.UNREADABLE
 

@@ -8,11 +8,12 @@ Nothing heavy (polars, rich) is imported until a command runs, so ``--help`` and
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
 
-from copilot_logs.errors import CopilotLogsError
+from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.output import one_line
 
@@ -57,6 +58,18 @@ class LazyGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
         except click.ClickException as error:
             raise _escaped(error) from None
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        output.guard_streams()
+        try:
+            return super().main(*args, **kwargs)
+        except OSError as error:
+            # What click writes itself (help, version, a usage error) on a stream that is
+            # full or failing: one line where it can still go, and the output error's code.
+            reason = one_line(error.strerror or str(error))
+            output.echo(f"Error: cannot write the output ({reason})", err=True)
+            output.fail_quietly()
+            sys.exit(int(ExitCode.UNREADABLE))
 
     def invoke(self, ctx: click.Context) -> Any:
         # A reader that goes away (`| head`) is handled where output is written

@@ -79,7 +79,7 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
     )
     page = html.page(data)
     if not to_file:
-        output.write_exact(page)
+        output.write_exact(page, escape="xml")
     else:
         try:
             path.write_text(page, encoding="utf-8")

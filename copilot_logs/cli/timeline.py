@@ -76,7 +76,7 @@ def timeline(
         formats.write_json(sessions)
     elif fmt == "svg":
         if sessions:  # none: what could not be read was said on stderr
-            output.write_exact(_one_svg(sessions))
+            output.write_exact(_one_svg(sessions), escape="xml")
     else:
         formats.write_frame(turn_rows(sessions), fmt)
     ctx.exit(exit_code(loaded))

@@ -75,7 +75,7 @@ def write_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
     writer.writerow(columns)
     for row in rows:
         writer.writerow([_cell(row.get(name)) for name in columns])
-    output.write_exact(text.getvalue())
+    output.write_exact(text.getvalue(), escape="text")
 
 
 def write_frame(frame: pl.DataFrame, fmt: str) -> None:

@@ -17,12 +17,16 @@ ndjson, csv, sarif) keep the exact text.
 
 from __future__ import annotations
 
+import codecs
+import functools
 import os
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
+
+from copilot_logs.errors import OutputError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -46,9 +50,13 @@ def echo(
     _write(shown + ("\n" if nl else ""), err=err)
 
 
-def write_exact(text: str) -> None:
-    """Machine output (json, ndjson, csv) on stdout, byte for byte."""
-    _write(text, err=False)
+def write_exact(text: str, *, escape: str = "json") -> None:
+    """Machine output on stdout, byte for byte: json, ndjson and sarif (``escape="json"``),
+    xml, svg and html (``"xml"``), csv and markdown (``"text"``). Where the output encoding
+    cannot hold a character (``PYTHONIOENCODING=ascii``, a cp1252 console), it is written as
+    that format's own escape, which reads back as the same text (``\\u00b7``, ``&#xb7;``), or
+    for csv and markdown as the escape people see (``\\xb7``)."""
+    _write(text, err=False, errors=_ERRORS[escape])
 
 
 def bounded_width(width: int) -> int:
@@ -95,20 +103,93 @@ def _console(width: int | None, *, err: bool) -> Console:
     return console
 
 
-def _write(text: str, *, err: bool) -> None:
+def _write(text: str, *, err: bool, errors: str = "backslashreplace") -> None:
+    """Write ``text`` (in what the stream's encoding holds, the rest as ``errors`` escapes).
+
+    A reader that went away (``| head -1``) gets nothing more, and the command runs on to exit
+    with its own code. Standard output closed (``>&-``) or failing (``>/dev/full``) is an
+    :class:`~copilot_logs.errors.OutputError`: one line on stderr, exit 3. Standard error
+    closed or failing drops what goes there, so the output on stdout is never lost for it.
+    """
     name = "stderr" if err else "stdout"
     if name in _gone:
         return
-    stream: TextIO = sys.stderr if err else sys.stdout
+    stream: TextIO | None = sys.stderr if err else sys.stdout
+    if stream is None:  # the descriptor was closed when the command started
+        _gone.add(name)
+        if not err:
+            raise OutputError("cannot write the output: standard output is closed")
+        return
     try:
-        stream.write(text)
+        stream.write(_encodable(text, stream, errors))
         stream.flush()
     except BrokenPipeError:
-        # The reader went away (`| head -1`): drop the rest, keep running so the command still
-        # exits with its own code, and point the descriptor at /dev/null so the interpreter's
-        # last flush does not complain either.
         _gone.add(name)
         _discard(stream)
+    except (OSError, ValueError) as error:  # ValueError: a stream closed by the process
+        _gone.add(name)
+        _discard(stream)
+        if not err:
+            reason = error.strerror if isinstance(error, OSError) else None
+            raise OutputError(
+                f"cannot write the output to standard output ({reason or error}); write it "
+                "where there is room, or pipe it into a reader"
+            ) from None
+
+
+def _encodable(text: str, stream: TextIO, errors: str) -> str:
+    encoding = getattr(stream, "encoding", None)
+    if not encoding or _is_utf8(encoding) or text.isascii():
+        return text
+    return text.encode(encoding, errors).decode(encoding)
+
+
+@functools.cache
+def _is_utf8(encoding: str) -> bool:
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def _json_escapes(error: UnicodeError) -> tuple[str, int]:
+    """An error handler: characters the encoding lacks as JSON ``\\u`` escapes (a pair of
+    surrogates above U+FFFF), which decode to the very same string."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return "".join(map(json_escape, error.object[error.start : error.end])), error.end
+
+
+codecs.register_error("copilot-logs-json", _json_escapes)
+_ERRORS = {"json": "copilot-logs-json", "xml": "xmlcharrefreplace", "text": "backslashreplace"}
+
+
+def guard_streams() -> None:
+    """At start: a standard descriptor (0, 1, 2) that is closed gets /dev/null, so no file
+    the command opens takes its number (and then receives what a library writes there);
+    ``sys.stdout`` stays None, so output to it is still reported as closed. Streams that
+    cannot encode a character show it as an escape rather than fail."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            if devnull != descriptor:
+                os.dup2(devnull, descriptor)
+                os.close(devnull)
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            reconfigure(errors="backslashreplace")
+
+
+def fail_quietly() -> None:
+    """After a write to stdout or stderr failed outside the gate (click's own help or usage
+    text on a full disk): both descriptors to /dev/null, so the interpreter's last flush
+    does not fail again."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            _discard(stream)
 
 
 def _discard(stream: TextIO) -> None:
@@ -128,12 +209,24 @@ def _discard(stream: TextIO) -> None:
 
 # C0 but tab and newline, DEL, C1, the line and paragraph separators, the bidi embeddings,
 # overrides and isolates (they reorder what the eye reads), surrogates (a lone one cannot be
-# encoded) and the two non-characters XML forbids.
-_HIDDEN = (
-    "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff"
+# encoded) and the two non-characters XML forbids; and the invisible format characters, which
+# make two names that differ look the same: the soft hyphen, the Arabic letter mark, the
+# Mongolian vowel separator, the zero-width space, non-joiner and joiner, the left-to-right
+# and right-to-left marks, the word joiner and invisible operators, the deprecated format
+# characters, the byte order mark, the interlinear annotation characters and the tag
+# characters (which can spell out hidden ASCII text).
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_INVISIBLE = (
+    "\u00ad\u061c\u180e\u200b\u200c\u200e\u200f\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb"
+    "\U000e0000-\U000e007f"
 )
-_CONTROL = re.compile(f"[{_HIDDEN}]")
-_CONTROL_OR_BREAK = re.compile(f"[{_HIDDEN}\n]")
+_HIDDEN = f"\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}{_INVISIBLE}\ud800-\udfff\ufffe\uffff"
+# The zero-width joiner is shown as it is between two emoji (a family, a profession), and
+# escaped anywhere else.
+_EMOJI = "\u2600-\u27bf\U0001f000-\U0001faff"
+_STRAY_JOINER = f"(?<![{_EMOJI}\ufe0f])\u200d|\u200d(?![{_EMOJI}])"
+_CONTROL = re.compile(f"[{_HIDDEN}]|{_STRAY_JOINER}")
+_CONTROL_OR_BREAK = re.compile(f"[{_HIDDEN}\n]|{_STRAY_JOINER}")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # GitHub Actions runs `::command::` at the start of a line (after blanks) and `##[command]`
 # anywhere in it; Azure Pipelines runs `##vso[`.
@@ -142,16 +235,19 @@ _SGR_SPLIT = re.compile(f"({_SGR})")
 _WORKFLOW_COMMAND = re.compile(rf"^((?:\s|{_SGR})*):(?=:)")
 _V1_COMMAND = re.compile(r"##(?=\[|vso\[)")
 # What JSON may hold raw inside a string and a terminal or a CI could act on.
-_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|(?<=##)\\[|(?<=##vso)\\[")
+_JSON_RAW = re.compile(f"[\x7f-\x9f\u2028\u2029\u200d{_BIDI}{_INVISIBLE}]|(?<=##)\\[|(?<=##vso)\\[")
 
 
 def _escape_char(char: str) -> str:
-    r"""One character as a visible escape: ``\n``, ``\x1b``, ``\x9b``, ``\u202e``."""
+    r"""One character as a visible escape: ``\n``, ``\x1b``, ``\x9b``, ``\u202e``,
+    ``\U000e0041``."""
     named = _NAMED.get(char)
     if named:
         return named
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -191,15 +287,25 @@ def inert(text: str, *, workflow_commands: bool = False) -> str:
 
 def json_text(text: str) -> str:
     """JSON text (as orjson writes it) whose strings hold no raw character a terminal or a CI
-    acts on: DEL, C1, U+2028/9, the bidi controls and the ``[`` of ``##[`` as ``\\u``
-    escapes. It decodes to the very same values (the text stays exact)."""
+    acts on: DEL, C1, U+2028/9, the bidi controls, the invisible format characters and the
+    ``[`` of ``##[`` as ``\\u`` escapes. It decodes to the very same values (the text stays
+    exact)."""
     if text.isascii() and "\x7f" not in text and "##" not in text:
         return text  # orjson escapes C0 itself; nothing else above can match
     return _JSON_RAW.sub(_json_escape, text)
 
 
 def _json_escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
+    return json_escape(match.group())
+
+
+def json_escape(char: str) -> str:
+    """One character as a JSON ``\\u`` escape: two (a surrogate pair) above U+FFFF."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def markdown_cell(text: str) -> str:
