@@ -29,8 +29,10 @@ def cli(
     redirect: str = "",
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
+    prefix: str = "",
 ) -> subprocess.CompletedProcess[bytes]:
-    """``python -m copilot_logs ARGS`` with a shell ``redirect`` (``>&-``, ``>/dev/full``)."""
+    """``python -m copilot_logs ARGS`` with a shell ``redirect`` (``>&-``, ``>/dev/full``),
+    after a shell ``prefix``."""
     environment = {
         **os.environ,
         "COPILOT_HOME": str(home),
@@ -39,7 +41,7 @@ def cli(
         "PYTHONPATH": str(PROJECT),
         **(env or {}),
     }
-    script = f'exec "$0" -m copilot_logs "$@" {redirect}'
+    script = f'{prefix}exec "$0" -m copilot_logs "$@" {redirect}'
     return subprocess.run(
         ["sh", "-c", script, sys.executable, *map(str, args)],
         capture_output=True,
@@ -190,3 +192,40 @@ def test_json_in_any_encoding_reads_back_as_the_exact_text(
 def test_an_ascii_table_still_counts_every_call(tmp_path: Path) -> None:
     done = cli(["count", "--total", SAMPLES], tmp_path, env={"PYTHONIOENCODING": "ascii"})
     assert done.stdout == f"{ALL_CALLS}\n".encode()
+
+
+# --- the working directory ---------------------------------------------------------------------
+
+
+def in_deleted_folder(args: list[str | Path], home: Path) -> subprocess.CompletedProcess[bytes]:
+    """The command run from a folder deleted before it starts (``os.getcwd()`` fails)."""
+    gone = home / "gone"
+    gone.mkdir()
+    return cli(
+        args, home, redirect="", env={"GONE": str(gone)}, prefix='cd "$GONE" && rmdir "$GONE" && '
+    )
+
+
+def test_a_deleted_working_folder_still_answers_for_absolute_paths(tmp_path: Path) -> None:
+    done = in_deleted_folder(["count", "--total", SAMPLES], tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == f"{ALL_CALLS}\n".encode()
+    assert error_lines(done) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", SAMPLES],
+        ["export", "relative-out", SAMPLES],
+        ["report", "-o", "r.html", SAMPLES],
+    ],
+    ids=lambda v: str(v[0]),
+)
+def test_a_deleted_working_folder_it_needs_is_one_error_line(
+    args: list[str | Path], tmp_path: Path
+) -> None:
+    done = in_deleted_folder(args, tmp_path)
+    assert done.returncode == 2, done.stderr.decode()
+    [line] = error_lines(done)
+    assert "current folder no longer exists" in line

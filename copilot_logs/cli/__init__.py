@@ -7,12 +7,15 @@ Nothing heavy (polars, rich) is imported until a command runs, so ``--help`` and
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
 from typing import Any
 
 import click
 
+from copilot_logs import config
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.output import one_line
@@ -64,12 +67,9 @@ class LazyGroup(click.Group):
         try:
             return super().main(*args, **kwargs)
         except OSError as error:
-            # What click writes itself (help, version, a usage error) on a stream that is
-            # full or failing: one line where it can still go, and the output error's code.
-            reason = one_line(error.strerror or str(error))
-            output.echo(f"Error: cannot write the output ({reason})", err=True)
+            code = _os_error(error)
             output.fail_quietly()
-            sys.exit(int(ExitCode.UNREADABLE))
+            sys.exit(int(code))
 
     def invoke(self, ctx: click.Context) -> Any:
         # A reader that goes away (`| head`) is handled where output is written
@@ -81,6 +81,27 @@ class LazyGroup(click.Group):
             ctx.exit(int(error.exit_code))
         except click.ClickException as error:
             raise _escaped(error) from None
+
+
+_WRITE_ERRORS = {errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBIG}
+
+
+def _os_error(error: OSError) -> ExitCode:
+    """An OSError no command turned into an error of its own, said in one line: what click
+    writes itself (help, version, a usage error) on a stream that is full or failing, or a
+    current folder that was deleted (``os.getcwd()`` fails for a relative path)."""
+    reason = one_line(error.strerror or str(error))
+    if error.errno in _WRITE_ERRORS:
+        output.echo(f"Error: cannot write the output ({reason})", err=True)
+        return ExitCode.UNREADABLE
+    try:
+        os.getcwd()
+    except OSError:
+        output.echo(f"Error: {config.CWD_GONE}", err=True)
+        return ExitCode.USAGE
+    where = f": {one_line(os.fsdecode(error.filename))}" if error.filename else ""
+    output.echo(f"Error: {reason}{where}", err=True)
+    return ExitCode.UNREADABLE
 
 
 def _escaped(error: click.ClickException) -> click.ClickException:
