@@ -218,15 +218,18 @@ def _discard(stream: TextIO) -> None:
 _BIDI = "\u202a-\u202e\u2066-\u2069"
 _INVISIBLE = (
     "\u00ad\u061c\u180e\u200b\u200c\u200e\u200f\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb"
-    "\U000e0000-\U000e007f"
 )
+_TAGS = "\U000e0000-\U000e007f"
+"""Looked for only in text that is not ASCII: a range above U+FFFF slows the pattern down."""
 _HIDDEN = f"\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}{_INVISIBLE}\ud800-\udfff\ufffe\uffff"
-# The zero-width joiner is shown as it is between two emoji (a family, a profession), and
-# escaped anywhere else.
-_EMOJI = "\u2600-\u27bf\U0001f000-\U0001faff"
-_STRAY_JOINER = f"(?<![{_EMOJI}\ufe0f])\u200d|\u200d(?![{_EMOJI}])"
-_CONTROL = re.compile(f"[{_HIDDEN}]|{_STRAY_JOINER}")
-_CONTROL_OR_BREAK = re.compile(f"[{_HIDDEN}\n]|{_STRAY_JOINER}")
+_JOINER = "\u200d"
+"""The zero-width joiner: shown as it is between two emoji (a family, a profession), escaped
+anywhere else (see :func:`_escape`)."""
+_CONTROL = (re.compile(f"[{_HIDDEN}{_JOINER}]"), re.compile(f"[{_HIDDEN}{_JOINER}{_TAGS}]"))
+_CONTROL_OR_BREAK = (
+    re.compile(f"[{_HIDDEN}{_JOINER}\n]"),
+    re.compile(f"[{_HIDDEN}{_JOINER}{_TAGS}\n]"),
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # GitHub Actions runs `::command::` at the start of a line (after blanks) and `##[command]`
 # anywhere in it; Azure Pipelines runs `##vso[`.
@@ -235,7 +238,9 @@ _SGR_SPLIT = re.compile(f"({_SGR})")
 _WORKFLOW_COMMAND = re.compile(rf"^((?:\s|{_SGR})*):(?=:)")
 _V1_COMMAND = re.compile(r"##(?=\[|vso\[)")
 # What JSON may hold raw inside a string and a terminal or a CI could act on.
-_JSON_RAW = re.compile(f"[\x7f-\x9f\u2028\u2029\u200d{_BIDI}{_INVISIBLE}]|(?<=##)\\[|(?<=##vso)\\[")
+_JSON_RAW = re.compile(
+    f"[\x7f-\x9f\u2028\u2029\u200d{_BIDI}{_INVISIBLE}{_TAGS}]|(?<=##)\\[|(?<=##vso)\\["
+)
 
 
 def _escape_char(char: str) -> str:
@@ -251,7 +256,26 @@ def _escape_char(char: str) -> str:
 
 
 def _escape(match: re.Match[str]) -> str:
-    return _escape_char(match.group())
+    char = match.group()
+    if char == _JOINER and _joins_emoji(match.string, match.start()):
+        return char
+    return _escape_char(char)
+
+
+def _wide(text: str) -> bool:
+    """Whether ``text`` may hold a tag character (U+E0000-U+E007F): ASCII text, the most of
+    it, is searched with the faster pattern."""
+    return not text.isascii()
+
+
+def _joins_emoji(text: str, at: int) -> bool:
+    before = text[at - 1] if at else ""
+    after = text[at + 1 : at + 2]
+    return (_emoji(before) or before == "\ufe0f") and _emoji(after)
+
+
+def _emoji(char: str) -> bool:
+    return bool(char) and ("\u2600" <= char <= "\u27bf" or "\U0001f000" <= char <= "\U0001faff")
 
 
 def one_line(text: str) -> str:
@@ -259,14 +283,15 @@ def one_line(text: str) -> str:
     become spaces, line breaks and every other control character visible escapes, and the
     commands of :func:`inert` broken already (a table cell may begin a line: escaping it
     before the layout keeps the columns aligned)."""
-    escaped = _V1_COMMAND.sub(r"#\\x23", _CONTROL_OR_BREAK.sub(_escape, text.replace("\t", " ")))
+    hidden = _CONTROL_OR_BREAK[_wide(text)]
+    escaped = _V1_COMMAND.sub(r"#\\x23", hidden.sub(_escape, text.replace("\t", " ")))
     return _WORKFLOW_COMMAND.sub(r"\1\\x3a", escaped, count=1)
 
 
 def multiline(text: str) -> str:
     """Text of several lines: newlines and tabs stay, every other control character becomes a
     visible escape, and a ``##[`` command is broken. The result is also valid in XML 1.0."""
-    return _V1_COMMAND.sub(r"#\\x23", _CONTROL.sub(_escape, text))
+    return _V1_COMMAND.sub(r"#\\x23", _CONTROL[_wide(text)].sub(_escape, text))
 
 
 def multiline_styled(text: str) -> str:
