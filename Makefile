@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
+SPARK_STAMP := $(VENV)/.installed-spark
 SAMPLES := sample_sessions
 
 # The floors job: the tests (not lint) in their own venv, with every dependency at the oldest
@@ -12,7 +13,7 @@ FLOORS_VENV  := .venv-floors
 FLOORS_BIN   := $(FLOORS_VENV)/bin
 FLOORS_STAMP := $(FLOORS_VENV)/.installed-floors
 
-.PHONY: demo test test-floors fuzz lint bench samples record record-live clean
+.PHONY: demo test test-spark test-floors fuzz lint bench samples record record-live clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,18 +22,29 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
-# The spark extra too, so that the Spark engine's comparison tests run (they skip without Java).
+# What `make test` needs: the project and its dev tools (not the spark extra: see test-spark).
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@ $(RUN_STAMP)
+
+# The spark extra (pyspark, about 800 MB), only for `make test-spark`.
+$(SPARK_STAMP): $(DEV_STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
+	@touch $@
 
 demo: $(RUN_STAMP)
 	$(BIN)/copilot-logs sessions $(SAMPLES)
 	$(BIN)/copilot-logs count $(SAMPLES)
 
+# Without pyspark the Spark engine's comparison tests skip, saying so (make test-spark runs them).
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory lint
+
+# The Spark engine's comparison tests (tests/test_spark.py), with the spark extra installed;
+# they skip without Java 17+. CI runs them after `make test` (.ci/run).
+test-spark: $(SPARK_STAMP)
+	$(BIN)/python -m pytest -q tests/test_spark.py
 
 $(FLOORS_BIN)/python:
 	$(PYTHON) -m venv $(FLOORS_VENV)

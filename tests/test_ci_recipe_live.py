@@ -56,7 +56,6 @@ def run_group(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Com
 
 
 @pytest.mark.live
-@pytest.mark.xfail(run=False, reason="issue 24: watch hangs on a folder that precedes its log")
 def test_the_background_agent_recipe_gates_on_the_real_cli(
     live_cli: tuple[str, Path], tmp_path: Path
 ) -> None:

@@ -189,14 +189,14 @@ def test_changed_file_is_read_again(tmp_path: Path) -> None:
 def test_grown_file_reads_only_its_new_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Once a log was seen to grow (the first growth is read whole, and a CRC of the bytes
+    read is kept from then on), each growth is scanned from where the entry stopped."""
     builder = SessionBuilder()
     builder.user_message("go")
     builder.turn("one")
-    first = builder.to_bytes()
-    path = write(tmp_path, first)
+    path = write(tmp_path, builder.to_bytes())
     assert total(str(path)) == "1\n"
     builder.turn("two")
-    builder.turn("three")
     path.write_bytes(builder.to_bytes())
     starts: list[int] = []
     real_scan = count_total._scan
@@ -206,8 +206,13 @@ def test_grown_file_reads_only_its_new_bytes(
         return real_scan(source, counter, start, *args)
 
     monkeypatch.setattr(count_total, "_scan", spy)
+    assert total(str(path)) == "2\n"
+    assert starts == [0]
+    second = builder.to_bytes()
+    builder.turn("three")
+    path.write_bytes(builder.to_bytes())
     assert total(str(path)) == "3\n"
-    assert starts == [len(first)]
+    assert starts == [0, len(second)]
 
 
 def test_file_rewritten_to_a_longer_one_is_read_whole(tmp_path: Path) -> None:

@@ -11,14 +11,18 @@ import errno
 import importlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from click.exceptions import NoArgsIsHelpError
 
 from copilot_logs import config
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.output import one_line
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 COMMANDS = {
     "sessions": "copilot_logs.cli.sessions:sessions",
@@ -33,6 +37,41 @@ COMMANDS = {
     "export": "copilot_logs.cli.export:export",
     "watch": "copilot_logs.cli.watch:watch",
 }
+
+
+class Command(click.Command):
+    """Every command of copilot-logs: a value given on the command line must say something.
+
+    An empty value (``--select ''``, ``--fail-on ''``, ``--since=``, ``''`` as a path) is a
+    usage error, never a silent "nothing" that would switch a gate off or read the current
+    folder; so is an option value of blanks and commas only (``--select ,``), which names
+    nothing. Checked once here, for every option and argument of every command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)
+        rest = super().parse_args(ctx, args)  # --help and bad values first, as click does
+        if not ctx.resilient_parsing:
+            refuse_empty(self, ctx, given)
+        return rest
+
+
+class Group(click.Group):
+    """A group of commands (``cache``) whose commands are :class:`Command`."""
+
+    command_class = Command
+
+
+def refuse_empty(command: click.Command, ctx: click.Context, args: list[str]) -> None:
+    """Raise a usage error naming the first option or argument given an empty value: ``''``,
+    or for a value that is not a path (a file may be named " "), only blanks and commas."""
+    raw, _, _ = command.make_parser(ctx).parse_args(args=list(args))
+    for param in command.get_params(ctx):
+        value = raw.get(param.name or "")
+        path = isinstance(param.type, click.Path) or param.name == "selectors"
+        for given in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(given, str) and not (given if path else given.strip(" \t,")):
+                fix = "name one (the current folder is .)" if path else "give one, or leave it out"
+                raise click.BadParameter(f"{given!r} is an empty value: {fix}", ctx, param)
 
 
 class LazyGroup(click.Group):
@@ -81,6 +120,34 @@ class LazyGroup(click.Group):
             ctx.exit(int(error.exit_code))
         except click.ClickException as error:
             raise _escaped(error) from None
+        finally:
+            _store_notice()
+
+
+def _store_notice() -> None:
+    """Say once, after the command, why the store was not used (a folder or entry that is
+    not the user's own: docs/cache.md)."""
+    trust = sys.modules.get("copilot_logs.store.trust")  # not imported: the store was not used
+    notice = trust.take_notice() if trust is not None else None
+    if notice is not None:
+        output.echo(f"warning: {one_line(notice)}", err=True)
+
+
+def complete_sessions(
+    ctx: click.Context, _param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """Shell completion of a selector: the session ids under --root (or the default root)
+    that start with what was typed, else file names."""
+    from click.shell_completion import CompletionItem
+
+    from copilot_logs.ingest.discover import Selection, find_sources
+
+    try:
+        sources = find_sources(Selection(root=ctx.params.get("root")))
+    except CopilotLogsError:  # a bad --root: complete file names instead
+        sources = []
+    ids = sorted(s.session_hint for s in sources if s.session_hint.startswith(incomplete))
+    return [CompletionItem(i) for i in ids] or [CompletionItem(incomplete, type="file")]
 
 
 _WRITE_ERRORS = {errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBIG}
@@ -107,6 +174,8 @@ def _os_error(error: OSError) -> ExitCode:
 def _escaped(error: click.ClickException) -> click.ClickException:
     """Click prints its usage errors itself; they quote the command line, which may hold a
     pasted selector or path: the same error, its control characters shown as escapes."""
+    if isinstance(error, NoArgsIsHelpError):
+        return error  # our own help text, shown as click shows it
     message = error.format_message()
     if one_line(message) == message:
         return error
@@ -116,7 +185,9 @@ def _escaped(error: click.ClickException) -> click.ClickException:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="copilot-logs", prog_name="copilot-logs")
+@click.version_option(
+    None, "-V", "--version", package_name="copilot-logs", prog_name="copilot-logs"
+)
 def main() -> None:
     """Count, audit and validate GitHub Copilot CLI session logs.
 

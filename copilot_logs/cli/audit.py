@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
-    Command,
     Picked,
     engine_options,
     exit_code,

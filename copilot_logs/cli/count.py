@@ -4,15 +4,16 @@ from functools import partial
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
-    Command,
     Picked,
     engine_options,
     exit_code,
     find,
     format_option,
     load,
+    quiet,
     read_each,
     selection_options,
     spark_engine,
@@ -93,7 +94,7 @@ def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]
     from copilot_logs.commands.count_total import scan_sources
 
     scan = scan_sources(find(picked), use_cache=use_cache())
-    print_damage(sorted(scan.damage))  # in the order every other command reports them
+    print_damage(sorted(scan.damage), quiet=quiet())  # in every other command's order
     calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
     return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from copilot_logs.cli import complete_sessions
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.formats import report_damage
@@ -34,46 +34,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Command(click.Command):
-    """Every command of copilot-logs: a value given on the command line must say something.
-
-    An empty value (``--select ''``, ``--fail-on ''``, ``--since=``, ``''`` as a path) is a
-    usage error, never a silent "nothing" that would switch a gate off or read the current
-    folder; so is an option value of blanks and commas only (``--select ,``), which names
-    nothing. Checked once here, for every option and argument of every command."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        given = list(args)
-        rest = super().parse_args(ctx, args)  # --help and bad values first, as click does
-        if not ctx.resilient_parsing:
-            refuse_empty(self, ctx, given)
-        return rest
-
-
-class Group(click.Group):
-    """A group of commands (``cache``) whose commands are :class:`Command`."""
-
-    command_class = Command
-
-
-def refuse_empty(command: click.Command, ctx: click.Context, args: list[str]) -> None:
-    """Raise a usage error naming the first option or argument given an empty value: ``''``,
-    or for a value that is not a path (a file may be named " "), only blanks and commas."""
-    raw, _, _ = command.make_parser(ctx).parse_args(args=list(args))
-    for param in command.get_params(ctx):
-        value = raw.get(param.name or "")
-        path = isinstance(param.type, click.Path) or param.name == "selectors"
-        for given in value if isinstance(value, list | tuple) else [value]:
-            if isinstance(given, str) and not (given if path else given.strip(" \t,")):
-                fix = "name one (the current folder is .)" if path else "give one, or leave it out"
-                raise click.BadParameter(f"{given!r} is an empty value: {fix}", ctx, param)
-
-
 NO_CACHE = "copilot_logs.no_cache"
-
-
-def _remember_no_cache(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    ctx.meta[NO_CACHE] = value
 
 
 def use_cache() -> bool:
@@ -93,9 +54,44 @@ class Picked:
     latest: int | None = None
 
 
-def selection_options(function: F) -> F:
-    """SELECTORS plus --root, --since, --until, --latest and --no-cache, read the same way by
-    every command: the command receives them as one ``picked`` argument (a :class:`Picked`)."""
+QUIET = "copilot_logs.quiet"
+
+
+def quiet() -> bool:
+    """True when the running command was given --quiet: no damage warnings."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(QUIET))
+
+
+def _reading_flags() -> list[Callable[[F], F]]:
+    """--no-cache and --quiet, which every command keeps in its context's meta."""
+    no_cache = click.option(
+        "--no-cache",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember(NO_CACHE),
+        help="Read every file again; neither use nor update the store (see `copilot-logs cache`).",
+    )
+    quiet = click.option(
+        "--quiet",
+        "-q",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember(QUIET),
+        help="No warnings about damaged lines (`copilot-logs validate` lists them).",
+    )
+    return [no_cache, quiet]
+
+
+def files_only(function: F) -> F:
+    """:func:`selection_options` for a command that cannot read standard input (`watch`)."""
+    return selection_options(function, stdin=False)
+
+
+def selection_options(function: F, *, stdin: bool = True) -> F:
+    """SELECTORS plus --root, --since, --until, --latest, --no-cache and --quiet, read the same
+    way by every command: the command receives them as one ``picked`` argument (a
+    :class:`Picked`)."""
 
     @functools.wraps(function)
     def command(
@@ -111,7 +107,12 @@ def selection_options(function: F) -> F:
         return function(*args, picked=picked, **kwargs)
 
     decorators = [
-        click.argument("selectors", nargs=-1, metavar="[SESSION|PREFIX|PATH|-]..."),
+        click.argument(
+            "selectors",
+            nargs=-1,
+            metavar="[SESSION|PREFIX|PATH|-]..." if stdin else "[SESSION|PREFIX|PATH]...",
+            shell_complete=complete_sessions,
+        ),
         click.option(
             "--root",
             type=click.Path(path_type=Path, file_okay=False),
@@ -129,14 +130,7 @@ def selection_options(function: F) -> F:
         click.option(
             "--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."
         ),
-        click.option(
-            "--no-cache",
-            is_flag=True,
-            expose_value=False,
-            callback=_remember_no_cache,
-            help="Read every file again; neither use nor update the store "
-            "(see `copilot-logs cache`).",
-        ),
+        *_reading_flags(),
     ]
     wrapped: Any = command
     for decorator in reversed(decorators):
@@ -213,12 +207,22 @@ def choose(picked: Picked, *, zone: str | None = None) -> Selection:
     )
 
 
+SAID = 3
+"""Sessions found in two places that are named one by one (then counted)."""
+
+
 def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
     """The selected session logs, newest first; says so on stderr when there is none."""
     from copilot_logs.ingest.discover import find_sources
 
     selection = choose(picked, zone=zone)
-    sources = find_sources(selection)
+    notes: list[str] = []
+    sources = find_sources(selection, notes)
+    for note in notes[:SAID]:  # a session found in two places
+        output.echo(f"warning: {one_line(note)}", err=True)
+    if len(notes) > SAID:
+        more = len(notes) - SAID
+        output.echo(f"warning: and {more} more sessions found in two places, alike", err=True)
     if not sources:
         where = ", ".join(picked.selectors) if picked.selectors else str(selection.resolved_root)
         output.echo(f"No sessions found in {one_line(where)}.", err=True)
@@ -266,12 +270,13 @@ def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded 
         raise click.UsageError("--engine spark reads files, not standard input")
     sources = find(replace(picked, selectors=rest), zone=zone) if rest or not uris else []
     if uris:
-        sources += engine.list_uris(engine.session(master), uris)
+        sources += engine.list_uris(engine.session(master, output.spark_status()), uris)
         if not sources:
             output.echo(f"No sessions found in {one_line(', '.join(uris))}.", err=True)
     if not sources:
         return None
-    return Loaded(sources, report=report, engine=partial(engine.map_batches, master=master))
+    mapper = partial(engine.map_batches, master=master, progress=output.spark_status())
+    return Loaded(sources, report=report, engine=mapper)
 
 
 T = TypeVar("T")
@@ -324,7 +329,7 @@ class Loaded:
         step: Callable[[ReadResult], Any] = (
             functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
         )
-        with _progress(self.sources) as advance:
+        with output.progress(len(self.sources), sum(s.size for s in self.sources)) as advance:
             batches = (
                 self.engine(self.sources, step)
                 if self.engine is not None
@@ -347,7 +352,7 @@ class Loaded:
                 self.files_with_events.update(done.files_with_events)
         self.diagnostics = pl.concat(diagnostics)
         if self.report:
-            report_damage(self.diagnostics)
+            report_damage(self.diagnostics, quiet=quiet())
         return values
 
     def empty_files(self) -> set[str]:
@@ -355,19 +360,6 @@ class Loaded:
         if self.diagnostics is None:
             return set()
         return set(self.diagnostics["file"].unique().to_list()) - self.files_with_events
-
-
-@contextmanager
-def _progress(sources: list[Source]) -> Iterator[Callable[[Source], None] | None]:
-    console = output.progress_console()
-    if console is None or sum(s.size for s in sources) < 64 << 20:
-        yield None
-        return
-    from rich.progress import Progress
-
-    with Progress(transient=True, console=console) as progress:
-        task = progress.add_task("Reading sessions", total=len(sources))
-        yield lambda _source: progress.advance(task)
 
 
 HUMAN_FORMATS = ("table", "markdown")

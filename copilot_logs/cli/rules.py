@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import click
 
-from copilot_logs.cli.options import Command, format_option
+from copilot_logs.cli import Command
+from copilot_logs.cli.options import format_option
 
 
 @click.command(cls=Command)

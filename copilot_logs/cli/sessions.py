@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
-    Command,
     Picked,
     engine_options,
     exit_code,

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
-    Command,
     Picked,
     exit_code,
     format_option,

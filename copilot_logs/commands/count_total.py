@@ -199,17 +199,18 @@ def _totals(counter: CallCounter, scanned: Scanned, session_id: str | None) -> F
     return FileTotals(counter.llm_calls, counter.subagent_calls, (), False, progress)
 
 
-Job = tuple[Source, "store.Stamp | None", "store.Header | None"]
-"""A file to count, its stamp before the count, and its entry when the file only grew."""
+Job = tuple[Source, "store.Found", "store.Header | None"]
+"""A file to count, its lookup in the store before the count, and its entry when the file
+only grew."""
 
 
 def _count_and_keep(jobs: Sequence[Job], use_cache: bool) -> list[FileTotals]:
     """Count each file (in a worker process when there are several) and write its entry."""
     results = []
-    for source, stamp, since in jobs:
+    for source, found, since in jobs:
         totals = _count_one(source, since)
-        if use_cache and stamp is not None and totals.progress is not None:
-            store.write(source, stamp, totals.progress, None)
+        if use_cache and found.stamp is not None and totals.progress is not None:
+            store.write(source, found.stamp, totals.progress, None, found=found)
         results.append(totals)
     return results
 
@@ -253,7 +254,7 @@ def scan_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Scan:
             scan.add(source, found.header)
             continue
         since = found.header if found.state is store.State.GROWN else None
-        jobs.append((source, found.stamp, since))
+        jobs.append((source, found, since))
     sizes = [_to_read(source, since) for source, _, since in jobs]
     for (source, _, _), totals in zip(jobs, _run(jobs, sizes, use_cache), strict=True):
         scan.add(source, totals)

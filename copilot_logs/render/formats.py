@@ -120,6 +120,8 @@ class Column:
     numeric: bool = False
     max_width: int | None = None
     format: Callable[[Any], str] | None = None
+    style: Callable[[Any], str | None] | None = None
+    """The rich style of a cell, from its value (a colour terminal only shows it)."""
 
 
 def _format(column: Column, value: Any) -> str:
@@ -132,23 +134,29 @@ def _format(column: Column, value: Any) -> str:
     return _cell(value)
 
 
-def _fit(columns: Sequence[Column], cells: list[list[str]], width: int) -> list[int]:
-    """Indexes of the columns to show: most important first, while the table fits."""
+def _fit(columns: Sequence[Column], cells: list[list[str]], width: int) -> tuple[list[int], bool]:
+    """Indexes of the columns to show, and whether their text is cut to their ``max_width``:
+    every column whole when the table fits; else the most important first, cut, while it
+    fits."""
     from rich.cells import cell_len
 
-    natural = []
-    for index, column in enumerate(columns):
-        longest = max([len(column.header), *(cell_len(row[index]) for row in cells)])
-        if column.max_width:
-            longest = min(longest, column.max_width)
-        natural.append(longest + 3)
+    natural = [
+        max([len(column.header), *(cell_len(row[index]) for row in cells)]) + 3
+        for index, column in enumerate(columns)
+    ]
+    if 1 + sum(natural) <= width:
+        return list(range(len(columns))), False
+    capped = [
+        min(longest, column.max_width + 3) if column.max_width else longest
+        for longest, column in zip(natural, columns, strict=True)
+    ]
     chosen: list[int] = []
     used = 1
     for index in sorted(range(len(columns)), key=lambda i: (columns[i].priority, i)):
-        if used + natural[index] <= width or not chosen:
+        if used + capped[index] <= width or not chosen:
             chosen.append(index)
-            used += natural[index]
-    return sorted(chosen)
+            used += capped[index]
+    return sorted(chosen), True
 
 
 def print_table(
@@ -159,10 +167,20 @@ def print_table(
     totals: dict[str, Any] | None = None,
     width: int | None = None,
 ) -> None:
-    """A rich table that fits the terminal: low-priority columns go first when it is narrow.
-    Every cell is one line of plain text (no markup is read from it)."""
+    """A rich table that fits the terminal: low-priority columns go first when it is narrow,
+    and a caption names them. Every cell is one line of plain text (no markup is read from
+    it)."""
     with output.rich_console(width=width) as console:
-        console.print(_table(frame, columns, title, totals, console.width))
+        table, hidden = _table(frame, columns, title, totals, console.width)
+        console.print(table)
+        if hidden:
+            console.print(
+                f"{plural(len(hidden), 'column')} hidden to fit {console.width} columns: "
+                f"{', '.join(hidden)}. --format json gives every field; a wider terminal (or "
+                "COLUMNS=N) shows more.",
+                style="dim",
+                overflow="fold",
+            )
 
 
 def _table(
@@ -171,14 +189,15 @@ def _table(
     title: str | None,
     totals: dict[str, Any] | None,
     width: int,
-) -> Table:
+) -> tuple[Table, list[str]]:
+    """The table, and the headers of the columns left out to fit ``width``."""
     from rich.table import Table
     from rich.text import Text
 
     rows = frame.to_dicts()
     cells = [[one_line(_format(c, row.get(c.field))) for c in columns] for row in rows]
     total_cells = [one_line(_format(c, totals.get(c.field))) if totals else "" for c in columns]
-    shown = _fit(columns, [*cells, total_cells] if totals else cells, width)
+    shown, cut = _fit(columns, [*cells, total_cells] if totals else cells, width)
     table = Table(title=title, show_footer=totals is not None, box=None, pad_edge=False)
     for index in shown:
         column = columns[index]
@@ -188,13 +207,17 @@ def _table(
             justify="right" if column.numeric else "left",
             no_wrap=True,
             overflow="ellipsis",
-            max_width=column.max_width,
+            max_width=column.max_width if cut else None,
             header_style="bold",
             footer_style="bold",
         )
-    for row in cells:
-        table.add_row(*(Text(row[index]) for index in shown))
-    return table
+    for row, values in zip(cells, rows, strict=True):
+        table.add_row(*(Text(row[i], style=_style(columns[i], values)) for i in shown))
+    return table, [column.header for index, column in enumerate(columns) if index not in shown]
+
+
+def _style(column: Column, values: dict[str, Any]) -> str:
+    return (column.style(values.get(column.field)) if column.style else None) or ""
 
 
 def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:
@@ -250,32 +273,50 @@ def github_annotation(
 # --- damaged lines, as warnings on stderr -------------------------------------------------------
 
 MAX_DAMAGE_LINES = 20
+"""Problems listed one a line: at most this many a file, and, when several files are damaged,
+at most this many in all (beyond that, one summary line)."""
 
 
-def report_damage(diagnostics: pl.DataFrame) -> None:
+def report_damage(diagnostics: pl.DataFrame, *, quiet: bool = False) -> None:
     """Each damaged line on stderr as FILE:LINE: kind: message, a few per file; two problems
-    of one line in the order of their kind, so the report never depends on how batches ran."""
+    of one line in the order of their kind, so the report never depends on how batches ran.
+    Nothing with ``quiet`` (--quiet)."""
+    if quiet or diagnostics.is_empty():
+        return
     ordered = diagnostics.sort("file", "line", "kind", "message")
     rows = ordered.select("file", "line", "kind", "message")
     print_damage(rows.iter_rows())
 
 
-def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
-    """(file, line, kind, message) rows, in order, on stderr; at most MAX_DAMAGE_LINES a file,
-    then how many more problems, on how many lines."""
+def print_damage(rows: Iterable[tuple[str, int, str, str]], *, quiet: bool = False) -> None:
+    """(file, line, kind, message) rows, in order, on stderr: at most MAX_DAMAGE_LINES a file,
+    then how many more problems, on how many lines; more than MAX_DAMAGE_LINES over several
+    files, one line that counts them. Nothing with ``quiet``."""
+    problems = [] if quiet else list(rows)
+    files = {file for file, *_ in problems}
+    if len(files) > 1 and len(problems) > MAX_DAMAGE_LINES:
+        damaged = {(file, line) for file, line, *_ in problems}
+        output.echo(
+            f"warning: {plural(len(damaged), 'damaged line')} in {plural(len(files), 'file')} "
+            f"({plural(len(problems), 'problem')}), each read as far as it could be; run "
+            "`copilot-logs validate --select E1` on the same logs to list them "
+            "(--quiet: no damage warnings)",
+            err=True,
+        )
+        return
     shown: dict[str, int] = {}
     unshown_lines: dict[str, set[int]] = {}
-    for file, line, kind, message in rows:
+    for file, line, kind, message in problems:
         shown[file] = shown.get(file, 0) + 1
         if shown[file] <= MAX_DAMAGE_LINES:
             output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)
         else:
             unshown_lines.setdefault(file, set()).add(line)
     for file, lines in unshown_lines.items():
-        problems = shown[file] - MAX_DAMAGE_LINES
+        more = shown[file] - MAX_DAMAGE_LINES
         target = "-` on the same input" if file == STDIN else f"{one_line(file)}`"
         output.echo(
-            f"warning: {one_line(file)}: {plural(problems, 'more problem')} on "
+            f"warning: {one_line(file)}: {plural(more, 'more problem')} on "
             f"{plural(len(lines), 'line')}; run `copilot-logs validate {target} to "
             "list them all",
             err=True,

@@ -22,9 +22,9 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from copilot_logs.errors import OutputError
 
@@ -50,12 +50,38 @@ def echo(
     _write(shown + ("\n" if nl else ""), err=err)
 
 
+Part = tuple[str, str | None]
+"""A piece of a line of human text, and its rich style (``"bold red"``) or None."""
+
+
+def echo_styled(lines: Iterable[Sequence[Part]], *, err: bool = False) -> None:
+    """Lines of human text made of styled parts: escaped as :func:`echo` escapes them, and
+    coloured only on a colour terminal (rich decides: never with NO_COLOR, in a pipe or a
+    dumb terminal)."""
+    from rich.console import COLOR_SYSTEMS
+    from rich.style import Style
+
+    console = _console(None, err=err)
+    colours = COLOR_SYSTEMS[console.color_system] if console.color_system else None
+    shown = []
+    for parts in lines:
+        line = ""
+        for text, style in parts:
+            piece = multiline(text)
+            if colours is not None and style:
+                chosen = Style.parse(style)
+                chosen = chosen.without_color if console.no_color else chosen
+                piece = chosen.render(piece, color_system=colours)
+            line += piece
+        shown.append(inert(line) + "\n")
+    _write("".join(shown), err=err)
+
+
 def write_exact(text: str, *, escape: str = "json") -> None:
-    """Machine output on stdout, byte for byte: json, ndjson and sarif (``escape="json"``),
-    xml, svg and html (``"xml"``), csv and markdown (``"text"``). Where the output encoding
-    cannot hold a character (``PYTHONIOENCODING=ascii``, a cp1252 console), it is written as
-    that format's own escape, which reads back as the same text (``\\u00b7``, ``&#xb7;``), or
-    for csv and markdown as the escape people see (``\\xb7``)."""
+    """Machine output on stdout, byte for byte: json, ndjson, sarif (``escape="json"``), svg,
+    html (``"xml"``), csv, markdown (``"text"``). A character the output encoding lacks
+    (``PYTHONIOENCODING=ascii``, cp1252) is that format's escape (``\\u00b7``, ``&#xb7;``: the
+    same text), or for csv and markdown the one people see (``\\xb7``)."""
     _write(text, err=False, errors=_ERRORS[escape])
 
 
@@ -85,6 +111,80 @@ def progress_console() -> Console | None:
     return _console(None, err=True)
 
 
+PROGRESS_BYTES = 64 << 20
+"""Reading less than this goes by too fast for a progress bar."""
+
+
+@contextmanager
+def progress(logs: int, size: int) -> Iterator[Callable[[object], None] | None]:
+    """A transient progress bar on stderr while ``logs`` session logs of ``size`` bytes are
+    read, when stderr is a terminal and there is a lot to read: yields what to call as each
+    log is read, else None."""
+    console = progress_console()
+    if console is None or size < PROGRESS_BYTES:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=console) as bar:
+        task = bar.add_task("Reading sessions", total=logs)
+        yield lambda _log: bar.advance(task)
+
+
+class SparkStatus:
+    """What Spark is doing, on stderr while it works (a terminal only): that it is starting,
+    then the job's tasks done. It draws on a copy of the terminal's descriptor, so it goes on
+    showing while Spark's JVM starts with descriptor 2 pointed at its log file."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        self._stream: TextIO | None = None
+
+    def _show(self, description: str) -> None:
+        if self._bar is None:
+            from rich import progress as bars
+            from rich.console import Console
+
+            self._stream = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+            console = Console(file=self._stream, markup=False, emoji=False, highlight=False)
+            self._bar = bars.Progress(
+                bars.SpinnerColumn(),
+                bars.TextColumn("{task.description}"),
+                bars.BarColumn(),
+                bars.MofNCompleteColumn(),
+                bars.TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(description, total=None)
+        self._bar.update(self._task, description=description)
+
+    def starting(self, master: str) -> None:
+        self._show(f"Starting Spark on {one_line(master)} (its log: spark.log)")
+
+    def tasks(self, done: int, total: int) -> None:
+        self._show("Spark job: tasks done")
+        self._bar.update(self._task, completed=done, total=total)
+
+    def finished(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+def spark_status() -> SparkStatus | None:
+    """A :class:`SparkStatus` when stderr is a terminal, else None (nothing is said)."""
+    stream = sys.stderr
+    if stream is None or not stream.isatty():
+        return None
+    return SparkStatus()
+
+
 def live_console() -> Console | None:
     """A console for the live view of ``watch`` on stdout, or None when stdout is not a
     terminal. A live display moves the cursor, so what it writes cannot pass the gate line by
@@ -104,37 +204,26 @@ def _console(width: int | None, *, err: bool) -> Console:
 
 
 def _write(text: str, *, err: bool, errors: str = "backslashreplace") -> None:
-    """Write ``text`` (in what the stream's encoding holds, the rest as ``errors`` escapes).
-
-    A reader that went away (``| head -1``) gets nothing more, and the command runs on to exit
-    with its own code. Standard output closed (``>&-``) or failing (``>/dev/full``) is an
-    :class:`~copilot_logs.errors.OutputError`: one line on stderr, exit 3. Standard error
-    closed or failing drops what goes there, so the output on stdout is never lost for it.
-    """
+    """Write ``text`` (what the stream's encoding lacks as ``errors`` escapes). A reader that
+    went away (``| head -1``) gets nothing more, and the command runs on to exit with its own
+    code; stdout closed (``>&-``) or failing (``>/dev/full``) is an OutputError (one line,
+    exit 3); stderr closed or failing loses only what goes there, never stdout's output."""
     name = "stderr" if err else "stdout"
-    if name in _gone:
-        return
     stream: TextIO | None = sys.stderr if err else sys.stdout
+    if name in _gone or (stream is None and err):
+        return
     if stream is None:  # the descriptor was closed when the command started
         _gone.add(name)
-        if not err:
-            raise OutputError("cannot write the output: standard output is closed")
-        return
+        raise OutputError("cannot write the output: standard output is closed")
     try:
         stream.write(_encodable(text, stream, errors))
         stream.flush()
-    except BrokenPipeError:
+    except (OSError, ValueError) as error:  # ValueError: a stream the process closed
         _gone.add(name)
         _discard(stream)
-    except (OSError, ValueError) as error:  # ValueError: a stream closed by the process
-        _gone.add(name)
-        _discard(stream)
-        if not err:
-            reason = error.strerror if isinstance(error, OSError) else None
-            raise OutputError(
-                f"cannot write the output to standard output ({reason or error}); write it "
-                "where there is room, or pipe it into a reader"
-            ) from None
+        if not err and not isinstance(error, BrokenPipeError):
+            reason = getattr(error, "strerror", None) or error
+            raise OutputError(f"cannot write the output to standard output ({reason})") from None
 
 
 def _encodable(text: str, stream: TextIO, errors: str) -> str:
@@ -146,17 +235,12 @@ def _encodable(text: str, stream: TextIO, errors: str) -> str:
 
 @functools.cache
 def _is_utf8(encoding: str) -> bool:
-    try:
-        return codecs.lookup(encoding).name == "utf-8"
-    except LookupError:
-        return False
+    return codecs.lookup(encoding).name == "utf-8"  # the stream's own: a known codec
 
 
 def _json_escapes(error: UnicodeError) -> tuple[str, int]:
-    """An error handler: characters the encoding lacks as JSON ``\\u`` escapes (a pair of
-    surrogates above U+FFFF), which decode to the very same string."""
-    if not isinstance(error, UnicodeEncodeError):
-        raise error
+    """Characters the encoding lacks as JSON ``\\u`` escapes: the very same string."""
+    assert isinstance(error, UnicodeEncodeError)  # registered for encoding only
     return "".join(map(json_escape, error.object[error.start : error.end])), error.end
 
 
@@ -165,18 +249,14 @@ _ERRORS = {"json": "copilot-logs-json", "xml": "xmlcharrefreplace", "text": "bac
 
 
 def guard_streams() -> None:
-    """At start: a standard descriptor (0, 1, 2) that is closed gets /dev/null, so no file
-    the command opens takes its number (and then receives what a library writes there);
-    ``sys.stdout`` stays None, so output to it is still reported as closed. Streams that
-    cannot encode a character show it as an escape rather than fail."""
+    """At start: a closed descriptor 0, 1 or 2 gets /dev/null, so no file the command opens
+    takes its number (``sys.stdout`` stays None: output to it is still said to fail); a
+    character a stream cannot encode is written as an escape, never a failure."""
     for descriptor in (0, 1, 2):
         try:
             os.fstat(descriptor)
-        except OSError:
-            devnull = os.open(os.devnull, os.O_RDWR)
-            if devnull != descriptor:
-                os.dup2(devnull, descriptor)
-                os.close(devnull)
+        except OSError:  # closed: the lowest free descriptor, so os.open takes this one
+            os.open(os.devnull, os.O_RDWR)
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and getattr(stream, "errors", None) == "strict":
@@ -184,9 +264,8 @@ def guard_streams() -> None:
 
 
 def fail_quietly() -> None:
-    """After a write to stdout or stderr failed outside the gate (click's own help or usage
-    text on a full disk): both descriptors to /dev/null, so the interpreter's last flush
-    does not fail again."""
+    """After a write failed outside the gate (click's help on a full disk): stdout and stderr
+    to /dev/null, so the interpreter's last flush does not fail again."""
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:
             _discard(stream)
@@ -209,27 +288,18 @@ def _discard(stream: TextIO) -> None:
 
 # C0 but tab and newline, DEL, C1, the line and paragraph separators, the bidi embeddings,
 # overrides and isolates (they reorder what the eye reads), surrogates (a lone one cannot be
-# encoded) and the two non-characters XML forbids; and the invisible format characters, which
-# make two names that differ look the same: the soft hyphen, the Arabic letter mark, the
-# Mongolian vowel separator, the zero-width space, non-joiner and joiner, the left-to-right
-# and right-to-left marks, the word joiner and invisible operators, the deprecated format
-# characters, the byte order mark, the interlinear annotation characters and the tag
-# characters (which can spell out hidden ASCII text).
+# encoded), the two non-characters XML forbids, and the invisible characters that make two
+# names look alike or hide text (docs/untrusted-text.md lists them).
 _BIDI = "\u202a-\u202e\u2066-\u2069"
 _INVISIBLE = (
     "\u00ad\u061c\u180e\u200b\u200c\u200e\u200f\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb"
 )
-_TAGS = "\U000e0000-\U000e007f"
-"""Looked for only in text that is not ASCII: a range above U+FFFF slows the pattern down."""
+_TAGS = "\U000e0000-\U000e007f"  # in its own pattern for text not ASCII: it slows the search
+_JOINER = "\u200d"  # the zero-width joiner: kept between two emoji (a family), else escaped
 _HIDDEN = f"\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}{_INVISIBLE}\ud800-\udfff\ufffe\uffff"
-_JOINER = "\u200d"
-"""The zero-width joiner: shown as it is between two emoji (a family, a profession), escaped
-anywhere else (see :func:`_escape`)."""
-_CONTROL = (re.compile(f"[{_HIDDEN}{_JOINER}]"), re.compile(f"[{_HIDDEN}{_JOINER}{_TAGS}]"))
-_CONTROL_OR_BREAK = (
-    re.compile(f"[{_HIDDEN}{_JOINER}\n]"),
-    re.compile(f"[{_HIDDEN}{_JOINER}{_TAGS}\n]"),
-)
+# [0] for ASCII text, [1] for any other (text.isascii() picks one).
+_CONTROL = (re.compile(f"[{_HIDDEN}]"), re.compile(f"[{_HIDDEN}{_JOINER}{_TAGS}]"))
+_CONTROL_OR_BREAK = (re.compile(f"[{_HIDDEN}\n]"), re.compile(f"[{_HIDDEN}{_JOINER}{_TAGS}\n]"))
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # GitHub Actions runs `::command::` at the start of a line (after blanks) and `##[command]`
 # anywhere in it; Azure Pipelines runs `##vso[`.
@@ -256,26 +326,16 @@ def _escape_char(char: str) -> str:
 
 
 def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if char == _JOINER and _joins_emoji(match.string, match.start()):
+    char, text, at = match.group(), match.string, match.start()
+    if char == _JOINER and _emoji(text[at - 1 : at], "\ufe0f") and _emoji(text[at + 1 : at + 2]):
         return char
     return _escape_char(char)
 
 
-def _wide(text: str) -> bool:
-    """Whether ``text`` may hold a tag character (U+E0000-U+E007F): ASCII text, the most of
-    it, is searched with the faster pattern."""
-    return not text.isascii()
-
-
-def _joins_emoji(text: str, at: int) -> bool:
-    before = text[at - 1] if at else ""
-    after = text[at + 1 : at + 2]
-    return (_emoji(before) or before == "\ufe0f") and _emoji(after)
-
-
-def _emoji(char: str) -> bool:
-    return bool(char) and ("\u2600" <= char <= "\u27bf" or "\U0001f000" <= char <= "\U0001faff")
+def _emoji(char: str, also: str = "") -> bool:  # ``char``: one character, or none
+    return bool(char) and (
+        char == also or "\u2600" <= char <= "\u27bf" or "\U0001f000" <= char <= "\U0001faff"
+    )
 
 
 def one_line(text: str) -> str:
@@ -283,7 +343,7 @@ def one_line(text: str) -> str:
     become spaces, line breaks and every other control character visible escapes, and the
     commands of :func:`inert` broken already (a table cell may begin a line: escaping it
     before the layout keeps the columns aligned)."""
-    hidden = _CONTROL_OR_BREAK[_wide(text)]
+    hidden = _CONTROL_OR_BREAK[not text.isascii()]
     escaped = _V1_COMMAND.sub(r"#\\x23", hidden.sub(_escape, text.replace("\t", " ")))
     return _WORKFLOW_COMMAND.sub(r"\1\\x3a", escaped, count=1)
 
@@ -291,7 +351,7 @@ def one_line(text: str) -> str:
 def multiline(text: str) -> str:
     """Text of several lines: newlines and tabs stay, every other control character becomes a
     visible escape, and a ``##[`` command is broken. The result is also valid in XML 1.0."""
-    return _V1_COMMAND.sub(r"#\\x23", _CONTROL[_wide(text)].sub(_escape, text))
+    return _V1_COMMAND.sub(r"#\\x23", _CONTROL[not text.isascii()].sub(_escape, text))
 
 
 def multiline_styled(text: str) -> str:

@@ -15,7 +15,7 @@ from typing import Generic, TypeVar, cast
 import polars as pl
 
 from copilot_logs import store
-from copilot_logs.errors import failed_on_session
+from copilot_logs.errors import CopilotLogsError, failed_on_session
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, ReadState, Resume, read_many
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
@@ -111,6 +111,8 @@ def _mapped(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadR
     :func:`_file_by_file`)."""
     try:
         return fn(result), result, True
+    except CopilotLogsError:
+        raise  # raised on purpose (export cannot write its folder): no log's fault
     except Exception:  # from one log's content: the other sessions are still mapped
         value, rest = _file_by_file(result, fn)
         return value, rest, False
