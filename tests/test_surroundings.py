@@ -19,8 +19,7 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-from copilot_logs.cli import main
-from copilot_logs.cli.options import Command
+from copilot_logs.cli import Command, main
 from copilot_logs.durations import parse_duration
 from copilot_logs.render.formats import csv_cell
 from copilot_logs.render.output import one_line
