@@ -59,7 +59,7 @@ test-floors: $(FLOORS_STAMP)
 
 # The hostile-input fuzz tests with many examples (profile `fuzz` in tests/conftest.py).
 fuzz: $(DEV_STAMP)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py $(FUZZ_ARGS)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py tests/test_fuzz_surroundings.py $(FUZZ_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check copilot_logs synth rig tests benchmarks

@@ -17,6 +17,12 @@ from typing import Any
 from copilot_logs.errors import CopilotLogsError, ExitCode
 
 TABLE = "copilot-logs"
+CWD_GONE = (
+    "the current folder no longer exists (it was deleted), and the command needs it (for a "
+    "relative path, or the pyproject.toml settings that apply there); cd to a folder that "
+    "exists and run again"
+)
+"""Said when ``os.getcwd()`` fails (here, and by the CLI for any command)."""
 
 
 class ConfigError(CopilotLogsError):
@@ -58,6 +64,11 @@ def _table(path: Path) -> dict[str, Any] | None:
             document = tomllib.load(stream)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML ({error})") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{path}: not valid TOML for copilot-logs (values nested too deep to read); "
+            "flatten it, or run from another folder"
+        ) from None
     except UnicodeDecodeError as error:
         raise ConfigError(
             f"{path}: not valid TOML (byte {error.start} is not UTF-8): save it as UTF-8"
@@ -99,12 +110,20 @@ def _codes(path: Path, key: str, value: Any) -> tuple[str, ...]:
             matching(selector)
         except UnknownRuleError as error:
             raise ConfigError(f"{path}: [tool.{TABLE}] {key}: {error}") from None
+    if key == "select" and not selectors:  # an empty select would check nothing, and pass
+        raise ConfigError(
+            f"{path}: [tool.{TABLE}] select is empty: name the rules to check, or leave it "
+            "out to check every rule"
+        )
     return selectors
 
 
 def load_settings(start: Path | None = None) -> Settings:
     """The settings pinned for ``start`` (default: the current folder), or the defaults."""
-    found = find_pyproject((start or Path.cwd()).resolve())
+    try:
+        found = find_pyproject((start or Path.cwd()).resolve())
+    except FileNotFoundError:  # os.getcwd(): the current folder was deleted
+        raise ConfigError(CWD_GONE) from None
     if found is None:
         return Settings()
     path, table = found

@@ -13,6 +13,7 @@ import polars as pl
 from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
 from copilot_logs.ingest.calls import TURN_START as TURN_START
 from copilot_logs.ingest.decode import cli_format
+from copilot_logs.ingest.schema import log_times
 
 MAIN = pl.col("agent_id").is_null()
 TYPE = pl.col("type")
@@ -386,9 +387,7 @@ def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
     detail = pl.col("_start_detail")
     return facts.with_columns(
         started_at=pl.coalesce(
-            detail.str.json_path_match("$.startTime").str.to_datetime(
-                strict=False, time_unit="ms", time_zone="UTC"
-            ),
+            log_times(detail.str.json_path_match("$.startTime")),
             pl.col("first_at"),
         ),
         cwd=detail.str.json_path_match("$.context.cwd"),

@@ -26,7 +26,8 @@ class ExitCode(IntEnum):
     UNREADABLE = 3
     """Some input could not be read at all (permission denied, a folder of the old
     history-session-state format, a file holding no event). What could be read was still
-    reported. Also: an output could not be written (a full disk, an I/O error)."""
+    reported. Also: an output could not be written (standard output closed, a full disk, an
+    I/O error)."""
     TIMEOUT = 124
     """``watch --until-done --timeout``: no new event (or no log at all) for the whole
     timeout; the same code as coreutils ``timeout``."""
@@ -55,6 +56,11 @@ class WriteError(CopilotLogsError):
     file it may not remove); what was there before is left as it was."""
 
     exit_code = ExitCode.UNREADABLE
+
+
+class OutputError(WriteError):
+    """The output could not be written: standard output closed (``>&-``) or full
+    (``>/dev/full``)."""
 
 
 class UnsupportedFormatError(CopilotLogsError):

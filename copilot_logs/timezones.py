@@ -1,4 +1,5 @@
-"""Time zones for day buckets: an IANA name the user gives, else the machine's local zone."""
+"""Time zones for day buckets: an IANA name the user gives, else the machine's local zone;
+either known to polars, which buckets the days."""
 
 from __future__ import annotations
 
@@ -25,9 +26,18 @@ def local_zone_name() -> str:
 
 
 def _valid(name: str) -> bool:
+    """Whether both Python and polars know the zone: the system's zone files also hold
+    names polars' own database refuses (``posixrules``, ``localtime``, ``Factory``,
+    ``posix/...``, ``right/...``)."""
     try:
         ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    import polars as pl
+
+    try:
+        pl.Series([0], dtype=pl.Datetime("ms", "UTC")).dt.convert_time_zone(name)
+    except pl.exceptions.PolarsError:
         return False
     return True
 

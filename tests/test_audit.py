@@ -565,7 +565,7 @@ def test_cli_json_rows_and_default_exit_code(tmp_path: Path) -> None:
     ("fail_on", "code"),
     [
         ("none", 0),
-        ("", 0),
+        ("", 2),  # empty is a usage error, never "fail on nothing" (issue 25)
         ("errored,interrupted", 0),
         ("nudge-cap", 1),
         ("completed", 1),

@@ -107,6 +107,7 @@ def test_the_test_data_generator_is_not_in_the_package() -> None:
 LAYERS = {
     "errors": 0,
     "timezones": 0,
+    "durations": 0,
     "ingest": 1,
     "derive": 2,
     "usage_records": 2,

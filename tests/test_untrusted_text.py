@@ -25,12 +25,18 @@ from synth import SessionBuilder, ToolCall
 from tests.conftest import PROJECT
 
 # Clear screen, an OSC 52 clipboard write ended by BEL, the one-byte C1 CSI, rich markup, a
-# line that GitHub Actions would run, a v1 command, and a right-to-left override.
+# line that GitHub Actions would run, a v1 command, a right-to-left override, and invisible
+# characters: a zero-width space, a right-to-left mark, a byte order mark, a tag character
+# (hidden ASCII) and a zero-width joiner between two letters.
 HOSTILE = (
     "\x1b[2J\x1b]52;c;aGk=\x07\x9b31m[bold red]RED[/bold red][link=https://x.example]l[/link]"
     "\n::error::pwned\r##[warning]v1\u202edesrever\x00"
+    "zw\u200bsp\u200fmark\ufeffbom\U000e0041tag\u200djoin"
 )
-RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+INVISIBLE = "\u00ad\u061c\u180e\u200b-\u200f\u2060-\u2064\u206a-\u206f\ufeff\U000e0000-\U000e007f"
+RAW_CONTROL = re.compile(
+    f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069{INVISIBLE}]"
+)
 REPOSITORY = "octo/" + HOSTILE
 PROMPT = "do it " + HOSTILE
 HUMAN_RUNS = [
@@ -273,6 +279,36 @@ def test_the_escaping_functions() -> None:
     assert json_text('["##vso[task]", "# #[", "##x"]') == '["##vso\\u005btask]", "# #[", "##x"]'
     assert json_text('["a\x7fb"]') == '["a\\u007fb"]'  # all ASCII: DEL alone is escaped
     assert json_text('["plain", "#[x]"]') == '["plain", "#[x]"]'
+
+
+@pytest.mark.parametrize(
+    ("char", "shown"),
+    [
+        ("\u200b", "\\u200b"),  # zero-width space
+        ("\u200c", "\\u200c"),
+        ("\u200d", "\\u200d"),  # a joiner between letters
+        ("\u200e", "\\u200e"),  # left-to-right mark
+        ("\u200f", "\\u200f"),
+        ("\u2060", "\\u2060"),  # word joiner
+        ("\ufeff", "\\ufeff"),  # byte order mark
+        ("\u00ad", "\\xad"),  # soft hyphen
+        ("\u061c", "\\u061c"),  # Arabic letter mark
+        ("\U000e0041", "\\U000e0041"),  # tag A: hidden ASCII
+    ],
+)
+def test_invisible_characters_are_shown_as_escapes(char: str, shown: str) -> None:
+    assert one_line(f"a{char}b") == f"a{shown}b"
+    assert multiline(f"a{char}b") == f"a{shown}b"
+    encoded = json_text(orjson.dumps([f"a{char}b"]).decode())
+    assert encoded.isascii()  # as a \\u escape (two, a surrogate pair, above U+FFFF)
+    assert json.loads(encoded) == [f"a{char}b"]
+
+
+def test_a_joiner_between_emoji_is_kept() -> None:
+    scientist = "\U0001f469\u200d\U0001f52c"  # woman + ZWJ + microscope
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert one_line(f"{scientist} {family}") == f"{scientist} {family}"
+    assert one_line("\U0001f469\u200dx") == "\U0001f469\\u200dx"
 
 
 # --- one bad line, many reports -----------------------------------------------------------------

@@ -355,6 +355,9 @@ def test_nearer_pyproject_without_the_table_is_passed_over(
         ("strict = 1", "strict must be true or false"),
         ("ignore = 5", "must be a list"),
         ("select = [", "not valid TOML"),
+        ("select = []", "select is empty"),  # it would check no rule, and pass
+        ('select = ", "', "select is empty"),
+        ("select = " + "[" * 5000 + "]" * 5000, "nested too deep"),  # RecursionError in tomllib
     ],
 )
 def test_bad_pyproject_is_a_usage_error(

@@ -7,14 +7,17 @@ Nothing heavy (polars, rich) is imported until a command runs, so ``--help`` and
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 from click.exceptions import NoArgsIsHelpError
 
-from copilot_logs.errors import CopilotLogsError
+from copilot_logs import config
+from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.output import one_line
 
@@ -35,6 +38,41 @@ COMMANDS = {
     "watch": "copilot_logs.cli.watch:watch",
     "doctor": "copilot_logs.cli.doctor:doctor",
 }
+
+
+class Command(click.Command):
+    """Every command of copilot-logs: a value given on the command line must say something.
+
+    An empty value (``--select ''``, ``--fail-on ''``, ``--since=``, ``''`` as a path) is a
+    usage error, never a silent "nothing" that would switch a gate off or read the current
+    folder; so is an option value of blanks and commas only (``--select ,``), which names
+    nothing. Checked once here, for every option and argument of every command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)
+        rest = super().parse_args(ctx, args)  # --help and bad values first, as click does
+        if not ctx.resilient_parsing:
+            refuse_empty(self, ctx, given)
+        return rest
+
+
+class Group(click.Group):
+    """A group of commands (``cache``) whose commands are :class:`Command`."""
+
+    command_class = Command
+
+
+def refuse_empty(command: click.Command, ctx: click.Context, args: list[str]) -> None:
+    """Raise a usage error naming the first option or argument given an empty value: ``''``,
+    or for a value that is not a path (a file may be named " "), only blanks and commas."""
+    raw, _, _ = command.make_parser(ctx).parse_args(args=list(args))
+    for param in command.get_params(ctx):
+        value = raw.get(param.name or "")
+        path = isinstance(param.type, click.Path) or param.name == "selectors"
+        for given in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(given, str) and not (given if path else given.strip(" \t,")):
+                fix = "name one (the current folder is .)" if path else "give one, or leave it out"
+                raise click.BadParameter(f"{given!r} is an empty value: {fix}", ctx, param)
 
 
 class LazyGroup(click.Group):
@@ -63,6 +101,15 @@ class LazyGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
         except click.ClickException as error:
             raise _escaped(error) from None
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        output.guard_streams()
+        try:
+            return super().main(*args, **kwargs)
+        except OSError as error:
+            code = _os_error(error)
+            output.fail_quietly()
+            sys.exit(int(code))
 
     def invoke(self, ctx: click.Context) -> Any:
         # A reader that goes away (`| head`) is handled where output is written
@@ -102,6 +149,27 @@ def complete_sessions(
         sources = []
     ids = sorted(s.session_hint for s in sources if s.session_hint.startswith(incomplete))
     return [CompletionItem(i) for i in ids] or [CompletionItem(incomplete, type="file")]
+
+
+_WRITE_ERRORS = {errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBIG}
+
+
+def _os_error(error: OSError) -> ExitCode:
+    """An OSError no command turned into an error of its own, said in one line: what click
+    writes itself (help, version, a usage error) on a stream that is full or failing, or a
+    current folder that was deleted (``os.getcwd()`` fails for a relative path)."""
+    reason = one_line(error.strerror or str(error))
+    if error.errno in _WRITE_ERRORS:
+        output.echo(f"Error: cannot write the output ({reason})", err=True)
+        return ExitCode.UNREADABLE
+    try:
+        os.getcwd()
+    except OSError:
+        output.echo(f"Error: {config.CWD_GONE}", err=True)
+        return ExitCode.USAGE
+    where = f": {one_line(os.fsdecode(error.filename))}" if error.filename else ""
+    output.echo(f"Error: {reason}{where}", err=True)
+    return ExitCode.UNREADABLE
 
 
 def _escaped(error: click.ClickException) -> click.ClickException:

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     Picked,
     engine_options,
@@ -73,7 +74,7 @@ def loop_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @engine_options
 @click.option(
@@ -109,7 +110,7 @@ def loop_options(command: Callable[..., None]) -> Callable[..., None]:
     show_default=True,
     metavar="DURATION",
     help="An open session whose last event is this recent is `running`, not `interrupted` "
-    "(90s, 10m, 1h; 0: never).",
+    "(90s, 10m, 1h; a bare number is seconds; 0: never).",
 )
 @loop_options
 @format_option("table", "json", "ndjson", "csv", "markdown", "github")

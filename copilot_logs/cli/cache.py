@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
+from copilot_logs.cli import Group
 from copilot_logs.cli.options import format_option
 
 
-@click.group()
+@click.group(cls=Group)
 def cache() -> None:
     """Show or empty the store of what was read.
 

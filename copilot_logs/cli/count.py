@@ -4,6 +4,7 @@ from functools import partial
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
     Picked,
@@ -23,7 +24,7 @@ from copilot_logs.render import output
 from copilot_logs.render.formats import print_damage
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @engine_options
 @click.option(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import Loaded, Picked, exit_code, load, selection_options
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from copilot_logs.ingest.reader import ReadResult
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("out", type=click.Path(path_type=Path), metavar="OUT")
 @selection_options
 @click.pass_context

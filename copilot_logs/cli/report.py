@@ -7,6 +7,7 @@ from typing import NoReturn
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import Picked, exit_code, load, selection_options
 from copilot_logs.errors import FULL, CopilotLogsError, WriteError
 from copilot_logs.render import output
@@ -15,7 +16,7 @@ from copilot_logs.render.humanize import plural
 DEFAULT_OUTPUT = "copilot-logs-report.html"
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @click.option(
     "-o",
@@ -79,7 +80,7 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
     )
     page = html.page(data)
     if not to_file:
-        output.write_exact(page)
+        output.write_exact(page, escape="xml")
     else:
         try:
             size = html.save(page, path)

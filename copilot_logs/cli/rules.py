@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import format_option
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("rule", required=False, metavar="[CODE|NAME]")
 @format_option("table", "json")
 def rules(rule: str | None, fmt: str) -> None:

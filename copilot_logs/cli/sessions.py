@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
     Picked,
@@ -14,7 +15,7 @@ from copilot_logs.cli.options import (
 )
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @engine_options
 @format_option("table", "json", "ndjson", "csv")

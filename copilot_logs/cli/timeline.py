@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
     Picked,
@@ -18,7 +19,7 @@ from copilot_logs.cli.options import (
 from copilot_logs.render import output
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @click.option("--no-tools", is_flag=True, help="Leave out the tool executions (counts stay).")
 @click.option(
@@ -75,7 +76,7 @@ def timeline(
         formats.write_json(sessions)
     elif fmt == "svg":
         if sessions:  # none: what could not be read was said on stderr
-            output.write_exact(_one_svg(sessions))
+            output.write_exact(_one_svg(sessions), escape="xml")
     else:
         formats.write_frame(turn_rows(sessions), fmt)
     ctx.exit(exit_code(loaded))

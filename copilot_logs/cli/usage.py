@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
     Loaded,
@@ -20,7 +21,7 @@ GROUPINGS = (
 )
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @engine_options
 @click.option(

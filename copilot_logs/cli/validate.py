@@ -4,6 +4,7 @@ from functools import partial
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     Picked,
     engine_options,
@@ -15,7 +16,7 @@ from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @engine_options
 @click.option(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     Picked,
     files_only,
@@ -30,7 +31,7 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     return None if value is None else parse_duration(ctx, param, value)
 
 
-@click.command()
+@click.command(cls=Command)
 @files_only
 @click.option(
     "--until-done",
@@ -42,8 +43,9 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     "--timeout",
     callback=_timeout,
     metavar="DURATION",
-    help="With --until-done: give up when no new event arrives for DURATION (90s, 10m, 1h), "
-    f"or no session appears, and exit {int(ExitCode.TIMEOUT)}.",
+    help="With --until-done: give up when no new event arrives for DURATION (90s, 10m, 1h; "
+    "a bare number is seconds, as for coreutils timeout), or no session appears, and exit "
+    f"{int(ExitCode.TIMEOUT)}.",
 )
 @click.option(
     "--nudge-cap",

@@ -14,6 +14,7 @@ import orjson
 
 from copilot_logs.errors import SelectionError, UnreadableError, UnsupportedFormatError
 from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.decode.json_limits import held_time
 from copilot_logs.ingest.logfile import display_name, open_log
 
 EVENTS_FILE = "events.jsonl"
@@ -46,24 +47,38 @@ def parse_when(text: str, *, end_of_day: bool = False, zone: tzinfo | None = Non
     """A date (``2026-08-05``) or ISO time (``2026-08-05T09:00``, ``...Z``) as UTC.
 
     A bare date means the start of that day in ``zone`` (local time by default), or its end when
-    ``end_of_day`` (so ``--until 2026-08-05`` includes that whole day).
+    ``end_of_day`` (so ``--until 2026-08-05`` includes that whole day). A time before the
+    earliest a datetime holds (``0001-01-01T00:00+05:00``) is the earliest, one after the
+    latest (the end of ``9999-12-31``) the latest: no session starts beyond either.
     """
     try:
         if len(text) == 10:
             day = date.fromisoformat(text)
-            moment = datetime.combine(day, time.min)
-            if end_of_day:
-                moment += timedelta(days=1)
-            aware = moment.replace(tzinfo=zone) if zone else moment.astimezone()
-            return aware.astimezone(UTC)
-        parsed = datetime.fromisoformat(text)
+            if end_of_day and day == date.max:
+                return LATEST
+            moment = datetime.combine(day + timedelta(days=int(end_of_day)), time.min)
+        else:
+            moment = datetime.fromisoformat(text)
     except ValueError:
         raise SelectionError(
             f"'{text}' is not a date or time: use YYYY-MM-DD or an ISO time like 2026-08-05T09:30"
         ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=zone) if zone else parsed.astimezone()
-    return parsed.astimezone(UTC)
+    return _as_utc(moment, zone)
+
+
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+LATEST = datetime.max.replace(tzinfo=UTC)
+
+
+def _as_utc(moment: datetime, zone: tzinfo | None) -> datetime:
+    """``moment`` (naive: in ``zone``, else local time) in UTC, held between EARLIEST and
+    LATEST: only a moment in year 1 or 9999 can fall outside them."""
+    try:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=zone) if zone else moment.astimezone()
+        return moment.astimezone(UTC)
+    except (OverflowError, OSError, ValueError):
+        return EARLIEST if moment.year == 1 else LATEST
 
 
 def _source(path: Path, hint: str) -> Source:
@@ -172,7 +187,7 @@ def peek_start(source: Source) -> datetime | None:
         parsed = datetime.fromisoformat(stamp)
     except (OSError, orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return held_time(parsed)  # None (the file's time is used) for a time no log may hold
 
 
 def find_sources(selection: Selection, notes: list[str] | None = None) -> list[Source]:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
 
+from copilot_logs.ingest.decode.json_limits import held_time
 from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
@@ -195,16 +196,20 @@ def _requests_column(values: list[list[tuple[str | None, str | None]] | None]) -
 
 
 def _parse_timestamps(values: list[str | None]) -> pl.Series:
-    """ISO-8601 strings -> UTC datetimes: the usual shape vectorised, any other by Python."""
+    """ISO-8601 strings -> UTC datetimes: the usual shape vectorised, any other by Python; null
+    for a time no log may hold (``0001-01-01``, ``+10000-01-01``: see ``json_limits``)."""
     import polars as pl
 
+    from copilot_logs.ingest.schema import held_times
+
     raw = pl.Series("timestamp", values, dtype=pl.String)
-    fast = raw.str.to_datetime(_TS_FORMAT, strict=False, time_unit="ms", time_zone="UTC")
+    parsed = raw.str.to_datetime(_TS_FORMAT, strict=False, time_unit="ms", time_zone="UTC")
+    fast = parsed.to_frame().select(held_times(pl.col("timestamp"))).to_series()
     if fast.null_count() == raw.null_count():
         return fast
     slow = [
-        parsed if parsed is not None else _parse_iso(text)
-        for parsed, text in zip(fast.to_list(), values, strict=True)
+        moment if moment is not None else _parse_iso(text)
+        for moment, text in zip(fast.to_list(), values, strict=True)
     ]
     return pl.Series("timestamp", slow, dtype=pl.Datetime("ms", "UTC"))
 
@@ -213,10 +218,9 @@ def _parse_iso(text: str | None) -> datetime | None:
     if text is None:
         return None
     try:
-        parsed = datetime.fromisoformat(text)
+        return held_time(datetime.fromisoformat(text))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 class Diagnostics:

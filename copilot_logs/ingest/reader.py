@@ -109,6 +109,9 @@ def _read(
     return span, ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
 
 
+STDIN_CLOSED = "standard input is closed: pipe a log into it, or name the files to read"
+
+
 def _read_source_into(
     source: Source,
     resume: Resume | None,
@@ -120,6 +123,9 @@ def _read_source_into(
     if source.path is None:
         import sys
 
+        if sys.stdin is None:  # closed (`<&-`) when the command started
+            diagnostics.add(0, 0, "unreadable", STDIN_CLOSED)
+            return Span(source.name, source.session_hint, 0, 1), None
         return _read(sys.stdin.buffer, source, rows, diagnostics, None, wants_payload)[0], None
     try:
         with open_log(source.path) as stream:

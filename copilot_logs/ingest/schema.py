@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from copilot_logs.ingest.decode.json_limits import EARLIEST_TIME, LATEST_TIME
+
 TOOL_REQUEST = pl.Struct({"tool_call_id": pl.String, "name": pl.String})
 
 EVENTS_SCHEMA: dict[str, pl.DataType] = {
@@ -60,3 +62,16 @@ def empty_events() -> pl.DataFrame:
 
 def empty_diagnostics() -> pl.DataFrame:
     return pl.DataFrame(schema=DIAGNOSTICS_SCHEMA)
+
+
+def held_times(times: pl.Expr) -> pl.Expr:
+    """UTC datetimes, null where a log may not hold them (see
+    :mod:`copilot_logs.ingest.decode.json_limits`): ``+10000-01-01`` parses, but no row
+    holding it could be printed."""
+    return pl.when(times.is_between(EARLIEST_TIME, LATEST_TIME, closed="left")).then(times)
+
+
+def log_times(text: pl.Expr) -> pl.Expr:
+    """ISO-8601 strings from a log (``session.start``'s ``startTime``) -> UTC datetimes in ms,
+    null for what is not a time a log may hold."""
+    return held_times(text.str.to_datetime(strict=False, time_unit="ms", time_zone="UTC"))

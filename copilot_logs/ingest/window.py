@@ -16,6 +16,7 @@ import polars as pl
 
 from copilot_logs.ingest.decode.envelope import STDIN
 from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.ingest.schema import log_times
 
 T = TypeVar("T")
 
@@ -25,9 +26,7 @@ def session_starts(events: pl.DataFrame) -> pl.DataFrame:
     start = pl.col("detail").filter(pl.col("type") == "session.start").first()
     return events.group_by("file", "session_id", maintain_order=True).agg(
         started_at=pl.coalesce(
-            start.str.json_path_match("$.startTime").str.to_datetime(
-                strict=False, time_unit="ms", time_zone="UTC"
-            ),
+            log_times(start.str.json_path_match("$.startTime")),
             pl.col("timestamp").min(),
         )
     )

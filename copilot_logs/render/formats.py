@@ -69,13 +69,28 @@ def _cell(value: Any) -> str:
     return one_line(str(value))
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection")."""
+
+
+def csv_cell(value: Any) -> str:
+    """A csv cell (see :func:`_cell`); text that a spreadsheet would run as a formula (a
+    repository, branch, model or tool name from a log beginning with ``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return) gets a leading ``'``, as OWASP recommends, so it is
+    shown as text. Numbers are written as they are (``-3`` stays a number)."""
+    cell = _cell(value)
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + cell
+    return cell
+
+
 def write_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([_cell(row.get(name)) for name in columns])
-    output.write_exact(text.getvalue())
+        writer.writerow([csv_cell(row.get(name)) for name in columns])
+    output.write_exact(text.getvalue(), escape="text")
 
 
 def write_frame(frame: pl.DataFrame, fmt: str) -> None:

@@ -17,12 +17,16 @@ ndjson, csv, sarif) keep the exact text.
 
 from __future__ import annotations
 
+import codecs
+import functools
 import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
+
+from copilot_logs.errors import OutputError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,9 +77,12 @@ def echo_styled(lines: Iterable[Sequence[Part]], *, err: bool = False) -> None:
     _write("".join(shown), err=err)
 
 
-def write_exact(text: str) -> None:
-    """Machine output (json, ndjson, csv) on stdout, byte for byte."""
-    _write(text, err=False)
+def write_exact(text: str, *, escape: str = "json") -> None:
+    """Machine output on stdout, byte for byte: json, ndjson, sarif (``escape="json"``), svg,
+    html (``"xml"``), csv, markdown (``"text"``). A character the output encoding lacks
+    (``PYTHONIOENCODING=ascii``, cp1252) is that format's escape (``\\u00b7``, ``&#xb7;``: the
+    same text), or for csv and markdown the one people see (``\\xb7``)."""
+    _write(text, err=False, errors=_ERRORS[escape])
 
 
 def bounded_width(width: int) -> int:
@@ -196,20 +203,72 @@ def _console(width: int | None, *, err: bool) -> Console:
     return console
 
 
-def _write(text: str, *, err: bool) -> None:
+def _write(text: str, *, err: bool, errors: str = "backslashreplace") -> None:
+    """Write ``text`` (what the stream's encoding lacks as ``errors`` escapes). A reader that
+    went away (``| head -1``) gets nothing more, and the command runs on to exit with its own
+    code; stdout closed (``>&-``) or failing (``>/dev/full``) is an OutputError (one line,
+    exit 3); stderr closed or failing loses only what goes there, never stdout's output."""
     name = "stderr" if err else "stdout"
-    if name in _gone:
+    stream: TextIO | None = sys.stderr if err else sys.stdout
+    if name in _gone or (stream is None and err):
         return
-    stream: TextIO = sys.stderr if err else sys.stdout
+    if stream is None:  # the descriptor was closed when the command started
+        _gone.add(name)
+        raise OutputError("cannot write the output: standard output is closed")
     try:
-        stream.write(text)
+        stream.write(_encodable(text, stream, errors))
         stream.flush()
-    except BrokenPipeError:
-        # The reader went away (`| head -1`): drop the rest, keep running so the command still
-        # exits with its own code, and point the descriptor at /dev/null so the interpreter's
-        # last flush does not complain either.
+    except (OSError, ValueError) as error:  # ValueError: a stream the process closed
         _gone.add(name)
         _discard(stream)
+        if not err and not isinstance(error, BrokenPipeError):
+            reason = getattr(error, "strerror", None) or error
+            raise OutputError(f"cannot write the output to standard output ({reason})") from None
+
+
+def _encodable(text: str, stream: TextIO, errors: str) -> str:
+    encoding = getattr(stream, "encoding", None)
+    if not encoding or _is_utf8(encoding) or text.isascii():
+        return text
+    return text.encode(encoding, errors).decode(encoding)
+
+
+@functools.cache
+def _is_utf8(encoding: str) -> bool:
+    return codecs.lookup(encoding).name == "utf-8"  # the stream's own: a known codec
+
+
+def _json_escapes(error: UnicodeError) -> tuple[str, int]:
+    """Characters the encoding lacks as JSON ``\\u`` escapes: the very same string."""
+    assert isinstance(error, UnicodeEncodeError)  # registered for encoding only
+    return "".join(map(json_escape, error.object[error.start : error.end])), error.end
+
+
+codecs.register_error("copilot-logs-json", _json_escapes)
+_ERRORS = {"json": "copilot-logs-json", "xml": "xmlcharrefreplace", "text": "backslashreplace"}
+
+
+def guard_streams() -> None:
+    """At start: a closed descriptor 0, 1 or 2 gets /dev/null, so no file the command opens
+    takes its number (``sys.stdout`` stays None: output to it is still said to fail); a
+    character a stream cannot encode is written as an escape, never a failure."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:  # closed: the lowest free descriptor, so os.open takes this one
+            os.open(os.devnull, os.O_RDWR)
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            reconfigure(errors="backslashreplace")
+
+
+def fail_quietly() -> None:
+    """After a write failed outside the gate (click's help on a full disk): stdout and stderr
+    to /dev/null, so the interpreter's last flush does not fail again."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            _discard(stream)
 
 
 def _discard(stream: TextIO) -> None:
@@ -229,12 +288,18 @@ def _discard(stream: TextIO) -> None:
 
 # C0 but tab and newline, DEL, C1, the line and paragraph separators, the bidi embeddings,
 # overrides and isolates (they reorder what the eye reads), surrogates (a lone one cannot be
-# encoded) and the two non-characters XML forbids.
-_HIDDEN = (
-    "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff"
+# encoded), the two non-characters XML forbids, and the invisible characters that make two
+# names look alike or hide text (docs/untrusted-text.md lists them).
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_INVISIBLE = (
+    "\u00ad\u061c\u180e\u200b\u200c\u200e\u200f\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb"
 )
-_CONTROL = re.compile(f"[{_HIDDEN}]")
-_CONTROL_OR_BREAK = re.compile(f"[{_HIDDEN}\n]")
+_TAGS = "\U000e0000-\U000e007f"  # in its own pattern for text not ASCII: it slows the search
+_JOINER = "\u200d"  # the zero-width joiner: kept between two emoji (a family), else escaped
+_HIDDEN = f"\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}{_INVISIBLE}\ud800-\udfff\ufffe\uffff"
+# [0] for ASCII text, [1] for any other (text.isascii() picks one).
+_CONTROL = (re.compile(f"[{_HIDDEN}]"), re.compile(f"[{_HIDDEN}{_JOINER}{_TAGS}]"))
+_CONTROL_OR_BREAK = (re.compile(f"[{_HIDDEN}\n]"), re.compile(f"[{_HIDDEN}{_JOINER}{_TAGS}\n]"))
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # GitHub Actions runs `::command::` at the start of a line (after blanks) and `##[command]`
 # anywhere in it; Azure Pipelines runs `##vso[`.
@@ -243,20 +308,34 @@ _SGR_SPLIT = re.compile(f"({_SGR})")
 _WORKFLOW_COMMAND = re.compile(rf"^((?:\s|{_SGR})*):(?=:)")
 _V1_COMMAND = re.compile(r"##(?=\[|vso\[)")
 # What JSON may hold raw inside a string and a terminal or a CI could act on.
-_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|(?<=##)\\[|(?<=##vso)\\[")
+_JSON_RAW = re.compile(
+    f"[\x7f-\x9f\u2028\u2029\u200d{_BIDI}{_INVISIBLE}{_TAGS}]|(?<=##)\\[|(?<=##vso)\\["
+)
 
 
 def _escape_char(char: str) -> str:
-    r"""One character as a visible escape: ``\n``, ``\x1b``, ``\x9b``, ``\u202e``."""
+    r"""One character as a visible escape: ``\n``, ``\x1b``, ``\x9b``, ``\u202e``,
+    ``\U000e0041``."""
     named = _NAMED.get(char)
     if named:
         return named
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _escape(match: re.Match[str]) -> str:
-    return _escape_char(match.group())
+    char, text, at = match.group(), match.string, match.start()
+    if char == _JOINER and _emoji(text[at - 1 : at], "\ufe0f") and _emoji(text[at + 1 : at + 2]):
+        return char
+    return _escape_char(char)
+
+
+def _emoji(char: str, also: str = "") -> bool:  # ``char``: one character, or none
+    return bool(char) and (
+        char == also or "\u2600" <= char <= "\u27bf" or "\U0001f000" <= char <= "\U0001faff"
+    )
 
 
 def one_line(text: str) -> str:
@@ -264,14 +343,15 @@ def one_line(text: str) -> str:
     become spaces, line breaks and every other control character visible escapes, and the
     commands of :func:`inert` broken already (a table cell may begin a line: escaping it
     before the layout keeps the columns aligned)."""
-    escaped = _V1_COMMAND.sub(r"#\\x23", _CONTROL_OR_BREAK.sub(_escape, text.replace("\t", " ")))
+    hidden = _CONTROL_OR_BREAK[not text.isascii()]
+    escaped = _V1_COMMAND.sub(r"#\\x23", hidden.sub(_escape, text.replace("\t", " ")))
     return _WORKFLOW_COMMAND.sub(r"\1\\x3a", escaped, count=1)
 
 
 def multiline(text: str) -> str:
     """Text of several lines: newlines and tabs stay, every other control character becomes a
     visible escape, and a ``##[`` command is broken. The result is also valid in XML 1.0."""
-    return _V1_COMMAND.sub(r"#\\x23", _CONTROL.sub(_escape, text))
+    return _V1_COMMAND.sub(r"#\\x23", _CONTROL[not text.isascii()].sub(_escape, text))
 
 
 def multiline_styled(text: str) -> str:
@@ -292,15 +372,25 @@ def inert(text: str, *, workflow_commands: bool = False) -> str:
 
 def json_text(text: str) -> str:
     """JSON text (as orjson writes it) whose strings hold no raw character a terminal or a CI
-    acts on: DEL, C1, U+2028/9, the bidi controls and the ``[`` of ``##[`` as ``\\u``
-    escapes. It decodes to the very same values (the text stays exact)."""
+    acts on: DEL, C1, U+2028/9, the bidi controls, the invisible format characters and the
+    ``[`` of ``##[`` as ``\\u`` escapes. It decodes to the very same values (the text stays
+    exact)."""
     if text.isascii() and "\x7f" not in text and "##" not in text:
         return text  # orjson escapes C0 itself; nothing else above can match
     return _JSON_RAW.sub(_json_escape, text)
 
 
 def _json_escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
+    return json_escape(match.group())
+
+
+def json_escape(char: str) -> str:
+    """One character as a JSON ``\\u`` escape: two (a surrogate pair) above U+FFFF."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def markdown_cell(text: str) -> str:

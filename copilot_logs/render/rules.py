@@ -166,7 +166,7 @@ def main() -> None:
     """Write the page on stdout (through the output gate, like every command)."""
     from copilot_logs.render import output
 
-    output.write_exact(render())
+    output.write_exact(render(), escape="text")
 
 
 if __name__ == "__main__":

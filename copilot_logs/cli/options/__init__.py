@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -381,18 +380,11 @@ def exit_code(loaded: Loaded | None) -> ExitCode:
     return ExitCode.UNREADABLE if loaded is not None and loaded.empty_files() else ExitCode.OK
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
 def parse_duration(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
-    """``90s``, ``10m``, ``1h30m``, ``2d`` or ``0`` -> a timedelta."""
-    text = value.strip().lower().replace(" ", "")
-    if text == "0":
-        return timedelta(0)
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise click.BadParameter(
-            f"{value!r} is not a duration like 90s, 10m, 1h30m or 2d", ctx, param
-        )
-    return timedelta(seconds=sum(float(n) * _UNIT_SECONDS[unit] for n, unit in parts))
+    """A duration option's value (see :mod:`copilot_logs.durations`) -> a timedelta."""
+    from copilot_logs.durations import parse_duration as parse
+
+    try:
+        return parse(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx, param) from None

@@ -298,9 +298,11 @@ ENVELOPE.reported(
     "E119",
     "invalid-timestamp",
     "error",
-    "An event's timestamp is not an ISO-8601 time.",
+    "An event's timestamp is not an ISO-8601 time a log can hold.",
     "Timestamps are ISO-8601 UTC with milliseconds (`2026-08-05T07:49:01.551Z`). One that "
-    "does not parse cannot be ordered or used in durations.",
+    "does not parse cannot be ordered or used in durations; nor can one outside the years "
+    "1000 to 9998 (`0001-01-01`, `+10000-01-01`), which no CLI writes and no date type of "
+    "every tool holds. Either is read as no time; the rest of the event is kept.",
 )
 def timestamp_format(ctx: Context) -> pl.DataFrame:
     missing = ctx.diagnostics.filter(
@@ -309,7 +311,10 @@ def timestamp_format(ctx: Context) -> pl.DataFrame:
     bad = ctx.events.filter(pl.col("timestamp").is_null()).join(
         missing, on=["file", "line"], how="anti"
     )
-    return found(bad, pl.format("{} event's timestamp is not an ISO-8601 time", "type"))
+    return found(
+        bad,
+        pl.format("{} event's timestamp is not an ISO-8601 time in the years 1000 to 9998", "type"),
+    )
 
 
 OTHER_DAMAGE = "E120"

@@ -1,9 +1,16 @@
-"""What a decoded JSON value may hold for the frames: numbers a 64-bit column can hold.
+"""What a decoded JSON value may hold for the frames: numbers a 64-bit column can hold, and
+times from the year 1000 to 9998.
 
 JSON puts no bound on numbers: ``9223372036854775808`` (2^63) and ``1e999`` are valid JSON, but
 no Int64 column holds the first, and the second is infinity as a double (orjson refuses the
 line). The reader reads such a number as null and reports it as an out-of-range number, naming
 the field, rather than calling the line invalid or failing while it builds the frames.
+
+A timestamp is ISO-8601, which also writes ``0001-01-01``, ``-0001-01-01`` and
+``+10000-01-01``; polars holds them, but Python's datetime (every row a command prints) holds
+only the years 1 to 9999, and a day added or a zone applied at either end leaves it. No CLI
+writes such a time: one outside [EARLIEST_TIME, LATEST_TIME) is read as no time (null), which
+``validate`` reports as E119 invalid-timestamp, and the rest of the event is kept.
 """
 
 from __future__ import annotations
@@ -11,10 +18,17 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 LIMIT = 1 << 63
 """A number is out of range when its magnitude is at least this (or it is not finite)."""
+
+EARLIEST_TIME = datetime(1000, 1, 1, tzinfo=UTC)
+"""The earliest time a log may hold (years below 1000 are not written with four digits)."""
+LATEST_TIME = datetime(9999, 1, 1, tzinfo=UTC)
+"""The first time past what a log may hold: the year 9999 is left out, so that a day added or
+a time zone applied never leaves what Python's datetime holds."""
 
 MAX_SHOWN = 3
 """Fields named in one diagnostic; the rest are counted."""
@@ -33,6 +47,15 @@ def out_of_range(value: Any) -> bool:
     if value.__class__ is float:
         return not math.isfinite(value) or abs(value) >= LIMIT
     return False
+
+
+def held_time(moment: datetime) -> datetime | None:
+    """``moment`` in UTC (naive: taken as UTC) when a log may hold it, else None."""
+    try:
+        utc = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except OverflowError:
+        return None
+    return utc if EARLIEST_TIME <= utc < LATEST_TIME else None
 
 
 def clear_out_of_range(value: Any, path: str) -> list[tuple[str, Any]]:
