@@ -92,7 +92,8 @@ def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]
     from copilot_logs.commands.count_total import scan_sources
 
     scan = scan_sources(find(picked), use_cache=use_cache())
-    print_damage(sorted(scan.damage))  # in the order every other command reports them
+    # in the order every other command reports them
+    print_damage(sorted(scan.damage, key=lambda row: row[:4]))
     calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
     return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
 

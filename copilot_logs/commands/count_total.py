@@ -27,12 +27,14 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.linescan import Scanned, scan_file, window_end
 
 if TYPE_CHECKING:
+    from copilot_logs.ingest.events_frame import Diagnostics
     from copilot_logs.ingest.line_reader import Resume
 
 __all__ = ["FileTotals", "Scan", "Scanned", "count_file", "scan_file", "scan_sources"]
 
-Damage = tuple[tuple[int, str, str], ...]
-"""(line, kind, message) of each damaged line the full reader reported."""
+Damage = tuple[tuple[int, str, str, "int | None"], ...]
+"""(line, kind, message, more_lines) of each problem the full reader reported (a file's first
+problems one by one, then a row per kind that sums up the rest: see DIAGNOSTICS_SCHEMA)."""
 
 
 @dataclass(frozen=True)
@@ -75,42 +77,41 @@ def _recover(source: Source, counter: CallCounter, scanned: Scanned | None) -> F
     see :func:`copilot_logs.ingest.linescan.window_end`), and the scan goes on after it with the
     reader's state; after MAX_WINDOWS runs, or when no such line follows, the reader reads the
     rest. ``counter`` holds what the scan counted."""
+    from copilot_logs.ingest.events_frame import Diagnostics
     from copilot_logs.ingest.reader import count_calls
 
-    damage: list[tuple[int, str, str]] = []
+    diagnostics = Diagnostics()  # one for the file: its first problems listed, then counted
+    diagnostics.start_file(source.name)
     events = scanned.line - 1 if scanned is not None else 0
     for _ in range(MAX_WINDOWS):
         if scanned is None or scanned.whole:
             break
-        read = _window(source, counter, scanned, damage)
+        read = _window(source, counter, scanned, diagnostics)
         if read is None:
             break
         scanned, more_events = read
         events += more_events
     if scanned is not None and scanned.whole:
+        diagnostics.settle()
+        damage = diagnostics.damage()
         progress = _progress(counter, scanned.offset, scanned.line, scanned.last_id, damage)
-        return FileTotals(counter.llm_calls, counter.subagent_calls, tuple(damage), False, progress)
+        return FileTotals(counter.llm_calls, counter.subagent_calls, damage, False, progress)
     resume = _resume_at(scanned) if scanned is not None and scanned.offset else None
-    calls = count_calls(source, counter, resume)
-    damage.extend(calls.damage)
+    calls, damage = count_calls(source, counter, resume, diagnostics)
     unreadable = events + calls.events == 0 and bool(damage)
     if calls.state is None:
-        return FileTotals(
-            counter.llm_calls, counter.subagent_calls, tuple(damage), unreadable, None
-        )
+        return FileTotals(counter.llm_calls, counter.subagent_calls, damage, unreadable, None)
     state = calls.state
     progress = dataclasses.replace(
         _progress(counter, state.end, state.next_line, state.last_id, damage),
         session_id=state.session_id,
         unreadable=unreadable,
     )
-    return FileTotals(
-        counter.llm_calls, counter.subagent_calls, tuple(damage), unreadable, progress
-    )
+    return FileTotals(counter.llm_calls, counter.subagent_calls, damage, unreadable, progress)
 
 
 def _window(
-    source: Source, counter: CallCounter, scanned: Scanned, damage: list[tuple[int, str, str]]
+    source: Source, counter: CallCounter, scanned: Scanned, diagnostics: Diagnostics
 ) -> tuple[Scanned, int] | None:
     """The full reader over one run of damaged lines, then the scan from after it: where that
     got, and how many events both read (None when the run has no end the scan vouches for)."""
@@ -120,8 +121,7 @@ def _window(
     lines = window_end(source.path, scanned.offset)
     if lines is None:
         return None
-    read = count_window(lines, counter, _resume_at(scanned))
-    damage.extend(read.damage)
+    read = count_window(lines, counter, _resume_at(scanned), diagnostics)
     state = read.state
     after = Scanned(state.end, state.next_line, state.last_id, read.seen_ids, whole=False)
     more = scan_file(
@@ -154,7 +154,7 @@ def _progress(
     end: int,
     next_line: int,
     last_id: str | None,
-    damage: list[tuple[int, str, str]],
+    damage: Damage,
 ) -> store.Progress:
     """What the store keeps of a damaged file (it is read again whole if it grows)."""
     return store.Progress(
@@ -166,7 +166,7 @@ def _progress(
         llm_calls=counter.llm_calls,
         subagent_calls=counter.subagent_calls,
         messages=counter.messages,
-        damage=tuple(damage),
+        damage=damage,
         unreadable=False,
     )
 
@@ -220,17 +220,18 @@ def _count_one(source: Source, since: store.Header | None) -> FileTotals:
     except Exception:  # from one log's content: the other files are still counted
         from copilot_logs.errors import failed_on_session
 
-        damage = ((0, "unprocessable", failed_on_session()),)
+        damage: Damage = ((0, "unprocessable", failed_on_session(), None),)
         return FileTotals(0, 0, damage, unreadable=True, progress=None)
 
 
 @dataclass
 class Scan:
-    """The selection's totals, and the damage met on the way (file, line, kind, message)."""
+    """The selection's totals, and the damage met on the way (file, line, kind, message,
+    more_lines)."""
 
     llm_calls: int = 0
     subagent_calls: int = 0
-    damage: list[tuple[str, int, str, str]] = field(default_factory=list)
+    damage: list[tuple[str, int, str, str, int | None]] = field(default_factory=list)
     unreadable: bool = False
 
     def add(self, source: Source, totals: FileTotals | store.Header) -> None:
@@ -238,7 +239,7 @@ class Scan:
         self.subagent_calls += totals.subagent_calls
         if totals.damage:
             name = source.name
-            self.damage.extend((name, line, kind, text) for line, kind, text in totals.damage)
+            self.damage.extend((name, *row) for row in totals.damage)
         self.unreadable = self.unreadable or totals.unreadable
 
 

@@ -50,6 +50,21 @@ def open_log(path: Path) -> BinaryIO:
         raise
 
 
+class Capped:
+    """A binary stream read no further than byte ``end``: what a log held when the command
+    reached it, however fast it is appended to meanwhile (``watch`` alone follows a log)."""
+
+    def __init__(self, stream: BinaryIO, end: int) -> None:
+        self.stream = stream
+        self.left = max(0, end - stream.tell())
+
+    def read(self, size: int = -1, /) -> bytes:
+        wanted = self.left if size < 0 else min(size, self.left)
+        data = self.stream.read(wanted) if wanted else b""
+        self.left -= len(data)
+        return data
+
+
 def _regular(mode: int) -> None:
     if not stat.S_ISREG(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")

@@ -241,16 +241,21 @@ def report_damage(diagnostics: pl.DataFrame) -> None:
     """Each damaged line on stderr as FILE:LINE: kind: message, a few per file; two problems
     of one line in the order of their kind, so the report never depends on how batches ran."""
     ordered = diagnostics.sort("file", "line", "kind", "message")
-    rows = ordered.select("file", "line", "kind", "message")
+    rows = ordered.select("file", "line", "kind", "message", "more_lines")
     print_damage(rows.iter_rows())
 
 
-def print_damage(rows: Iterable[tuple[str, int, str, str]]) -> None:
-    """(file, line, kind, message) rows, in order, on stderr; at most MAX_DAMAGE_LINES a file,
-    then how many more problems, on how many lines."""
+def print_damage(rows: Iterable[tuple[str, int, str, str, int | None]]) -> None:
+    """(file, line, kind, message, more_lines) rows, in order, on stderr; at most
+    MAX_DAMAGE_LINES a file, then how many more problems, on how many lines. A row that sums
+    up the problems of a kind the reader did not list (``more_lines`` set) is always shown:
+    it says how many there were."""
     shown: dict[str, int] = {}
     unshown_lines: dict[str, set[int]] = {}
-    for file, line, kind, message in rows:
+    for file, line, kind, message, more_lines in rows:
+        if more_lines is not None:
+            output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)
+            continue
         shown[file] = shown.get(file, 0) + 1
         if shown[file] <= MAX_DAMAGE_LINES:
             output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)

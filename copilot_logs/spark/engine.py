@@ -372,6 +372,7 @@ def _unread(sources: Sequence[Source], fn: Callable[[ReadResult], T]) -> BatchRe
             "kind": ["unreadable"] * len(sources),
             "message": ["cannot read the file: Spark could not read it"] * len(sources),
             "event_id": [None] * len(sources),
+            "more_lines": [None] * len(sources),
         },
         schema=DIAGNOSTICS_SCHEMA,
     )

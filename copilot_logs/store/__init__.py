@@ -113,7 +113,7 @@ class Progress:
     llm_calls: int
     subagent_calls: int
     messages: Iterable[tuple[str, str]]
-    damage: Iterable[tuple[int, str, str]]
+    damage: Iterable[tuple[int, str, str, int | None]]
     unreadable: bool
 
 
@@ -132,7 +132,7 @@ def progress_of(result: ReadResult, state: ReadState, size: int) -> Progress:
             counter.add(kind, agent_id, message_id, chunk_index)
         else:
             counter.add(kind, agent_id)
-    damage = diagnostics.sort("line").select("line", "kind", "message").rows()
+    damage = diagnostics.sort("line").select("line", "kind", "message", "more_lines").rows()
     return Progress(
         end=state.end,
         next_line=state.next_line,

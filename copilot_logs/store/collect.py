@@ -68,7 +68,7 @@ def unprocessable(file: str, session_id: str) -> pl.DataFrame:
     """The diagnostic of a file whose events a command failed on (the exception being
     handled is named in it)."""
     return pl.DataFrame(
-        [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None)],
+        [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None, None)],
         schema=DIAGNOSTICS_SCHEMA,
         orient="row",
     )
