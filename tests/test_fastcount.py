@@ -201,9 +201,9 @@ def test_grown_file_reads_only_its_new_bytes(
     starts: list[int] = []
     real_scan = count_total._scan
 
-    def spy(source: Source, counter: CallCounter, start: int = 0, *args: Any) -> Any:
+    def spy(source: Source, counter: CallCounter, limit: int, start: int = 0, *args: Any) -> Any:
         starts.append(start)
-        return real_scan(source, counter, start, *args)
+        return real_scan(source, counter, limit, start, *args)
 
     monkeypatch.setattr(count_total, "_scan", spy)
     assert total(str(path)) == "3\n"
@@ -297,9 +297,9 @@ def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
     offsets: list[int] = []
     real = reader.count_calls
 
-    def spy(source: Source, counter: CallCounter, resume: Any = None, found: Any = None) -> Any:
+    def spy(source: Source, counter: CallCounter, resume: Any, *more: Any) -> Any:
         offsets.append(resume.offset if resume else 0)
-        return real(source, counter, resume, found)
+        return real(source, counter, resume, *more)
 
     monkeypatch.setattr(reader, "count_calls", spy)
     totals = count_total.count_file(Source(path, "s"))

@@ -18,8 +18,9 @@ from copilot_logs.cli.options import (
     use_cache,
 )
 from copilot_logs.errors import ExitCode
+from copilot_logs.ingest.logfile import grown, sizes
 from copilot_logs.render import output
-from copilot_logs.render.formats import print_damage
+from copilot_logs.render.formats import print_damage, report_growth
 
 
 @click.command()
@@ -91,9 +92,13 @@ def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]
     imported); damage goes to stderr as with every command."""
     from copilot_logs.commands.count_total import scan_sources
 
-    scan = scan_sources(find(picked), use_cache=use_cache())
+    sources = find(picked)
+    paths = [source.path for source in sources]
+    before = sizes(paths)
+    scan = scan_sources(sources, use_cache=use_cache())
     # in the order every other command reports them
     print_damage(sorted(scan.damage, key=lambda row: row[:4]))
+    report_growth([sources[at].name for at in grown(paths, before)])
     calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
     return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
 

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from copilot_logs.errors import ExitCode
+from copilot_logs.ingest.logfile import grown, sizes
 from copilot_logs.render import output
-from copilot_logs.render.formats import report_damage
+from copilot_logs.render.formats import report_damage, report_growth
 from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
@@ -286,6 +287,7 @@ class Loaded:
 
         since, until = self.window
         looked, self.found = self.found, None
+        before = _sizes_before(self.sources, looked)
         narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
         step: Callable[[ReadResult], Any] = (
             functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
@@ -314,6 +316,8 @@ class Loaded:
         self.diagnostics = pl.concat(diagnostics)
         if self.report:
             report_damage(self.diagnostics)
+        grew = grown([source.path for source in self.sources], before)
+        report_growth([self.sources[at].name for at in grew])
         return values
 
     def empty_files(self) -> set[str]:
@@ -321,6 +325,14 @@ class Loaded:
         if self.diagnostics is None:
             return set()
         return set(self.diagnostics["file"].unique().to_list()) - self.files_with_events
+
+
+def _sizes_before(sources: list[Source], found: list[store.Found] | None) -> list[int]:
+    """Each log's size when the command reached it: when its entry was looked up (a log that
+    grows after that is answered as it was then), else now."""
+    if found is None:
+        return sizes([source.path for source in sources])
+    return [looked.stamp.size if looked.stamp is not None else 0 for looked in found]
 
 
 @contextmanager

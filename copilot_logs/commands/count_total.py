@@ -53,25 +53,30 @@ class FileTotals:
 def count_file(source: Source, since: store.Header | None = None) -> FileTotals:
     """A file's figures: by the scan as far as it vouches for the lines (going on from an
     earlier read's entry ``since`` when the file only grew), and by the full reader, which
-    recovers and reports damage, over the lines it does not (see :func:`_recover`)."""
+    recovers and reports damage, over the lines it does not (see :func:`_recover`). Nothing
+    past the size the file has now is read: a log appended to faster than it is read cannot
+    keep the count going (the command says when a log grew)."""
+    limit = source.size
     if source.path is not None and since is not None:
         counter = CallCounter(since.messages)
         counter.llm_calls, counter.subagent_calls = since.llm_calls, since.subagent_calls
-        scanned = _scan(source, counter, since.end, since.next_line, since.last_id)
+        scanned = _scan(source, counter, limit, since.end, since.next_line, since.last_id)
         if scanned is not None and scanned.whole:
             return _totals(counter, scanned, since.session_id)
     counter = CallCounter()
-    scanned = _scan(source, counter) if source.path is not None else None
+    scanned = _scan(source, counter, limit) if source.path is not None else None
     if scanned is not None and scanned.whole:
         return _totals(counter, scanned, None)
-    return _recover(source, counter, scanned)
+    return _recover(source, counter, scanned, limit)
 
 
 MAX_WINDOWS = 16
 """Runs of damaged lines handed to the full reader one at a time before it reads the rest."""
 
 
-def _recover(source: Source, counter: CallCounter, scanned: Scanned | None) -> FileTotals:
+def _recover(
+    source: Source, counter: CallCounter, scanned: Scanned | None, limit: int
+) -> FileTotals:
     """From the first line the scan did not vouch for: the full reader reads each run of
     damaged lines, through the next line the scan vouches for (where the reader holds nothing,
     see :func:`copilot_logs.ingest.linescan.window_end`), and the scan goes on after it with the
@@ -86,7 +91,7 @@ def _recover(source: Source, counter: CallCounter, scanned: Scanned | None) -> F
     for _ in range(MAX_WINDOWS):
         if scanned is None or scanned.whole:
             break
-        read = _window(source, counter, scanned, diagnostics)
+        read = _window(source, counter, scanned, diagnostics, limit)
         if read is None:
             break
         scanned, more_events = read
@@ -97,7 +102,7 @@ def _recover(source: Source, counter: CallCounter, scanned: Scanned | None) -> F
         progress = _progress(counter, scanned.offset, scanned.line, scanned.last_id, damage)
         return FileTotals(counter.llm_calls, counter.subagent_calls, damage, False, progress)
     resume = _resume_at(scanned) if scanned is not None and scanned.offset else None
-    calls, damage = count_calls(source, counter, resume, diagnostics)
+    calls, damage = count_calls(source, counter, resume, diagnostics, limit)
     unreadable = events + calls.events == 0 and bool(damage)
     if calls.state is None:
         return FileTotals(counter.llm_calls, counter.subagent_calls, damage, unreadable, None)
@@ -111,14 +116,14 @@ def _recover(source: Source, counter: CallCounter, scanned: Scanned | None) -> F
 
 
 def _window(
-    source: Source, counter: CallCounter, scanned: Scanned, diagnostics: Diagnostics
+    source: Source, counter: CallCounter, scanned: Scanned, diagnostics: Diagnostics, limit: int
 ) -> tuple[Scanned, int] | None:
     """The full reader over one run of damaged lines, then the scan from after it: where that
     got, and how many events both read (None when the run has no end the scan vouches for)."""
     from copilot_logs.ingest.reader import count_window
 
     assert source.path is not None
-    lines = window_end(source.path, scanned.offset)
+    lines = window_end(source.path, scanned.offset, limit)
     if lines is None:
         return None
     read = count_window(lines, counter, _resume_at(scanned), diagnostics)
@@ -131,6 +136,7 @@ def _window(
         line=state.next_line,
         last_id=state.last_id,
         seen=read.seen_ids,
+        limit=limit,
     )
     after = more if more is not None else after
     return after, read.events + after.line - state.next_line
@@ -174,13 +180,14 @@ def _progress(
 def _scan(
     source: Source,
     counter: CallCounter,
+    limit: int,
     start: int = 0,
     line: int = 1,
     last_id: str | None = None,
 ) -> Scanned | None:
-    """:func:`scan_file` of a source."""
+    """:func:`scan_file` of a source, up to byte ``limit``."""
     assert source.path is not None
-    return scan_file(source.path, counter, start=start, line=line, last_id=last_id)
+    return scan_file(source.path, counter, start=start, line=line, last_id=last_id, limit=limit)
 
 
 def _totals(counter: CallCounter, scanned: Scanned, session_id: str | None) -> FileTotals:

@@ -118,6 +118,9 @@ class FileReader(LineReader):
         return b""
 
 
+_ZEROS = bytes(clean_blocks.CLEAN_BLOCK)
+
+
 class _LongLine:
     """The start of a line that the blocks read so far have not ended, gathered in linear
     time (never copied again as it grows). The NUL bytes that begin it, and a run of them that
@@ -141,6 +144,12 @@ class _LongLine:
 
     def add(self, chunk: bytes) -> None:
         if not chunk:
+            return
+        if len(chunk) <= len(_ZEROS) and chunk == _ZEROS[: len(chunk)]:  # (a memcmp: fast)
+            if self.parts:
+                self.trail += len(chunk)
+            else:
+                self.lead += len(chunk)
             return
         if not self.parts:
             body = chunk.lstrip(b"\x00")

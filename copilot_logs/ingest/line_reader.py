@@ -220,9 +220,11 @@ class LineReader:
         one event; else recover what it holds and hand ``nxt`` back to be read on its own."""
         pieces = [held.raw]
         followers = [nxt]
+        nuls = False  # a line whose NUL runs were counted, not held, would make JSON invalid
         while True:
+            nuls = nuls or followers[-1].nuls > 0
             candidate = b"\\n".join([*pieces, followers[-1].raw.rstrip(b"\r")])
-            parsed = try_loads(candidate)
+            parsed = None if nuls else try_loads(candidate)
             if parsed is not None:
                 span = followers[-1].offset + followers[-1].length - held.offset
                 self.diagnostics.add(

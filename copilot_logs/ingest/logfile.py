@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -63,6 +64,25 @@ class Capped:
         data = self.stream.read(wanted) if wanted else b""
         self.left -= len(data)
         return data
+
+
+def sizes(paths: Sequence[Path | None]) -> list[int]:
+    """Each file's size now (0 for standard input, or a file that cannot be stat'ed)."""
+    found = []
+    for path in paths:
+        try:
+            found.append(os.stat(path).st_size if path is not None else 0)
+        except OSError:
+            found.append(0)
+    return found
+
+
+def grown(paths: Sequence[Path | None], before: Sequence[int]) -> list[int]:
+    """The indexes of the files that are bigger now than ``before`` (their sizes when the
+    command reached them): each was read no further, so what they gained since was not."""
+    return [
+        at for at, (now, then) in enumerate(zip(sizes(paths), before, strict=True)) if now > then
+    ]
 
 
 def _regular(mode: int) -> None:

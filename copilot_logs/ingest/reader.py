@@ -117,8 +117,10 @@ def _read_source_into(
     rows: Rows,
     diagnostics: Diagnostics,
     wants_payload: Callable[[str, str | None], bool] | None = None,
+    limit: int | None = None,
 ) -> tuple[Span, ReadState | None]:
-    """Read a file (or stdin); an unreadable file becomes a diagnostic, never an exception."""
+    """Read a file (or stdin) up to byte ``limit`` (default: its size when opened); an
+    unreadable file becomes a diagnostic, never an exception."""
     if source.path is None:
         import sys
 
@@ -129,7 +131,8 @@ def _read_source_into(
                 stream.seek(resume.offset)
             # Up to the size the file has now: a log appended to faster than it is read
             # would keep the reader going for ever (the command says when one grew).
-            capped = Capped(stream, os.fstat(stream.fileno()).st_size)
+            size = os.fstat(stream.fileno()).st_size
+            capped = Capped(stream, size if limit is None else min(size, limit))
             return _read(capped, source, rows, diagnostics, resume, wants_payload)
     except OSError as exc:
         before = len(diagnostics.rows)
@@ -224,13 +227,14 @@ def count_calls(
     counter: CallCounter,
     resume: Resume | None = None,
     diagnostics: Diagnostics | None = None,
+    limit: int | None = None,
 ) -> tuple[Calls, Damage]:
     """Feed the main-agent and sub-agent LLM calls of a file to ``counter``, read with full
     recovery but without building frames (so without polars): only the lines that need it are
     decoded. ``resume`` goes on where an envelope scan stopped (``counter`` then holds what the
-    scan counted, and ``diagnostics`` the damage the scan's windows met). Returns what was read
-    and the file's damage."""
+    scan counted, and ``diagnostics`` the damage the scan's windows met); nothing past byte
+    ``limit`` is read. Returns what was read and the file's damage."""
     rows, diagnostics = Rows(), diagnostics if diagnostics is not None else Diagnostics()
-    _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload)
+    _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload, limit)
     _count_rows(rows, counter)
     return Calls(rows.held, state), diagnostics.damage()

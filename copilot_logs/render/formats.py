@@ -245,6 +245,20 @@ def report_damage(diagnostics: pl.DataFrame) -> None:
     print_damage(rows.iter_rows())
 
 
+def report_growth(names: Sequence[str]) -> None:
+    """One line on stderr naming the logs that grew while the command read them (each was read
+    as far as it went when the command reached it)."""
+    if not names:
+        return
+    which = one_line(names[0]) + (f" and {plural(len(names) - 1, 'other')}" if names[1:] else "")
+    output.echo(
+        f"warning: {plural(len(names), 'log')} grew while being read ({which}): each was read "
+        "as far as it went when the command reached it; run the command again to include the "
+        "rest",
+        err=True,
+    )
+
+
 def print_damage(rows: Iterable[tuple[str, int, str, str, int | None]]) -> None:
     """(file, line, kind, message, more_lines) rows, in order, on stderr; at most
     MAX_DAMAGE_LINES a file, then how many more problems, on how many lines. A row that sums
