@@ -276,10 +276,14 @@ def _to_read(source: Source, since: store.Header | None) -> int:
 
 def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[FileTotals]:
     """Count the jobs, on ``plan.workers`` processes when there is enough to read: this one
-    and ``plan.workers - 1`` workers. The batches go to the pool; this process takes the ones
-    no worker has started yet, from the last, so it works while the workers start."""
+    and ``plan.workers - 1`` workers. The pool takes batches from the first, two a worker at a
+    time, and this process from the last, so it works while the workers start. (No batch is
+    handed out and then taken back: a future cancelled that way breaks Python 3.11's pool when
+    a worker dies, with a traceback.)"""
     if not jobs:
         return []  # every file was in the store: no worker module to import
+    from concurrent.futures import FIRST_COMPLETED, Future, wait
+
     from copilot_logs.store import pool as parallel
 
     plan = parallel.plan(sum(sizes), frames=False)
@@ -287,14 +291,20 @@ def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[FileTotals]
         return _count_and_keep(jobs, use_cache)
     batches = parallel.balance(jobs, sizes, plan.workers * 8)
     done: list[list[FileTotals] | None] = [None] * len(batches)
+    todo = list(range(len(batches)))
     with parallel.executor(plan.workers - 1, frames=False) as pool:
-        futures = [pool.submit(_count_and_keep, batch, use_cache) for batch in batches]
-        for index in reversed(range(len(batches))):
-            if futures[index].cancel():
+        running: dict[Future[list[FileTotals]], int] = {}
+        while todo or running:
+            while todo and len(running) < 2 * (plan.workers - 1):
+                index = todo.pop(0)
+                running[pool.submit(_count_and_keep, batches[index], use_cache)] = index
+            if todo:
+                index = todo.pop()
                 done[index] = _count_and_keep(batches[index], use_cache)
-        for index, future in enumerate(futures):
-            if done[index] is None:
-                done[index] = future.result()
+            else:  # (waking up now and then: see pool.as_done)
+                wait(running, timeout=parallel.WAKE_SECONDS, return_when=FIRST_COMPLETED)
+            for future in [future for future in running if future.done()]:
+                done[running.pop(future)] = future.result()
     totals = {
         id(job): total
         for batch, counted in zip(batches, done, strict=True)
