@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
+SPARK_STAMP := $(VENV)/.installed-spark
 SAMPLES := sample_sessions
 
 # The floors job: the tests (not lint) in their own venv, with every dependency at the oldest
@@ -12,7 +13,7 @@ FLOORS_VENV  := .venv-floors
 FLOORS_BIN   := $(FLOORS_VENV)/bin
 FLOORS_STAMP := $(FLOORS_VENV)/.installed-floors
 
-.PHONY: demo test test-floors fuzz lint bench samples clean
+.PHONY: demo test test-spark test-floors fuzz lint bench samples record record-live clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,18 +22,29 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
-# The spark extra too, so that the Spark engine's comparison tests run (they skip without Java).
+# What `make test` needs: the project and its dev tools (not the spark extra: see test-spark).
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@ $(RUN_STAMP)
+
+# The spark extra (pyspark, about 800 MB), only for `make test-spark`.
+$(SPARK_STAMP): $(DEV_STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
+	@touch $@
 
 demo: $(RUN_STAMP)
 	$(BIN)/copilot-logs sessions $(SAMPLES)
 	$(BIN)/copilot-logs count $(SAMPLES)
 
+# Without pyspark the Spark engine's comparison tests skip, saying so (make test-spark runs them).
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory lint
+
+# The Spark engine's comparison tests (tests/test_spark.py), with the spark extra installed;
+# they skip without Java 17+. CI runs them after `make test` (.ci/run).
+test-spark: $(SPARK_STAMP)
+	$(BIN)/python -m pytest -q tests/test_spark.py
 
 $(FLOORS_BIN)/python:
 	$(PYTHON) -m venv $(FLOORS_VENV)
@@ -50,9 +62,9 @@ fuzz: $(DEV_STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py $(FUZZ_ARGS)
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check copilot_logs synth tests benchmarks
-	$(BIN)/ruff format --check copilot_logs synth tests benchmarks
-	$(BIN)/mypy copilot_logs synth
+	$(BIN)/ruff check copilot_logs synth rig tests benchmarks
+	$(BIN)/ruff format --check copilot_logs synth rig tests benchmarks
+	$(BIN)/mypy copilot_logs synth rig
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
@@ -60,6 +72,25 @@ bench: $(DEV_STAMP)
 # Rewrites sample_sessions/ with the test-data generator synth/ (the files are committed).
 samples: $(RUN_STAMP)
 	$(BIN)/python -m tests.make_samples $(SAMPLES)
+
+# Records the scenarios with real Copilot CLI versions into tests/recordings/ (docs/recordings.md):
+# each version is fetched once from the npm registry into ~/.cache/copilot-logs-rig/.
+# make record VERSIONS="1.0.102 1.0.85" [SCENARIOS="one-tool subagent"]
+VERSIONS ?= newest
+record: $(RUN_STAMP)
+	$(BIN)/python -m rig.record --versions $(VERSIONS) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) --out tests/recordings
+
+# CI's live step: every scenario recorded with the newest CLI on the npm registry into a scratch
+# folder, then the tests that need the real CLI, on those fresh logs. Skipped, in one line, when
+# the CLI cannot be fetched (rig.record exits 75).
+LIVE_DIR ?= $(or $(TMPDIR),/tmp)/copilot-logs-live
+record-live: $(DEV_STAMP)
+	rm -rf $(LIVE_DIR)
+	@status=0; $(BIN)/python -m rig.record --versions newest --out $(LIVE_DIR) || status=$$?; \
+	if [ $$status = 75 ]; then echo "record-live: skipped: the Copilot CLI cannot be fetched"; exit 0; fi; \
+	[ $$status = 0 ] || exit $$status; \
+	COPILOT_LOGS_RECORDINGS=$(LIVE_DIR) COPILOT_RIG_VERSION=$$(ls $(LIVE_DIR)) \
+		$(BIN)/python -m pytest -q -m live tests
 
 clean:
 	rm -rf $(VENV) $(FLOORS_VENV) .pytest_cache .mypy_cache .ruff_cache

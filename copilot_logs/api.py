@@ -165,6 +165,10 @@ def export(
     """Export the selected sessions to Parquet datasets under ``out``, as ``copilot-logs export``
     does: only the logs changed since the last export into ``out`` are written again."""
     selection = _selection(selectors, root, since, until, latest)
-    plan = _export.prepare(Path(out), find_sources(selection))
-    batches = map_batches(plan.changed, _export.batch_writer(plan), use_cache=cache, remember=False)
-    return _export.finish(plan, (done.value for done in batches))
+    sources = find_sources(selection)
+    with _export.exporting(Path(out)):  # another export into ``out`` is waited for
+        plan = _export.prepare(Path(out), sources)
+        batches = map_batches(
+            plan.changed, _export.batch_writer(plan), use_cache=cache, remember=False
+        )
+        return _export.finish(plan, (done.value for done in batches))

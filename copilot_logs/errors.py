@@ -5,7 +5,11 @@ The core raises these; only the CLI turns them into a one-line ``Error: ...`` an
 
 from __future__ import annotations
 
+import errno
 from enum import IntEnum
+
+FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""Errors of a write that may pass later (once there is room): a :class:`WriteError`."""
 
 
 class ExitCode(IntEnum):
@@ -22,7 +26,7 @@ class ExitCode(IntEnum):
     UNREADABLE = 3
     """Some input could not be read at all (permission denied, a folder of the old
     history-session-state format, a file holding no event). What could be read was still
-    reported."""
+    reported. Also: an output could not be written (a full disk, an I/O error)."""
     TIMEOUT = 124
     """``watch --until-done --timeout``: no new event (or no log at all) for the whole
     timeout; the same code as coreutils ``timeout``."""
@@ -42,6 +46,13 @@ class SelectionError(CopilotLogsError):
 
 class UnreadableError(CopilotLogsError):
     """A folder of sessions that cannot be listed (permission denied, an I/O error)."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
+class WriteError(CopilotLogsError):
+    """A file copilot-logs had to write or remove could not be (a full disk, an I/O error, a
+    file it may not remove); what was there before is left as it was."""
 
     exit_code = ExitCode.UNREADABLE
 

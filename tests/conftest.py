@@ -61,3 +61,24 @@ def real_samples() -> Path:
     if not REAL_SAMPLES.is_dir():
         pytest.skip("../shared/real-samples is not beside this checkout")
     return REAL_SAMPLES
+
+
+@pytest.fixture
+def live_cli() -> tuple[str, Path]:
+    """(version, binary) of a real Copilot CLI for the tests that run it: the version named
+    by COPILOT_RIG_VERSION, else the newest in the rig's cache (docs/recordings.md). Skipped
+    cleanly when none is cached: `make test` downloads nothing (`make record-live` does)."""
+    from rig import cli
+
+    wanted = os.environ.get("COPILOT_RIG_VERSION")
+    root = cli.cache_root()
+    names = [wanted] if wanted else [p.name for p in root.iterdir()] if root.is_dir() else []
+    versions = sorted(
+        (name for name in names if cli.cached(name)),
+        key=lambda v: [int(part) if part.isdigit() else 0 for part in v.split(".")],
+    )
+    if not versions:
+        pytest.skip("no Copilot CLI in the rig's cache (make record-live fetches the newest)")
+    binary = cli.cached(versions[-1])
+    assert binary is not None
+    return versions[-1], binary

@@ -148,7 +148,8 @@ def test_ndjson_and_csv_carry_the_same_figures() -> None:
 
 
 def test_table_ends_with_a_totals_row() -> None:
-    result = CliRunner().invoke(main, ["count", str(SAMPLES)])
+    # Wide enough for every column: no line under the table names hidden ones.
+    result = CliRunner().invoke(main, ["count", str(SAMPLES)], env={"COLUMNS": "300"})
     last = result.stdout.strip().splitlines()[-1].split()
     assert last[0] == "total"
     assert int(last[1]) == sum(r["llm_calls"] for r in sample_rows())

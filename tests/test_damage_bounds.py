@@ -79,9 +79,9 @@ def test_a_files_first_problems_are_listed_and_the_rest_summed_up_per_kind(
     assert listed.height == MAX_DETAILS == 100
     assert listed["line"].to_list() == list(range(good + 1, good + 101))
     # by hand: 50 of the 150 not-an-event lines and the 60 blank lines are not listed
-    assert summed.select("line", "kind", "more_lines").rows() == [
-        (good + 101, "not-an-event", 50),
-        (good + 151, "blank-line", 60),
+    assert summed.select("line", "kind", "more_lines", "new_lines").rows() == [
+        (good + 101, "not-an-event", 50, 50),
+        (good + 151, "blank-line", 60, 60),
     ]
     messages = summed["message"].to_list()
     assert "and 50 more damaged lines of this kind" in messages[0]
@@ -95,8 +95,12 @@ def test_two_problems_on_each_line_count_each_line_once(tmp_path: Path) -> None:
     data = synth.join_lines([*session().lines(), *[b"{}\r"] * 300])
     result = read_bytes(data, "s.jsonl")
     summed = result.diagnostics.filter(pl.col("more_lines").is_not_null())
-    # 100 problems listed are the first 50 lines; each kind's row names the other 250 lines
-    assert sorted(summed["kind"].to_list()) == ["crlf", "not-an-event"]
+    # 100 problems listed are the first 50 lines; each kind's row names the other 250 lines,
+    # which only the first of them adds to the damaged lines
+    assert sorted(summed.select("kind", "more_lines", "new_lines").rows()) == [
+        ("crlf", 250, 250),
+        ("not-an-event", 250, 0),
+    ]
     assert all("and 250 more damaged lines" in text for text in summed["message"])
     assert summarize(result)["damaged_lines"].to_list() == [300]
 

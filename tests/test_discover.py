@@ -206,3 +206,52 @@ def test_cli_reads_stdin(root: Path) -> None:
     [row] = orjson.loads(result.stdout)
     assert row["session_id"] == "3fb00000-bbbb"
     assert row["llm_calls"] == 1
+
+
+# --- One session found in two places ----------------------------------------------------------
+
+
+def two_folders(tmp_path: Path) -> tuple[Path, Path, list[Path]]:
+    """``a/`` holds three sessions; ``b/`` is a copy of it made earlier, when the first was
+    shorter (its first two lines), with the second one edited since, and the third alike."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    logs = [
+        write_session(a, f"{n}aaaaaa-0000-4000-8000-00000000000{n}", "2026-08-05T09:00:00Z")
+        for n in range(3)
+    ]
+    with logs[0].open("ab") as stream:  # the first session went on after the copy was made
+        stream.write(logs[0].read_bytes().replace(b"-1", b"-3").replace(b"-2", b"-4"))
+    for log in logs:
+        copy = b / log.parent.name / "events.jsonl"
+        copy.parent.mkdir(parents=True)
+        copy.write_bytes(log.read_bytes())
+    first = b / logs[0].parent.name / "events.jsonl"
+    first.write_bytes(b"".join(first.read_bytes().splitlines(keepends=True)[:2]))
+    second = b / logs[1].parent.name / "events.jsonl"
+    second.write_bytes(second.read_bytes().replace(b'"turnId":"0"', b'"turnId":"9"'))
+    return a, b, logs
+
+
+def test_a_session_found_in_two_folders_is_counted_once_and_said(tmp_path: Path) -> None:
+    a, b, logs = two_folders(tmp_path)
+    # by hand: a holds 2 + 1 + 1 turn_starts; b's copy of the second differs (counted again,
+    # and said), b's copies of the first (its start) and the third (the same) are left out
+    result = CliRunner().invoke(main, ["count", "--total", str(a), str(b)])
+    assert (result.exit_code, result.stdout) == (0, "5\n")
+    notes = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    session = [log.parent.name for log in logs]
+    assert notes == [
+        f"warning: {b}/{session[0]}/events.jsonl is the start of {a}/{session[0]}/events.jsonl "
+        f"(session {session[0]}): read once, from {a}/{session[0]}/events.jsonl",
+        f"warning: {a}/{session[1]}/events.jsonl and {b}/{session[1]}/events.jsonl hold the "
+        f"same session ({session[1]}) with different events: both are read, so it counts "
+        "twice; give only one of them",
+        f"warning: {b}/{session[2]}/events.jsonl is a copy of {a}/{session[2]}/events.jsonl "
+        f"(session {session[2]}): read once, from {a}/{session[2]}/events.jsonl",
+    ]
+
+
+def test_the_api_reads_a_session_found_twice_once(tmp_path: Path) -> None:
+    a, b, logs = two_folders(tmp_path)
+    files = {str(s.path) for s in find_sources(Selection(selectors=(str(a), str(b))))}
+    assert files == {*map(str, logs), str(b / logs[1].parent.name / "events.jsonl")}

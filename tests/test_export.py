@@ -23,6 +23,7 @@ from copilot_logs import api
 from copilot_logs.cli import main
 from copilot_logs.commands import export
 from copilot_logs.commands.export import files
+from copilot_logs.errors import WriteError
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import pool
 from tests.conftest import PROJECT, SAMPLES
@@ -550,7 +551,7 @@ def test_a_failed_write_leaves_the_old_dataset_and_no_temporary(
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", broken)
     (samples / "a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f" / "events.jsonl").touch()
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(WriteError, match="disk full"):
         api.export(out, samples)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
@@ -757,6 +758,31 @@ def test_docs_duckdb_examples_run(exported: dict[str, Any]) -> None:
         m["requests"] or 0 for row in usage for m in row["models"]
     )
     assert sum(row[1] for row in results[2]) == len(scan(Path("copilot-parquet"), "tools"))
+
+
+def test_the_docs_first_duckdb_example_counts_each_session_of_a_shared_file_once(
+    samples: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Two sessions in one file (a recorder's copy): the example's join must not pair each
+    session's row with the other's."""
+    expected = json.loads((SAMPLES / "expected.json").read_text())
+    pair = ["a1f0c3e2-4b5d-4c6e-8f70-0a1b2c3d4e5f", "b2e1d4f3-5c6e-4d7f-9081-1b2c3d4e5f60"]
+    shared = b"".join((samples / expected[s]["file"]).read_bytes() for s in pair)
+    for session in pair:
+        shutil.rmtree(samples / session)
+    (samples / "two-sessions.jsonl").write_bytes(shared)
+    monkeypatch.chdir(tmp_path)
+    run("export", "copilot-parquet", samples)
+    (sql,) = doc_blocks("sql")
+    rows = duckdb.sql(sql.split(";")[0]).fetchall()
+    # The truth: the generator's manifest of the samples, and `count` on the same logs.
+    truth = sum(e["llm_calls"] + e["subagent_calls"] for e in expected.values())
+    premium = sum(e["premium_requests"] or 0 for e in expected.values())
+    counted = json.loads(run("count", samples, "--format", "json").stdout)
+    assert sum(row[1] for row in rows) == len(expected) == len(counted) == 11
+    assert sum(row[2] for row in rows) == truth
+    assert truth == sum(c["llm_calls"] + c["subagent_calls"] for c in counted)
+    assert sum(row[3] or 0 for row in rows) == pytest.approx(premium)
 
 
 def test_out_deleted_is_written_whole_again(samples: Path, tmp_path: Path) -> None:

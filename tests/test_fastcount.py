@@ -39,6 +39,9 @@ def session(turns: int = 3, *, subagent_calls: int = 0, seed: int = 0) -> Sessio
     return builder
 
 
+DAMAGE_COLUMNS = ("line", "kind", "message", "more_lines", "new_lines")
+
+
 def full_count(data: bytes) -> tuple[int, int]:
     table = count.count(read_bytes(data))
     return int(table["llm_calls"].sum()), int(table["subagent_calls"].sum())
@@ -189,14 +192,14 @@ def test_changed_file_is_read_again(tmp_path: Path) -> None:
 def test_grown_file_reads_only_its_new_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Once a log was seen to grow (the first growth is read whole, and a CRC of the bytes
+    read is kept from then on), each growth is scanned from where the entry stopped."""
     builder = SessionBuilder()
     builder.user_message("go")
     builder.turn("one")
-    first = builder.to_bytes()
-    path = write(tmp_path, first)
+    path = write(tmp_path, builder.to_bytes())
     assert total(str(path)) == "1\n"
     builder.turn("two")
-    builder.turn("three")
     path.write_bytes(builder.to_bytes())
     starts: list[int] = []
     real_scan = count_total._scan
@@ -206,8 +209,13 @@ def test_grown_file_reads_only_its_new_bytes(
         return real_scan(source, counter, limit, start, *args)
 
     monkeypatch.setattr(count_total, "_scan", spy)
+    assert total(str(path)) == "2\n"
+    assert starts == [0]
+    second = builder.to_bytes()
+    builder.turn("three")
+    path.write_bytes(builder.to_bytes())
     assert total(str(path)) == "3\n"
-    assert starts == [len(first)]
+    assert starts == [0, len(second)]
 
 
 def test_file_rewritten_to_a_longer_one_is_read_whole(tmp_path: Path) -> None:
@@ -230,7 +238,7 @@ def test_parallel_scan_matches_sequential(tmp_path: Path, monkeypatch: pytest.Mo
     both = count_total.scan_sources(sources, use_cache=False)
     assert (both.llm_calls, both.damage) == (sequential.llm_calls, sequential.damage)
     assert sequential.llm_calls == sum(n + 1 for n in range(6)) + full_count(damaged("glued"))[0]
-    assert [kind for _, _, kind, _, _ in sequential.damage] == ["truncated-event"]
+    assert [row[2] for row in sequential.damage] == ["truncated-event"]
 
 
 @pytest.mark.parametrize("kind", [*DAMAGE, "invalid-utf8", "dropped"])
@@ -240,7 +248,7 @@ def test_full_read_fallback_counts_like_count(kind: str, tmp_path: Path) -> None
     path.write_bytes(data)
     totals = count_total.count_file(Source(path, "s"))
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    reported = read_bytes(data).diagnostics.select("line", "kind", "message", "more_lines").rows()
+    reported = read_bytes(data).diagnostics.select(DAMAGE_COLUMNS).rows()
     assert list(totals.damage) == reported
 
 
@@ -305,7 +313,7 @@ def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
     totals = count_total.count_file(Source(path, "s"))
     assert offsets == [data.rindex(b"\n") + 1]  # only the cut last line was read again
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    assert [kind for _, kind, _, _ in totals.damage] == ["cut-line"]
+    assert [row[1] for row in totals.damage] == ["cut-line"]
 
 
 def test_the_reader_reads_only_the_damaged_lines_and_the_scan_goes_on(
@@ -329,7 +337,7 @@ def test_the_reader_reads_only_the_damaged_lines_and_the_scan_goes_on(
     totals = count_total.count_file(Source(path, "s"))
     assert windows == [3, 2]  # the two halves and the next line; the glued line and the next
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    reported = read_bytes(data).diagnostics.select("line", "kind", "message", "more_lines").rows()
+    reported = read_bytes(data).diagnostics.select(DAMAGE_COLUMNS).rows()
     assert list(totals.damage) == reported
     assert totals.progress is not None and totals.progress.end == len(data)
 
@@ -375,4 +383,4 @@ def test_a_raw_control_character_in_an_unread_payload_is_counted_as_count_counts
     totals = count_total.count_file(Source(path, "s"))
     assert totals.llm_calls == 3 - 1  # three turns by hand, the damaged one skipped
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    assert [(line, kind) for line, kind, _, _ in totals.damage] == [(turn + 1, "invalid-json")]
+    assert [row[:2] for row in totals.damage] == [(turn + 1, "invalid-json")]

@@ -6,6 +6,7 @@ only what users run (not the test-data generator `synth/`)."""
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -181,3 +182,58 @@ def test_the_package_never_imports_the_test_data_generator() -> None:
         for source in package_sources()
     }
     assert {source: names for source, names in importers.items() if names} == {}
+
+
+# --- what `make test` installs (issue 24) ------------------------------------------------------
+
+
+def _make_dry_run(target: str) -> list[str]:
+    """The commands `make TARGET` would run from scratch (printed, not run)."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(
+        ["make", "--dry-run", "--always-make", "--no-print-directory", target],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+def test_make_test_leaves_out_the_spark_extra_and_test_spark_installs_it() -> None:
+    installs = [line for line in _make_dry_run("test") if "pip install" in line]
+    assert installs and not [line for line in installs if "spark" in line]
+    spark = _make_dry_run("test-spark")
+    assert any("pip install" in line and "spark]" in line for line in spark)
+    assert any("pytest" in line and "tests/test_spark.py" in line for line in spark)
+
+
+def test_ci_runs_the_spark_tests_after_make_test() -> None:
+    steps = [
+        line.strip()
+        for line in (PROJECT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert steps.index("make test") < steps.index("make test-spark")
+
+
+SPARK_TESTS = "tests/test_spark.py"
+
+
+def test_without_pyspark_the_spark_tests_skip_saying_how_to_run_them(tmp_path: Path) -> None:
+    """pyspark hidden by a package of the same name that cannot be imported."""
+    shadow = tmp_path / "shadow" / "pyspark"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError('hidden', name='pyspark')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", SPARK_TESTS],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": f"{shadow.parent}{os.pathsep}{PROJECT}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, done.stdout  # all skipped
+    assert "1 skipped" in done.stdout
+    assert "the spark extra is not installed (`make test-spark`" in done.stdout

@@ -5,9 +5,12 @@ lines themselves."""
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
+import os
 import re
+import stat
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -17,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
+from copilot_logs.render import html
 from copilot_logs.render.svg.scale import tick_step
 from synth import SessionBuilder, bash, task, view
 from tests.conftest import SAMPLES
@@ -236,6 +240,61 @@ def test_an_unwritable_output_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1  # said before reading: no damage warnings either
     result = run("report", str(SAMPLES), "-o", str(tmp_path))
     assert result.exit_code == 2 and "is a directory" in result.stderr
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_the_page_gets_the_permissions_of_any_new_file(umask: int, tmp_path: Path) -> None:
+    """Decided (docs/report.md): a page is a file the user asked for, given to others as
+    they choose; it takes the umask like any new file (the store, a cache, stays private)."""
+    out = tmp_path / "r.html"
+    out.write_text("an older page")
+    out.chmod(0o600)
+    old = os.umask(umask)
+    try:
+        assert run("report", str(SAMPLES), "-o", str(out)).exit_code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_page_through_a_link_is_written_to_its_target(tmp_path: Path) -> None:
+    target = tmp_path / "site" / "index.html"
+    target.parent.mkdir()
+    link = tmp_path / "r.html"
+    link.symlink_to(target)
+    assert run("report", str(SAMPLES), "-o", str(link)).exit_code == 0
+    assert link.is_symlink() and "<!DOCTYPE html>" in target.read_text()[:200]
+
+
+def test_a_full_disk_leaves_the_older_page_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "r.html"
+    out.write_text("an older page")
+    real = os.fdopen
+
+    class Full:
+        def __init__(self, stream: Any) -> None:
+            self.stream = stream
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *args: Any) -> None:
+            self.stream.close()
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(html.os, "fdopen", lambda *a, **k: Full(real(*a, **k)))
+    result = CliRunner().invoke(main, ["report", str(SAMPLES), "-o", str(out)])
+    assert result.exit_code == 3
+    assert [line for line in result.stderr.splitlines() if line.startswith("Error:")] == [
+        f"Error: -o {out}: cannot write the report there (No space left on device); free some "
+        "space and run it again"
+    ]
+    assert out.read_text() == "an older page"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
 
 
 # --- timeline --format svg --------------------------------------------------------------------

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,8 +25,14 @@ import pytest
 from click.testing import CliRunner, Result
 from polars.testing import assert_frame_equal
 
-pytest.importorskip("pyspark")
-pytest.importorskip("pyarrow")
+pytest.importorskip(
+    "pyspark",
+    reason="the spark extra is not installed (`make test-spark` installs it and runs these tests)",
+)
+pytest.importorskip(
+    "pyarrow",
+    reason="the spark extra is not installed (`make test-spark` installs it and runs these tests)",
+)
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("Spark needs Java 17+ (java on PATH or JAVA_HOME)", allow_module_level=True)
 
@@ -118,7 +126,9 @@ def test_every_command_gives_the_local_rows(
     local, on_spark = both(*command, SAMPLES, damaged)
     assert local.stdout.strip(), local.stderr
     if command[0] != "validate":  # validate reports damage as findings, not on stderr
-        assert local.stderr.count("warning: ") >= len(DAMAGE_KINDS)
+        # Damage over many files is one summary line that counts the problems.
+        problems = re.search(r"\((\d+) problems\), each read", local.stderr)
+        assert problems is not None and int(problems[1]) >= len(DAMAGE_KINDS), local.stderr
     assert orjson.loads(on_spark.stdout) == orjson.loads(local.stdout)
     assert on_spark.stderr == local.stderr  # every damaged line reported the same way
     assert on_spark.exit_code == local.exit_code
@@ -281,3 +291,94 @@ def test_the_docs_example_runs(
     expected = turns.group_by("model").len().sort("model", nulls_last=False)
     assert [(r["model"], r["count"]) for r in shown] == expected.rows()
     assert "octo/shopfront" in capsys.readouterr().out
+
+
+# --- what Spark is doing, on a terminal (issue 24) ---------------------------------------------
+
+
+class Recorder:
+    """A :class:`copilot_logs.spark.progress.Progress` that notes what it is told."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+
+    def starting(self, master: str) -> None:
+        self.calls.append(("starting", (master,)))
+
+    def tasks(self, done: int, total: int) -> None:
+        self.calls.append(("tasks", (done, total)))
+
+    def finished(self) -> None:
+        self.calls.append(("finished", ()))
+
+
+def test_starting_a_session_is_announced(spark: SparkSession, monkeypatch: Any) -> None:
+    from pyspark.sql import SparkSession
+
+    recorder = Recorder()
+    assert engine.session("local[2]", recorder) is spark  # running already: nothing to say
+    assert recorder.calls == []
+    monkeypatch.setattr(SparkSession, "getActiveSession", lambda: None)
+    engine.session("local[2]", recorder)  # a new session (getOrCreate finds the context)
+    assert recorder.calls == [("starting", ("local[2]",))]
+
+
+def test_the_job_reports_its_tasks_then_finishes(spark: SparkSession, monkeypatch: Any) -> None:
+    from copilot_logs.spark import progress
+    from copilot_logs.store.collect import map_batches
+
+    def events(result: Any) -> int:
+        return int(result.events.height)
+
+    monkeypatch.setattr(progress, "POLL_SECONDS", 0.01)
+    recorder = Recorder()
+    sources = [Source(path, path.parent.name) for path in sorted(SAMPLES.glob("*/events.jsonl"))]
+    on_spark = list(engine.map_batches(sources, events, progress=recorder))
+    local = list(map_batches(sources, events, use_cache=False))
+    assert sum(b.value for b in on_spark) == sum(b.value for b in local) > 0
+    kinds = [kind for kind, _ in recorder.calls]
+    assert kinds[-1] == "finished" and kinds.count("finished") == 1
+    tasks = [args for kind, args in recorder.calls if kind == "tasks"]
+    assert tasks, "no progress while the job ran"
+    assert all(0 <= done <= total for done, total in tasks)  # type: ignore[operator]
+
+
+def test_a_failed_job_still_finishes_the_progress(spark: SparkSession, tmp_path: Path) -> None:
+    def broken(_result: Any) -> int:
+        raise RuntimeError("boom")
+
+    recorder = Recorder()
+    log = resumed_session(10).write_to(tmp_path)
+    with pytest.raises(engine.SparkJobError):
+        list(engine.map_batches([Source(log, "x")], broken, progress=recorder))
+    assert recorder.calls[-1] == ("finished", ())
+
+
+def test_on_a_terminal_spark_says_it_is_starting(tmp_path: Path) -> None:
+    """A new JVM in its own process, in tmux: the line shows while Spark starts, and is gone
+    (transient) when the table is printed."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (CI installs it through .ci/run)")
+    socket = f"copilot-logs-spark-{os.getpid()}"
+    done = tmp_path / "done"
+    command = (
+        f"XDG_CACHE_HOME={tmp_path} {sys.executable} -m copilot_logs count --engine spark "
+        f"--master local[1] {SAMPLES} 2>&1; echo $? > {done}; sleep 60"
+    )
+    tmux = ["tmux", "-L", socket]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "150", "-y", "30", command], check=True)
+    screens: list[str] = []
+    try:
+        deadline = time.monotonic() + 600
+        while not (done.exists() and done.read_text().strip()) and time.monotonic() < deadline:
+            shown = subprocess.run(
+                [*tmux, "capture-pane", "-p"], capture_output=True, text=True, check=False
+            )
+            screens.append(shown.stdout)
+            time.sleep(0.2)
+        final = subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True)
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)
+    assert done.read_text().strip() == "0"
+    assert any("Starting Spark on local[1]" in screen for screen in screens)
+    assert "total" in final.stdout and "Starting Spark" not in final.stdout

@@ -23,6 +23,7 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import collect, pool
 from copilot_logs.store.collect import read_all
+from copilot_logs.store.upkeep import SWEPT
 from synth import SessionBuilder, bash, nul_tail
 
 from .conftest import SAMPLES
@@ -49,7 +50,10 @@ def entries() -> list[Path]:
 
 
 def leftovers() -> list[Path]:
-    return [p for p in store.folder().iterdir() if not p.name.endswith(".entry")]
+    """What the store folder holds besides its entries (and the mark of the last sweep)."""
+    return [
+        p for p in store.folder().iterdir() if not p.name.endswith(".entry") and p.name != SWEPT
+    ]
 
 
 def test_cached_read_equals_fresh_read(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,7 +94,9 @@ def grow(tmp_path: Path) -> tuple[Path, SessionBuilder, int]:
 
 
 def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path, builder, size = grow(tmp_path)
+    """The first growth of a log is read whole (its entry kept no CRC of the bytes read: a
+    log never touched again costs no second pass); from then on only the new bytes."""
+    path, builder, _ = grow(tmp_path)
     offsets: list[Any] = []
     real = collect.read_many
 
@@ -99,8 +105,18 @@ def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.Mon
         return real(jobs)
 
     monkeypatch.setattr(collect, "read_many", spy)
+    read_all([Source(path, "s")], use_cache=True)
+    assert offsets == [0]
+    size = path.stat().st_size
+    builder.turn("four")
+    path.write_bytes(builder.to_bytes())
+    read_all([Source(path, "s")], use_cache=True)
+    assert offsets == [0, size]
+    again = path.stat().st_size
+    builder.turn("five")
+    path.write_bytes(builder.to_bytes())
     grown = read_all([Source(path, "s")], use_cache=True)
-    assert offsets == [size]
+    assert offsets == [0, size, again]  # the CRC went on over the bytes read at each growth
     assert_same(grown, read_all([Source(path, "s")]))
     assert grown.events["line"].to_list() == list(range(1, len(builder.lines()) + 1))
 
@@ -286,6 +302,124 @@ def test_the_hashes_catch_a_rewrite_with_the_same_ctime(command: Any, tmp_path: 
     assert command([str(path)]) == 2
 
 
+def long_log(turns: int) -> tuple[SessionBuilder, bytes]:
+    """A log far longer than the two 4 KB windows the key hashes."""
+    builder = SessionBuilder(seed=7)
+    builder.user_message("go")
+    for n in range(turns):
+        builder.turn(f"step {n}", [bash("ls", "a")])
+    data = builder.to_bytes()
+    assert len(data) > 8 * store.key.HASH_BYTES
+    return builder, data
+
+
+def edit_mid_file(path: Path) -> None:
+    """Rewrite, in place and with the same size, the turn_start nearest the middle of the log
+    (far from both hashed windows), and put its modification time back."""
+    before = path.stat()
+    data = path.read_bytes()
+    marker = b'"type":"assistant.turn_start"'
+    middle = data.find(marker, len(data) // 2)
+    assert store.key.HASH_BYTES < middle < len(data) - 2 * store.key.HASH_BYTES
+    changed = data[:middle] + b'"type":"assistant.turn_stop!"' + data[middle + len(marker) :]
+    with path.open("r+b") as stream:  # in place: the same inode
+        stream.write(changed)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+
+
+@pytest.mark.parametrize("command", [llm_calls, total])
+def test_freshness_is_not_judged_by_size_alone(command: Any, tmp_path: Path) -> None:
+    """Mutation guard (docs/development.md): store/key.py judging an entry fresh by the size
+    (and the hashed windows) alone serves 40 for this log's 39 turns."""
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(long_log(40)[1])
+    assert command([str(path)]) == 40
+    edit_mid_file(path)
+    assert command([str(path)]) == 39  # by hand: one turn_start of the 40 is gone
+
+
+def append_turn(path: Path, builder: SessionBuilder) -> None:
+    """Append one more turn, as the CLI appends (the same inode)."""
+    before = builder.to_bytes()
+    builder.turn("one more", [bash("ls", "b")])
+    with path.open("ab") as stream:
+        stream.write(builder.to_bytes()[len(before) :])
+
+
+@pytest.mark.parametrize("command", [llm_calls, total])
+def test_an_in_place_edit_then_an_append_is_not_served_stale(command: Any, tmp_path: Path) -> None:
+    """Mutation guard: a grown log is read on from where its entry stopped only when the CRC
+    of every byte read before still matches (the two hashed windows cannot see this edit)."""
+    builder, data = long_log(40)
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(data)
+    assert command([str(path)]) == 40
+    append_turn(path, builder)
+    assert command([str(path)]) == 41  # the first growth: read whole, its CRC kept
+    edit_mid_file(path)
+    append_turn(path, builder)
+    assert command([str(path)]) == 41  # by hand: 42 turns written, one turn_start edited away
+
+
+NOT_CONTINUING = {
+    "a second session appended (cat b >> a)": lambda old, builder: SessionBuilder(seed=11),
+    "the log appended to itself (cat a >> a)": lambda old, builder: old,
+    "lines lost in between": lambda old, builder: builder,
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_CONTINUING))
+def test_new_lines_that_do_not_continue_the_old_read_as_a_whole_read_does(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why store/__init__.py no longer re-reads a grown log whose first new event does not
+    continue the parentId chain: once its old bytes are proven unchanged, reading on from
+    where the entry stopped gives exactly what a whole read gives, whatever follows."""
+    builder = SessionBuilder(seed=3)
+    builder.user_message("go")
+    builder.turn("one", [bash("ls", "a")])
+    path = builder.write(tmp_path / "s" / "events.jsonl")
+    source = Source(path, "s")
+    read_all([source], use_cache=True)
+    append_turn(path, builder)
+    read_all([source], use_cache=True)  # the first growth: the entry now keeps a CRC
+    old = path.read_bytes()
+    extra = NOT_CONTINUING[case](old, builder)
+    if isinstance(extra, SessionBuilder):
+        if extra is builder:  # two turns written, only the second one on disk
+            append_turn(Path(os.devnull), builder)
+            before = builder.to_bytes()
+            append_turn(Path(os.devnull), builder)
+            added = builder.to_bytes()[len(before) :]
+        else:
+            extra.user_message("another task")
+            extra.turn("two")
+            added = extra.to_bytes()
+    else:
+        added = extra
+    with path.open("ab") as stream:
+        stream.write(added)
+    offsets: list[int] = []
+    real = collect.read_many
+
+    def spy(jobs: Any) -> Any:
+        offsets.extend(resume.offset if resume else 0 for _, resume in jobs)
+        return real(jobs)
+
+    monkeypatch.setattr(collect, "read_many", spy)
+    grown = read_all([source], use_cache=True)
+    assert offsets == [len(old)]  # read on from the entry, not whole
+    assert_same(grown, read_all([source]))
+
+
 # --- A corrupt, foreign or other-version entry is ignored and rewritten -----------------------
 
 
@@ -402,7 +536,7 @@ def test_a_failed_rename_leaves_no_temporary_file(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(store.os, "replace", failing)
     assert_same(read_all(sources, use_cache=True), fresh)
     assert total([str(SAMPLES)]) > 0
-    assert list(store.folder().iterdir()) == []
+    assert leftovers() == [] and entries() == []
 
 
 def test_concurrent_runs_leave_one_whole_entry_per_log(tmp_path: Path) -> None:
@@ -442,6 +576,10 @@ def test_entries_of_logs_that_are_gone_are_removed(tmp_path: Path) -> None:
     paths[0].unlink()
     paths[1].write_bytes(turns_log(4, seed=9))  # a run that writes also tidies the store
     llm_calls(["--root", str(root)])
+    assert len(entries()) == 3  # the headers are read to find gone logs once a day only
+    os.utime(store.folder() / SWEPT, (1, 1))
+    paths[2].write_bytes(turns_log(5, seed=9))
+    llm_calls(["--root", str(root)])
     assert sorted(entries()) == sorted(store.entry_path(p) for p in paths[1:])
 
 
@@ -461,14 +599,20 @@ def test_the_store_keeps_under_its_size_cap(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_stale_temporary_files_are_removed(tmp_path: Path) -> None:
+    """Only temporary files of ours (named as the store names them, holding the start of an
+    entry) are removed, once an hour old."""
     read_all(sample_sources(), use_cache=True)
-    old = store.folder() / ".dead.tmp"
-    young = store.folder() / ".writing.tmp"
-    old.write_bytes(b"x")
-    young.write_bytes(b"x")
-    os.utime(old, (1, 1))
+    old = store.folder() / ".k3j_9x2a.tmp"
+    young = store.folder() / ".a8d7f6e5.tmp"
+    empty = store.folder() / ".emptyfil.tmp"
+    not_ours = store.folder() / ".notes000.tmp"
+    for path, data in [(old, store.MAGIC), (young, store.MAGIC), (empty, b""), (not_ours, b"x")]:
+        path.write_bytes(data)
+    for path in (old, empty, not_ours):
+        os.utime(path, (1, 1))
     store.prune()
-    assert not old.exists() and young.exists()
+    assert not old.exists() and not empty.exists()
+    assert young.exists() and not_ours.exists()
 
 
 # --- cache info / clear ------------------------------------------------------------------------
@@ -477,12 +621,17 @@ def test_stale_temporary_files_are_removed(tmp_path: Path) -> None:
 def test_cache_info_and_clear(copilot_home: Path) -> None:
     runner = CliRunner()
     empty = msgspec.json.decode(runner.invoke(main, ["cache", "info", "--format", "json"]).stdout)
-    assert empty == {"path": str(store.folder()), "entries": 0, "bytes": 0}
+    assert empty == {"path": str(store.folder()), "entries": 0, "bytes": 0, "trusted": True}
     assert store.folder() == copilot_home / "cache" / "copilot-logs" / "store"
     runner.invoke(main, ["sessions", str(SAMPLES)])
     held = msgspec.json.decode(runner.invoke(main, ["cache", "info", "--format", "json"]).stdout)
     on_disk = sum(p.stat().st_size for p in store.folder().iterdir())
-    assert held == {"path": str(store.folder()), "entries": len(sample_sources()), "bytes": on_disk}
+    assert held == {
+        "path": str(store.folder()),
+        "entries": len(sample_sources()),
+        "bytes": on_disk,
+        "trusted": True,
+    }
     table = runner.invoke(main, ["cache", "info"]).stdout
     assert str(store.folder()) in table and f"{len(sample_sources())} session logs" in table
     cleared = runner.invoke(main, ["cache", "clear"])

@@ -266,12 +266,12 @@ def _prefix(data: bytes, kind: str, nth: int = 1) -> bytes:
     ("log", "kind", "nth", "status"),
     [
         (COMPLETED_SAMPLE, "system.message", 1, watch.RUNNING),  # no prompt yet
-        (COMPLETED_SAMPLE, "session.task_complete", 1, watch.ENDED),
+        (COMPLETED_SAMPLE, "session.task_complete", 1, watch.FINISHING),
         (COMPLETED_SAMPLE, "tool.execution_complete", 1, watch.RUNNING),
         # After the 5th nudge the loop's tool turn closes: the cap is not reached until the
         # loop's last turn (no tool request) closes.
         (NUDGE_CAP_SAMPLE, "assistant.turn_end", 11, watch.RUNNING),
-        (NUDGE_CAP_SAMPLE, "assistant.turn_end", 12, watch.ENDED),
+        (NUDGE_CAP_SAMPLE, "assistant.turn_end", 12, watch.FINISHING),
         (ERROR_SAMPLE, "session.error", 1, watch.SETTLING),
         (ERROR_SAMPLE, "session.shutdown", 1, watch.ENDED),
         (OPEN_SAMPLE, "tool.execution_start", 3, watch.RUNNING),

@@ -8,13 +8,18 @@ Nothing heavy (polars, rich) is imported until a command runs, so ``--help`` and
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import click
+from click.exceptions import NoArgsIsHelpError
 
 from copilot_logs.errors import CopilotLogsError
 from copilot_logs.render import output
 from copilot_logs.render.output import one_line
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 COMMANDS = {
     "sessions": "copilot_logs.cli.sessions:sessions",
@@ -68,11 +73,41 @@ class LazyGroup(click.Group):
             ctx.exit(int(error.exit_code))
         except click.ClickException as error:
             raise _escaped(error) from None
+        finally:
+            _store_notice()
+
+
+def _store_notice() -> None:
+    """Say once, after the command, why the store was not used (a folder or entry that is
+    not the user's own: docs/cache.md)."""
+    trust = sys.modules.get("copilot_logs.store.trust")  # not imported: the store was not used
+    notice = trust.take_notice() if trust is not None else None
+    if notice is not None:
+        output.echo(f"warning: {one_line(notice)}", err=True)
+
+
+def complete_sessions(
+    ctx: click.Context, _param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """Shell completion of a selector: the session ids under --root (or the default root)
+    that start with what was typed, else file names."""
+    from click.shell_completion import CompletionItem
+
+    from copilot_logs.ingest.discover import Selection, find_sources
+
+    try:
+        sources = find_sources(Selection(root=ctx.params.get("root")))
+    except CopilotLogsError:  # a bad --root: complete file names instead
+        sources = []
+    ids = sorted(s.session_hint for s in sources if s.session_hint.startswith(incomplete))
+    return [CompletionItem(i) for i in ids] or [CompletionItem(incomplete, type="file")]
 
 
 def _escaped(error: click.ClickException) -> click.ClickException:
     """Click prints its usage errors itself; they quote the command line, which may hold a
     pasted selector or path: the same error, its control characters shown as escapes."""
+    if isinstance(error, NoArgsIsHelpError):
+        return error  # our own help text, shown as click shows it
     message = error.format_message()
     if one_line(message) == message:
         return error
@@ -82,7 +117,9 @@ def _escaped(error: click.ClickException) -> click.ClickException:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="copilot-logs", prog_name="copilot-logs")
+@click.version_option(
+    None, "-V", "--version", package_name="copilot-logs", prog_name="copilot-logs"
+)
 def main() -> None:
     """Count, audit and validate GitHub Copilot CLI session logs.
 

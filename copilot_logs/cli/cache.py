@@ -9,10 +9,13 @@ from copilot_logs.cli.options import format_option
 
 @click.group()
 def cache() -> None:
-    """Show or empty the store of what was read (see the README's "The cache").
+    """Show or empty the store of what was read.
 
     Each session log read is kept as one entry under the user's cache folder, so an unchanged
     log is not parsed again; `--no-cache` on any command bypasses it. Deleting it is always safe.
+
+    \b
+    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/cache.md
 
     \b
     Examples:
@@ -40,7 +43,10 @@ def info(fmt: str) -> None:
 
 @cache.command()
 def clear() -> None:
-    """Delete everything the store holds (the next run reads every log again).
+    """Delete what copilot-logs wrote in the store (the next run reads every log again).
+
+    Only files copilot-logs wrote are removed, never anything else put there, and nothing in
+    a store folder that is not your own (a link, another user's): docs/cache.md.
 
     \b
     Examples:
@@ -49,6 +55,13 @@ def clear() -> None:
     from copilot_logs import store
     from copilot_logs.render.cache import write_cleared
 
-    before = store.info()
-    store.clear()
-    write_cleared(before)
+    cleared = store.clear()
+    write_cleared(cleared)
+    if cleared.failed:
+        from copilot_logs.errors import WriteError
+
+        more = f" and {len(cleared.failed) - 1} more" if len(cleared.failed) > 1 else ""
+        raise WriteError(
+            f"could not remove {cleared.failed[0]}{more} from the store; check the folder's "
+            "permissions, or remove them yourself"
+        )

@@ -12,13 +12,14 @@ from copilot_logs.cli.options import (
     find,
     format_option,
     load,
+    quiet,
     read_each,
     selection_options,
     spark_engine,
     use_cache,
 )
 from copilot_logs.errors import ExitCode
-from copilot_logs.ingest.logfile import grown, sizes
+from copilot_logs.ingest.logfile import Growth
 from copilot_logs.render import output
 from copilot_logs.render.formats import print_damage, report_growth
 
@@ -93,12 +94,11 @@ def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]
     from copilot_logs.commands.count_total import scan_sources
 
     sources = find(picked)
-    paths = [source.path for source in sources]
-    before = sizes(paths)
+    growth = Growth(sources)
     scan = scan_sources(sources, use_cache=use_cache())
-    # in the order every other command reports them
-    print_damage(sorted(scan.damage, key=lambda row: row[:4]))
-    report_growth([sources[at].name for at in grown(paths, before)])
+    # in every other command's order
+    print_damage(sorted(scan.damage, key=lambda row: row[:4]), quiet=quiet())
+    report_growth([source.name for source in growth.grown()])
     calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
     return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
 

@@ -1,12 +1,20 @@
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from copilot_logs.cli.options import Loaded, Picked, exit_code, load, selection_options
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
+from copilot_logs.render.output import one_line
+
+if TYPE_CHECKING:
+    from copilot_logs.commands.export import Written
+    from copilot_logs.ingest.reader import ReadResult
 
 
 @click.command()
@@ -18,9 +26,12 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
 
     Six tables, each a folder partitioned by the sessions' start day (hive style,
     OUT/TABLE/date=YYYY-MM-DD/*.parquet): events, turns (main-agent turns and sub-agent calls),
-    tools, sessions, findings (validate's, every rule) and usage. docs/export.md gives their
-    columns. Exporting again into OUT reads only the logs that changed, and removes those no
-    longer selected; OUT must be new, empty, or an earlier export.
+    tools, sessions, findings (validate's, every rule) and usage. Exporting again into OUT
+    reads only the logs that changed, and removes those no longer selected; OUT must be new,
+    empty, or an earlier export.
+
+    \b
+    The tables and their columns: https://github.com/copilot-logs/copilot-logs/blob/main/docs/export.md
 
     \b
     Examples:
@@ -33,9 +44,13 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
 
     if loaded is None:
         return
-    plan = core.prepare(out, loaded.sources)
-    todo = Loaded(plan.changed)
-    summary = core.finish(plan, todo.map(core.batch_writer(plan), remember=False))
+    waiting = partial(
+        output.echo, f"Waiting for another export into {one_line(str(out))}.", err=True
+    )
+    with core.exporting(out, on_wait=waiting):
+        plan = core.prepare(out, loaded.sources)
+        todo = Loaded(plan.changed)
+        summary = core.finish(plan, _written(todo, core.batch_writer(plan)))
     logs = summary.written + summary.unchanged
     output.echo(
         f"Exported {plural(logs, 'log')} to {out}: {summary.written} written, "
@@ -43,3 +58,9 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
         err=True,
     )
     ctx.exit(exit_code(todo))
+
+
+def _written(todo: Loaded, writer: Callable[[ReadResult], Written]) -> Iterator[Written]:
+    """The batches written, as :func:`~copilot_logs.commands.export.finish` takes them (it
+    removes this run's temporary files when writing one fails)."""
+    yield from todo.map(writer, remember=False)

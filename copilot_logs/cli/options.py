@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -14,8 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from copilot_logs.cli import complete_sessions
 from copilot_logs.errors import ExitCode
-from copilot_logs.ingest.logfile import grown, sizes
 from copilot_logs.render import output
 from copilot_logs.render.formats import report_damage, report_growth
 from copilot_logs.render.output import one_line
@@ -39,10 +38,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 NO_CACHE = "copilot_logs.no_cache"
 
 
-def _remember_no_cache(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    ctx.meta[NO_CACHE] = value
-
-
 def use_cache() -> bool:
     """False when the running command was given --no-cache."""
     ctx = click.get_current_context(silent=True)
@@ -60,9 +55,44 @@ class Picked:
     latest: int | None = None
 
 
-def selection_options(function: F) -> F:
-    """SELECTORS plus --root, --since, --until, --latest and --no-cache, read the same way by
-    every command: the command receives them as one ``picked`` argument (a :class:`Picked`)."""
+QUIET = "copilot_logs.quiet"
+
+
+def quiet() -> bool:
+    """True when the running command was given --quiet: no damage warnings."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(QUIET))
+
+
+def _reading_flags() -> list[Callable[[F], F]]:
+    """--no-cache and --quiet, which every command keeps in its context's meta."""
+    no_cache = click.option(
+        "--no-cache",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember(NO_CACHE),
+        help="Read every file again; neither use nor update the store (see `copilot-logs cache`).",
+    )
+    quiet = click.option(
+        "--quiet",
+        "-q",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember(QUIET),
+        help="No warnings about damaged lines (`copilot-logs validate` lists them).",
+    )
+    return [no_cache, quiet]
+
+
+def files_only(function: F) -> F:
+    """:func:`selection_options` for a command that cannot read standard input (`watch`)."""
+    return selection_options(function, stdin=False)
+
+
+def selection_options(function: F, *, stdin: bool = True) -> F:
+    """SELECTORS plus --root, --since, --until, --latest, --no-cache and --quiet, read the same
+    way by every command: the command receives them as one ``picked`` argument (a
+    :class:`Picked`)."""
 
     @functools.wraps(function)
     def command(
@@ -78,7 +108,12 @@ def selection_options(function: F) -> F:
         return function(*args, picked=picked, **kwargs)
 
     decorators = [
-        click.argument("selectors", nargs=-1, metavar="[SESSION|PREFIX|PATH|-]..."),
+        click.argument(
+            "selectors",
+            nargs=-1,
+            metavar="[SESSION|PREFIX|PATH|-]..." if stdin else "[SESSION|PREFIX|PATH]...",
+            shell_complete=complete_sessions,
+        ),
         click.option(
             "--root",
             type=click.Path(path_type=Path, file_okay=False),
@@ -96,14 +131,7 @@ def selection_options(function: F) -> F:
         click.option(
             "--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."
         ),
-        click.option(
-            "--no-cache",
-            is_flag=True,
-            expose_value=False,
-            callback=_remember_no_cache,
-            help="Read every file again; neither use nor update the store "
-            "(see `copilot-logs cache`).",
-        ),
+        *_reading_flags(),
     ]
     wrapped: Any = command
     for decorator in reversed(decorators):
@@ -180,12 +208,22 @@ def choose(picked: Picked, *, zone: str | None = None) -> Selection:
     )
 
 
+SAID = 3
+"""Sessions found in two places that are named one by one (then counted)."""
+
+
 def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
     """The selected session logs, newest first; says so on stderr when there is none."""
     from copilot_logs.ingest.discover import find_sources
 
     selection = choose(picked, zone=zone)
-    sources = find_sources(selection)
+    notes: list[str] = []
+    sources = find_sources(selection, notes)
+    for note in notes[:SAID]:  # a session found in two places
+        output.echo(f"warning: {one_line(note)}", err=True)
+    if len(notes) > SAID:
+        more = len(notes) - SAID
+        output.echo(f"warning: and {more} more sessions found in two places, alike", err=True)
     if not sources:
         where = ", ".join(picked.selectors) if picked.selectors else str(selection.resolved_root)
         output.echo(f"No sessions found in {one_line(where)}.", err=True)
@@ -233,12 +271,13 @@ def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded 
         raise click.UsageError("--engine spark reads files, not standard input")
     sources = find(replace(picked, selectors=rest), zone=zone) if rest or not uris else []
     if uris:
-        sources += engine.list_uris(engine.session(master), uris)
+        sources += engine.list_uris(engine.session(master, output.spark_status()), uris)
         if not sources:
             output.echo(f"No sessions found in {one_line(', '.join(uris))}.", err=True)
     if not sources:
         return None
-    return Loaded(sources, report=report, engine=partial(engine.map_batches, master=master))
+    mapper = partial(engine.map_batches, master=master, progress=output.spark_status())
+    return Loaded(sources, report=report, engine=mapper)
 
 
 T = TypeVar("T")
@@ -283,16 +322,16 @@ class Loaded:
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
-        from copilot_logs.ingest import window
+        from copilot_logs.ingest import logfile, window
 
         since, until = self.window
         looked, self.found = self.found, None
-        before = _sizes_before(self.sources, looked)
+        growth = logfile.Growth(self.sources, looked)
         narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
         step: Callable[[ReadResult], Any] = (
             functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
         )
-        with _progress(self.sources) as advance:
+        with output.progress(len(self.sources), sum(s.size for s in self.sources)) as advance:
             batches = (
                 self.engine(self.sources, step)
                 if self.engine is not None
@@ -315,9 +354,8 @@ class Loaded:
                 self.files_with_events.update(done.files_with_events)
         self.diagnostics = pl.concat(diagnostics)
         if self.report:
-            report_damage(self.diagnostics)
-        grew = grown([source.path for source in self.sources], before)
-        report_growth([self.sources[at].name for at in grew])
+            report_damage(self.diagnostics, quiet=quiet())
+        report_growth([source.name for source in growth.grown()])
         return values
 
     def empty_files(self) -> set[str]:
@@ -325,27 +363,6 @@ class Loaded:
         if self.diagnostics is None:
             return set()
         return set(self.diagnostics["file"].unique().to_list()) - self.files_with_events
-
-
-def _sizes_before(sources: list[Source], found: list[store.Found] | None) -> list[int]:
-    """Each log's size when the command reached it: when its entry was looked up (a log that
-    grows after that is answered as it was then), else now."""
-    if found is None:
-        return sizes([source.path for source in sources])
-    return [looked.stamp.size if looked.stamp is not None else 0 for looked in found]
-
-
-@contextmanager
-def _progress(sources: list[Source]) -> Iterator[Callable[[Source], None] | None]:
-    console = output.progress_console()
-    if console is None or sum(s.size for s in sources) < 64 << 20:
-        yield None
-        return
-    from rich.progress import Progress
-
-    with Progress(transient=True, console=console) as progress:
-        task = progress.add_task("Reading sessions", total=len(sources))
-        yield lambda _source: progress.advance(task)
 
 
 HUMAN_FORMATS = ("table", "markdown")

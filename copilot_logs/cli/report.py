@@ -8,7 +8,7 @@ from typing import NoReturn
 import click
 
 from copilot_logs.cli.options import Picked, exit_code, load, selection_options
-from copilot_logs.errors import CopilotLogsError
+from copilot_logs.errors import FULL, CopilotLogsError, WriteError
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
 
@@ -82,19 +82,27 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
         output.write_exact(page)
     else:
         try:
-            path.write_text(page, encoding="utf-8")
+            size = html.save(page, path)
         except OSError as error:
-            _cannot_write(path, error.strerror or str(error))
+            _cannot_write(path, error)
         output.echo(
-            f"Wrote {path} ({len(page.encode()) / 1024:,.0f} KB): "
+            f"Wrote {path} ({size / 1024:,.0f} KB): "
             f"{plural(len(data.sessions), 'session')}, {plural(len(data.timelines), 'timeline')}.",
             err=True,
         )
     ctx.exit(exit_code(loaded))
 
 
-def _cannot_write(path: Path, reason: str) -> NoReturn:
-    raise CopilotLogsError(
+def _cannot_write(path: Path, error: OSError | str) -> NoReturn:
+    """One line: why the page cannot be written; exit 3 for a full disk or an I/O error (the
+    same -o may work later), else 2."""
+    reason = error if isinstance(error, str) else error.strerror or str(error)
+    full = isinstance(error, OSError) and error.errno in FULL
+    raise (WriteError if full else CopilotLogsError)(
         f"-o {path}: cannot write the report there ({reason}); "
-        "name a file in an existing, writable folder, or - for stdout"
+        + (
+            "free some space and run it again"
+            if full
+            else "name a file in an existing, writable folder, or - for stdout"
+        )
     )

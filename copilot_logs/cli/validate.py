@@ -82,11 +82,12 @@ def validate(
         ignore=settings.ignore,
         strict=settings.strict,
     )
-    text = ci.render(report, fmt, statistics=statistics)
-    if fmt in ci.MACHINE_FORMATS:
-        output.write_exact(text)
+    if fmt == "text":
+        output.echo_styled(ci.text_lines(report, statistics=statistics))
+    elif fmt in ci.MACHINE_FORMATS:
+        output.write_exact(ci.render(report, fmt, statistics=statistics))
     else:
-        output.echo(text, nl=False, workflow_commands=fmt == "github")
+        output.echo(ci.render(report, fmt), nl=False, workflow_commands=fmt == "github")
     if fmt == "github":
         output.echo(ci.summary_line(report), err=True)
     if loaded is not None and loaded.empty_files():

@@ -3,13 +3,21 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import Picked, format_option, parse_duration, selection_options
+from copilot_logs.cli.options import (
+    Picked,
+    files_only,
+    format_option,
+    parse_duration,
+    quiet,
+)
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
+from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.watch.tail import Follower, Watcher
@@ -23,7 +31,7 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 
 
 @click.command()
-@selection_options
+@files_only
 @click.option(
     "--until-done",
     is_flag=True,
@@ -34,8 +42,8 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     "--timeout",
     callback=_timeout,
     metavar="DURATION",
-    help="With --until-done: give up when no new event arrives for DURATION (90s, 10m, 1h) "
-    f"and exit {int(ExitCode.TIMEOUT)}.",
+    help="With --until-done: give up when no new event arrives for DURATION (90s, 10m, 1h), "
+    f"or no session appears, and exit {int(ExitCode.TIMEOUT)}.",
 )
 @click.option(
     "--nudge-cap",
@@ -57,7 +65,8 @@ def watch(
     """Follow running sessions live, or wait for an autopilot run to finish.
 
     With no selector, follows the sessions written in the last 10 minutes under the root and
-    picks up new ones as they appear; ended sessions leave the view after a minute. A session
+    picks up those written to later (new or resumed); ended sessions leave the view after a
+    minute. A session
     id or path that does not exist yet is waited for. On a terminal the view shows each
     session's interaction and turn, its LLM calls (main agent and sub-agents apart), the tools
     running now, sub-agents, nudges, errors and task_complete. --format ndjson writes one
@@ -152,12 +161,22 @@ class _Screen:
 
 @dataclass(frozen=True)
 class _Ending:
-    """How an --until-done wait ended: the run is over, or the timeout expired."""
+    """How an --until-done wait ended: the run is over, or the timeout expired (maybe before
+    any session appeared: no follower)."""
 
-    follower: Follower
+    follower: Follower | None
+    root: Path
     timed_out: timedelta | None = None
 
     def report(self, fmt: str, nudge_cap: int) -> ExitCode:
+        if self.follower is None:
+            assert self.timed_out is not None
+            output.echo(
+                f"Error: no session appeared under {one_line(str(self.root))} in "
+                f"{self.timed_out.total_seconds():g}s: gave up waiting",
+                err=True,
+            )
+            return ExitCode.TIMEOUT
         code = _verdict(self.follower, fmt, nudge_cap)
         if self.timed_out is None:
             return code
@@ -183,28 +202,51 @@ def _follow(
     from copilot_logs.render.watch import write_record
 
     if fmt == "ndjson" or not screen.live:
-        for follower in watcher.followers:
-            if not any(path.is_file() for path in follower.candidates):
-                output.echo(f"Waiting for {follower.name} to appear...", err=True)
+        _say_waiting(watcher)
     status = core.RUNNING
+    started = time.monotonic()
     for changes in core.follow(watcher):
         for _follower, update in changes:
-            report_damage(update.diagnostics)
+            report_damage(update.diagnostics, quiet=quiet())
             if fmt == "ndjson":
                 for record in update.records:
                     write_record(record)
         screen.draw(watcher, [follower for follower, _ in changes])
-        if not until_done or not watcher.followers:
+        if not until_done:
             continue
-        follower = watcher.followers[0]
-        if changes:
+        follower = watcher.followers[0] if watcher.followers else None
+        if follower is not None and changes:
             status = core.run_status(follower, nudge_cap=nudge_cap)
-        quiet = timedelta(seconds=time.monotonic() - follower.last_growth)
-        if status == core.ENDED or (status == core.SETTLING and quiet >= core.ERROR_SETTLE):
-            return _Ending(follower)
-        if timeout is not None and quiet >= timeout:
-            return _Ending(follower, timeout)
+        # Nothing followed yet: the wait counts from the start.
+        last = follower.last_growth if follower is not None else started
+        idle = timedelta(seconds=time.monotonic() - last)
+        if follower is not None and _over(status, idle):
+            return _Ending(follower, watcher.root)
+        if timeout is not None and idle >= timeout:
+            return _Ending(follower, watcher.root, timeout)
     raise AssertionError("follow() never ends")
+
+
+def _over(status: str, idle: timedelta) -> bool:
+    """Whether the run is over, ``idle`` after its last event."""
+    from copilot_logs.commands import watch as core
+
+    if status == core.FINISHING:
+        return idle >= core.FINISH_SETTLE  # the shutdown may follow
+    if status == core.SETTLING:
+        return idle >= core.ERROR_SETTLE  # the CLI may retry
+    return status == core.ENDED
+
+
+def _say_waiting(watcher: Watcher) -> None:
+    """On stderr, what is waited for before anything can be followed."""
+    for follower in watcher.followers:
+        if not any(path.is_file() for path in follower.candidates):
+            output.echo(f"Waiting for {follower.name} to appear...", err=True)
+    if watcher.wanted and not watcher.followers:
+        output.echo(
+            f"Waiting for a session to appear under {one_line(str(watcher.root))}...", err=True
+        )
 
 
 def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:

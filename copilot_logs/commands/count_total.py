@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = ["FileTotals", "Scan", "Scanned", "count_file", "scan_file", "scan_sources"]
 
-Damage = tuple[tuple[int, str, str, "int | None"], ...]
-"""(line, kind, message, more_lines) of each problem the full reader reported (a file's first
-problems one by one, then a row per kind that sums up the rest: see DIAGNOSTICS_SCHEMA)."""
+Damage = tuple[tuple[int, str, str, "int | None", "int | None"], ...]
+"""(line, kind, message, more_lines, new_lines) of each problem the full reader reported (a
+file's first problems one by one, then a row per kind that sums up the rest: see
+DIAGNOSTICS_SCHEMA)."""
 
 
 @dataclass(frozen=True)
@@ -206,17 +207,18 @@ def _totals(counter: CallCounter, scanned: Scanned, session_id: str | None) -> F
     return FileTotals(counter.llm_calls, counter.subagent_calls, (), False, progress)
 
 
-Job = tuple[Source, "store.Stamp | None", "store.Header | None"]
-"""A file to count, its stamp before the count, and its entry when the file only grew."""
+Job = tuple[Source, "store.Found", "store.Header | None"]
+"""A file to count, its lookup in the store before the count, and its entry when the file
+only grew."""
 
 
 def _count_and_keep(jobs: Sequence[Job], use_cache: bool) -> list[FileTotals]:
     """Count each file (in a worker process when there are several) and write its entry."""
     results = []
-    for source, stamp, since in jobs:
+    for source, found, since in jobs:
         totals = _count_one(source, since)
-        if use_cache and stamp is not None and totals.progress is not None:
-            store.write(source, stamp, totals.progress, None)
+        if use_cache and found.stamp is not None and totals.progress is not None:
+            store.write(source, found.stamp, totals.progress, None, found=found)
         results.append(totals)
     return results
 
@@ -227,18 +229,18 @@ def _count_one(source: Source, since: store.Header | None) -> FileTotals:
     except Exception:  # from one log's content: the other files are still counted
         from copilot_logs.errors import failed_on_session
 
-        damage: Damage = ((0, "unprocessable", failed_on_session(), None),)
+        damage: Damage = ((0, "unprocessable", failed_on_session(), None, None),)
         return FileTotals(0, 0, damage, unreadable=True, progress=None)
 
 
 @dataclass
 class Scan:
     """The selection's totals, and the damage met on the way (file, line, kind, message,
-    more_lines)."""
+    more_lines, new_lines)."""
 
     llm_calls: int = 0
     subagent_calls: int = 0
-    damage: list[tuple[str, int, str, str, int | None]] = field(default_factory=list)
+    damage: list[tuple[str, int, str, str, int | None, int | None]] = field(default_factory=list)
     unreadable: bool = False
 
     def add(self, source: Source, totals: FileTotals | store.Header) -> None:
@@ -261,7 +263,7 @@ def scan_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Scan:
             scan.add(source, found.header)
             continue
         since = found.header if found.state is store.State.GROWN else None
-        jobs.append((source, found.stamp, since))
+        jobs.append((source, found, since))
     sizes = [_to_read(source, since) for source, _, since in jobs]
     for (source, _, _), totals in zip(jobs, _run(jobs, sizes, use_cache), strict=True):
         scan.add(source, totals)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
@@ -132,7 +133,7 @@ def _looks_like_path(selector: str) -> bool:
     return os.sep in selector or selector.endswith(".jsonl") or selector.startswith(".")
 
 
-def _from_id(selector: str, root: Path) -> Source:
+def _from_id(selector: str, root: Path, *, given_root: bool) -> Source:
     known = _session_sources(root) if root.is_dir() else []
     candidates = [s for s in known if s.session_hint.startswith(selector)]
     exact = [s for s in candidates if s.session_hint == selector]
@@ -143,7 +144,8 @@ def _from_id(selector: str, root: Path) -> Source:
     if not candidates:
         raise SelectionError(
             f"no session, file or folder matches '{selector}' (looked under {root}); "
-            "run `copilot-logs sessions` to list the sessions, or give a path"
+            f"run `copilot-logs sessions{_root_option(root) if given_root else ''}` to list the "
+            "sessions, or give a path"
         )
     names = ", ".join(s.session_hint for s in candidates[:8])
     more = f" and {len(candidates) - 8} more" if len(candidates) > 8 else ""
@@ -151,6 +153,11 @@ def _from_id(selector: str, root: Path) -> Source:
         f"'{selector}' is ambiguous: it starts {len(candidates)} sessions ({names}{more}); "
         "give more characters"
     )
+
+
+def _root_option(root: Path) -> str:
+    """`` --root ROOT``, quoted for a shell, to repeat in a command the user is told to run."""
+    return f" --root {shlex.quote(str(root))}"
 
 
 def peek_start(source: Source) -> datetime | None:
@@ -168,8 +175,10 @@ def peek_start(source: Source) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def find_sources(selection: Selection) -> list[Source]:
-    """Resolve a selection into the session logs to read, newest first.
+def find_sources(selection: Selection, notes: list[str] | None = None) -> list[Source]:
+    """Resolve a selection into the session logs to read, newest first. A session found in
+    two places is read once when one file holds all the other holds (see :func:`_copies`;
+    what was left out, or two copies that differ, are said in ``notes``).
 
     Raises SelectionError for a path that does not exist, or an id prefix matching nothing or
     several sessions. An empty or missing default root gives an empty list.
@@ -190,8 +199,8 @@ def find_sources(selection: Selection) -> list[Source]:
         elif _looks_like_path(selector):
             raise SelectionError(f"{selector}: no such file or folder")
         else:
-            sources.append(_from_id(selector, root))
-    return _narrow(_unique(sources), selection)
+            sources.append(_from_id(selector, root, given_root=selection.root is not None))
+    return _narrow(_copies(_unique(sources), notes if notes is not None else []), selection)
 
 
 def _unique(sources: list[Source]) -> list[Source]:
@@ -204,6 +213,68 @@ def _unique(sources: list[Source]) -> list[Source]:
         seen.add(key)
         kept.append(source)
     return kept
+
+
+def _copies(sources: list[Source], notes: list[str]) -> list[Source]:
+    """The sources without a copy of a session found elsewhere too (a folder of sessions
+    copied beside the original, both given): of two files of one session name, one whose
+    bytes are all at the start of the other (the same file, or an older copy of a log that
+    grew) is left out, and said; two that differ are both kept, and said."""
+    groups: dict[str, list[Source]] = {}
+    for source in sources:
+        if source.path is not None:
+            groups.setdefault(source.session_hint, []).append(source)
+    left_out: set[int] = set()
+    for group in groups.values():
+        for at, first in enumerate(group):
+            for second in group[at + 1 :]:
+                if id(first) not in left_out and id(second) not in left_out:
+                    left_out |= _compare(first, second, notes)
+    return [source for source in sources if id(source) not in left_out]
+
+
+def _compare(first: Source, second: Source, notes: list[str]) -> set[int]:
+    """Which of two files of one session name to leave out (their ids), noting why."""
+    assert first.path is not None and second.path is not None
+    shorter, longer = sorted((first, second), key=lambda s: (s.size, s is first))
+    if shorter.size > 0 and _starts_with(longer, shorter):
+        how = "a copy of" if shorter.size == longer.size else "the start of"
+        notes.append(
+            f"{shorter.name} is {how} {longer.name} (session {shorter.session_hint}): "
+            f"read once, from {longer.name}"
+        )
+        return {id(shorter)}
+    session = _session_id(first.path)
+    if session is not None and session == _session_id(second.path):
+        notes.append(
+            f"{first.name} and {second.name} hold the same session ({first.session_hint}) "
+            "with different events: both are read, so it counts twice; give only one of them"
+        )
+    return set()
+
+
+def _starts_with(longer: Source, shorter: Source) -> bool:
+    """Whether the bytes of ``shorter`` are the first bytes of ``longer``."""
+    assert longer.path is not None and shorter.path is not None
+    try:
+        with open_log(longer.path) as big, open_log(shorter.path) as small:
+            while chunk := small.read(1 << 20):
+                if big.read(len(chunk)) != chunk:
+                    return False
+    except OSError:
+        return False
+    return True
+
+
+def _session_id(path: Path) -> str | None:
+    """``session.start``'s ``sessionId`` on the first line of a log, if it has one."""
+    try:
+        with open_log(path) as stream:
+            event = orjson.loads(stream.readline(1 << 20).strip(b"\x00\r\n "))
+        found = event.get("data", {}).get("sessionId")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
 
 
 def _identity(path: Path) -> object:

@@ -223,8 +223,8 @@ MAX_DETAILS = 100
 """Problems of a file listed one by one; past them, each kind's are summed up in one row (see
 :class:`Diagnostics`), so that memory stays flat however much of a file is damaged."""
 
-Diagnostic = tuple[int, int, str, str, str | None, int | None]
-"""line, offset, kind, message, event_id, more_lines (see DIAGNOSTICS_SCHEMA)."""
+Diagnostic = tuple[int, int, str, str, str | None, int | None, int | None]
+"""line, offset, kind, message, event_id, more_lines, new_lines (see DIAGNOSTICS_SCHEMA)."""
 
 
 @dataclass(slots=True)
@@ -243,8 +243,9 @@ class _Tally:
 
 class Diagnostics:
     """The problems met while reading, as rows: the first MAX_DETAILS of each file one by one,
-    and then, per kind, one row that sums up the rest (its ``more_lines`` says how many damaged
-    lines it adds, its message how many lines of its kind). Problems about a whole file (line
+    and then, per kind, one row that sums up the rest (its ``more_lines`` and its message say
+    how many lines have that problem; ``new_lines``, how many damaged lines it adds to those
+    listed and summed up before it). Problems about a whole file (line
     0) are always listed. A reader calls :meth:`start_file` before a file and :meth:`settle`
     where a session ends and after the file."""
 
@@ -269,7 +270,7 @@ class Diagnostics:
         if self._listed < self.max_details or line == 0:
             self._listed += line != 0
             self._last_line = max(self._last_line, line)
-            self.rows.append((line, offset, kind, message, event_id, None))
+            self.rows.append((line, offset, kind, message, event_id, None, None))
             return
         tally = self._tallies.get(kind)
         if tally is None:
@@ -290,12 +291,13 @@ class Diagnostics:
                 f"{tally.line:,} to {tally.last_line:,}: not listed one by one (the first "
                 f"{self.max_details} problems of a file are)"
             )
-            self.rows.append((tally.line, tally.offset, kind, message, None, tally.new_lines))
+            row = (tally.line, tally.offset, kind, message, None, tally.lines, tally.new_lines)
+            self.rows.append(row)
         self._tallies.clear()
 
-    def damage(self) -> tuple[tuple[int, str, str, int | None], ...]:
-        """(line, kind, message, more_lines) of each row, for ``count --total``."""
-        return tuple((row[0], row[2], row[3], row[5]) for row in self.rows)
+    def damage(self) -> tuple[tuple[int, str, str, int | None, int | None], ...]:
+        """(line, kind, message, more_lines, new_lines) of each row, for ``count --total``."""
+        return tuple((row[0], row[2], row[3], row[5], row[6]) for row in self.rows)
 
     def frame(self, spans: list[Span]) -> pl.DataFrame:
         import polars as pl
@@ -313,6 +315,7 @@ class Diagnostics:
                 "message": [r[3] for r in rows],
                 "event_id": [r[4] for r in rows],
                 "more_lines": [r[5] for r in rows],
+                "new_lines": [r[6] for r in rows],
             },
             schema=DIAGNOSTICS_SCHEMA,
         )

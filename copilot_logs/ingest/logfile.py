@@ -8,7 +8,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Generic, Protocol, TypeVar
 
 _KINDS = {
     stat.S_IFIFO: "a named pipe (FIFO)",
@@ -66,23 +66,54 @@ class Capped:
         return data
 
 
-def sizes(paths: Sequence[Path | None]) -> list[int]:
-    """Each file's size now (0 for standard input, or a file that cannot be stat'ed)."""
+class _Located(Protocol):
+    @property
+    def path(self) -> Path | None: ...
+
+
+class _Stamp(Protocol):
+    @property
+    def size(self) -> int: ...
+
+
+class _Looked(Protocol):
+    @property
+    def stamp(self) -> _Stamp | None: ...
+
+
+L = TypeVar("L", bound=_Located)
+
+
+class Growth(Generic[L]):
+    """Which logs grew while a command read them: their sizes when it reached them, taken now
+    or, for logs looked up in the store (``found``), when they were looked up (a log that grows
+    after that is answered as it was then); and their sizes at the end (:meth:`grown`)."""
+
+    def __init__(self, logs: Sequence[L], found: Sequence[_Looked] | None = None) -> None:
+        self.logs = logs
+        if found is None:
+            self.sizes = _sizes(logs)
+        else:
+            self.sizes = [looked.stamp.size if looked.stamp else 0 for looked in found]
+
+    def grown(self) -> list[L]:
+        """The logs that are bigger now: each was read no further than it went when the
+        command reached it, so what they gained since was not read."""
+        now = _sizes(self.logs)
+        return [
+            log for log, then, size in zip(self.logs, self.sizes, now, strict=True) if size > then
+        ]
+
+
+def _sizes(logs: Sequence[_Located]) -> list[int]:
+    """Each log's size now (0 for standard input, or a file that cannot be stat'ed)."""
     found = []
-    for path in paths:
+    for log in logs:
         try:
-            found.append(os.stat(path).st_size if path is not None else 0)
+            found.append(os.stat(log.path).st_size if log.path is not None else 0)
         except OSError:
             found.append(0)
     return found
-
-
-def grown(paths: Sequence[Path | None], before: Sequence[int]) -> list[int]:
-    """The indexes of the files that are bigger now than ``before`` (their sizes when the
-    command reached them): each was read no further, so what they gained since was not."""
-    return [
-        at for at, (now, then) in enumerate(zip(sizes(paths), before, strict=True)) if now > then
-    ]
 
 
 def _regular(mode: int) -> None:

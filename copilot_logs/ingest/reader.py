@@ -179,8 +179,8 @@ def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> Re
     return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))[0]
 
 
-Damage = tuple[tuple[int, str, str, "int | None"], ...]
-"""(line, kind, message, more_lines) of each diagnostic (see DIAGNOSTICS_SCHEMA)."""
+Damage = tuple[tuple[int, str, str, "int | None", "int | None"], ...]
+"""(line, kind, message, more_lines, new_lines) of each diagnostic (see DIAGNOSTICS_SCHEMA)."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,28 @@ class AuditContext:
 Renderer = Callable[["pl.DataFrame", AuditContext], None]
 
 
+VERDICT_STYLES = {
+    "completed": "green",
+    "nudge-cap": "bold red",
+    "missing-task-complete": "bold red",
+    "errored": "bold red",
+    "interrupted": "bold red",
+    "completion-rejected": "yellow",
+    "user-quit": "yellow",
+    "running": "cyan",
+}
+"""A verdict's colour on a colour terminal: the ones the gate fails by default in red."""
+
+
+def verdict_style(verdict: object) -> str | None:
+    return VERDICT_STYLES.get(str(verdict))
+
+
+def summary_style(line: str) -> str:
+    """The summary line in red when the gate fails, else green."""
+    return "bold red" if line.startswith("FAIL") else "green"
+
+
 def summary_line(table: pl.DataFrame, context: AuditContext) -> str:
     """One line: how many sessions were judged, by verdict, and whether the gate fails."""
     from copilot_logs.commands import audit as core
@@ -141,7 +163,20 @@ def write_table(table: pl.DataFrame, context: AuditContext) -> None:
     from copilot_logs.render import formats
 
     formats.print_table(table.with_columns(note=_note()), AUDIT_TABLE)
-    output.echo(summary_line(table, context))
+    _echo_summary(summary_line(table, context), err=False)
+
+
+def _verdict_line(row: dict[str, Any]) -> list[output.Part]:
+    verdict = row["verdict"]
+    return [
+        ("verdict: ", None),
+        (verdict, verdict_style(verdict)),
+        (f": {one_line(describe(row))}", None),
+    ]
+
+
+def _echo_summary(line: str, *, err: bool) -> None:
+    output.echo_styled([[(line, summary_style(line))]], err=err)
 
 
 def write_verdicts(table: pl.DataFrame, context: AuditContext, *, on_stderr: bool) -> None:
@@ -150,9 +185,8 @@ def write_verdicts(table: pl.DataFrame, context: AuditContext, *, on_stderr: boo
     if not on_stderr:
         write_table(table, context)
         return
-    for row in table.to_dicts():
-        output.echo(f"verdict: {row['verdict']}: {one_line(describe(row))}", err=True)
-    output.echo(summary_line(table, context), err=True)
+    output.echo_styled((_verdict_line(row) for row in table.to_dicts()), err=True)
+    _echo_summary(summary_line(table, context), err=True)
 
 
 def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
@@ -188,7 +222,7 @@ RENDERERS: dict[str, Renderer] = {
 
 AUDIT_TABLE = [
     Column("session_id", "session", 1, format=short_id),
-    Column("verdict", "verdict", 1),
+    Column("verdict", "verdict", 1, style=verdict_style),
     Column("autopilot_nudges", "nudges", 1, numeric=True),
     Column("turns_after_first_nudge", "calls after nudge", 2, numeric=True),
     Column("tool_calls_after_first_nudge", "tools after nudge", 2, numeric=True),

@@ -21,6 +21,7 @@ from copilot_logs.render.output import json_text, one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.validate import Report, Rule
+    from copilot_logs.render.output import Part
 
 FORMATS = ("text", "json", "github", "junit", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -61,23 +62,53 @@ def summary_line(report: Report) -> str:
     return f"Found {counts}; the gate failed: {failing} in {s['files_failing']} of {files}{strict}."
 
 
+SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+"""A finding's code and name on a colour terminal, by severity."""
+
+
 def text(report: Report, *, statistics: bool = False) -> str:
-    lines: list[str] = []
+    return "".join(
+        "".join(part for part, _ in line) + "\n"
+        for line in text_lines(report, statistics=statistics)
+    )
+
+
+def text_lines(report: Report, *, statistics: bool = False) -> list[list[Part]]:
+    """The text format as lines of styled parts (:func:`copilot_logs.render.output.echo_styled`
+    colours them on a colour terminal): each finding's code and name by severity, the summary
+    red when the gate failed, green when it passed."""
+    lines: list[list[Part]] = []
     if statistics:
         stats = report.statistics().to_dicts()
         width = max((len(str(row["count"])) for row in stats), default=1)
         name_width = max((len(row["name"]) for row in stats), default=1)
         lines.extend(
-            f"{row['count']:>{width}}  {row['code']}  {row['name']:<{name_width}}  "
-            f"[{row['severity']}]"
+            [
+                (f"{row['count']:>{width}}  ", None),
+                (
+                    f"{row['code']}  {row['name']:<{name_width}}",
+                    SEVERITY_STYLES.get(row["severity"]),
+                ),
+                (f"  [{row['severity']}]", None),
+            ]
             for row in stats
         )
     else:
-        lines.extend(finding_line(row) for row in report.findings.iter_rows(named=True))
+        lines.extend(_finding_parts(row) for row in report.findings.iter_rows(named=True))
     if lines:
-        lines.append("")
-    lines.append(summary_line(report))
-    return "\n".join(lines) + "\n"
+        lines.append([])
+    summary = summary_line(report)
+    lines.append([(summary, "bold red" if report.failed else "green")])
+    return lines
+
+
+def _finding_parts(row: dict[str, Any]) -> list[Part]:
+    """:func:`finding_line` in three parts: where, what (styled by severity), and the message."""
+    return [
+        (one_line(f"{_location(row)}: "), None),
+        (one_line(f"{row['code']} {row['name']}"), SEVERITY_STYLES.get(row["severity"])),
+        (one_line(f": {row['message']}"), None),
+    ]
 
 
 def json(report: Report, *, statistics: bool = False) -> str:

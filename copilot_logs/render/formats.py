@@ -105,6 +105,8 @@ class Column:
     numeric: bool = False
     max_width: int | None = None
     format: Callable[[Any], str] | None = None
+    style: Callable[[Any], str | None] | None = None
+    """The rich style of a cell, from its value (a colour terminal only shows it)."""
 
 
 def _format(column: Column, value: Any) -> str:
@@ -117,23 +119,29 @@ def _format(column: Column, value: Any) -> str:
     return _cell(value)
 
 
-def _fit(columns: Sequence[Column], cells: list[list[str]], width: int) -> list[int]:
-    """Indexes of the columns to show: most important first, while the table fits."""
+def _fit(columns: Sequence[Column], cells: list[list[str]], width: int) -> tuple[list[int], bool]:
+    """Indexes of the columns to show, and whether their text is cut to their ``max_width``:
+    every column whole when the table fits; else the most important first, cut, while it
+    fits."""
     from rich.cells import cell_len
 
-    natural = []
-    for index, column in enumerate(columns):
-        longest = max([len(column.header), *(cell_len(row[index]) for row in cells)])
-        if column.max_width:
-            longest = min(longest, column.max_width)
-        natural.append(longest + 3)
+    natural = [
+        max([len(column.header), *(cell_len(row[index]) for row in cells)]) + 3
+        for index, column in enumerate(columns)
+    ]
+    if 1 + sum(natural) <= width:
+        return list(range(len(columns))), False
+    capped = [
+        min(longest, column.max_width + 3) if column.max_width else longest
+        for longest, column in zip(natural, columns, strict=True)
+    ]
     chosen: list[int] = []
     used = 1
     for index in sorted(range(len(columns)), key=lambda i: (columns[i].priority, i)):
-        if used + natural[index] <= width or not chosen:
+        if used + capped[index] <= width or not chosen:
             chosen.append(index)
-            used += natural[index]
-    return sorted(chosen)
+            used += capped[index]
+    return sorted(chosen), True
 
 
 def print_table(
@@ -144,10 +152,20 @@ def print_table(
     totals: dict[str, Any] | None = None,
     width: int | None = None,
 ) -> None:
-    """A rich table that fits the terminal: low-priority columns go first when it is narrow.
-    Every cell is one line of plain text (no markup is read from it)."""
+    """A rich table that fits the terminal: low-priority columns go first when it is narrow,
+    and a caption names them. Every cell is one line of plain text (no markup is read from
+    it)."""
     with output.rich_console(width=width) as console:
-        console.print(_table(frame, columns, title, totals, console.width))
+        table, hidden = _table(frame, columns, title, totals, console.width)
+        console.print(table)
+        if hidden:
+            console.print(
+                f"{plural(len(hidden), 'column')} hidden to fit {console.width} columns: "
+                f"{', '.join(hidden)}. --format json gives every field; a wider terminal (or "
+                "COLUMNS=N) shows more.",
+                style="dim",
+                overflow="fold",
+            )
 
 
 def _table(
@@ -156,14 +174,15 @@ def _table(
     title: str | None,
     totals: dict[str, Any] | None,
     width: int,
-) -> Table:
+) -> tuple[Table, list[str]]:
+    """The table, and the headers of the columns left out to fit ``width``."""
     from rich.table import Table
     from rich.text import Text
 
     rows = frame.to_dicts()
     cells = [[one_line(_format(c, row.get(c.field))) for c in columns] for row in rows]
     total_cells = [one_line(_format(c, totals.get(c.field))) if totals else "" for c in columns]
-    shown = _fit(columns, [*cells, total_cells] if totals else cells, width)
+    shown, cut = _fit(columns, [*cells, total_cells] if totals else cells, width)
     table = Table(title=title, show_footer=totals is not None, box=None, pad_edge=False)
     for index in shown:
         column = columns[index]
@@ -173,13 +192,17 @@ def _table(
             justify="right" if column.numeric else "left",
             no_wrap=True,
             overflow="ellipsis",
-            max_width=column.max_width,
+            max_width=column.max_width if cut else None,
             header_style="bold",
             footer_style="bold",
         )
-    for row in cells:
-        table.add_row(*(Text(row[index]) for index in shown))
-    return table
+    for row, values in zip(cells, rows, strict=True):
+        table.add_row(*(Text(row[i], style=_style(columns[i], values)) for i in shown))
+    return table, [column.header for index, column in enumerate(columns) if index not in shown]
+
+
+def _style(column: Column, values: dict[str, Any]) -> str:
+    return (column.style(values.get(column.field)) if column.style else None) or ""
 
 
 def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:
@@ -235,13 +258,18 @@ def github_annotation(
 # --- damaged lines, as warnings on stderr -------------------------------------------------------
 
 MAX_DAMAGE_LINES = 20
+"""Problems listed one a line: at most this many a file, and, when several files are damaged,
+at most this many in all (beyond that, one summary line)."""
 
 
-def report_damage(diagnostics: pl.DataFrame) -> None:
+def report_damage(diagnostics: pl.DataFrame, *, quiet: bool = False) -> None:
     """Each damaged line on stderr as FILE:LINE: kind: message, a few per file; two problems
-    of one line in the order of their kind, so the report never depends on how batches ran."""
+    of one line in the order of their kind, so the report never depends on how batches ran.
+    Nothing with ``quiet`` (--quiet)."""
+    if quiet or diagnostics.is_empty():
+        return
     ordered = diagnostics.sort("file", "line", "kind", "message")
-    rows = ordered.select("file", "line", "kind", "message", "more_lines")
+    rows = ordered.select("file", "line", "kind", "message", "more_lines", "new_lines")
     print_damage(rows.iter_rows())
 
 
@@ -259,14 +287,40 @@ def report_growth(names: Sequence[str]) -> None:
     )
 
 
-def print_damage(rows: Iterable[tuple[str, int, str, str, int | None]]) -> None:
-    """(file, line, kind, message, more_lines) rows, in order, on stderr; at most
-    MAX_DAMAGE_LINES a file, then how many more problems, on how many lines. A row that sums
-    up the problems of a kind the reader did not list (``more_lines`` set) is always shown:
-    it says how many there were."""
+Damage = tuple[str, int, str, str, "int | None", "int | None"]
+"""file, line, kind, message, more_lines, new_lines (see DIAGNOSTICS_SCHEMA)."""
+
+
+def _count_damage(problems: list[Damage], files: int) -> None:
+    """One line counting the damaged lines and problems of several files (a row that sums up
+    a kind counts the lines it stands for)."""
+    listed = [row for row in problems if row[4] is None]
+    lines = len({(file, line) for file, line, *_ in listed})
+    lines += sum(row[5] or 0 for row in problems)
+    count = len(listed) + sum(row[4] or 0 for row in problems)
+    output.echo(
+        f"warning: {plural(lines, 'damaged line')} in {plural(files, 'file')} "
+        f"({plural(count, 'problem')}), each read as far as it could be; run "
+        "`copilot-logs validate --select E1` on the same logs to list them "
+        "(--quiet: no damage warnings)",
+        err=True,
+    )
+
+
+def print_damage(rows: Iterable[Damage], *, quiet: bool = False) -> None:
+    """(file, line, kind, message, more_lines, new_lines) rows, in order, on stderr: at most
+    MAX_DAMAGE_LINES a file, then how many more problems, on how many lines; more than
+    MAX_DAMAGE_LINES over several files, one line that counts them. A row that sums up the
+    problems of a kind the reader did not list one by one (``more_lines`` set) is shown as it
+    is: it says how many there were. Nothing with ``quiet``."""
+    problems = [] if quiet else list(rows)
+    files = {file for file, *_ in problems}
+    if len(files) > 1 and len(problems) > MAX_DAMAGE_LINES:
+        _count_damage(problems, len(files))
+        return
     shown: dict[str, int] = {}
     unshown_lines: dict[str, set[int]] = {}
-    for file, line, kind, message, more_lines in rows:
+    for file, line, kind, message, more_lines, _ in problems:
         if more_lines is not None:
             output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)
             continue
@@ -276,10 +330,10 @@ def print_damage(rows: Iterable[tuple[str, int, str, str, int | None]]) -> None:
         else:
             unshown_lines.setdefault(file, set()).add(line)
     for file, lines in unshown_lines.items():
-        problems = shown[file] - MAX_DAMAGE_LINES
+        more = shown[file] - MAX_DAMAGE_LINES
         target = "-` on the same input" if file == STDIN else f"{one_line(file)}`"
         output.echo(
-            f"warning: {one_line(file)}: {plural(problems, 'more problem')} on "
+            f"warning: {one_line(file)}: {plural(more, 'more problem')} on "
             f"{plural(len(lines), 'line')}; run `copilot-logs validate {target} to "
             "list them all",
             err=True,

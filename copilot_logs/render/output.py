@@ -20,9 +20,9 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -44,6 +44,33 @@ def echo(
     ``--format github`` output, whose annotations escape their own data)."""
     shown = inert(multiline(text), workflow_commands=workflow_commands)
     _write(shown + ("\n" if nl else ""), err=err)
+
+
+Part = tuple[str, str | None]
+"""A piece of a line of human text, and its rich style (``"bold red"``) or None."""
+
+
+def echo_styled(lines: Iterable[Sequence[Part]], *, err: bool = False) -> None:
+    """Lines of human text made of styled parts: escaped as :func:`echo` escapes them, and
+    coloured only on a colour terminal (rich decides: never with NO_COLOR, in a pipe or a
+    dumb terminal)."""
+    from rich.console import COLOR_SYSTEMS
+    from rich.style import Style
+
+    console = _console(None, err=err)
+    colours = COLOR_SYSTEMS[console.color_system] if console.color_system else None
+    shown = []
+    for parts in lines:
+        line = ""
+        for text, style in parts:
+            piece = multiline(text)
+            if colours is not None and style:
+                chosen = Style.parse(style)
+                chosen = chosen.without_color if console.no_color else chosen
+                piece = chosen.render(piece, color_system=colours)
+            line += piece
+        shown.append(inert(line) + "\n")
+    _write("".join(shown), err=err)
 
 
 def write_exact(text: str) -> None:
@@ -75,6 +102,80 @@ def progress_console() -> Console | None:
     if stream is None or not stream.isatty():
         return None
     return _console(None, err=True)
+
+
+PROGRESS_BYTES = 64 << 20
+"""Reading less than this goes by too fast for a progress bar."""
+
+
+@contextmanager
+def progress(logs: int, size: int) -> Iterator[Callable[[object], None] | None]:
+    """A transient progress bar on stderr while ``logs`` session logs of ``size`` bytes are
+    read, when stderr is a terminal and there is a lot to read: yields what to call as each
+    log is read, else None."""
+    console = progress_console()
+    if console is None or size < PROGRESS_BYTES:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=console) as bar:
+        task = bar.add_task("Reading sessions", total=logs)
+        yield lambda _log: bar.advance(task)
+
+
+class SparkStatus:
+    """What Spark is doing, on stderr while it works (a terminal only): that it is starting,
+    then the job's tasks done. It draws on a copy of the terminal's descriptor, so it goes on
+    showing while Spark's JVM starts with descriptor 2 pointed at its log file."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        self._stream: TextIO | None = None
+
+    def _show(self, description: str) -> None:
+        if self._bar is None:
+            from rich import progress as bars
+            from rich.console import Console
+
+            self._stream = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+            console = Console(file=self._stream, markup=False, emoji=False, highlight=False)
+            self._bar = bars.Progress(
+                bars.SpinnerColumn(),
+                bars.TextColumn("{task.description}"),
+                bars.BarColumn(),
+                bars.MofNCompleteColumn(),
+                bars.TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(description, total=None)
+        self._bar.update(self._task, description=description)
+
+    def starting(self, master: str) -> None:
+        self._show(f"Starting Spark on {one_line(master)} (its log: spark.log)")
+
+    def tasks(self, done: int, total: int) -> None:
+        self._show("Spark job: tasks done")
+        self._bar.update(self._task, completed=done, total=total)
+
+    def finished(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+def spark_status() -> SparkStatus | None:
+    """A :class:`SparkStatus` when stderr is a terminal, else None (nothing is said)."""
+    stream = sys.stderr
+    if stream is None or not stream.isatty():
+        return None
+    return SparkStatus()
 
 
 def live_console() -> Console | None:

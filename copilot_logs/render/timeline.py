@@ -99,7 +99,7 @@ class _Layout:
         self.label_width = max(10, width - right - 1)
 
     def header(self) -> Text:
-        line = Text(" " * self.label_width + " ", style="dim")
+        line = Text.assemble((" " * self.label_width + " ", "dim"))
         if self.show_start:
             line.append("start".rjust(START_WIDTH) + " ", style="dim")
         line.append("took".rjust(TOOK_WIDTH) + " ", style="dim")
@@ -109,7 +109,9 @@ class _Layout:
         return line
 
     def render(self, line: Line, *, prefix: str, guide: str) -> Iterator[Text]:
-        label = Text(prefix + guide, style="dim")
+        # Styles are spans, never a Text's own style: that would cover all appended to it
+        # (the guides' dim made whole lines dim).
+        label = Text.assemble((prefix + guide, "dim"))
         label.append_text(line.label)
         label.truncate(self.label_width, overflow="ellipsis", pad=True)
         label.append(" ")
@@ -151,7 +153,7 @@ def _fit(text: Text, width: int) -> Text:
 
 
 def _title(session: Node) -> Text:
-    title = Text("session ", style="bold")
+    title = Text.assemble(("session ", "bold"))
     title.append(session["session_id"] or "?", style="bold")
     started = session["started_at"]
     if started:
@@ -177,7 +179,7 @@ def _summary(session: Node) -> Text:
     if session["subagent_calls"]:
         parts.append(plural(session["subagent_calls"], "sub-agent call", grouped=True))
     parts.append(plural(len(session["interactions"]), "interaction", grouped=True))
-    return Text(" · ".join(parts), style="dim")
+    return Text.assemble((" · ".join(parts), "dim"))
 
 
 def _preview(text: str | None) -> str:
@@ -201,13 +203,13 @@ def _shown(value: Any) -> Any:
 
 def _event_line(event: Node) -> Line:
     style = EVENT_STYLES.get(event["type"], "cyan")
-    label = Text("• ", style=style)
+    label = Text.assemble(("• ", style))
     label.append(_preview(event["text"]), style=style)
     return Line(label, offset_ms=event["offset_ms"])
 
 
 def _interaction_line(interaction: Node, session_model: str | None, show_tools: bool) -> Line:
-    label = Text(f"▶ {interaction['interaction_index']} ", style="bold")
+    label = Text.assemble((f"▶ {interaction['interaction_index']} ", "bold"))
     trigger = interaction["trigger"]
     if trigger == "nudge":
         label.append("autopilot nudge", style="bold magenta")
@@ -233,7 +235,7 @@ def _interaction_line(interaction: Node, session_model: str | None, show_tools: 
 
 
 def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
-    label = Text(f"#{turn['turn_index']}", style="bold")
+    label = Text.assemble((f"#{turn['turn_index']}", "bold"))
     label.append(f" t{turn['turn_id']}" if turn["turn_id"] is not None else "", style="dim")
     if turn.get("open_at_shutdown"):
         label.append(" [open at shutdown]", style="bold yellow")
@@ -281,7 +283,7 @@ def _unplaced(turn: Node, runs: dict[str, Line]) -> Iterator[tuple[Node, Line]]:
 
 def _tool_line(tool: Node, *, parent_open: bool = False) -> Line:
     name = tool["name"] or "?"
-    label = Text(f"!{name}" if tool["user_requested"] else name, style="bold")
+    label = Text.assemble((f"!{name}" if tool["user_requested"] else name, "bold"))
     status = tool["status"]
     if status == "ok":
         label.append(" ok", style="green")
@@ -321,7 +323,7 @@ def _argument_preview(arguments: str | None) -> str:
 
 
 def _subagent_line(run: Node, session_model: str | None) -> Line:
-    label = Text("sub-agent ", style="bold magenta")
+    label = Text.assemble(("sub-agent ", "bold magenta"))
     label.append(run["agent_name"] or "?", style="bold magenta")
     status = run["status"]
     style = {"completed": "green", "failed": "bold red"}.get(status, "bold yellow")
@@ -345,7 +347,7 @@ def _subagent_line(run: Node, session_model: str | None) -> Line:
 
 
 def _call_line(call: Node, session_model: str | None) -> Line:
-    label = Text(f"call {call['call_index']}", style="bold magenta")
+    label = Text.assemble((f"call {call['call_index']}", "bold magenta"))
     if call["open"]:
         label.append(" [open]", style="bold yellow")
     if call["ended_loop"]:

@@ -70,7 +70,9 @@ def session_lines(state: SessionState, now: datetime) -> list[Text]:
     title = Text()
     title.append("● " if not state.ended else "○ ", style="green" if not state.ended else "dim")
     title.append(visible(short_id(state.session_id)), style="bold cyan")
-    title.append(f"  {state.mode}  {status}  last event {ago(state.last_event_at, now)} ago")
+    title.append(f"  {state.mode}  ")
+    title.append(status, style="dim" if state.ended else "green")
+    title.append(f"  last event {ago(state.last_event_at, now)} ago")
     turn = f"turn {state.turns_in_interaction}" + (" (open)" if state.turn_open else "")
     loop = Text(
         f"  interaction {state.interaction}, {turn}  LLM calls {state.llm_calls} main"
@@ -81,10 +83,10 @@ def session_lines(state: SessionState, now: datetime) -> list[Text]:
     agents = f"sub-agents {state.subagent_runs}" + (
         f" (running: {running_agents})" if running_agents else ""
     )
-    done = "yes" if state.task_complete else "no"
-    more = Text(
-        f"  nudges {state.autopilot_nudges}  {agents}  errors {state.errors}  task_complete {done}"
-    )
+    more = Text(f"  nudges {state.autopilot_nudges}  {agents}  errors ")
+    more.append(str(state.errors), style="bold red" if state.errors else "")
+    more.append("  task_complete ")
+    more.append(*(("yes", "bold green") if state.task_complete else ("no", "")))
     lines = [title, loop, more]
     if state.last_error:
         lines.append(Text(f"  last error: {visible(state.last_error)[:200]}", style="red"))

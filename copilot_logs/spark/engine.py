@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
+from copilot_logs.spark.progress import Progress, watching
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -86,10 +87,10 @@ def session_hint(path: str) -> str:
 # --- the session ------------------------------------------------------------------------------
 
 
-def session(master: str | None = None) -> SparkSession:
+def session(master: str | None = None, progress: Progress | None = None) -> SparkSession:
     """The running SparkSession (under spark-submit or a notebook), else a new one on
     ``master`` (``local[*]`` when neither says) whose JVM writes its logs to :func:`log_file`,
-    not to the terminal."""
+    not to the terminal; ``progress`` is told when one is started."""
     try:
         from pyspark import SparkConf
         from pyspark.sql import SparkSession
@@ -110,6 +111,8 @@ def session(master: str | None = None) -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    if progress is not None:
+        progress.starting(master)
     try:
         with _stderr_to(log_file()):
             return builder.getOrCreate()
@@ -327,32 +330,48 @@ def _RESULT_ARROW() -> pa.Schema:
 
 
 def map_batches(
-    sources: Sequence[Source], fn: Callable[[ReadResult], T], *, master: str | None = None
+    sources: Sequence[Source],
+    fn: Callable[[ReadResult], T],
+    *,
+    master: str | None = None,
+    progress: Progress | None = None,
 ) -> Iterator[BatchResult[T]]:
     """``fn`` over batches of the sources on Spark's executors: what
-    :func:`copilot_logs.store.collect.map_batches` gives locally (values in no particular order)."""
+    :func:`copilot_logs.store.collect.map_batches` gives locally (values in no particular order).
+    ``progress`` hears how far Spark is."""
     from copilot_logs.store.collect import BatchResult, map_batches
 
-    spark = session(master)
     readable = [s for s in sources if plain(s) and opens(s)]
     named = by_key(readable)
     seen: set[str] = set()
-    if readable:
-        try:
-            frame = files_frame(spark, readable).mapInArrow(_task(fn, named), RESULT_SCHEMA)
-            rows = frame.collect()
-        except spark_errors() as error:
-            raise SparkJobError(f"the Spark job failed: {first_line(error)}") from None
-        for row in rows:
-            done: _Done = pickle.loads(row.result)
-            seen.update(done.names)
-            yield BatchResult(done.value, done.diagnostics, done.files_with_events)
+    try:
+        spark = session(master, progress)
+        with watching(spark, progress):
+            rows = _collect(spark, readable, fn, named) if readable else []
+    finally:
+        if progress is not None:
+            progress.finished()
+    for row in rows:
+        done: _Done = pickle.loads(row.result)
+        seen.update(done.names)
+        yield BatchResult(done.value, done.diagnostics, done.files_with_events)
     missed = [s for s in sources if s.name not in seen]
     local = [s for s in missed if not isinstance(s, RemoteSource)]
     yield from map_batches(local, fn)
     remote = [s for s in missed if isinstance(s, RemoteSource)]
     if remote:
         yield _unread(remote, fn)
+
+
+def _collect(
+    spark: SparkSession, readable: list[Source], fn: Callable[[ReadResult], T], named: Any
+) -> list[Any]:
+    try:
+        frame = files_frame(spark, readable).mapInArrow(_task(fn, named), RESULT_SCHEMA)
+        rows: list[Any] = frame.collect()
+        return rows
+    except spark_errors() as error:
+        raise SparkJobError(f"the Spark job failed: {first_line(error)}") from None
 
 
 def _unread(sources: Sequence[Source], fn: Callable[[ReadResult], T]) -> BatchResult[T]:
@@ -373,6 +392,7 @@ def _unread(sources: Sequence[Source], fn: Callable[[ReadResult], T]) -> BatchRe
             "message": ["cannot read the file: Spark could not read it"] * len(sources),
             "event_id": [None] * len(sources),
             "more_lines": [None] * len(sources),
+            "new_lines": [None] * len(sources),
         },
         schema=DIAGNOSTICS_SCHEMA,
     )

@@ -13,9 +13,9 @@ The key fails closed (:mod:`copilot_logs.store.key`): any doubt means a re-read.
 is corrupt, foreign, or from another version of copilot-logs is ignored and rewritten, never
 served. Entries are written to a temporary file in the store folder and renamed over the old
 one, so concurrent runs never see half an entry and leave nothing behind; the folder is 0700
-and the files 0600 (they hold previews of prompts). :func:`prune` removes the entries of logs
-that are gone and keeps the store under :func:`max_bytes`
-(:mod:`copilot_logs.store.upkeep`).
+and the files 0600 (they hold previews of prompts). The store is used only when it is the
+user's own (:mod:`copilot_logs.store.trust`). :func:`prune` removes the entries of logs that
+are gone and keeps the store under :func:`max_bytes` (:mod:`copilot_logs.store.upkeep`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from copilot_logs.ingest.calls import CallCounter, needs_payload
 from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.store import trust
 from copilot_logs.store.entry import (
     MAGIC,
     PREFIX,
@@ -41,16 +42,16 @@ from copilot_logs.store.entry import (
     code_stamp,
     encode,
     entry_path,
-    folder,
-    private_folder,
     replace,
     result,
 )
-from copilot_logs.store.key import Found, State, find, hashes, no_gc, stamp_of
+from copilot_logs.store.key import Found, State, crc_to_keep, find, hashes, no_gc, stamp_of
 from copilot_logs.store.rows import DIAGNOSTIC_COLUMNS, describe, diagnostics_of, split_rows
+from copilot_logs.store.trust import folder, private_folder, take_notice
 from copilot_logs.store.upkeep import (
     DEFAULT_MAX_MB,
     MAX_MB_VARIABLE,
+    Cleared,
     Info,
     clear,
     info,
@@ -69,6 +70,7 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
     "MAX_MB_VARIABLE",
     "PREFIX",
     "VERSION",
+    "Cleared",
     "Found",
     "Header",
     "Info",
@@ -91,12 +93,14 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
     "prune",
     "read",
     "stamp_of",
+    "take_notice",
     "write",
 ]
 
 
 def look_up(sources: Sequence[Source]) -> list[Found]:
     """Each source's entry and what to do with it (one lookup per log and run)."""
+    trust.recheck()  # the folder is checked once per lookup, before the first entry is opened
     with no_gc():
         return [find(source) for source in sources]
 
@@ -113,7 +117,7 @@ class Progress:
     llm_calls: int
     subagent_calls: int
     messages: Iterable[tuple[str, str]]
-    damage: Iterable[tuple[int, str, str, int | None]]
+    damage: Iterable[tuple[int, str, str, int | None, int | None]]
     unreadable: bool
 
 
@@ -132,7 +136,8 @@ def progress_of(result: ReadResult, state: ReadState, size: int) -> Progress:
             counter.add(kind, agent_id, message_id, chunk_index)
         else:
             counter.add(kind, agent_id)
-    damage = diagnostics.sort("line").select("line", "kind", "message", "more_lines").rows()
+    columns = ("line", "kind", "message", "more_lines", "new_lines")
+    damage = diagnostics.sort("line").select(columns).rows()
     return Progress(
         end=state.end,
         next_line=state.next_line,
@@ -171,14 +176,15 @@ def write(
     *,
     events_ipc: bytes | None = None,
     where: Path | None = None,
+    found: Found | None = None,
 ) -> bool:
     """Write the entry of a log read at ``stamp`` (its events frame as ``events_ipc`` when
-    the caller has its IPC already); False when it cannot be written (the store is a cache:
-    the next run reads the log again)."""
+    the caller has its IPC already; ``found``, the log's lookup before it was read); False
+    when it cannot be written (the store is a cache: the next run reads the log again)."""
     if source.path is None:
         return False
-    found = hashes(source.path, progress.end)
-    if found is None:
+    windows = hashes(source.path, progress.end)
+    if windows is None:
         return False
     body, shape, diagnostics = b"", None, []
     if frames is not None:
@@ -191,8 +197,9 @@ def write(
         path=os.path.abspath(source.path),
         stamp=stamp,
         end=progress.end,
-        head=found[0],
-        tail=found[1],
+        head=windows[0],
+        tail=windows[1],
+        crc=crc_to_keep(source.path, found, progress.end),
         next_line=progress.next_line,
         last_id=progress.last_id,
         session_id=progress.session_id,
@@ -236,8 +243,11 @@ def _load_events(source: Source, found: Found) -> tuple[ReadResult, bytes] | Non
     if header is None or header.body is None or source.path is None:
         return None
     length, crc, rows = header.body
+    descriptor = trust.open_entry(entry_path(source.path))
+    if descriptor is None:
+        return None
     try:
-        with entry_path(source.path).open("rb") as stream:
+        with os.fdopen(descriptor, "rb") as stream:
             stream.seek(found.body_at)
             body = stream.read(length)
     except OSError:
@@ -267,6 +277,8 @@ class Pending:
     """The entry that was served (None: the log was read now, so the entry must be written)."""
     events_ipc: bytes | None = None
     """The served entry's events IPC, written again as it is."""
+    looked: Found | None = None
+    """The log's lookup, when it was read now."""
 
 
 Parse = Callable[
@@ -312,8 +324,9 @@ def read(
 
 
 def _read(jobs: list[Job], parse: Parse | None) -> tuple[list[ReadResult], list[Pending]]:
-    """Read the jobs' logs (grown ones from where their entry stopped: read whole again when
-    the new part does not continue the old one)."""
+    """Read the jobs' logs, grown ones from where their entry stopped (the growth check
+    proved every byte read before unchanged, so the reader going on with its state there reads
+    what a whole read would, whatever the new lines are: tests/test_store.py holds it)."""
     from copilot_logs.ingest.reader import ReadResult, read_many
 
     if not jobs:
@@ -323,30 +336,23 @@ def _read(jobs: list[Job], parse: Parse | None) -> tuple[list[ReadResult], list[
     diagnostics = _by_file(parsed.diagnostics)
     done: list[ReadResult] = []
     pending: list[Pending] = []
-    again: list[Job] = []
-    for (source, resume, found, cached), state in zip(jobs, states, strict=True):
+    for (source, _, found, cached), state in zip(jobs, states, strict=True):
         mine = _part(events, diagnostics, source.name, parsed)
-        if cached is not None and resume is not None:
-            first = mine.events["parent_id"].head(1).to_list()
-            if first and first[0] != resume.last_id:
-                again.append((source, None, Found(State.MISS, found.stamp), None))
-                continue
+        if cached is not None:
             mine = ReadResult.concat([cached, mine])
         done.append(mine)
         if found.stamp is not None and state is not None:
             progress = progress_of(mine, state, found.stamp.size)
-            pending.append(Pending(source, found.stamp, progress, mine))
-    more, more_pending = _read(again, parse)
-    return done + more, pending + more_pending
+            pending.append(Pending(source, found.stamp, progress, mine, looked=found))
+    return done, pending
 
 
 def keep(pending: list[Pending], key: str | None = None, value: object = None) -> None:
     """Write the pending entries, each with its rows of ``value`` (what the function described
     by ``key`` computed from the batch's frames) when the value splits by file."""
     split = _split(value) if key is not None else None
-    try:
-        where = private_folder()
-    except OSError:
+    where = private_folder() if pending else None
+    if where is None:
         return
     for item in pending:
         found = item.found
@@ -364,6 +370,7 @@ def keep(pending: list[Pending], key: str | None = None, value: object = None) -
             results.values(),
             events_ipc=item.events_ipc,
             where=where,
+            found=item.found or item.looked,
         )
 
 

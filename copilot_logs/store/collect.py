@@ -14,7 +14,7 @@ from typing import Generic, TypeVar, cast
 import polars as pl
 
 from copilot_logs import store
-from copilot_logs.errors import failed_on_session
+from copilot_logs.errors import CopilotLogsError, failed_on_session
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, ReadState, Resume, read_many
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
@@ -67,7 +67,7 @@ def unprocessable(file: str, session_id: str) -> pl.DataFrame:
     """The diagnostic of a file whose events a command failed on (the exception being
     handled is named in it)."""
     return pl.DataFrame(
-        [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None, None)],
+        [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None, None, None)],
         schema=DIAGNOSTICS_SCHEMA,
         orient="row",
     )
@@ -110,6 +110,8 @@ def _mapped(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadR
     :func:`_file_by_file`)."""
     try:
         return fn(result), result, True
+    except CopilotLogsError:
+        raise  # raised on purpose (export cannot write its folder): no log's fault
     except Exception:  # from one log's content: the other sessions are still mapped
         value, rest = _file_by_file(result, fn)
         return value, rest, False

@@ -17,6 +17,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import re
 import struct
 import tempfile
 import zlib
@@ -26,9 +27,10 @@ from typing import Annotated, Any
 import msgspec
 
 import copilot_logs
+from copilot_logs.store.trust import open_entry, private_folder, replaceable, where
 
-VERSION = 2
-MAGIC = b"CLSTORE\x02"
+VERSION = 3
+MAGIC = b"CLSTORE\x03"
 PREFIX = struct.Struct("<8sII")
 HEAD_READ = 16 << 10
 """Bytes read at once from the start of an entry: the header of almost every entry."""
@@ -83,10 +85,10 @@ def rows_of(result: Result) -> list[Rows] | None:
 
 
 Diagnostic = tuple[
-    str | None, int | None, int | None, str | None, str | None, str | None, int | None
+    str | None, int | None, int | None, str | None, str | None, str | None, int | None, int | None
 ]
 """A diagnostics row without its file: session_id, line, offset, kind, message, event_id,
-more_lines."""
+more_lines, new_lines."""
 
 
 class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -98,6 +100,9 @@ class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Bytes read: up to the last newline."""
     head: str
     tail: str
+    crc: Count | None
+    """CRC-32 of the log's bytes before ``end``, kept once the log was seen to change (see
+    :func:`copilot_logs.store.key.growth`); None until then."""
     next_line: Count
     last_id: str | None
     session_id: str | None
@@ -106,8 +111,8 @@ class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     llm_calls: Count
     subagent_calls: Count
     messages: list[tuple[str, str]]
-    damage: list[tuple[Count, str, str, Count | None]]
-    """(line, kind, message, more_lines) of each diagnostic (see DIAGNOSTICS_SCHEMA)."""
+    damage: list[tuple[Count, str, str, Count | None, Count | None]]
+    """(line, kind, message, more_lines, new_lines) of each diagnostic (DIAGNOSTICS_SCHEMA)."""
     unreadable: bool
     body: tuple[Count, Count, Count] | None
     """The events frame in the body: its IPC length and CRC-32, and its rows; None when the
@@ -119,25 +124,6 @@ class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 _DECODER = msgspec.msgpack.Decoder(Header)
 _ROWS = msgspec.msgpack.Decoder(list[Rows])
-
-
-def folder() -> Path:
-    """The store folder: ``copilot-logs/store`` in the user's cache folder (on Linux
-    ``$XDG_CACHE_HOME``, else ``~/.cache``; the platform's cache folder elsewhere)."""
-    return Path(_where())
-
-
-def _where() -> str:
-    get = os.environ.get
-    return _folder(get("XDG_CACHE_HOME"), get("HOME"), get("LOCALAPPDATA"))
-
-
-@functools.cache
-def _folder(*environment: str | None) -> str:
-    """:func:`folder` for the variables platformdirs reads (asked once per process)."""
-    import platformdirs
-
-    return os.path.join(platformdirs.user_cache_dir("copilot-logs", appauthor=False), "store")
 
 
 _PACKAGE = Path(copilot_logs.__file__).resolve().parent
@@ -161,14 +147,34 @@ def entry_path(log: Path) -> Path:
 def entry_file(absolute: str) -> str:
     """The entry of the log at ``absolute`` (an absolute path)."""
     name = hashlib.blake2b(absolute.encode(), digest_size=16).hexdigest()
-    return os.path.join(_where(), name + ".entry")
+    return os.path.join(where(), name + ".entry")
+
+
+ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.entry")
+TEMPORARY_NAME = re.compile(r"\.[a-z0-9_]{8}\.tmp")
+"""What :func:`replace` names its temporary files (``tempfile.mkstemp``'s)."""
+
+
+def is_ours(name: str, start: bytes) -> bool:
+    """Whether a file of the store folder, by its name and its first bytes, is one that
+    copilot-logs writes: an entry of any version, or a temporary one (maybe still empty)."""
+    family = MAGIC[:-1]  # the version byte aside
+    if ENTRY_NAME.fullmatch(name):
+        return len(start) >= len(MAGIC) and start.startswith(family)
+    if TEMPORARY_NAME.fullmatch(name):
+        known = min(len(start), len(family))
+        return start[:known] == family[:known]
+    return False
 
 
 def load_header(entry: str | Path) -> tuple[Header, int] | None:
     """The header of an entry and where its body starts; None for anything but a whole, valid
     entry of this version of copilot-logs."""
+    descriptor = open_entry(entry)
+    if descriptor is None:
+        return None
     try:
-        with open(entry, "rb", buffering=0) as stream:
+        with os.fdopen(descriptor, "rb", buffering=0) as stream:
             start = stream.read(HEAD_READ)
             if len(start) < PREFIX.size:
                 return None
@@ -197,23 +203,16 @@ def encode(header: Header, body: bytes) -> bytes:
     return PREFIX.pack(MAGIC, len(raw), zlib.crc32(raw)) + raw + body
 
 
-def private_folder() -> Path:
-    """The store folder, created 0700 (and made so when it was not)."""
-    where = folder()
-    for path in (where.parent, where):
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if path.stat().st_mode & 0o077:
-            path.chmod(0o700)
-    return where
-
-
-def replace(target: Path, data: bytes, where: Path | None = None) -> bool:
+def replace(target: Path, data: bytes, folder: Path | None = None) -> bool:
     """Write ``data`` to ``target`` atomically: a temporary file (0600) in the store folder
-    (``where``, once made private by the caller, else :func:`private_folder`), renamed over the
-    target; the temporary file is removed when anything fails."""
+    (``folder``, once checked by the caller, else :func:`private_folder`), renamed over the
+    target when that is nothing or an entry of ours; the temporary file is removed when
+    anything fails. False when nothing was written."""
+    folder = folder or private_folder()
+    if folder is None or not replaceable(target):
+        return False
     try:
-        where = where or private_folder()
-        handle, name = tempfile.mkstemp(dir=where, prefix=".", suffix=".tmp")
+        handle, name = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
     except OSError:
         return False
     try:

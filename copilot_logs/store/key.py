@@ -2,9 +2,11 @@
 
 An entry is served only when every field of the key matches: the log's path, size, mtime_ns,
 ctime_ns, inode and device, and hashes of the bytes at its start and just before the end of
-what was read. A file that only grew (same inode, longer, its first and last read bytes
-unchanged, and clean when read) is read from where the entry stopped; anything else is read
-again.
+what was read. A file that only grew (same inode, longer, clean when read, and every byte read
+before unchanged: the CRC-32 the entry keeps of them) is read from where the entry stopped;
+anything else is read again. The CRC is kept once a log is seen to change (:func:`crc_to_keep`):
+a log read once and never touched costs no second pass over its bytes, and the first growth of
+a log is read whole.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import enum
 import gc
 import hashlib
 import os
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import open_log
 from copilot_logs.store.entry import Header, Stamp, entry_file, load_header
 
 HASH_BYTES = 4096
@@ -36,7 +40,7 @@ def stamp_of(path: Path) -> Stamp | None:
 def hashes(path: str | Path, end: int) -> tuple[str, str] | None:
     """Hashes of the first bytes of the file and of the bytes just before ``end``."""
     try:
-        with open(path, "rb", buffering=0) as stream:
+        with open_log(Path(path)) as stream:
             head = stream.read(min(end, HASH_BYTES))
             stream.seek(max(0, end - HASH_BYTES))
             tail = stream.read(min(end, HASH_BYTES))
@@ -82,6 +86,27 @@ class Found:
         return size - self.header.end if self.state is State.GROWN else size
 
 
+CRC_CHUNK = 1 << 20
+
+
+def crc_of(path: str | Path, start: int, end: int, value: int = 0) -> int | None:
+    """CRC-32 of the file's bytes from ``start`` to ``end``, going on from ``value`` (the CRC
+    of the bytes before ``start``); None when they cannot all be read."""
+    try:
+        with open_log(Path(path)) as stream:
+            stream.seek(start)
+            left = end - start
+            while left > 0:
+                chunk = stream.read(min(left, CRC_CHUNK))
+                if not chunk:
+                    return None
+                value = zlib.crc32(chunk, value)
+                left -= len(chunk)
+    except OSError:
+        return None
+    return value
+
+
 def growth(header: Header, stamp: Stamp, path: str | Path) -> State:
     """The one growth check: is the log the one the entry was read from, longer, or neither?"""
     before = header.stamp
@@ -89,14 +114,26 @@ def growth(header: Header, stamp: Stamp, path: str | Path) -> State:
     if not same_file or stamp.size < header.end:
         return State.MISS
     if stamp == before:
-        state = State.FRESH
-    elif header.clean and header.end == before.size and stamp.size > before.size:
-        state = State.GROWN
-    else:
-        return State.MISS
-    if hashes(path, header.end) != (header.head, header.tail):
-        return State.MISS
-    return state
+        return State.FRESH if hashes(path, header.end) == (header.head, header.tail) else State.MISS
+    grew = header.clean and header.end == before.size and stamp.size > before.size
+    if grew and header.crc is not None and crc_of(path, 0, header.end) == header.crc:
+        return State.GROWN  # the bytes read before are all as they were: read on from there
+    return State.MISS
+
+
+def crc_to_keep(path: str | Path, found: Found | None, end: int) -> int | None:
+    """The CRC-32 of the log's first ``end`` bytes that an entry written now keeps: the
+    served entry's when the log is unchanged, the entry's gone on over the new bytes when it
+    only grew, taken whole when the log changed since its entry was written (a log that
+    changes once may grow again), else None."""
+    header = found.header if found is not None else None
+    if found is None or header is None:
+        return None
+    if found.state is State.FRESH:
+        return header.crc if end == header.end else None
+    if found.state is State.GROWN and header.crc is not None:
+        return crc_of(path, header.end, end, header.crc)
+    return crc_of(path, 0, end)
 
 
 def find(source: Source) -> Found:

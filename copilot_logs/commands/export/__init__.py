@@ -11,9 +11,11 @@ files, rewrites the earlier files that held rows of changed or gone sources with
 rows, and never touches a file it did not write. New files are written under temporary names
 and moved into place together once the manifest records the moves.
 
-The flow: :func:`prepare` (check OUT, finish an interrupted export, compare with the
-manifest), :func:`write_batch` mapped over batches of the changed sources (memory bounded by a
-batch), :func:`finish` (the earlier files narrowed, the manifest, the moves).
+The flow, inside :func:`exporting` (OUT's lock; an OSError on the way becomes one clear
+error): :func:`prepare` (check OUT, finish an interrupted export, compare with the manifest),
+:func:`write_batch` mapped over batches of the changed sources (memory bounded by a batch),
+:func:`finish` (the earlier files narrowed, the manifest, the moves; this run's temporary files
+removed when anything failed).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from copilot_logs.commands.export import files
+from copilot_logs.commands.export.folder import cannot_write, exporting
 from copilot_logs.commands.export.manifest import (
     HASHED_BYTES,
     MANIFEST,
@@ -51,7 +54,9 @@ __all__ = [
     "ExportError",
     "Plan",
     "Summary",
+    "Written",
     "batch_writer",
+    "exporting",
     "finish",
     "frames",
     "prepare",
@@ -74,7 +79,10 @@ def write_batch(result: ReadResult, *, out: str, run: str) -> Written:
     if not logs:
         return Written(Part([], []), [])
     batch = hashlib.sha256("\n".join(logs).encode()).hexdigest()[:12]
-    written = files.write_tables(frames(result), Path(out), f"part-{run}-{batch}", run)
+    try:
+        written = files.write_tables(frames(result), Path(out), f"part-{run}-{batch}", run)
+    except OSError as error:  # OUT's fault, not the logs': never taken for a log's failure
+        raise cannot_write(Path(out), error) from None
     return Written(Part(logs, written), result.events["file"].unique().to_list())
 
 
@@ -129,26 +137,47 @@ def prepare(out: Path, sources: Iterable[Source]) -> Plan:
         prints[source.name] = print_ = fingerprint(source)
         same = source.name in whole and previous.sources.get(source.name) == print_
         (unchanged if same and print_ is not None else changed).append(source)
+    unreadable = _unreadable_to_narrow(out, previous, {source.name for source in unchanged})
+    changed += [source for source in unchanged if source.name in unreadable]
+    unchanged = [source for source in unchanged if source.name not in unreadable]
     return Plan(out, _by_start(changed), unchanged, previous, prints, files.new_run())
 
 
+def _unreadable_to_narrow(out: Path, manifest: Manifest, unchanged: set[str]) -> set[str]:
+    """The unchanged sources of the parts to narrow (those that also hold changed or gone
+    logs) that have a file whose rows cannot be read: they are exported again, and the part
+    removed whole, so its damaged file is never read."""
+    again: set[str] = set()
+    for part in manifest.parts:
+        staying = unchanged.intersection(part.sources)
+        narrowed = staying and len(staying) < len(part.sources)
+        if narrowed and not all(files.readable(out / file) for file in part.files):
+            again |= staying
+    return again
+
+
 def _recovered(out: Path, manifest: Manifest) -> Manifest:
-    """The manifest once the moves of an interrupted export are done, and no temporary left."""
+    """The manifest once the moves of an interrupted export are done, with no temporary left
+    and no file named as export names its files that the manifest does not list (left by two
+    exports that ran at once before OUT was locked: their rows would show twice)."""
     if manifest.commit is not None:
         commit = manifest.commit
         files.move_in(out, commit.run, commit.files, commit.remove)
         manifest.commit = None
         save(out, manifest)
     files.remove_temporaries(out)
+    listed_files = {file for part in manifest.parts for file in part.files}
+    orphans = [file for file in files.written_files(out) if file not in listed_files]
+    files.delete(out, [file for file in orphans if file not in manifest.stale])
     return manifest
 
 
 def _intact_sources(out: Path, manifest: Manifest) -> set[str]:
-    """The sources whose every file is still there (a part with a file deleted by hand is
-    exported again)."""
+    """The sources whose every file is still there and whole (a part with a file deleted by
+    hand, cut or overwritten is exported again, and its files replaced)."""
     whole: set[str] = set()
     for part in manifest.parts:
-        if all((out / file).is_file() for file in part.files):
+        if all(files.whole(out / file) for file in part.files):
             whole.update(part.sources)
     return whole
 

@@ -10,8 +10,10 @@ moves, so an interrupted export leaves the earlier dataset as it was.
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -65,18 +67,56 @@ def write_tables(tables: Mapping[str, pl.DataFrame], out: Path, stem: str, run: 
 
 
 def write_temporary(frame: pl.DataFrame, path: Path) -> None:
-    """``frame`` as Parquet at ``path`` (0600); nothing left there when writing fails."""
+    """``frame`` as Parquet at ``path`` (0600); nothing left there when writing fails, and
+    an OSError raised as it is (polars reports one met while writing as a ComputeError)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    descriptor = os.open(path, flags, 0o600)
+    raw = _create(path)
     try:
-        with os.fdopen(descriptor, "wb") as stream:
-            os.chmod(path, 0o600)  # it may have been left by an earlier attempt
+        with io.BufferedWriter(raw, 1 << 20) as stream:
             frame.write_parquet(stream)
-    except BaseException:
+    except BaseException as error:
         with suppress(OSError):
             os.unlink(path)
+        if isinstance(error, pl.exceptions.PolarsError) and raw.error is not None:
+            raise raw.error from None
         raise
+
+
+class _Written(io.RawIOBase):
+    """A file being written, which keeps the OSError a write raised."""
+
+    def __init__(self, descriptor: int, path: Path) -> None:
+        self.file = io.FileIO(descriptor, "wb")
+        self.name = str(path)
+        self.error: OSError | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        try:
+            while done < len(view):
+                done += self.file.write(view[done:]) or 0
+            return done
+        except OSError as error:
+            error.filename = error.filename or self.name
+            self.error = error
+            raise
+
+    def close(self) -> None:
+        self.file.close()
+        super().close()
+
+
+def _create(path: Path) -> _Written:
+    """A new file at ``path``, private to the user (0600), never through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(path, flags, 0o600)
+    if hasattr(os, "fchmod"):  # POSIX: it may have been left by an earlier attempt
+        os.fchmod(descriptor, 0o600)
+    return _Written(descriptor, path)
 
 
 def table_of(relative: str) -> str:
@@ -94,7 +134,7 @@ def narrow(
     rewritten: list[str] = []
     for table in TABLES:
         mine = [f for f in files if table_of(f) == table]
-        frames = {f: pl.read_parquet(out / f, hive_partitioning=False) for f in mine}
+        frames = {f: _read(out, f) for f in mine}
         left = {f: frame.filter(pl.col("file").is_in(list(keep))) for f, frame in frames.items()}
         full = [f for f in mine if left[f].height > 0] or mine[:1]
         for file in full:
@@ -105,16 +145,61 @@ def narrow(
     return kept, rewritten, [f for f in files if f not in kept]
 
 
+def _read(out: Path, relative: str) -> pl.DataFrame:
+    try:
+        return pl.read_parquet(out / relative, hive_partitioning=False)
+    except pl.exceptions.PolarsError as error:
+        from copilot_logs.commands.export.manifest import ExportError
+
+        raise ExportError(
+            f"{out / relative}: a file of the earlier export cannot be read ({error}); "
+            "delete it and export again (the logs it held are written again)"
+        ) from None
+
+
+def whole(path: Path) -> bool:
+    """Whether a file of an earlier export is still whole: a regular file (not a link)
+    whose Parquet footer reads."""
+    try:
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return False
+        pl.read_parquet_schema(path)
+    except (OSError, pl.exceptions.PolarsError):
+        return False
+    return True
+
+
+def readable(path: Path) -> bool:
+    """Whether every row of a file of an earlier export reads."""
+    try:
+        pl.read_parquet(path, hive_partitioning=False)
+    except (OSError, pl.exceptions.PolarsError):
+        return False
+    return True
+
+
+def is_ours(path: Path) -> bool:
+    """A file named as export names its files (or their temporaries), and not a link."""
+    named = _OURS.fullmatch(path.name) or _TEMPORARY.fullmatch(path.name)
+    return bool(named) and not path.is_symlink() and path.is_file()
+
+
 def move_in(out: Path, run: str, files: list[str], remove: list[str]) -> None:
     """Rename the temporaries of ``files`` (those still there) into place and delete
     ``remove`` (and a partition folder that this leaves empty)."""
     for relative in files:
         with suppress(FileNotFoundError):
             os.replace(temporary(out / relative, run), out / relative)
-    for relative in remove:
+    delete(out, remove)
+
+
+def delete(out: Path, files: list[str]) -> None:
+    """Delete ``files`` (and a partition folder that this leaves empty)."""
+    for relative in files:
         path = out / relative
-        with suppress(FileNotFoundError):
-            path.unlink()
+        with suppress(OSError):
+            if stat.S_ISREG(path.lstat().st_mode):  # never a folder put where a file was
+                path.unlink()
         with suppress(OSError):
             path.parent.rmdir()
 

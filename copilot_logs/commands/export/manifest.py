@@ -22,13 +22,15 @@ from typing import Any, TypeGuard
 
 import orjson
 
-from copilot_logs.commands.export.files import RUN, atomic, written_files
+from copilot_logs.commands.export.files import RUN, atomic, is_ours, written_files
 from copilot_logs.commands.export.tables import PARTITION, TABLES
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.logfile import open_log
 
 MANIFEST = "_manifest.json"
+LOCK = ".copilot-logs-export.lock"
+"""Held while an export writes into OUT (:mod:`copilot_logs.commands.export.folder`)."""
 FORMAT = "copilot-logs-export"
 VERSION = 2
 """Bumped when a table's columns or the manifest change: an export of another version is
@@ -117,11 +119,7 @@ def load(out: Path) -> Manifest:
         raise ExportError(f"{out}: not a folder; give a new or empty folder, or an earlier export")
     path = out / MANIFEST
     if not path.exists():
-        if out.is_dir() and any(out.iterdir()):
-            raise ExportError(
-                f"{out}: not empty and holds no {MANIFEST} of copilot-logs; "
-                "give a new or empty folder, or an earlier export"
-            )
+        refuse_foreign(out)
         return Manifest()
     try:
         document = orjson.loads(path.read_bytes())
@@ -133,6 +131,35 @@ def load(out: Path) -> Manifest:
     if not isinstance(sources, dict):
         raise ExportError(f"{path}: has no sources; delete it and export again")
     return _parsed(out, document, sources)
+
+
+def refuse_foreign(out: Path) -> None:
+    """Raise :class:`ExportError` when ``out`` (without a manifest) holds other things."""
+    if out.is_dir() and not holds_only_exports(out):
+        raise ExportError(
+            f"{out}: not empty and holds no {MANIFEST} of copilot-logs; "
+            "give a new or empty folder, or an earlier export"
+        )
+
+
+def holds_only_exports(out: Path) -> bool:
+    """Whether a folder without a manifest holds nothing but what an export writes (its
+    lock, and files named as export names them, left by one that died before its first
+    manifest): it is then taken as empty, and those files are removed."""
+    try:
+        for item in out.iterdir():
+            if item.name == LOCK and item.is_file():
+                continue
+            if item.name not in TABLES or item.is_symlink() or not item.is_dir():
+                return False
+            for day in item.iterdir():
+                if not day.name.startswith(f"{PARTITION}=") or day.is_symlink():
+                    return False
+                if not day.is_dir() or not all(is_ours(file) for file in day.iterdir()):
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def _parsed(out: Path, document: dict[str, Any], sources: dict[str, Any]) -> Manifest:

@@ -22,9 +22,15 @@ import polars as pl
 from copilot_logs import derive
 from copilot_logs.commands import audit, count
 from copilot_logs.commands.watch.tail import Follower as Follower
+from copilot_logs.commands.watch.tail import (
+    Signature,
+    followed_paths,
+    log_signature,
+    root_entries,
+    shut_down,
+)
 from copilot_logs.commands.watch.tail import Watcher as Watcher
 from copilot_logs.commands.watch.tail import follow as follow
-from copilot_logs.commands.watch.tail import root_entries, shut_down
 from copilot_logs.derive import MAIN, TYPE
 from copilot_logs.errors import SelectionError
 from copilot_logs.ingest.discover import EVENTS_FILE, Selection, find_sources
@@ -36,6 +42,10 @@ ACTIVE_WITHIN = timedelta(minutes=10)
 ERROR_SETTLE = timedelta(seconds=10)
 """``--until-done``: an error ends the run when no event follows it for this long (the CLI
 may retry the call)."""
+FINISH_SETTLE = timedelta(seconds=3)
+"""``--until-done``: a loop judged over (task_complete, the nudge cap, an abort) ends the wait
+once no event follows for this long, so the shutdown the CLI writes as it exits (with the
+session's usage) is in the stream; a shutdown ends it at once."""
 FOREVER = timedelta(days=36_500)
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -149,15 +159,18 @@ def _mode() -> pl.Expr:
 
 RUNNING = "running"
 ENDED = "ended"
+FINISHING = "finishing"
 SETTLING = "settling"
-"""What :func:`run_status` says: the run goes on; it is over; it ended on an error unless an
-event follows within ERROR_SETTLE."""
+"""What :func:`run_status` says: the run goes on; it is over (a shutdown); its loop is over,
+the shutdown may follow (wait FINISH_SETTLE); it ended on an error unless an event follows
+within ERROR_SETTLE."""
 
 
 def run_status(follower: Follower, *, nudge_cap: int = audit.DEFAULT_NUDGE_CAP) -> str:
-    """Whether the run in the followed log is over: a shutdown after its last work, or its
-    agent loop ended in a way the audit judges (task_complete, the nudge cap once the last
-    loop ended, an abort), or it ended on an error (``SETTLING``: the CLI may still retry)."""
+    """Whether the run in the followed log is over: a shutdown after its last work
+    (``ENDED``), or its agent loop ended in a way the audit judges (``FINISHING``:
+    task_complete, the nudge cap once the last loop ended, an abort), or it ended on an error
+    (``SETTLING``: the CLI may still retry)."""
     result = follower.result
     if result.events.is_empty():
         return RUNNING
@@ -179,8 +192,8 @@ def run_status(follower: Follower, *, nudge_cap: int = audit.DEFAULT_NUDGE_CAP) 
     if verdict == audit.NUDGE_CAP:
         turns = derive.turns(derive.annotate(result.events))
         loop_over = turns.height > 0 and turns["ended_loop"][-1] and not turns["open"][-1]
-        return ENDED if loop_over else RUNNING
-    return ENDED
+        return FINISHING if loop_over else RUNNING
+    return FINISHING
 
 
 def verdict(result: ReadResult, *, nudge_cap: int) -> pl.DataFrame:
@@ -238,8 +251,18 @@ def choose(selection: Selection, *, started: datetime) -> Watcher:
         root,
         pick_up_new=watching_root and selection.latest is None,
         wanted=wanted,
-        known={name for name, _ in root_entries(root)},
+        idle=_idle(root, followers),
     )
+
+
+def _idle(root: Path, followers: list[Follower]) -> dict[str, Signature]:
+    """The root's sessions not followed from the start, and their logs as they are now."""
+    followed = followed_paths(followers)
+    return {
+        name: log_signature(candidates)
+        for name, candidates in root_entries(root)
+        if not followed.intersection(candidates)
+    }
 
 
 def _modified(path: Path) -> datetime:

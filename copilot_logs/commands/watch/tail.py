@@ -67,6 +67,9 @@ class Follower:
         """When a complete line last arrived (or when following began)."""
         self._emitted: set[str] = set()
         """The ids of the events already reported: a re-read file reports only new ones."""
+        self.records_from = 0
+        """The first read makes records only for the events from this offset on (a resumed
+        session picked up by a root's watch: its earlier events are state, not news)."""
         self._forget()
 
     def _forget(self) -> None:
@@ -174,12 +177,32 @@ class Follower:
         ) | (pl.col("event_id").is_null() & (pl.col("offset") >= old_end))
         fresh = frame.filter(new)
         self._emitted.update(fresh["event_id"].drop_nulls().to_list())
+        if self.records_from:
+            fresh = fresh.filter(pl.col("offset") >= self.records_from)
+            self.records_from = 0
         return [record(row) for row in fresh.to_dicts()]
+
+
+Signature = tuple[int, int, int] | None
+"""A session's log as the root's scan last saw it: (inode, size, mtime in ns), None when it
+has no log yet."""
+
+
+def log_signature(candidates: tuple[Path, ...]) -> Signature:
+    """The signature of the first candidate that is a regular file (one stat each)."""
+    for path in candidates:
+        try:
+            found = path.stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(found.st_mode):
+            return (found.st_ino, found.st_size, found.st_mtime_ns)
+    return None
 
 
 @dataclass
 class Watcher:
-    """The followed files, and the root watched for sessions that appear."""
+    """The followed files, and the root watched for sessions that appear or start writing."""
 
     followers: list[Follower]
     root: Path
@@ -187,8 +210,10 @@ class Watcher:
     """Watching the root: follow sessions that appear; ended ones leave the view."""
     wanted: int = 0
     """With --latest N and fewer than N sessions at the start: how many more to pick up."""
-    known: set[str] = field(default_factory=set)
-    """The root's session names already seen."""
+    idle: dict[str, Signature] = field(default_factory=dict)
+    """The root's sessions not followed, each with its log's signature when it was last
+    seen: one is followed once its log appears or changes (a session folder created before
+    its events.jsonl, an old session resumed)."""
     _next_scan: float = 0.0
 
     def tick(self) -> list[tuple[Follower, Update]]:
@@ -207,11 +232,19 @@ class Watcher:
         return changes
 
     def _scan(self) -> None:
+        followed = followed_paths(self.followers)
         for name, candidates in root_entries(self.root):
-            if name in self.known or not (self.pick_up_new or self.wanted):
+            if followed.intersection(candidates) or not (self.pick_up_new or self.wanted):
                 continue
-            self.known.add(name)
-            self.followers.append(Follower(candidates, name))
+            signature = log_signature(candidates)
+            if signature is None or self.idle.get(name, None) == signature:
+                # No log yet (a session folder comes first; the CLI also makes folders that
+                # hold no session), or not written since it was last seen.
+                self.idle[name] = signature
+                continue
+            follower = Follower(candidates, name)
+            follower.records_from = _grown_from(self.idle.pop(name, None), signature)
+            self.followers.append(follower)
             self.wanted = max(0, self.wanted - 1)
 
     def _note_ended(self, changed: list[Follower]) -> None:
@@ -234,6 +267,18 @@ class Watcher:
             for f in self.followers
             if f.ended_seen_at is None or wall - f.ended_seen_at < ENDED_LINGER
         ]
+
+
+def followed_paths(followers: list[Follower]) -> set[Path]:
+    return {path for follower in followers for path in follower.candidates}
+
+
+def _grown_from(seen: Signature, now: Signature) -> int:
+    """Where a log seen before grew from (an old session resumed: what it held then is its
+    state, not news), else 0."""
+    if seen is None or now is None or seen[0] != now[0] or now[1] < seen[1]:
+        return 0
+    return seen[1]
 
 
 def follow(watcher: Watcher) -> Iterator[list[tuple[Follower, Update]]]:

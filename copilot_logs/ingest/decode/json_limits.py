@@ -72,6 +72,10 @@ def message(found: list[tuple[str, Any]]) -> str:
 def _short(value: Any) -> str:
     if value.__class__ is float and not math.isfinite(value):
         return f"{'-' if value < 0 else ''}infinite as a double, like 1e999"
+    if value.__class__ is float and value.is_integer():
+        # orjson reads an integer past 2^64 as a double: shown as the integer it holds
+        # (2**64 as 18446744073709551616, not 1.8446744073709552e+19).
+        value = int(value)
     if value.__class__ is int and abs(value) >= 10**24:
         return f"{'-' if value < 0 else ''}about 1e{len(str(abs(value))) - 1}"
     return repr(value)

@@ -12,7 +12,10 @@ if escaping failed. Every text from a log goes through :func:`svg_marks.text` or
 
 from __future__ import annotations
 
+import contextlib
+import os
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -191,3 +194,24 @@ def page(report: Report) -> str:
         '<div id="tip" role="tooltip" hidden></div>'
         f"<script>{SCRIPT}</script></body></html>\n"
     )
+
+
+def save(page: str, path: Path) -> int:
+    """Write the page at ``path`` (through a link there, to its target) whole or not at all:
+    into a new file beside it, renamed over it once written. The file gets the permissions of
+    any file the user creates (``0666`` less the umask), as a page given to others should; a
+    failed write leaves no file behind and raises the OSError. Returns the bytes written."""
+    data = page.encode()
+    target = Path(os.path.realpath(path))
+    temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(temporary, flags, 0o666)  # the umask applies, as to any new file
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return len(data)
