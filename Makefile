@@ -13,7 +13,7 @@ FLOORS_VENV  := .venv-floors
 FLOORS_BIN   := $(FLOORS_VENV)/bin
 FLOORS_STAMP := $(FLOORS_VENV)/.installed-floors
 
-.PHONY: demo test test-spark test-floors fuzz lint bench samples record record-live clean
+.PHONY: demo test test-spark test-floors fuzz lint bench samples record record-resume record-live clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,14 @@ samples: $(RUN_STAMP)
 VERSIONS ?= newest
 record: $(RUN_STAMP)
 	$(BIN)/python -m rig.record --versions $(VERSIONS) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) --out tests/recordings
+
+# Resumes damaged recordings with real CLI versions and keeps what each did (docs/doctor.md), then
+# regenerates the evidence doctor judges by and docs/doctor.md's table from it:
+# make record-resume VERSIONS="1.0.102 1.0.85 1.0.60 1.0.40 1.0.20" [DAMAGES="glued-line u2028"]
+record-resume: $(DEV_STAMP)
+	$(BIN)/python -m rig.resume --versions $(VERSIONS) $(if $(DAMAGES),--damages $(DAMAGES)) --out tests/recordings
+	$(BIN)/python -m rig.resume --evidence --out tests/recordings
+	$(BIN)/python -m copilot_logs.render.doctor.page docs/doctor.md
 
 # CI's live step: every scenario recorded with the newest CLI on the npm registry into a scratch
 # folder, then the tests that need the real CLI, on those fresh logs. Skipped, in one line, when

@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from copilot_logs import derive
+from copilot_logs import usage_records as _usage_records
 from copilot_logs.commands import audit as _audit
 from copilot_logs.commands import count as count_core
 from copilot_logs.commands import export as _export
@@ -44,6 +45,7 @@ __all__ = [
     "tools",
     "turns",
     "usage",
+    "usage_records",
     "validate",
 ]
 
@@ -114,6 +116,12 @@ def tools(result: ReadResult) -> pl.DataFrame:
 def subagent_runs(result: ReadResult) -> pl.DataFrame:
     """One row per sub-agent run with its own LLM and tool calls."""
     return derive.subagent_runs(derive.annotate(result.events))
+
+
+def usage_records(result: ReadResult) -> pl.DataFrame:
+    """One row per LLM call, from the CLI's ``session.usage_record`` lines (CLI 1.0.102 on;
+    empty for older logs): model, tokens, cost, duration, who initiated it."""
+    return _usage_records.usage_records(derive.annotate(result.events))
 
 
 def timeline(result: ReadResult, *, include_tools: bool = True) -> list[dict[str, Any]]:

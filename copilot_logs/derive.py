@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.ingest.calls import MESSAGE, CallCounter
+from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
 from copilot_logs.ingest.calls import TURN_START as TURN_START
+from copilot_logs.ingest.decode import cli_format
 
 MAIN = pl.col("agent_id").is_null()
 TYPE = pl.col("type")
@@ -32,12 +33,17 @@ COUNT_FIELDS = (
     "tool_calls",
     "failed_tool_calls",
     "subagent_tool_calls",
+    "fusion_calls",
 )
 
 
 def annotate(events: pl.DataFrame) -> pl.DataFrame:
     """Add the per-session sequence columns every derived frame uses.
 
+    - ``agent_id``: the key of the sub-agent that wrote the line (its task call's toolCallId),
+      whatever scheme the CLI version marks it by; null for the main agent.
+      ``agent_instance``: the envelope agentId as written (see
+      :func:`copilot_logs.ingest.decode.cli_format.keyed`).
     - ``turn_index``: 1-based index of the main-agent turn the event falls in (0 before any);
       an event belongs to it only while ``in_turn`` is true.
     - ``during_turn``: the event (of any agent) sits inside an open main-agent turn, or is the
@@ -64,7 +70,7 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
         .then(pl.col("model"))
         .otherwise(None)
     )
-    frame = events.sort("file", "line").with_columns(
+    frame = cli_format.keyed(events.sort("file", "line")).with_columns(
         turn_index=is_start.cum_sum().over(*SESSION).cast(pl.Int64),
         _marker=marker.forward_fill().over(*SESSION),
         is_queued=queued_message().over(*SESSION),
@@ -267,24 +273,82 @@ def subagent_runs(annotated: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
+    """One row per sub-agent LLM call: a sub-agent's lines from a line that is a call (its
+    turn_start where it writes turn pairs, else its first message line of the call) up to its
+    next call. ``previous_at`` is the time of that agent's line before the call (where it
+    writes no turn pair, the call is taken to start then); ``ended_at`` and ``open`` come from
+    its turn_end, and are null where it writes none. ``call_index`` numbers the calls of each
+    sub-agent from 1."""
+    is_message = TYPE == "assistant.message"
+    requests = pl.col("tool_requests").filter(is_message).explode().drop_nulls()
+    turn_start = (TYPE == TURN_START).first()
+    agents = annotated.filter(pl.col("agent_id").is_not_null()).with_columns(
+        previous_at=pl.col("timestamp").shift(1).over(*SESSION, "agent_id"),
+        call_index=pl.col("subagent_call").cum_sum().over(*SESSION, "agent_id").cast(pl.Int64),
+    )
+    return (
+        agents.filter(pl.col("call_index") > 0)
+        .group_by(*SESSION, "agent_id", "call_index", maintain_order=True)
+        .agg(
+            turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")).first(),
+            interaction_index=pl.col("interaction_index").first(),
+            turn_id=pl.col("turn_id").first(),
+            interaction_id=pl.col("interaction_id").first(),
+            event_id=pl.col("event_id").first(),
+            line=pl.col("line").first(),
+            timestamp=pl.col("timestamp").first(),
+            previous_at=pl.when(turn_start).then(None).otherwise(pl.col("previous_at").first()),
+            ended_at=pl.col("timestamp").filter(TYPE == TURN_END).first(),
+            last_event_at=pl.col("timestamp").last(),
+            open=pl.when(turn_start).then(~(TYPE == TURN_END).any()),
+            model=pl.coalesce(
+                pl.col("model").filter(is_message).drop_nulls().first(),
+                pl.col("session_model").first(),
+            ),
+            messages=is_message.sum().cast(pl.Int64),
+            text=pl.col("text").filter(is_message & (pl.col("text") != "")).first(),
+            output_tokens=pl.col("output_tokens").filter(is_message).sum(),
+            requested_tools=requests.struct.field("name"),
+            tool_calls=(TYPE == "tool.execution_start").sum().cast(pl.Int64),
+            failed_tool_calls=((TYPE == "tool.execution_complete") & (pl.col("success") == False))  # noqa: E712
+            .sum()
+            .cast(pl.Int64),
+        )
+        .with_columns(
+            duration_ms=(pl.col("ended_at") - pl.col("timestamp")).dt.total_milliseconds(),
+            ended_loop=(pl.col("messages") > 0) & (pl.col("requested_tools").list.len() == 0),
+        )
+    )
+
+
 def _call_flags(frame: pl.DataFrame) -> pl.Series:
     """Whether each row (in reading order) is an LLM call: the kernel's verdict on the turn
     starts and sub-agent messages, per session log."""
     candidates = (
         frame.with_row_index("_row")
-        .filter((TYPE == TURN_START) | (pl.col("agent_id").is_not_null() & (TYPE == MESSAGE)))
-        .select("_row", *SESSION, "type", "agent_id", "message_id", "chunk_index")
+        .filter(TYPE.is_in(list(CALL_TYPES)))
+        .select(
+            "_row",
+            *SESSION,
+            "type",
+            "agent_instance",
+            "parent_tool_call_id",
+            "message_id",
+            "chunk_index",
+        )
     )
     counters: dict[tuple[str, str], CallCounter] = {}
     flags = [False] * frame.height
-    for row, file, session, kind, agent_id, message_id, chunk_index in candidates.iter_rows():
+    for row, file, session, kind, agent, parent, message_id, chunk in candidates.iter_rows():
         counter = counters.setdefault((file, session), CallCounter())
-        flags[row] = counter.add(kind, agent_id, message_id, chunk_index)
+        flags[row] = counter.add(kind, cli_format.writer(agent, parent), message_id, chunk)
     return pl.Series("llm_call", flags, dtype=pl.Boolean)
 
 
 def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per event, 0/1 columns for every figure ``count`` reports; sums give the counts."""
+    """Per event, a column for every figure ``count`` reports (0 or 1, but a fusion
+    completion's phase count); sums give the counts."""
     start = MAIN & (TYPE == TURN_START)
     user = MAIN & (TYPE == "user.message")
     return annotated.with_columns(
@@ -301,6 +365,7 @@ def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
         & (pl.col("success") == False)  # noqa: E712
         & ~pl.col("is_user_requested").fill_null(False),
         subagent_tool_calls=pl.col("agent_id").is_not_null() & (TYPE == "tool.execution_start"),
+        fusion_calls=cli_format.fusion_calls().over(*SESSION),
     ).with_columns(pl.col(name).cast(pl.Int64) for name in COUNT_FIELDS)
 
 
@@ -324,5 +389,5 @@ def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
         cwd=detail.str.json_path_match("$.context.cwd"),
         repository=detail.str.json_path_match("$.context.repository"),
         branch=detail.str.json_path_match("$.context.branch"),
-        cli_version=detail.str.json_path_match("$.copilotVersion"),
+        copilot_version=detail.str.json_path_match("$.copilotVersion"),
     ).drop("_start_detail")

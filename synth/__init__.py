@@ -35,6 +35,7 @@ from synth.events import join_lines
 from synth.prompts import NUDGE_TEXT
 from synth.session import SessionBuilder
 from synth.tools import (
+    SCHEMES,
     Subagent,
     SubagentStep,
     ToolCall,
@@ -51,6 +52,7 @@ from synth.turns import TurnRecord
 
 __all__ = [
     "NUDGE_TEXT",
+    "SCHEMES",
     "SessionBuilder",
     "Subagent",
     "SubagentStep",

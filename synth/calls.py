@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from synth.events import JSONDict
 from synth.prompts import SUBAGENT_SYSTEM_PROMPT, Conversation, transformed
-from synth.tools import Subagent, ToolCall
+from synth.tools import SCHEMES, Subagent, ToolCall
 
 
 @dataclass(frozen=True)
@@ -23,17 +23,23 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Turn:
-    """Where a call is written: turn, model, interaction and (for a sub-agent) its agentId."""
+    """Where a call is written: turn, model, interaction and, for a sub-agent, the envelope
+    agentId of its lines (none in the ``parent`` scheme) and its task's toolCallId."""
 
     turn_id: str
     model: str
     interaction_id: str | None
     agent_id: str | None = None
+    task_id: str | None = None
+
+    @property
+    def main(self) -> bool:
+        return self.task_id is None
 
     def stamp(self, data: JSONDict) -> JSONDict:
         """``data`` with the sub-agent's ``parentToolCallId`` when there is one."""
-        if self.agent_id is not None:
-            data["parentToolCallId"] = self.agent_id
+        if self.task_id is not None:
+            data["parentToolCallId"] = self.task_id
         return data
 
 
@@ -60,7 +66,7 @@ class AgentCalls(Conversation):
             duration_ms,
             context_bytes=self._size,
             interaction=self._interaction,
-            main=at.agent_id is None,
+            main=at.main,
         )
         message_id = self._uuid()
         requests = [
@@ -121,7 +127,7 @@ class AgentCalls(Conversation):
                     continue
                 end = Outcome(tool.ok, tool.result, tool.error)
                 if tool.subagent is not None:
-                    if at.agent_id is not None:
+                    if not at.main:
                         raise ValueError("sub-agents cannot start sub-agents")
                     end = self._run_subagent(tool.subagent, cid, tool)
                 self._tool_complete(tool, cid, at, end)
@@ -129,9 +135,11 @@ class AgentCalls(Conversation):
     # ---- sub-agents -----------------------------------------------------------------------
 
     def _run_subagent(self, sub: Subagent, task_id: str, tool: ToolCall) -> Outcome:
-        """``subagent.started``, the sub-agent's prompt and calls, then how it ended."""
+        """``subagent.started``, the sub-agent's prompt and calls, then how it ended, its lines
+        marked as ``sub.scheme`` says."""
         model = sub.model or self._model
         begun = self._clock
+        mark = self._mark(sub.scheme, task_id)
         self.event(
             "subagent.started",
             {
@@ -141,13 +149,15 @@ class AgentCalls(Conversation):
                 "agentDescription": sub.description,
                 "model": model,
             },
-            agent_id=task_id,
+            agent_id=mark,
             after_ms=15,
         )
+        if sub.scheme == "instance":
+            self.event("subagent.configured", {"model": model, "multiTurn": True}, agent_id=mark)
         tokens = 0
         if sub.steps:
-            iid = self._subagent_prompt(sub, task_id)
-            tokens = self._subagent_steps(sub, model, iid, task_id)
+            iid = self._subagent_prompt(sub, mark) if sub.scheme != "parent" else None
+            tokens = self._subagent_steps(sub, model, iid, Turn("", model, iid, mark, task_id))
         ended: JSONDict = {
             "toolCallId": task_id,
             "agentName": sub.agent_name,
@@ -158,21 +168,29 @@ class AgentCalls(Conversation):
         if sub.error is not None:
             ended["durationMs"] = self._clock + 3 - begun
             ended["error"] = sub.error
-            self.event("subagent.failed", ended, agent_id=task_id, after_ms=3)
+            self.event("subagent.failed", ended, agent_id=mark, after_ms=3)
             return Outcome(False, "", sub.error)
         ended["totalTokens"] = tokens
         ended["durationMs"] = self._clock + 20 - begun
-        self.event("subagent.completed", ended, agent_id=task_id, after_ms=20)
+        self.event("subagent.completed", ended, agent_id=mark, after_ms=20)
         last_text = sub.steps[-1].text if sub.steps else ""
         return Outcome(tool.ok, tool.result or last_text, tool.error)
 
-    def _subagent_prompt(self, sub: Subagent, task_id: str) -> str:
+    def _mark(self, scheme: str, task_id: str) -> str | None:
+        """The envelope agentId of a sub-agent's lines in ``scheme``."""
+        if scheme not in SCHEMES:
+            raise ValueError(f"unknown sub-agent scheme {scheme!r}: one of {SCHEMES}")
+        if scheme == "parent":
+            return None
+        return task_id if scheme == "task-id" else self._uuid()
+
+    def _subagent_prompt(self, sub: Subagent, mark: str | None) -> str:
         """The sub-agent's ``system.message`` and ``user.message``; returns its interactionId."""
         iid = self._uuid()
         self.event(
             "system.message",
             {"role": "system", "content": SUBAGENT_SYSTEM_PROMPT, "interactionId": iid},
-            agent_id=task_id,
+            agent_id=mark,
             after_ms=900,
         )
         data: JSONDict = {
@@ -185,16 +203,22 @@ class AgentCalls(Conversation):
             "interactionId": iid,
             "parentAgentTaskId": self._uuid(),
         }
-        self.event("user.message", data, agent_id=task_id, after_ms=6)
+        self.event("user.message", data, agent_id=mark, after_ms=6)
         return iid
 
-    def _subagent_steps(self, sub: Subagent, model: str, iid: str, task_id: str) -> int:
-        """Each step's LLM call and tools (turnIds 0, 1, ...); returns the tokens they used."""
+    def _subagent_steps(self, sub: Subagent, model: str, iid: str | None, agent: Turn) -> int:
+        """Each step's LLM call and tools (turnIds 0, 1, ...), in a turn pair of its own in
+        the ``instance`` scheme; returns the tokens they used."""
         tokens = 0
+        turns = sub.scheme == "instance"
         for i, step in enumerate(sub.steps):
-            at = Turn(str(i), model, iid, task_id)
+            at = Turn(str(i), model, iid, agent.agent_id, agent.task_id)
+            if turns:
+                started: JSONDict = {"turnId": at.turn_id, "interactionId": iid}
+                self.event("assistant.turn_start", at.stamp(started), agent_id=at.agent_id)
             before = self._ledger.tokens()
             ids = self._ids_for(step.tools)
+            self.calls_written["subagent"] += 1
             self._assistant_message(
                 step.text,
                 step.tools,
@@ -205,4 +229,7 @@ class AgentCalls(Conversation):
             )
             tokens += self._ledger.tokens() - before
             self._run_tools(step.tools, ids, at, parallel=False)
+            if turns:
+                ended = at.stamp({"turnId": at.turn_id})
+                self.event("assistant.turn_end", ended, agent_id=at.agent_id, after_ms=5)
         return tokens

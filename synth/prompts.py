@@ -64,6 +64,10 @@ class Conversation(EventLog):
         self._next_turn = 0
         self._open_turn: str | None = None
         self._ledger = Ledger()
+        self.calls_written = {"main": 0, "subagent": 0}
+        """The manifest of LLM calls written: main-agent turn starts, and sub-agent calls
+        (one per step of a sub-agent, however its lines are marked): the truth a count must
+        find in a clean log, kept apart from any reader."""
 
     @property
     def model(self) -> str:

@@ -30,6 +30,12 @@ class Subagent:
     With ``steps`` empty the sub-agent writes no lines of its own (it failed before its first
     LLM call, as in the real log). ``error`` set means ``subagent.failed`` instead of
     ``subagent.completed`` and a failed ``task`` tool.
+
+    ``scheme`` is how the CLI version marks the sub-agent's lines (docs/compatibility.md):
+    ``task-id`` (1.0.3x to 1.0.80: envelope agentId = the task's toolCallId),
+    ``parent`` (1.0.2x: no agentId, ``data.parentToolCallId``; no prompt lines of its own) or
+    ``instance`` (1.0.85 on: agentId = an instance id its ``subagent.started`` links to the
+    task; ``subagent.configured``; each call in its own turn pair).
     """
 
     prompt: str
@@ -39,6 +45,11 @@ class Subagent:
     display_name: str = "Task Agent"
     description: str = "Runs development commands and returns a brief summary."
     model: str | None = None
+    scheme: str = "task-id"
+
+
+SCHEMES = ("parent", "task-id", "instance")
+"""The ways CLI versions mark a sub-agent's lines, oldest first (see :class:`Subagent`)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,7 @@ def subagent_plan(
     error: str | None = None,
     tool_name: str = "bash",
     output_tokens: int | None = None,
+    scheme: str = "task-id",
 ) -> Subagent:
     """A sub-agent that makes ``llm_calls`` LLM calls and ``tool_calls`` tool calls.
 
@@ -146,7 +158,7 @@ def subagent_plan(
         )
         for i in range(llm_calls)
     ]
-    return Subagent(prompt=prompt, steps=tuple(steps), error=error)
+    return Subagent(prompt=prompt, steps=tuple(steps), error=error, scheme=scheme)
 
 
 def task(
@@ -160,9 +172,13 @@ def task(
     error: str | None = None,
     result: str = "",
     duration_ms: int = 300,
+    scheme: str = "task-id",
 ) -> ToolCall:
-    """A main-agent ``task`` call whose sub-agent is ``subagent`` (or a :func:`subagent_plan`)."""
-    sub = subagent or subagent_plan(llm_calls, tool_calls, prompt=prompt, error=error)
+    """A main-agent ``task`` call whose sub-agent is ``subagent`` (or a :func:`subagent_plan`
+    marked by ``scheme``)."""
+    sub = subagent or subagent_plan(
+        llm_calls, tool_calls, prompt=prompt, error=error, scheme=scheme
+    )
     args = {
         "description": description,
         "prompt": prompt,

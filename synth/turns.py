@@ -31,6 +31,7 @@ class Turns(AgentCalls):
         if self._interaction is not None:
             data["interactionId"] = self._interaction
         self.event("assistant.turn_start", data, after_ms=150)
+        self.calls_written["main"] += 1
         self._open_turn = turn_id
         return turn_id
 
@@ -108,13 +109,20 @@ class Turns(AgentCalls):
         subagent: Subagent | None = None,
         output_tokens: int | None = None,
         end: bool = True,
+        scheme: str = "task-id",
     ) -> TurnRecord:
         """A main turn with one ``task`` call whose sub-agent makes ``llm_calls`` LLM calls and
-        ``tool_calls`` tool calls (or runs ``subagent``); ``error`` makes it fail.
+        ``tool_calls`` tool calls (or runs ``subagent``), its lines marked by ``scheme`` (see
+        :class:`synth.tools.Subagent`); ``error`` makes it fail.
 
-        The task's toolCallId (= the sub-agent lines' ``agentId``) is ``tool_call_ids[0]``.
+        The task's toolCallId (the sub-agent's key) is ``tool_call_ids[0]``.
         """
         call = task(
-            prompt, subagent=subagent, llm_calls=llm_calls, tool_calls=tool_calls, error=error
+            prompt,
+            subagent=subagent,
+            llm_calls=llm_calls,
+            tool_calls=tool_calls,
+            error=error,
+            scheme=scheme,
         )
         return self.turn(text, [call], output_tokens=output_tokens, end=end)

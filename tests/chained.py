@@ -10,14 +10,25 @@ import orjson
 from synth import SessionBuilder, task
 
 
-def session_events(seed: int = 0, subagent_calls: int = 2) -> list[dict[str, Any]]:
-    """A session with a sub-agent, as event dicts in file order."""
+def _session(seed: int, subagent_calls: int) -> SessionBuilder:
     builder = SessionBuilder(seed=seed)
     builder.user_message("go")
     builder.turn("delegating", [task("sub", llm_calls=subagent_calls)])
     builder.turn("done")
     builder.shutdown()
-    return [orjson.loads(line) for line in builder.lines()]
+    return builder
+
+
+def session_events(seed: int = 0, subagent_calls: int = 2) -> list[dict[str, Any]]:
+    """A session with a sub-agent, as event dicts in file order."""
+    return [orjson.loads(line) for line in _session(seed, subagent_calls).lines()]
+
+
+def calls_written(seed: int = 0, subagent_calls: int = 2) -> tuple[int, int]:
+    """(main-agent, sub-agent) LLM calls :func:`session_events` wrote, from the test-data
+    generator's manifest: the truth a count must find, known without reading the log."""
+    written = _session(seed, subagent_calls).calls_written
+    return written["main"], written["subagent"]
 
 
 def chunked(events: list[dict[str, Any]], chunks: int = 3) -> list[dict[str, Any]]:

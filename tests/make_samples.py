@@ -65,6 +65,7 @@ def figures(
     tool_calls: int = 0,
     failed_tool_calls: int = 0,
     subagent_tool_calls: int = 0,
+    fusion_calls: int = 0,
     subagent_runs: int = 0,
     errors: int = 0,
     task_complete: bool = False,
@@ -93,6 +94,7 @@ def figures(
         "tool_calls": tool_calls,
         "failed_tool_calls": failed_tool_calls,
         "subagent_tool_calls": subagent_tool_calls,
+        "fusion_calls": fusion_calls,
         "subagent_runs": subagent_runs,
         "errors": errors,
         "task_complete": task_complete,
@@ -1169,7 +1171,13 @@ DEFINITIONS: list[tuple[str, str]] = [
     ),
     (
         "`subagent_tool_calls`",
-        "`tool.execution_start` events with envelope `agentId`",
+        "`tool.execution_start` events of sub-agents (envelope `agentId`, or"
+        " `data.parentToolCallId` in CLI 1.0.2x)",
+    ),
+    (
+        "`fusion_calls`",
+        "HydraFusion phases (`session.fusion_completed.phaseCount`, and the"
+        " `assistant.fusion_phase_completed`/`_failed` of a fusion turn with no completion)",
     ),
     (
         "`subagent_runs`",
@@ -1254,6 +1262,7 @@ ROWS = [
     "tool_calls",
     "failed_tool_calls",
     "subagent_tool_calls",
+    "fusion_calls",
     "subagent_runs",
     "errors",
     "task_complete",

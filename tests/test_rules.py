@@ -14,6 +14,7 @@ from polars.testing import assert_frame_equal
 import synth
 from copilot_logs.commands import validate
 from copilot_logs.commands.validate import RULES, Report, UnknownRuleError
+from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
@@ -540,6 +541,28 @@ def subagent_miss() -> ReadResult:
     return read(b.to_bytes())
 
 
+def subagent_scheme(scheme: str) -> ReadResult:
+    """Two sub-agents (one failed) with their lines marked as the CLI versions of ``scheme``
+    mark them: every line attributed, none unknown."""
+    b = builder()
+    b.user_message("hi")
+    b.subagent_run("tests", llm_calls=2, tool_calls=1, scheme=scheme)
+    b.subagent_run("lint", llm_calls=1, error="boom", scheme=scheme)
+    return read(b.to_bytes())
+
+
+def subagents_1_0_20() -> ReadResult:
+    return subagent_scheme("parent")
+
+
+def subagents_1_0_78() -> ReadResult:
+    return subagent_scheme("task-id")
+
+
+def subagents_1_0_85() -> ReadResult:
+    return subagent_scheme("instance")
+
+
 def s402() -> tuple[ReadResult, list[int | None]]:
     b = builder()
     b.user_message("hi")
@@ -612,6 +635,52 @@ def r602() -> tuple[ReadResult, list[int | None]]:
     lines = b.lines()
     with_line(lines, 5, lambda event: event["data"].update(eventsFileSizeBytes=1))  # type: ignore[attr-defined]
     return read(lines), [6, 7]  # the resume's own figure, and the shutdown after the change
+
+
+def interrupted(closing: tuple[str, ...]) -> list[bytes]:
+    """A tool interrupted by Ctrl-C: the CLI took the file's size for its shutdown before it
+    wrote its closing lines (``closing``: "end" for a turn_end, "abort"), as CLIs 1.0.70 to
+    1.0.102 do."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("running it", [bash("sleep 30", never_completes=True)], end=False)
+    size_before = b.size
+    for kind in closing:
+        b.end_turn() if kind == "end" else b.abort("user_abort")
+    b.shutdown()
+    lines = b.lines()
+    with_line(lines, -1, lambda event: event["data"].update(eventsFileSizeBytes=size_before))  # type: ignore[attr-defined]
+    return lines
+
+
+def interrupted_x302_miss() -> ReadResult:
+    """A turn_end with no abort next to it: the tool lost its complete (X302), no interrupt."""
+    return read(interrupted(("end",)))
+
+
+def r602_interrupt_miss() -> ReadResult:
+    """The size taken before the interrupt's lines (turn_end and abort, in either order, or
+    two aborts) is no mismatch."""
+    logs = [
+        renamed(read(interrupted(closing)), f"{'-'.join(closing)}.jsonl")
+        for closing in (("end", "abort"), ("abort", "end"), ("abort", "abort"))
+    ]
+    return ReadResult.concat(logs)
+
+
+def x308() -> tuple[ReadResult, list[int | None]]:
+    """The tool of an interrupted turn, the abort before or after the turn_end (1.0.85 on)."""
+    logs = [
+        renamed(read(interrupted(closing)), f"{'-'.join(closing)}.jsonl")
+        for closing in (("end", "abort"), ("abort", "end"))
+    ]
+    return ReadResult.concat(logs), [7, 7]
+
+
+def r602_no_abort() -> tuple[ReadResult, list[int | None]]:
+    """Lines before a shutdown that no interrupt explains: a turn_end alone."""
+    lines = interrupted(("end",))
+    return read(lines), [len(lines)]
 
 
 def continuity_miss() -> ReadResult:
@@ -695,6 +764,38 @@ def clean_result() -> ReadResult:
     return read(clean().to_bytes())
 
 
+def r604() -> tuple[ReadResult, list[int | None]]:
+    """A log of a CLI one patch newer than the newest recorded version."""
+    major, minor, patch = (int(part) for part in cli_format.NEWEST_VERIFIED.split("."))
+    b = SessionBuilder(session_id=SESSION, seed=7, copilot_version=f"{major}.{minor}.{patch + 1}")
+    b.user_message("hi")
+    b.turn("ok")
+    return read(b.to_bytes()), [1]
+
+
+def r604_miss() -> ReadResult:
+    """The newest recorded version itself, and an older one, are verified versions."""
+    logs = []
+    for version in (cli_format.NEWEST_VERIFIED, "1.0.9"):
+        b = SessionBuilder(session_id=SESSION, seed=7, copilot_version=version)
+        b.user_message("hi")
+        b.turn("ok")
+        logs.append(renamed(read(b.to_bytes()), f"{version}.jsonl"))
+    return ReadResult.concat(logs)
+
+
+def s403_instance() -> tuple[ReadResult, list[int | None]]:
+    """CLI 1.0.85 on: a sub-agent instance id that no subagent.started links to a task."""
+    b = builder()
+    b.user_message("hi")
+    turn_events(b, ("start", "0"))
+    ghost = "6acc76eb-054a-47f2-aed1-db476add218a"
+    b.event("assistant.turn_start", {"turnId": "0", "parentToolCallId": "call_x"}, agent_id=ghost)
+    b.event("assistant.turn_end", {"turnId": "0", "parentToolCallId": "call_x"}, agent_id=ghost)
+    turn_events(b, ("end", "0"))
+    return read(b.to_bytes()), [6]
+
+
 TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = {
     "E101": [e101],
     "E102": [e102],
@@ -733,14 +834,16 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "X306": [x306],
     "S401": [s401],
     "S402": [s402],
-    "S403": [s403],
+    "S403": [s403, s403_instance],
     "C501": [c501],
     "C502": [c502],
     "R601": [r601, r601_duplicates],
-    "R602": [r602],
+    "R602": [r602, r602_no_abort],
     "R603": [r603],
     "T205": [t205],
     "X307": [x307],
+    "X308": [x308],
+    "R604": [r604],
 }
 
 MISSES: dict[str, list[Callable[[], ReadResult]]] = {
@@ -774,21 +877,23 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "T203": [t203_miss],
     "T204": [t204_miss, quit_at_permission_prompt],
     "X301": [x301_miss],
-    "X302": [x302_miss],
+    "X302": [x302_miss, r602_interrupt_miss],
     "X303": [x303_miss, quit_at_permission_prompt],
     "X304": [x302_miss],
     "X305": [x301_miss],
     "X306": [x306_miss],
-    "S401": [subagent_miss],
-    "S402": [subagent_miss],
-    "S403": [subagent_miss],
+    "S401": [subagent_miss, subagents_1_0_20, subagents_1_0_85],
+    "S402": [subagent_miss, subagents_1_0_20, subagents_1_0_85],
+    "S403": [subagent_miss, subagents_1_0_20, subagents_1_0_78, subagents_1_0_85],
     "C501": [completion_miss],
     "C502": [completion_miss],
     "R601": [continuity_miss],
-    "R602": [continuity_miss],
+    "R602": [continuity_miss, r602_interrupt_miss],
     "R603": [r603_miss, continuity_miss],
     "T205": [open_at_shutdown_miss, open_at_end],
     "X307": [open_at_shutdown_miss, open_at_end],
+    "X308": [x302_miss, interrupted_x302_miss],
+    "R604": [r604_miss, clean_result],
 }
 
 
@@ -949,7 +1054,11 @@ def test_every_reader_kind_maps_to_its_own_rule() -> None:
         (["T2"], [], ["T201", "T202", "T203", "T204", "T205"]),
         (["t201,orphan-tool-complete"], [], ["T201", "X301"]),
         (["ALL"], ["E", "X", "S", "C", "R", "T20"], []),
-        (["X30"], ["tool-never-completed"], ["X301", "X302", "X304", "X305", "X306", "X307"]),
+        (
+            ["X30"],
+            ["tool-never-completed"],
+            ["X301", "X302", "X304", "X305", "X306", "X307", "X308"],
+        ),
     ],
 )
 def test_resolve(select: list[str] | None, ignore: list[str], expected: list[str]) -> None:

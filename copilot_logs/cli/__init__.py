@@ -33,6 +33,7 @@ COMMANDS = {
     "report": "copilot_logs.cli.report:report",
     "export": "copilot_logs.cli.export:export",
     "watch": "copilot_logs.cli.watch:watch",
+    "doctor": "copilot_logs.cli.doctor:doctor",
 }
 
 

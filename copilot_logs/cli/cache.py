@@ -46,7 +46,10 @@ def clear() -> None:
     """Delete what copilot-logs wrote in the store (the next run reads every log again).
 
     Only files copilot-logs wrote are removed, never anything else put there, and nothing in
-    a store folder that is not your own (a link, another user's): docs/cache.md.
+    a store folder that is not your own (a link, another user's).
+
+    \b
+    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/cache.md
 
     \b
     Examples:

@@ -21,7 +21,7 @@ SESSION_COLUMNS = (
     "repository",
     "cwd",
     "branch",
-    "cli_version",
+    "copilot_version",
     "model",
     "mode",
     "user_prompts",

@@ -2,7 +2,8 @@
 and vouched for when the full reader would read the same event from it.
 
 The file is read a block at a time into one reused buffer, and each line is decoded by msgspec
-into the fields a count needs (type, id, agentId, and the data's messageId and chunkIndex),
+into the fields a count needs (type, id, agentId, and the data's parentToolCallId, messageId
+and chunkIndex),
 skipping the rest of the payload at C speed. A line is vouched for, and fed to the one
 :class:`copilot_logs.ingest.calls.CallCounter`, when all of these hold:
 
@@ -15,8 +16,9 @@ skipping the rest of the payload at C speed. A line is vouched for, and fed to t
 - its last byte is ``}`` (so no CR, NUL padding, blank line or other bytes after the event:
   the reader would report them);
 - its id was not seen before in the file (the reader drops a replayed line);
-- for a sub-agent's ``assistant.message``, messageId is a string or absent and chunkIndex an
-  integer a 64-bit column holds or absent (other values are read differently by orjson);
+- for an ``assistant.turn_start`` or ``assistant.message``, parentToolCallId and messageId are
+  strings or absent and chunkIndex an integer a 64-bit column holds or absent (other values
+  are read differently by orjson);
 - its bytes are valid UTF-8 (checked a block at a time: the reader replaces and reports
   invalid bytes).
 
@@ -42,12 +44,14 @@ from pathlib import Path
 
 import msgspec
 
-from copilot_logs.ingest.calls import CALL_TYPES, CallCounter, needs_payload
+from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
+from copilot_logs.ingest.decode.cli_format import writer
 from copilot_logs.ingest.decode.json_limits import out_of_range
 from copilot_logs.ingest.logfile import display_name
 
 
 class _CallData(msgspec.Struct):
+    parentToolCallId: str | None = None  # any other value: not vouched (the reader reads it)
     messageId: object = None
     chunkIndex: object = None
 
@@ -196,14 +200,12 @@ def _scan_lines(view: bytearray, stop: int, counter: CallCounter, scanned: Scann
                 vouched = False
                 break
             if kind in CALL_TYPES:
-                agent_id = event.agentId
-                if not needs_payload(kind, agent_id):
-                    add(kind, agent_id)
-                elif _plain(event.data):
-                    add(kind, agent_id, event.data.messageId, event.data.chunkIndex)
-                else:
+                data = event.data
+                if not _plain(data):
                     vouched = False
                     break
+                mark = writer(event.agentId, data.parentToolCallId)
+                add(kind, mark, data.messageId, data.chunkIndex)
             seen.add(event_id)
             last_id = event_id
             position = newline + 1

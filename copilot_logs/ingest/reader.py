@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 from copilot_logs.ingest.block_reader import FileReader
 from copilot_logs.ingest.calls import CallCounter, needs_payload
+from copilot_logs.ingest.decode.cli_format import writer
 from copilot_logs.ingest.decode.envelope import Readable, Source
 from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS, PAYLOAD_TYPES
 from copilot_logs.ingest.events_frame import ENVELOPE_FIELDS, Diagnostics, Rows, Span
@@ -203,15 +204,17 @@ def count_window(
     rows = Rows()
     reader = FileReader(rows, diagnostics, resume, needs_payload)
     reader.run(reader.lines(io.BytesIO(data)))
-    _count_rows(rows, counter)
+    _feed(rows, counter)
     state = ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
     return Window(rows.held, state, reader.seen_ids)
 
 
-def _count_rows(rows: Rows, counter: CallCounter) -> None:
-    columns = (rows.column(name) for name in ("type", "agent_id", "message_id", "chunk_index"))
-    for kind, agent_id, message_id, chunk in zip(*columns, strict=True):
-        counter.add(kind, agent_id, message_id, chunk)
+def _feed(rows: Rows, counter: CallCounter) -> None:
+    """The rows read for a count, fed to ``counter`` with their writer's mark."""
+    names = ("type", "agent_id", "parent_tool_call_id", "message_id", "chunk_index")
+    columns = (rows.column(name) for name in names)
+    for kind, agent_id, parent, message_id, chunk in zip(*columns, strict=True):
+        counter.add(kind, writer(agent_id, parent), message_id, chunk)
 
 
 @dataclass(frozen=True)
@@ -236,5 +239,5 @@ def count_calls(
     ``limit`` is read. Returns what was read and the file's damage."""
     rows, diagnostics = Rows(), diagnostics if diagnostics is not None else Diagnostics()
     _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload, limit)
-    _count_rows(rows, counter)
+    _feed(rows, counter)
     return Calls(rows.held, state), diagnostics.damage()

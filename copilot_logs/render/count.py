@@ -22,9 +22,12 @@ def write_counts(table: pl.DataFrame, fmt: str) -> None:
         formats.write_frame(table, fmt)
         return
     keys = [c for c in table.columns if c not in (*COUNT_FIELDS, "file")]
+    # HydraFusion is experimental: its column shows only where a log has fusion calls.
+    fusion = "fusion_calls" in table.columns and bool(table["fusion_calls"].sum())
+    columns = [c for c in COUNT_COLUMNS if fusion or c.field != "fusion_calls"]
     formats.print_table(
         table,
-        [*(KEY_COLUMNS[k] for k in keys), *COUNT_COLUMNS],
+        [*(KEY_COLUMNS[k] for k in keys), *columns],
         totals={keys[0]: "total", **count_core.totals(table)},
     )
 
@@ -48,4 +51,5 @@ COUNT_COLUMNS = [
     Column("tool_calls", "tools", 2, numeric=True),
     Column("failed_tool_calls", "failed", 3, numeric=True),
     Column("subagent_tool_calls", "sub-agent tools", 6, numeric=True),
+    Column("fusion_calls", "fusion calls", 6, numeric=True),
 ]

@@ -25,7 +25,7 @@ SESSION_TABLE = [
     Column("duration_ms", "took", 3, numeric=True, format=human_duration),
     Column("repository", "repository", 4, max_width=28),
     Column("branch", "branch", 7, max_width=20),
-    Column("cli_version", "cli", 8),
+    Column("copilot_version", "cli", 8),
     Column("model", "model", 5, max_width=20),
     Column("user_prompts", "prompts", 2, numeric=True),
     Column("autopilot_nudges", "nudges", 3, numeric=True),

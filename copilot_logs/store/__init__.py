@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from copilot_logs.ingest.calls import CallCounter, needs_payload
+from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
+from copilot_logs.ingest.decode.cli_format import writer
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.store import trust
 from copilot_logs.store.entry import (
@@ -127,15 +128,11 @@ def progress_of(result: ReadResult, state: ReadState, size: int) -> Progress:
 
     events, diagnostics = result.events, result.diagnostics
     counter = CallCounter()
-    candidates = events.filter(
-        (pl.col("type") == "assistant.turn_start")
-        | ((pl.col("type") == "assistant.message") & pl.col("agent_id").is_not_null())
-    ).select("type", "agent_id", "message_id", "chunk_index")
-    for kind, agent_id, message_id, chunk_index in candidates.iter_rows():
-        if needs_payload(kind, agent_id):
-            counter.add(kind, agent_id, message_id, chunk_index)
-        else:
-            counter.add(kind, agent_id)
+    candidates = events.filter(pl.col("type").is_in(list(CALL_TYPES))).select(
+        "type", "agent_id", "parent_tool_call_id", "message_id", "chunk_index"
+    )
+    for kind, agent_id, parent, message_id, chunk_index in candidates.iter_rows():
+        counter.add(kind, writer(agent_id, parent), message_id, chunk_index)
     columns = ("line", "kind", "message", "more_lines", "new_lines")
     damage = diagnostics.sort("line").select(columns).rows()
     return Progress(

@@ -1,8 +1,9 @@
 """``OUT/_manifest.json``: what an export wrote from which log, so that the next one into the
 same folder writes only what changed (docs/export.md, "Exporting again").
 
-Version 2 records each source log's fingerprint (``sources``), and the parts written: each
-part is a batch of logs and the files holding their rows (``parts``). While an export moves
+Version 3 (version 2's sessions table named the CLI version ``cli_version``) records each
+source log's fingerprint (``sources``), and the parts written: each part is a batch of logs
+and the files holding their rows (``parts``). While an export moves
 its new files into place the manifest also holds the moves (``commit``): an export that was
 interrupted there is finished by the next one. A manifest of another version, or one whose
 parts cannot be trusted, makes the next export write everything again (and remove the files
@@ -32,7 +33,7 @@ MANIFEST = "_manifest.json"
 LOCK = ".copilot-logs-export.lock"
 """Held while an export writes into OUT (:mod:`copilot_logs.commands.export.folder`)."""
 FORMAT = "copilot-logs-export"
-VERSION = 2
+VERSION = 3
 """Bumped when a table's columns or the manifest change: an export of another version is
 rewritten whole."""
 HASHED_BYTES = 8192

@@ -34,11 +34,13 @@ def turns_table(annotated: pl.DataFrame) -> pl.DataFrame:
     """One row per LLM call: the main agent's turns, then the sub-agents' calls.
 
     A main-agent row is a turn of :func:`copilot_logs.derive.turns` (turn_start to turn_end),
-    ``agent_id`` null. A sub-agent writes no turn events: its row is one call counted by
-    ``count`` (the first ``assistant.message`` line of each messageId), spanning that agent's
-    lines up to its next call; ``agent_id`` is the sub-agent's id, ``turn_index`` the main-agent
-    turn it ran in, and ``ended_at``, ``open`` and ``duration_ms`` are null (no turn_end).
-    ``call_index`` numbers the calls of each agent in the file from 1.
+    ``agent_id`` null. A sub-agent's row is one call counted by ``count``
+    (:func:`copilot_logs.derive.subagent_calls`: its turn pair where the CLI writes one, from
+    1.0.85, else the first ``assistant.message`` line of each messageId), spanning that agent's
+    lines up to its next call; ``agent_id`` is the sub-agent's key (its task call's toolCallId),
+    ``turn_index`` the main-agent turn it ran in; ``ended_at``, ``open`` and ``duration_ms`` are
+    null where it writes no turn pair. ``call_index`` numbers the calls of each agent in the
+    file from 1.
     """
     main = derive.turns(annotated).with_columns(
         agent_id=pl.lit(None, pl.String), call_index=pl.col("turn_index")
@@ -53,48 +55,12 @@ def turns_table(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
-    is_message = derive.TYPE == "assistant.message"
-    requests = pl.col("tool_requests").filter(is_message).explode().drop_nulls()
-    agents = annotated.filter(pl.col("agent_id").is_not_null()).with_columns(
-        call_index=pl.col("subagent_call")
-        .cum_sum()
-        .over(*derive.SESSION, "agent_id")
-        .cast(pl.Int64)
-    )
     return (
-        agents.filter(pl.col("call_index") > 0)
-        .group_by(*derive.SESSION, "agent_id", "call_index", maintain_order=True)
-        .agg(
-            turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")).first(),
-            interaction_index=pl.col("interaction_index").first(),
-            turn_id=pl.col("turn_id").first(),
-            interaction_id=pl.col("interaction_id").first(),
-            event_id=pl.col("event_id").first(),
-            line=pl.col("line").first(),
-            started_at=pl.col("timestamp").first(),
-            ended_at=pl.lit(None, pl.Datetime("ms", "UTC")),
-            last_event_at=pl.col("timestamp").last(),
-            open=pl.lit(None, pl.Boolean),
-            model=pl.coalesce(
-                pl.col("model").filter(is_message).drop_nulls().first(),
-                pl.col("session_model").first(),
-            ),
-            messages=is_message.sum().cast(pl.Int64),
-            text=pl.col("text").filter(is_message & (pl.col("text") != "")).first(),
-            output_tokens=pl.col("output_tokens").filter(is_message).sum(),
-            requested_tools=requests.struct.field("name"),
-            tool_calls=(derive.TYPE == "tool.execution_start").sum().cast(pl.Int64),
-            failed_tool_calls=(
-                (derive.TYPE == "tool.execution_complete") & (pl.col("success") == False)  # noqa: E712
-            )
-            .sum()
-            .cast(pl.Int64),
-            task_complete_called=requests.struct.field("name").is_in(["task_complete"]).any(),
-            task_complete_event=pl.lit(False),
-        )
+        derive.subagent_calls(annotated)
+        .rename({"timestamp": "started_at"})
         .with_columns(
-            duration_ms=pl.lit(None, pl.Int64),
-            ended_loop=(pl.col("messages") > 0) & (pl.col("requested_tools").list.len() == 0),
+            task_complete_called=pl.col("requested_tools").list.contains("task_complete"),
+            task_complete_event=pl.lit(False),
         )
     )
 

@@ -106,29 +106,21 @@ def tool_frame(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
-    """One row per sub-agent LLM call (its first assistant.message chunk), with the time of
-    the agent's previous line: sub-agents write no turn events, so a call is taken to start
-    when the agent's previous line (its prompt, or the last tool result) was written."""
-    agent_rows = annotated.filter(pl.col("agent_id").is_not_null())
-    return (
-        agent_rows.with_columns(
-            previous_at=pl.col("timestamp").shift(1).over(*SESSION, "agent_id"),
-            is_call=pl.col("subagent_call"),
-        )
-        .filter("is_call")
-        .select(
-            *SESSION,
-            "agent_id",
-            "line",
-            "event_id",
-            "timestamp",
-            "previous_at",
-            "turn_id",
-            "model",
-            "text",
-            "output_tokens",
-            requested_tools=pl.col("tool_requests").list.eval(pl.element().struct.field("name")),
-        )
+    """One row per sub-agent LLM call (:func:`copilot_logs.derive.subagent_calls`)."""
+    return derive.subagent_calls(annotated).select(
+        *SESSION,
+        "agent_id",
+        "line",
+        "event_id",
+        "timestamp",
+        "previous_at",
+        "ended_at",
+        "open",
+        "turn_id",
+        "model",
+        "text",
+        "output_tokens",
+        "requested_tools",
     )
 
 

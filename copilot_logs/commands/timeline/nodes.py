@@ -207,7 +207,13 @@ class SessionNodes:
         tools_by_call = _tools_by_call(calls, tools)
         running = run["status"] == "running"
         call_nodes = [
-            self.subagent_call(run, number, call, tools_by_call.get(number, []), running and last)
+            self.subagent_call(
+                run,
+                number,
+                call,
+                tools_by_call.get(number, []),
+                call["open"] if call["open"] is not None else running and last,
+            )
             for number, call, last in _numbered(calls)
         ]
         return self._shaped(
@@ -236,8 +242,9 @@ class SessionNodes:
     def subagent_call(
         self, run: Row, number: int, call: Row, own_tools: list[Row], is_open: bool
     ) -> Node:
-        """One LLM call of a sub-agent: from its previous line to its last tool's end."""
-        ends = [call["timestamp"], *(t["completed_at"] for t in own_tools)]
+        """One LLM call of a sub-agent: from its turn_start (or, where it writes no turn
+        pair, its previous line) to its turn_end or its last tool's end."""
+        ends = [call["ended_at"] or call["timestamp"], *(t["completed_at"] for t in own_tools)]
         ended_at = max((moment for moment in ends if moment is not None), default=None)
         started_at = call["previous_at"] or call["timestamp"]
         return self._shaped(

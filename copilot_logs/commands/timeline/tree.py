@@ -226,7 +226,7 @@ def _session(
         "cwd": facts["cwd"],
         "repository": facts["repository"],
         "branch": facts["branch"],
-        "cli_version": facts["cli_version"],
+        "copilot_version": facts["copilot_version"],
         "model": facts["model"],
         "llm_calls": len(main_turns),
         "open_turns": sum(1 for t in main_turns if t["open"]),

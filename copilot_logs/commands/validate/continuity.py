@@ -1,5 +1,5 @@
-"""R6xx continuity: what a resume or shutdown says about the file agrees with the file, and a
-file holds one session."""
+"""R6xx continuity: what a resume or shutdown says about the file agrees with the file, a file
+holds one session, and its CLI version is one copilot-logs was checked against."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import polars as pl
 
 from copilot_logs.commands.validate.context import LOCATION, Context, found
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive import SESSION, TURN_END, TYPE
+from copilot_logs.ingest.decode import cli_format
 
 CONTINUITY = Family("R")
 
@@ -63,19 +64,36 @@ def _sizes(ctx: Context) -> pl.DataFrame:
     base = pl.when(later_session).then(pl.col("offset").min().over(*SESSION)).otherwise(0)
     # A byte order mark (E124) was added in front of what the CLI wrote: not counted.
     marks = ctx.diagnostics.filter(pl.col("kind") == "bom").select("file").unique()
+    shift = pl.when(pl.col("_base") > 0).then(pl.col("_base")).otherwise(pl.col("_mark"))
     return (
-        ctx.events.with_columns(_base=base)
+        _with_interrupt_start(ctx.events)
+        .with_columns(_base=base)
         .filter(TYPE.is_in(["session.resume", "session.shutdown"]))
         .join(marks.with_columns(_mark=pl.lit(3, pl.Int64)), on="file", how="left")
         .with_columns(
             _claimed=_number("$.eventsFileSizeBytes"),
             # A later session's bytes count from its own first line, the first's from the
             # file's start (after a byte order mark).
-            offset=pl.col("offset")
-            - pl.when(pl.col("_base") > 0)
-            .then(pl.col("_base"))
-            .otherwise(pl.col("_mark").fill_null(0)),
+            offset=pl.col("offset") - shift.fill_null(0),
+            _interrupted_at=pl.col("_interrupted_at") - shift.fill_null(0),
         )
+    )
+
+
+def _with_interrupt_start(events: pl.DataFrame) -> pl.DataFrame:
+    """``_interrupted_at`` on each line: the byte offset where the lines an interrupt writes
+    (``abort`` and ``assistant.turn_end``) begin, when a run of them holding an abort ends
+    just before the line; else null. On Ctrl-C the CLI takes the file's size for its
+    shutdown before it writes them (seen in the recordings of 1.0.70 to 1.0.102)."""
+    interrupt = TYPE.is_in(["abort", TURN_END])
+    run = [*SESSION, "_run"]
+    start = pl.when(interrupt).then(pl.col("offset")).min().over(run)
+    aborted = (TYPE == "abort").any().over(run)
+    return (
+        events.with_columns(_run=(~interrupt).cum_sum().over(*SESSION))
+        .with_columns(_interrupted_at=pl.when(interrupt & aborted).then(start))
+        .with_columns(_interrupted_at=pl.col("_interrupted_at").shift(1).over(*SESSION))
+        .drop("_run")
     )
 
 
@@ -87,11 +105,16 @@ def _sizes(ctx: Context) -> pl.DataFrame:
     "`session.resume` and `session.shutdown` record the size of the file just before "
     "their own line. A different byte offset means bytes before the line were lost, "
     "added or rewritten after the CLI wrote them. A later session in the same file counts "
-    "from its own first line.",
+    "from its own first line. Not a finding: a shutdown whose size is where the lines of an "
+    "interrupt (`abort`, and the `assistant.turn_end` it closes) begin, just before it: on "
+    "Ctrl-C the CLI takes the size before it writes them.",
 )
 def file_size(ctx: Context) -> pl.DataFrame:
+    interrupted = (TYPE == "session.shutdown") & (pl.col("_claimed") == pl.col("_interrupted_at"))
     wrong = _sizes(ctx).filter(
-        pl.col("_claimed").is_not_null() & (pl.col("_claimed") != pl.col("offset"))
+        pl.col("_claimed").is_not_null()
+        & (pl.col("_claimed") != pl.col("offset"))
+        & ~interrupted.fill_null(False)
     )
     return found(
         wrong,
@@ -134,6 +157,34 @@ def several_sessions(ctx: Context) -> pl.DataFrame:
             "session_id",
             "_sessions",
             "_first",
+        ),
+    )
+
+
+@CONTINUITY.rule(
+    "R604",
+    "newer-cli-version",
+    "info",
+    "The log was written by a Copilot CLI newer than any copilot-logs was checked against.",
+    "copilot-logs is checked against logs that real CLI versions wrote "
+    f"({cli_format.OLDEST_VERIFIED} to {cli_format.NEWEST_VERIFIED}, docs/compatibility.md). "
+    "The log format moves with the CLI: a newer version may mark lines in a way this "
+    "version does not know yet. The figures are likely right; this note says they were not "
+    "verified for that version. Reported on the session.start line.",
+)
+def newer_cli(ctx: Context) -> pl.DataFrame:
+    version = pl.col("detail").str.json_path_match("$.copilotVersion")
+    starts = ctx.events.filter(TYPE == "session.start").with_columns(_version=version)
+    newer = starts.filter(
+        pl.col("_version").map_elements(cli_format.newer_than_verified, return_dtype=pl.Boolean)
+    )
+    return found(
+        newer,
+        pl.format(
+            "written by Copilot CLI {}, newer than {}, the newest version copilot-logs was "
+            "checked against",
+            "_version",
+            pl.lit(cli_format.NEWEST_VERIFIED),
         ),
     )
 

@@ -11,7 +11,7 @@ import polars as pl
 from copilot_logs.commands.validate.context import Context, found, text, timestamp
 from copilot_logs.commands.validate.rule import Family
 from copilot_logs.derive import SESSION, TYPE
-from copilot_logs.ingest.decode.event_types import EPHEMERAL_TYPES, KNOWN_TYPES
+from copilot_logs.ingest.decode.cli_format import EPHEMERAL_TYPES, KNOWN_TYPES
 
 ENVELOPE = Family("E")
 

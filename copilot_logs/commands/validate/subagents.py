@@ -77,11 +77,13 @@ def orphan_finish(ctx: Context) -> pl.DataFrame:
     "S403",
     "unknown-agent-id",
     "error",
-    "An event's agentId names no started sub-agent.",
-    "Sub-agent lines carry `agentId`, the `toolCallId` of the `task` call whose sub-agent "
-    "wrote them, after its `subagent.started`. An `agentId` with no such start cannot be "
-    "attributed: sub-agent calls and tools would be counted against nothing. Reported "
-    "once per agentId, on its first line.",
+    "A sub-agent's line names no started sub-agent.",
+    "A sub-agent's lines are marked as the sub-agent of one `task` call, after its "
+    "`subagent.started`: by `agentId` = the call's `toolCallId` (CLI 1.0.3x to 1.0.80), by "
+    "an instance id that the start's `agentId` links to the call (1.0.85 on), or by "
+    "`data.parentToolCallId` (1.0.2x). A mark with no such start cannot be attributed: "
+    "sub-agent calls and tools would be counted against nothing. Reported once per mark, "
+    "on its first line.",
 )
 def unknown_agent(ctx: Context) -> pl.DataFrame:
     lines = (
@@ -99,7 +101,9 @@ def unknown_agent(ctx: Context) -> pl.DataFrame:
     return found(
         lines,
         pl.format(
-            "agentId {} names no started sub-agent ({} lines; first here)", "agent_id", "_lines"
+            "sub-agent {} names no started sub-agent ({} lines; first here)",
+            "agent_id",
+            "_lines",
         ),
     )
 

@@ -84,6 +84,7 @@ def _runs(ctx: Context) -> pl.DataFrame:
     runs = (
         starts.join(done, on=keys, how="left")
         .join(finishes, on=[*SESSION, "agent_id"], how="left")
+        .join(_interrupted_turns(ctx), on=[*SESSION, "_turn_end_line"], how="left")
         .with_columns(
             _deadline=pl.when(MAIN)
             .then(pl.when(pl.col("in_turn")).then(pl.col("_turn_end_line")))
@@ -93,10 +94,28 @@ def _runs(ctx: Context) -> pl.DataFrame:
             _bound=pl.when(MAIN)
             .then(pl.lit("its turn ended"))
             .otherwise(pl.lit("its sub-agent finished")),
+            _interrupted=MAIN & pl.col("in_turn") & pl.col("_abort_line").is_not_null(),
         )
     )
     ctx.cache["runs"] = runs
     return runs
+
+
+def _interrupted_turns(ctx: Context) -> pl.DataFrame:
+    """The turn_end lines written next to an ``abort`` (just before or after it): the user
+    interrupted that turn (Ctrl-C), and its tools were stopped, never completed."""
+    kind = TYPE.shift(1).over(*SESSION), TYPE.shift(-1).over(*SESSION)
+    line = pl.col("line").shift(1).over(*SESSION), pl.col("line").shift(-1).over(*SESSION)
+    return (
+        ctx.events.with_columns(
+            _abort_line=pl.when(kind[0] == "abort")
+            .then(line[0])
+            .when(kind[1] == "abort")
+            .then(line[1])
+        )
+        .filter(pl.col("closes_turn") & pl.col("_abort_line").is_not_null())
+        .select(*SESSION, _turn_end_line="line", _abort_line="_abort_line")
+    )
 
 
 @TOOLS.rule(
@@ -107,13 +126,11 @@ def _runs(ctx: Context) -> pl.DataFrame:
     "A main-agent tool completes before the `turn_end` of the turn that started it (a "
     "sub-agent's tool before its `subagent.completed`/`failed`). A start with no complete "
     "by then lost its complete: the tool's result and success are unknown. Reported at "
-    "the start's line.",
+    "the start's line. A tool of a turn the user interrupted (an `abort` next to its "
+    "`turn_end`) is X308 instead.",
 )
 def not_completed_in_turn(ctx: Context) -> pl.DataFrame:
-    runs = _runs(ctx).filter(
-        pl.col("_deadline").is_not_null()
-        & (pl.col("_done_line").is_null() | (pl.col("_done_line") > pl.col("_deadline")))
-    )
+    runs = _unfinished_by_deadline(ctx).filter(~pl.col("_interrupted").fill_null(False))
     message = pl.format(
         "{} ({}) was not completed before {} (line {}){}",
         text(pl.col("tool_name")),
@@ -256,6 +273,37 @@ def open_at_shutdown(ctx: Context) -> pl.DataFrame:
             "tool_call_id",
             "_shutdown_after",
             why_shut_down(),
+        ),
+    )
+
+
+def _unfinished_by_deadline(ctx: Context) -> pl.DataFrame:
+    """The tool runs with no complete before their turn ended (or their sub-agent finished)."""
+    return _runs(ctx).filter(
+        pl.col("_deadline").is_not_null()
+        & (pl.col("_done_line").is_null() | (pl.col("_done_line") > pl.col("_deadline")))
+    )
+
+
+@TOOLS.rule(
+    "X308",
+    "tool-interrupted",
+    "info",
+    "A tool was still running when the user interrupted its turn.",
+    "On Ctrl-C the CLI stops the running tool and ends its turn: from 1.0.85 it writes the "
+    "turn's `turn_end` and an `abort` next to it, and no `tool.execution_complete`. The log "
+    "is whole; the tool never ran to its end. Older CLIs write no `turn_end` then: the "
+    "turn and the tool are open at the shutdown (T205, X307).",
+)
+def interrupted(ctx: Context) -> pl.DataFrame:
+    runs = _unfinished_by_deadline(ctx).filter(pl.col("_interrupted").fill_null(False))
+    return found(
+        runs,
+        pl.format(
+            "{} ({}) was still running when the user interrupted its turn (abort on line {})",
+            text(pl.col("tool_name")),
+            "tool_call_id",
+            "_abort_line",
         ),
     )
 

@@ -91,7 +91,9 @@ def _timeline(session: dict[str, Any], anchor: str, zone: str) -> str:
         f"{session['tool_calls']} tools ({session['failed_tool_calls']} failed)",
     ]
     where = " · ".join(
-        str(session[k]) for k in ("repository", "branch", "model", "cli_version") if session.get(k)
+        str(session[k])
+        for k in ("repository", "branch", "model", "copilot_version")
+        if session.get(k)
     )
     return (
         f'<article class="card session-timeline" id="{anchor}" '

@@ -38,7 +38,7 @@ SESSION_COLUMNS = [
     Column("duration_ms", "took", True, human_duration),
     Column("repository", "repository"),
     Column("branch", "branch"),
-    Column("cli_version", "cli"),
+    Column("copilot_version", "cli"),
     Column("model", "model"),
     Column("mode", "mode"),
     Column("user_prompts", "prompts", True),

@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import click
+
+from copilot_logs.cli.options import (
+    Picked,
+    exit_code,
+    find,
+    format_option,
+    load,
+    parse_duration,
+    selection_options,
+)
+from copilot_logs.errors import ExitCode
+
+# Spelled out here so `--help` needs no polars; a test checks them against the core module.
+VERDICT_NAMES = ("healthy", "running", "at-risk", "cannot-resume")
+DEFAULT_FAIL_ON = "running,at-risk,cannot-resume"
+
+
+def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozenset[str]:
+    names = {part.strip().lower() for part in value.split(",") if part.strip()}
+    names.discard("none")
+    unknown = sorted(names - set(VERDICT_NAMES))
+    if unknown:
+        raise click.BadParameter(
+            f"unknown verdict {', '.join(unknown)}; choose from {', '.join(VERDICT_NAMES)} "
+            "(or none)",
+            ctx,
+            param,
+        )
+    return frozenset(names)
+
+
+@click.command()
+@selection_options
+@click.option(
+    "--fail-on",
+    metavar="VERDICT,...",
+    default=DEFAULT_FAIL_ON,
+    show_default=True,
+    callback=_fail_on,
+    help="Exit 1 when a session gets one of these verdicts (`none`: never). Verdicts: "
+    + ", ".join(VERDICT_NAMES)
+    + ".",
+)
+@click.option(
+    "--running-within",
+    default="10m",
+    callback=parse_duration,
+    show_default=True,
+    metavar="DURATION",
+    help="A log with no shutdown whose last event is this recent is `running`: being written, "
+    "not judged (90s, 10m, 1h; 0: never).",
+)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Write a repaired copy of each selected session under --out (the original is never "
+    "touched) and list every change.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="With --repair: the folder (a session-state folder) the copies go to, as OUT/<id>/.",
+)
+@format_option("table", "json", "ndjson")
+@click.pass_context
+def doctor(
+    ctx: click.Context,
+    picked: Picked,
+    fail_on: frozenset[str],
+    running_within: timedelta,
+    repair: bool,
+    out: Path | None,
+    fmt: str,
+) -> None:
+    """Find the sessions the Copilot CLI can no longer resume, say why, and repair a copy.
+
+    Gives each session a verdict: healthy, running, at-risk or cannot-resume, with reasons that
+    name a file and line: the log's size and growth toward the string limit of 536,870,888
+    characters, damage the CLI version that wrote it cannot read (judged by real resumes of
+    damaged logs, docs/doctor.md), open tool calls, sub-agents out of place, a missing
+    shutdown (usage lost), and where the bytes go.
+
+    Exit codes: 0 no session got a --fail-on verdict (or --repair wrote its copies); 1 one did;
+    2 bad usage (--repair without --out or a session, an --out that holds that session
+    already); 3 a selected file could not be read at all.
+
+    \b
+    Examples:
+      copilot-logs doctor
+      copilot-logs doctor --latest 5 --format json
+      copilot-logs doctor 3fa --repair --out ./repaired
+    """
+    if repair:
+        _repair(picked, out, fmt)
+        return
+    if out is not None:
+        raise click.UsageError("--out goes with --repair")
+    loaded = load(picked, report=False)  # the damage is in the reasons
+    from copilot_logs.commands import doctor as core
+    from copilot_logs.ingest.reader import ReadResult
+    from copilot_logs.render.doctor import RENDERERS
+
+    result = core.judge(
+        loaded.map(core.facts) if loaded else [core.facts(ReadResult.empty())],
+        files={s.name: s.path for s in loaded.sources if s.path} if loaded else {},
+        now=datetime.now(UTC),
+        running_within=running_within,
+    )
+    RENDERERS[fmt](result, fail_on)
+    if not core.failing(result.sessions, fail_on).is_empty():
+        ctx.exit(int(ExitCode.FAILED))
+    ctx.exit(exit_code(loaded))
+
+
+def _repair(picked: Picked, out: Path | None, fmt: str) -> None:
+    if out is None:
+        raise click.UsageError("--repair needs --out DIR: the copy never replaces the original")
+    if not picked.selectors:
+        raise click.UsageError("--repair needs the session(s) to repair: an id, prefix or path")
+    from copilot_logs.commands.doctor import repair
+    from copilot_logs.render.doctor import write_repairs
+
+    write_repairs([repair.repair(source, out) for source in find(picked)], fmt)

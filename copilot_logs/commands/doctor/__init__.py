@@ -1,0 +1,232 @@
+"""Which sessions the Copilot CLI can no longer resume, and why (``copilot-logs doctor``).
+
+Each session gets a verdict, the worst of its reasons (docs/doctor.md):
+
+- ``cannot-resume``: the CLI version that wrote the log refused, in a recorded resume, a log
+  with this damage (or sent the model a request a provider refuses), or the log is past the
+  JavaScript string limit;
+- ``at-risk``: it resumes today, but something will cost the user: the CLI drops events while
+  resuming, damage nobody has recorded a resume of, a log that reaches the string limit
+  within :data:`SOON` at its rate of growth, sub-agents or tool results out of place, no
+  shutdown (its usage is lost);
+- ``running``: no shutdown and a last event within ``running_within``: being written now,
+  not judged;
+- ``healthy``: nothing but notes.
+
+The damage is judged by :mod:`~copilot_logs.commands.doctor.evidence`, the outcome of real
+resumes of damaged recordings by several CLI versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+
+from copilot_logs.commands.doctor import checks, resumes
+from copilot_logs.derive import SESSION
+from copilot_logs.ingest.reader import ReadResult
+
+HEALTHY = "healthy"
+RUNNING = "running"
+AT_RISK = "at-risk"
+CANNOT_RESUME = "cannot-resume"
+VERDICTS = (HEALTHY, RUNNING, AT_RISK, CANNOT_RESUME)
+DEFAULT_FAIL_ON = (RUNNING, AT_RISK, CANNOT_RESUME)
+
+INFO, RISK, FATAL = "info", "risk", "fatal"
+SEVERITIES = (INFO, RISK, FATAL)
+VERDICT_OF = {INFO: HEALTHY, RISK: AT_RISK, FATAL: CANNOT_RESUME}
+
+STRING_LIMIT = 536_870_888
+"""The longest string V8 (the CLI's JavaScript engine) makes, in UTF-16 code units: a log the
+CLI reads whole into one string cannot be longer (copilot-cli#4325, #4717)."""
+SOON = timedelta(days=30)
+HALF_LIMIT = STRING_LIMIT // 2
+
+Facts = tuple[pl.DataFrame, pl.DataFrame]
+
+REASONS_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.String(),
+    "file": pl.String(),
+    "line": pl.Int64(),
+    "code": pl.String(),
+    "severity": pl.String(),
+    "damage": pl.String(),
+    "message": pl.String(),
+}
+
+
+_SCHEMA = pl.Schema(REASONS_SCHEMA)
+
+
+def facts(result: ReadResult) -> Facts:
+    """What doctor needs of one batch of logs: (findings, figures), both by file, so that the
+    store keeps them per log."""
+    return checks.findings(result), checks.figures(result.events)
+
+
+@dataclass(frozen=True)
+class Doctor:
+    """The verdicts (one row per session) and their reasons (rows in REASONS_SCHEMA)."""
+
+    sessions: pl.DataFrame
+    reasons: pl.DataFrame
+
+
+def judge(
+    parts: Iterable[Facts],
+    *,
+    files: Mapping[str, Path],
+    now: datetime,
+    running_within: timedelta,
+) -> Doctor:
+    """The verdict of every session. ``files``: each log's path by its name in the frames (a
+    log not in it, such as standard input, is measured by the bytes read, and not scanned
+    for raw line separators)."""
+    found, figures = _concat(list(parts))
+    sizes = {name: _size_of(path) for name, path in files.items()}
+    # A log's UTF-16 length is at most its bytes: counted only where the bytes reach the limit.
+    units = {
+        name: checks.utf16_units(path)
+        for name, path in files.items()
+        if (sizes.get(name) or 0) >= STRING_LIMIT
+    }
+    figures = figures.with_columns(
+        bytes=pl.col("file").replace_strict(sizes, default=None, return_dtype=pl.Int64),
+        characters=pl.col("file").replace_strict(units, default=None, return_dtype=pl.Int64),
+    ).with_columns(bytes=pl.coalesce("bytes", "bytes_read"))
+    figures = figures.with_columns(characters=pl.coalesce("characters", "bytes"))
+    found = pl.concat([found, checks.separators(figures, files, resumes.refuses_separators)])
+    judged = [resumes.judged(found, figures), _size(figures, now)]
+    reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(_SCHEMA) for part in judged])
+    return Doctor(_verdicts(figures, reasons, now, running_within), _sorted(reasons))
+
+
+def _size_of(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def _concat(parts: list[Facts]) -> Facts:
+    found = [f for f, _ in parts] or [pl.DataFrame(schema=checks.FINDINGS_SCHEMA)]
+    figures = [f for _, f in parts] or [pl.DataFrame(schema=checks.FIGURES_SCHEMA)]
+    return pl.concat(found), pl.concat(figures)
+
+
+def _sorted(reasons: pl.DataFrame) -> pl.DataFrame:
+    """Worst first, then by line; the same order on every run."""
+    rank = pl.col("severity").replace_strict({s: i for i, s in enumerate(SEVERITIES)}, default=0)
+    keys = ["file", "session_id", rank, "line", "code", "message"]
+    return reasons.sort(keys, descending=[False, False, True, False, False, False])
+
+
+def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
+    """The size of each session's log, how fast it grew over the session's span, and when it
+    reaches the string limit at that rate. The rate is a risk only when measured over a day
+    or more: a session of a few busy minutes says little about the weeks after it."""
+    span_days = (
+        pl.col("last_event_at") - pl.col("started_at")
+    ).dt.total_milliseconds() / 86_400_000
+    per_day = pl.when(span_days > 1 / 1440).then(pl.col("bytes") / span_days)
+    days_left = (STRING_LIMIT - pl.col("bytes")) / per_day
+    severity = (
+        pl.when(pl.col("characters") >= STRING_LIMIT)
+        .then(pl.lit(FATAL))
+        .when((pl.col("bytes") >= HALF_LIMIT) | ((span_days >= 1) & (days_left < SOON.days)))
+        .then(pl.lit(RISK))
+        .otherwise(pl.lit(INFO))
+    )
+    return figures.select(
+        "session_id",
+        "file",
+        line=pl.col("last_line"),
+        code=pl.lit(checks.SIZE),
+        severity=severity,
+        damage=pl.lit(None, pl.String),
+        message=_size_message(per_day, days_left),
+    )
+
+
+def _span() -> pl.Expr:
+    hours = (pl.col("last_event_at") - pl.col("started_at")).dt.total_minutes() / 60
+    return (
+        pl.when(hours < 48)
+        .then(pl.format("{} hours", hours.round(1)))
+        .otherwise(pl.format("{} days", (hours / 24).round(1)))
+    )
+
+
+def _size_message(per_day: pl.Expr, days_left: pl.Expr) -> pl.Expr:
+    size = pl.format("{} bytes", pl.col("bytes"))
+    past = pl.format(
+        "{} ({} characters): at or past the JavaScript string limit of {} characters: the CLI "
+        "cannot read it into one string (copilot-cli#4325, #4717)",
+        size,
+        pl.col("characters"),
+        pl.lit(f"{STRING_LIMIT:,}"),
+    )
+    rate = pl.format(
+        "{}, growing {} bytes a day over {}: at that rate it reaches the string limit of "
+        "{} characters in {} days (about {})",
+        size,
+        per_day.round(0).cast(pl.Int64),
+        _span(),
+        pl.lit(f"{STRING_LIMIT:,}"),
+        days_left.round(0).cast(pl.Int64),
+        (pl.col("last_event_at") + pl.duration(days=days_left.clip(0, 1e6))).dt.strftime(
+            "%Y-%m-%d"
+        ),
+    )
+    brief = pl.format("{}: too short a span to measure its growth", size)
+    return (
+        pl.when(pl.col("characters") >= STRING_LIMIT)
+        .then(past)
+        .when(per_day.is_not_null())
+        .then(rate)
+        .otherwise(brief)
+    )
+
+
+def _verdicts(
+    figures: pl.DataFrame, reasons: pl.DataFrame, now: datetime, running_within: timedelta
+) -> pl.DataFrame:
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    worst = reasons.group_by(SESSION).agg(
+        pl.col("severity").replace_strict(rank, return_dtype=pl.Int8).max().alias("worst"),
+        (pl.col("severity") != INFO).sum().alias("problems"),
+    )
+    recent = pl.col("last_event_at") >= now - running_within if running_within else pl.lit(False)
+    verdict = (
+        pl.when(~pl.col("shut_down") & recent)
+        .then(pl.lit(RUNNING))
+        .otherwise(
+            pl.col("worst").replace_strict(
+                {i: VERDICT_OF[s] for s, i in rank.items()}, default=HEALTHY, return_dtype=pl.String
+            )
+        )
+    )
+    versions = {v: resumes.nearest(v) for v in figures["cli_version"].drop_nulls().unique()}
+    judged_by = pl.col("cli_version").replace_strict(versions, default=None, return_dtype=pl.String)
+    joined = figures.join(worst, on=SESSION, how="left")
+    return joined.select(
+        "session_id",
+        verdict.alias("verdict"),
+        "cli_version",
+        judged_by.fill_null(resumes.nearest(None)).alias("judged_by"),
+        "bytes",
+        "events",
+        pl.col("problems").fill_null(0),
+        "started_at",
+        "last_event_at",
+        "file",
+    ).sort("last_event_at", descending=True, nulls_last=True)
+
+
+def failing(sessions: pl.DataFrame, fail_on: Iterable[str]) -> pl.DataFrame:
+    return sessions.filter(pl.col("verdict").is_in(list(fail_on)))

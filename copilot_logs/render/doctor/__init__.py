@@ -1,0 +1,112 @@
+"""``copilot-logs doctor``'s verdicts and repairs, for people (a table, then each reason under
+its file and line) and for scripts (json, ndjson: one object per session with its reasons)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from copilot_logs.render import output
+from copilot_logs.render.formats import Column
+from copilot_logs.render.humanize import display_path, local_time, plural, short_id
+from copilot_logs.render.output import one_line
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from copilot_logs.commands.doctor import Doctor
+    from copilot_logs.commands.doctor.repair import Repair
+
+
+def session_records(doctor: Doctor) -> list[dict[str, Any]]:
+    """One record per session, its reasons nested, in the json field names docs/doctor.md
+    lists."""
+    from copilot_logs.render.formats import records
+
+    reasons: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in records(doctor.reasons):
+        key = (row.pop("file"), row.pop("session_id"))
+        reasons.setdefault(key, []).append(row)
+    out = []
+    for row in records(doctor.sessions):
+        out.append({**row, "reasons": reasons.get((row["file"], row["session_id"]), [])})
+    return out
+
+
+def summary_line(sessions: pl.DataFrame, fail_on: frozenset[str]) -> str:
+    if sessions.is_empty():
+        return "No session to examine."
+    counts = sessions["verdict"].value_counts(sort=True).iter_rows()
+    by_verdict = ", ".join(f"{count} {verdict}" for verdict, count in counts)
+    failed = sessions.filter(sessions["verdict"].is_in(list(fail_on))).height
+    status = f"FAIL: {failed} failing" if failed else "OK"
+    return f"{status} ({plural(sessions.height, 'session')} examined: {by_verdict})."
+
+
+def write_table(doctor: Doctor, fail_on: frozenset[str]) -> None:
+    """The sessions as a table; then, for each one that is not healthy, its reasons by line."""
+    from copilot_logs.render import formats
+
+    formats.print_table(doctor.sessions, DOCTOR_TABLE)
+    for record in session_records(doctor):
+        if record["verdict"] == "healthy":
+            continue
+        output.echo(
+            f"\n{short_id(record['session_id'])} {record['verdict']}: "
+            f"{display_path(record['file'])} (CLI {record['cli_version'] or 'unknown'})"
+        )
+        for reason in record["reasons"]:
+            output.echo(
+                f"  line {reason['line']}: {reason['severity']}: {reason['code']}: "
+                + one_line(reason["message"])
+            )
+    output.echo("\n" + summary_line(doctor.sessions, fail_on))
+
+
+def _machine(fmt: str) -> Callable[[Doctor, frozenset[str]], None]:
+    def write(doctor: Doctor, fail_on: frozenset[str]) -> None:
+        from copilot_logs.render import formats
+
+        rows = session_records(doctor)
+        formats.write_json(rows) if fmt == "json" else formats.write_ndjson(rows)
+
+    return write
+
+
+RENDERERS: dict[str, Callable[[Doctor, frozenset[str]], None]] = {
+    "table": write_table,
+    "json": _machine("json"),
+    "ndjson": _machine("ndjson"),
+}
+
+DOCTOR_TABLE = [
+    Column("session_id", "session", 1, format=short_id),
+    Column("verdict", "verdict", 1),
+    Column("problems", "problems", 1, numeric=True),
+    Column("cli_version", "cli", 2),
+    Column("bytes", "bytes", 2, numeric=True),
+    Column("last_event_at", "last event", 3, format=local_time),
+    Column("file", "file", 4, format=display_path, max_width=60),
+]
+
+
+def write_repairs(repairs: list[Repair], fmt: str) -> None:
+    """What ``--repair`` did: each change (line, what, why) under the copy it wrote."""
+    from copilot_logs.render import formats
+
+    if fmt in ("json", "ndjson"):
+        rows = [repair.record() for repair in repairs]
+        formats.write_json(rows) if fmt == "json" else formats.write_ndjson(rows)
+        return
+    for repair in repairs:
+        output.echo(
+            f"{short_id(repair.session_id)}: wrote {display_path(str(repair.events))} "
+            f"({plural(len(repair.changes), 'change')}; the original is untouched)"
+        )
+        for change in repair.changes:
+            output.echo(f"  line {change.line}: {one_line(change.what)}: {one_line(change.why)}")
+        if repair.set_aside_bytes:
+            output.echo(
+                f"  {plural(repair.set_aside_bytes, 'damaged byte')} set aside in "
+                f"{display_path(str(repair.sidecar))}"
+            )

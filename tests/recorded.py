@@ -1,0 +1,147 @@
+"""The recordings of the real Copilot CLI and the truth the rig's model server kept of each
+(docs/recordings.md), for the conformance tests (test helper, not a test module).
+
+``COPILOT_LOGS_RECORDINGS`` points at another folder of recordings (``make record-live`` sets
+it to the logs the newest CLI has just written); by default the committed ones.
+
+Conformance tests of other commands (audit's verdicts, usage's figures) take the same
+``recording`` fixture: ``from tests.recorded import Recording, recording`` and a test per
+figure, each comparing the command's output with :class:`Recording`'s truth.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rig.scenarios import BY_NAME
+
+COMMITTED = Path(__file__).resolve().parent / "recordings"
+RECORDINGS = Path(os.environ.get("COPILOT_LOGS_RECORDINGS") or COMMITTED)
+SUB_MARK = re.compile(r"\[rig:sub:([\w-]+)\]")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One scenario recorded with one CLI version: its log and the server's truth."""
+
+    version: str
+    scenario: str
+    folder: Path
+    truth: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def id(self) -> str:
+        return f"{self.version}/{self.scenario}"
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "events.jsonl"
+
+    @property
+    def outcome(self) -> str:
+        return str(self.truth["outcome"])
+
+    @property
+    def why_not_recorded(self) -> str:
+        errors = [run["error"] for run in self.truth.get("runs", []) if run.get("error")]
+        return f"{self.id}: {self.outcome}" + (f" ({errors[-1]})" if errors else "")
+
+    @property
+    def served(self) -> list[dict[str, Any]]:
+        """The requests the server answered with a reply (status 200): the LLM calls."""
+        return [r for r in self.truth["requests"] if r["status"] == 200]
+
+    @property
+    def autopilot(self) -> bool:
+        return "--autopilot" in self.truth["flags"]
+
+    @cached_property
+    def expected(self) -> dict[str, int]:
+        """The figures ``count`` must find, from the server's truth alone."""
+        main = [r for r in self.served if r["agent"] == "main"]
+        subs = [r for r in self.served if r["agent"] != "main"]
+        # In autopilot, a main-agent answer without tool calls ends the loop, and the CLI
+        # nudges it on: each main call after such an answer follows a nudge.
+        nudges = (
+            sum(1 for before in main[:-1] if before["reply"] == "text") if self.autopilot else 0
+        )
+        prompts = len(self.truth["prompts"])
+        return {
+            "llm_calls": len(main),
+            "subagent_calls": len(subs),
+            "tool_calls": sum(len(r["tools"]) for r in main),
+            "subagent_tool_calls": sum(len(r["tools"]) for r in subs),
+            "user_prompts": prompts,
+            "autopilot_nudges": nudges,
+            "interactions": prompts + nudges,
+        }
+
+    @cached_property
+    def subagents(self) -> dict[str, tuple[str, int]]:
+        """Each sub-agent by the toolCallId of the task call that started it: its name (the
+        mark in the task's prompt) and the calls the server answered it."""
+        scenario = BY_NAME[self.scenario]
+        calls = Counter(r["agent"] for r in self.served if r["agent"] != "main")
+        found: dict[str, tuple[str, int]] = {}
+        for request in self.served:
+            if request["agent"] != "main" or request["reply"] != "tools":
+                continue
+            steps, step = scenario.steps.get("main", ()), request["step"]
+            if step >= len(steps):
+                continue  # past the script: the scenario's cycle, which starts no sub-agent
+            reply = steps[step]
+            for call_id, call in zip(request["tool_call_ids"], reply.calls, strict=True):
+                mark = SUB_MARK.search(str(call.args.get("prompt", "")))
+                if call.tool == "task" and mark:
+                    found[call_id] = (mark.group(1), calls[mark.group(1)])
+        return found
+
+
+def recordings(root: Path = RECORDINGS) -> list[Recording]:
+    """Every recording under ``root``, by version (oldest first), then scenario."""
+    if not root.is_dir():
+        return []
+    found = [
+        Recording(truth_file.parent.parent.name, truth_file.parent.name, truth_file.parent, {})
+        for truth_file in root.glob("*/*/truth.json")
+    ]
+    found.sort(key=lambda r: (version_key(r.version), r.scenario))
+    return [
+        Recording(
+            r.version, r.scenario, r.folder, json.loads((r.folder / "truth.json").read_text())
+        )
+        for r in found
+    ]
+
+
+ALL = recordings()
+
+
+@pytest.fixture(params=ALL, ids=[r.id for r in ALL])
+def any_recording(request: pytest.FixtureRequest) -> Recording:
+    """Each recording, whatever its outcome (for the matrix)."""
+    recording: Recording = request.param
+    return recording
+
+
+@pytest.fixture(params=ALL, ids=[r.id for r in ALL])
+def recording(request: pytest.FixtureRequest) -> Recording:
+    """Each recording the CLI wrote a log for; the others are skipped with the reason (a
+    version that refused the scenario's flags is ``unsupported``)."""
+    recording: Recording = request.param
+    if recording.outcome != "recorded":
+        pytest.skip(recording.why_not_recorded)
+    return recording
