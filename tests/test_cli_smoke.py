@@ -126,9 +126,9 @@ def test_two_problems_of_one_line_are_reported_in_the_same_order_whatever_the_ba
     from copilot_logs.render.formats import report_damage
 
     rows = [
-        ("s", "f.jsonl", 42, 10, "nul-bytes", "64 NUL bytes", None),
-        ("s", "f.jsonl", 42, 10, "cut-line", "the last line is cut off", None),
-        ("s", "f.jsonl", 7, 3, "crlf", "a CR before the newline", None),
+        ("s", "f.jsonl", 42, 10, "nul-bytes", "64 NUL bytes", None, None, None),
+        ("s", "f.jsonl", 42, 10, "cut-line", "the last line is cut off", None, None, None),
+        ("s", "f.jsonl", 7, 3, "crlf", "a CR before the newline", None, None, None),
     ]
     schema = empty_diagnostics().schema
     shown = []

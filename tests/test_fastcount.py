@@ -39,6 +39,9 @@ def session(turns: int = 3, *, subagent_calls: int = 0, seed: int = 0) -> Sessio
     return builder
 
 
+DAMAGE_COLUMNS = ("line", "kind", "message", "more_lines", "new_lines")
+
+
 def full_count(data: bytes) -> tuple[int, int]:
     table = count.count(read_bytes(data))
     return int(table["llm_calls"].sum()), int(table["subagent_calls"].sum())
@@ -201,9 +204,9 @@ def test_grown_file_reads_only_its_new_bytes(
     starts: list[int] = []
     real_scan = count_total._scan
 
-    def spy(source: Source, counter: CallCounter, start: int = 0, *args: Any) -> Any:
+    def spy(source: Source, counter: CallCounter, limit: int, start: int = 0, *args: Any) -> Any:
         starts.append(start)
-        return real_scan(source, counter, start, *args)
+        return real_scan(source, counter, limit, start, *args)
 
     monkeypatch.setattr(count_total, "_scan", spy)
     assert total(str(path)) == "2\n"
@@ -235,7 +238,7 @@ def test_parallel_scan_matches_sequential(tmp_path: Path, monkeypatch: pytest.Mo
     both = count_total.scan_sources(sources, use_cache=False)
     assert (both.llm_calls, both.damage) == (sequential.llm_calls, sequential.damage)
     assert sequential.llm_calls == sum(n + 1 for n in range(6)) + full_count(damaged("glued"))[0]
-    assert [kind for _, _, kind, _ in sequential.damage] == ["truncated-event"]
+    assert [row[2] for row in sequential.damage] == ["truncated-event"]
 
 
 @pytest.mark.parametrize("kind", [*DAMAGE, "invalid-utf8", "dropped"])
@@ -245,7 +248,7 @@ def test_full_read_fallback_counts_like_count(kind: str, tmp_path: Path) -> None
     path.write_bytes(data)
     totals = count_total.count_file(Source(path, "s"))
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    reported = read_bytes(data).diagnostics.select("line", "kind", "message").rows()
+    reported = read_bytes(data).diagnostics.select(DAMAGE_COLUMNS).rows()
     assert list(totals.damage) == reported
 
 
@@ -302,15 +305,15 @@ def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
     offsets: list[int] = []
     real = reader.count_calls
 
-    def spy(source: Source, counter: CallCounter, resume: Any = None) -> Any:
+    def spy(source: Source, counter: CallCounter, resume: Any, *more: Any) -> Any:
         offsets.append(resume.offset if resume else 0)
-        return real(source, counter, resume)
+        return real(source, counter, resume, *more)
 
     monkeypatch.setattr(reader, "count_calls", spy)
     totals = count_total.count_file(Source(path, "s"))
     assert offsets == [data.rindex(b"\n") + 1]  # only the cut last line was read again
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    assert [kind for _, kind, _ in totals.damage] == ["cut-line"]
+    assert [row[1] for row in totals.damage] == ["cut-line"]
 
 
 def test_the_reader_reads_only_the_damaged_lines_and_the_scan_goes_on(
@@ -325,16 +328,16 @@ def test_the_reader_reads_only_the_damaged_lines_and_the_scan_goes_on(
     windows: list[int] = []
     real = reader.count_window
 
-    def spy(lines: bytes, counter: CallCounter, resume: Any) -> Any:
+    def spy(lines: bytes, counter: CallCounter, resume: Any, diagnostics: Any) -> Any:
         windows.append(lines.count(b"\n"))
-        return real(lines, counter, resume)
+        return real(lines, counter, resume, diagnostics)
 
     monkeypatch.setattr(reader, "count_window", spy)
     monkeypatch.setattr(reader, "count_calls", lambda *a: pytest.fail("read to the end"))
     totals = count_total.count_file(Source(path, "s"))
     assert windows == [3, 2]  # the two halves and the next line; the glued line and the next
     assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    reported = read_bytes(data).diagnostics.select("line", "kind", "message").rows()
+    reported = read_bytes(data).diagnostics.select(DAMAGE_COLUMNS).rows()
     assert list(totals.damage) == reported
     assert totals.progress is not None and totals.progress.end == len(data)
 
@@ -363,3 +366,21 @@ def test_the_total_refuses_an_unknown_zone_as_count_does() -> None:
         result = CliRunner().invoke(main, [*args, "--tz", "Bogus/Zone", str(SAMPLES)])
         assert result.exit_code == 2, (args, result.output)
         assert "unknown time zone" in result.output
+
+
+def test_a_raw_control_character_in_an_unread_payload_is_counted_as_count_counts_it(
+    tmp_path: Path,
+) -> None:
+    """JSON allows no raw control character in a string: the line is invalid whatever reads
+    it. The count's reader keeps events whose payload it does not need from their envelope;
+    it must not vouch for such a line (count skipped it, count --total counted it: 2 vs 3)."""
+    lines = session(2).lines()
+    turn = next(i for i, line in enumerate(lines) if b'"assistant.turn_start"' in line)
+    lines[turn] = lines[turn].replace(b'"turnId":"', b'"turnId":"\x03', 1)
+    data = synth.join_lines(lines)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    totals = count_total.count_file(Source(path, "s"))
+    assert totals.llm_calls == 3 - 1  # three turns by hand, the damaged one skipped
+    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    assert [row[:2] for row in totals.damage] == [(turn + 1, "invalid-json")]

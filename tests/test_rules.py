@@ -314,7 +314,7 @@ def e124_miss() -> ReadResult:
 def e125() -> tuple[ReadResult, list[int | None]]:
     result = read(builder().to_bytes())
     failed = pl.DataFrame(
-        [(SESSION, "log.jsonl", 0, 0, "unprocessable", "ValueError: boom", None)],
+        [(SESSION, "log.jsonl", 0, 0, "unprocessable", "ValueError: boom", None, None, None)],
         schema=DIAGNOSTICS_SCHEMA,
         orient="row",
     )
@@ -358,7 +358,7 @@ def e119_miss() -> ReadResult:
 def e120() -> tuple[ReadResult, list[int | None]]:
     result = read(builder().to_bytes())
     odd = pl.DataFrame(
-        [(SESSION, "log.jsonl", 2, 10, "mystery-damage", "something new", None)],
+        [(SESSION, "log.jsonl", 2, 10, "mystery-damage", "something new", None, None, None)],
         schema=DIAGNOSTICS_SCHEMA,
         orient="row",
     )

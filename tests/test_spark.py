@@ -12,10 +12,12 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -191,18 +193,92 @@ def test_an_empty_log_exits_3_as_locally(spark: SparkSession, tmp_path: Path) ->
     assert orjson.loads(on_spark.stdout) == orjson.loads(local.stdout)
 
 
+def test_a_log_gone_before_spark_lists_it_is_reported_as_locally(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log gone between the check and Spark's listing failed the whole job, no session
+    listed; the job runs again without it, which is then reported as locally (one warning, exit
+    3) while the rest is answered."""
+    kept = resumed_session(8).write_to(tmp_path)
+    gone = resumed_session(18).write_to(tmp_path)
+    local = {
+        row["file"]: row
+        for row in orjson.loads(run("sessions", tmp_path, "--format", "json", "--no-cache").stdout)
+    }
+    monkeypatch.setattr(engine, "opens", lambda source: source.path != gone or not gone.unlink())
+    on_spark = run("sessions", tmp_path, "--format", "json", "--engine", "spark")
+    assert on_spark.exit_code == 3
+    assert on_spark.stderr.startswith(f"warning: {gone}:0: unreadable: cannot read the file")
+    rows = {row["file"]: row for row in orjson.loads(on_spark.stdout)}
+    assert rows[str(kept)] == local[str(kept)]
+    assert rows[str(gone)]["status"] == "unreadable"
+
+
 def test_a_failed_spark_job_is_one_error_line_and_exit_3(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A log gone between the check and Spark's listing fails the job: one line, exit 3."""
+    """A job that fails, and not on one file it names: one line, exit 3."""
     log = resumed_session(8).write_to(tmp_path)
-    monkeypatch.setattr(engine, "opens", lambda _source: True)
-    assert run("sessions", tmp_path, "--format", "json", "--engine", "spark").exit_code == 0
     monkeypatch.setattr(engine, "opens", lambda _source: log.unlink() or True)
+    monkeypatch.setattr(engine, "failed_file", lambda *_: None)
     result = CliRunner().invoke(main, ["sessions", str(tmp_path), "--engine", "spark"])
     assert result.exit_code == 3
     assert result.stderr.startswith("Error: the Spark job failed: ")
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail (rather than hang) when the block takes longer: SIGALRM interrupts a blocking
+    open or read in this thread."""
+
+    def expired(*_: Any) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_named_pipe_among_the_logs_is_reported_as_locally(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A FIFO named like a log hung --engine spark (killed at 300 s): opening it waits for a
+    writer. Locally it is stat'ed first and reported; on Spark too."""
+    resumed_session(19).write_to(tmp_path)
+    (tmp_path / "pipe").mkdir()
+    os.mkfifo(tmp_path / "pipe" / "events.jsonl")
+    with deadline(600):
+        local, on_spark = both("sessions", "--format", "json", tmp_path)
+    assert local.exit_code == on_spark.exit_code == 3
+    assert "a named pipe (FIFO)" in on_spark.stderr and on_spark.stderr == local.stderr
+    assert orjson.loads(on_spark.stdout) == orjson.loads(local.stdout)
+
+
+def test_a_log_too_big_for_spark_is_read_here_and_the_rest_answered(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log over 2 GiB (Spark's binaryFile holds no more: the job failed, no session
+    listed; here a session and 3 GB of NUL padding, sparse) is read by the local reader. And
+    a file Spark fails to read (the limit raised, so that it does) is left out of the job,
+    which runs again without it, and read here."""
+    resumed_session(20).write_to(tmp_path)
+    big = resumed_session(21).write_to(tmp_path)
+    os.truncate(big, big.stat().st_size + (3 << 30))
+    local = run("sessions", tmp_path, "--format", "json", "--no-cache")
+    assert local.exit_code == 0 and "nul-bytes" in local.stderr
+    assert len(orjson.loads(local.stdout)) == 2
+    for limit in (engine.MAX_FILE_BYTES, 1 << 40):
+        monkeypatch.setattr(engine, "MAX_FILE_BYTES", limit)
+        on_spark = run("sessions", tmp_path, "--format", "json", "--engine", "spark")
+        assert on_spark.exit_code == 0, on_spark.stderr
+        assert orjson.loads(on_spark.stdout) == orjson.loads(local.stdout)
+        assert on_spark.stderr == local.stderr
 
 
 def test_an_executor_error_becomes_one_error_line(spark: SparkSession, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from copilot_logs.cli import main
 from copilot_logs.commands.usage import report, session_usage
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import read_bytes
-from copilot_logs.spark import engine
+from copilot_logs.spark import engine, tasks
 
 
 def test_spark_names_and_ours_meet_on_one_key() -> None:
@@ -40,7 +40,7 @@ def test_files_are_grouped_by_size_and_never_split() -> None:
     files = [
         (Source(Path(f"{n}.jsonl"), str(n)), b"x" * size) for n, size in enumerate([5, 5, 12, 1])
     ]
-    groups = list(engine.grouped(files, limit=10))
+    groups = list(tasks.grouped(files, limit=10))
     assert [[s.session_hint for s, _ in g] for g in groups] == [["0", "1"], ["2"], ["3"]]
 
 

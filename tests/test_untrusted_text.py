@@ -316,8 +316,9 @@ def test_a_joiner_between_emoji_is_kept() -> None:
 
 def test_the_damage_summary_counts_what_it_says(capsys: pytest.CaptureFixture[str]) -> None:
     """20 problems are listed; the rest are counted as problems, on how many lines."""
-    rows = [("f.jsonl", line, "invalid-json", "bad") for line in range(1, 22)]
-    rows += [("f.jsonl", 21, "crlf", "a CRLF"), ("f.jsonl", 30, "blank-line", "blank")]
+    rows = [("f.jsonl", line, "invalid-json", "bad", None, None) for line in range(1, 22)]
+    rows += [("f.jsonl", 21, "crlf", "a CRLF", None, None)]
+    rows += [("f.jsonl", 30, "blank-line", "blank", None, None)]
     print_damage(rows)
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 21
@@ -441,7 +442,7 @@ def test_the_damage_summary_of_standard_input_says_a_command_that_runs(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """`copilot-logs validate <stdin>` would be a shell redirection from a file named stdin>."""
-    rows = [("<stdin>", line, "invalid-json", "bad") for line in range(1, 23)]
+    rows = [("<stdin>", line, "invalid-json", "bad", None, None) for line in range(1, 23)]
     print_damage(rows)
     last = capsys.readouterr().err.splitlines()[-1]
     assert "<stdin>`" not in last

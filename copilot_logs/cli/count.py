@@ -20,8 +20,9 @@ from copilot_logs.cli.options import (
     use_cache,
 )
 from copilot_logs.errors import ExitCode
+from copilot_logs.ingest.logfile import Growth
 from copilot_logs.render import output
-from copilot_logs.render.formats import print_damage
+from copilot_logs.render.formats import print_damage, report_growth
 
 
 @click.command(cls=Command)
@@ -93,8 +94,12 @@ def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]
     imported); damage goes to stderr as with every command."""
     from copilot_logs.commands.count_total import scan_sources
 
-    scan = scan_sources(find(picked), use_cache=use_cache())
-    print_damage(sorted(scan.damage), quiet=quiet())  # in every other command's order
+    sources = find(picked)
+    growth = Growth(sources)
+    scan = scan_sources(sources, use_cache=use_cache())
+    # in every other command's order
+    print_damage(sorted(scan.damage, key=lambda row: row[:4]), quiet=quiet())
+    report_growth([source.name for source in growth.grown()])
     calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
     return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
 

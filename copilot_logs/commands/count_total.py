@@ -27,12 +27,15 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.linescan import Scanned, scan_file, window_end
 
 if TYPE_CHECKING:
+    from copilot_logs.ingest.events_frame import Diagnostics
     from copilot_logs.ingest.line_reader import Resume
 
 __all__ = ["FileTotals", "Scan", "Scanned", "count_file", "scan_file", "scan_sources"]
 
-Damage = tuple[tuple[int, str, str], ...]
-"""(line, kind, message) of each damaged line the full reader reported."""
+Damage = tuple[tuple[int, str, str, "int | None", "int | None"], ...]
+"""(line, kind, message, more_lines, new_lines) of each problem the full reader reported (a
+file's first problems one by one, then a row per kind that sums up the rest: see
+DIAGNOSTICS_SCHEMA)."""
 
 
 @dataclass(frozen=True)
@@ -51,77 +54,80 @@ class FileTotals:
 def count_file(source: Source, since: store.Header | None = None) -> FileTotals:
     """A file's figures: by the scan as far as it vouches for the lines (going on from an
     earlier read's entry ``since`` when the file only grew), and by the full reader, which
-    recovers and reports damage, over the lines it does not (see :func:`_recover`)."""
+    recovers and reports damage, over the lines it does not (see :func:`_recover`). Nothing
+    past the size the file has now is read: a log appended to faster than it is read cannot
+    keep the count going (the command says when a log grew)."""
+    limit = source.size
     if source.path is not None and since is not None:
         counter = CallCounter(since.messages)
         counter.llm_calls, counter.subagent_calls = since.llm_calls, since.subagent_calls
-        scanned = _scan(source, counter, since.end, since.next_line, since.last_id)
+        scanned = _scan(source, counter, limit, since.end, since.next_line, since.last_id)
         if scanned is not None and scanned.whole:
             return _totals(counter, scanned, since.session_id)
     counter = CallCounter()
-    scanned = _scan(source, counter) if source.path is not None else None
+    scanned = _scan(source, counter, limit) if source.path is not None else None
     if scanned is not None and scanned.whole:
         return _totals(counter, scanned, None)
-    return _recover(source, counter, scanned)
+    return _recover(source, counter, scanned, limit)
 
 
 MAX_WINDOWS = 16
 """Runs of damaged lines handed to the full reader one at a time before it reads the rest."""
 
 
-def _recover(source: Source, counter: CallCounter, scanned: Scanned | None) -> FileTotals:
+def _recover(
+    source: Source, counter: CallCounter, scanned: Scanned | None, limit: int
+) -> FileTotals:
     """From the first line the scan did not vouch for: the full reader reads each run of
     damaged lines, through the next line the scan vouches for (where the reader holds nothing,
     see :func:`copilot_logs.ingest.linescan.window_end`), and the scan goes on after it with the
     reader's state; after MAX_WINDOWS runs, or when no such line follows, the reader reads the
     rest. ``counter`` holds what the scan counted."""
+    from copilot_logs.ingest.events_frame import Diagnostics
     from copilot_logs.ingest.reader import count_calls
 
-    damage: list[tuple[int, str, str]] = []
+    diagnostics = Diagnostics()  # one for the file: its first problems listed, then counted
+    diagnostics.start_file(source.name)
     events = scanned.line - 1 if scanned is not None else 0
     for _ in range(MAX_WINDOWS):
         if scanned is None or scanned.whole:
             break
-        read = _window(source, counter, scanned, damage)
+        read = _window(source, counter, scanned, diagnostics, limit)
         if read is None:
             break
         scanned, more_events = read
         events += more_events
     if scanned is not None and scanned.whole:
+        diagnostics.settle()
+        damage = diagnostics.damage()
         progress = _progress(counter, scanned.offset, scanned.line, scanned.last_id, damage)
-        return FileTotals(counter.llm_calls, counter.subagent_calls, tuple(damage), False, progress)
+        return FileTotals(counter.llm_calls, counter.subagent_calls, damage, False, progress)
     resume = _resume_at(scanned) if scanned is not None and scanned.offset else None
-    calls = count_calls(source, counter, resume)
-    damage.extend(calls.damage)
+    calls, damage = count_calls(source, counter, resume, diagnostics, limit)
     unreadable = events + calls.events == 0 and bool(damage)
     if calls.state is None:
-        return FileTotals(
-            counter.llm_calls, counter.subagent_calls, tuple(damage), unreadable, None
-        )
+        return FileTotals(counter.llm_calls, counter.subagent_calls, damage, unreadable, None)
     state = calls.state
     progress = dataclasses.replace(
         _progress(counter, state.end, state.next_line, state.last_id, damage),
         session_id=state.session_id,
         unreadable=unreadable,
     )
-    return FileTotals(
-        counter.llm_calls, counter.subagent_calls, tuple(damage), unreadable, progress
-    )
+    return FileTotals(counter.llm_calls, counter.subagent_calls, damage, unreadable, progress)
 
 
 def _window(
-    source: Source, counter: CallCounter, scanned: Scanned, damage: list[tuple[int, str, str]]
+    source: Source, counter: CallCounter, scanned: Scanned, diagnostics: Diagnostics, limit: int
 ) -> tuple[Scanned, int] | None:
     """The full reader over one run of damaged lines, then the scan from after it: where that
     got, and how many events both read (None when the run has no end the scan vouches for)."""
     from copilot_logs.ingest.reader import count_window
 
     assert source.path is not None
-    lines = window_end(source.path, scanned.offset)
+    lines = window_end(source.path, scanned.offset, limit)
     if lines is None:
         return None
-    read = count_window(lines, counter, _resume_at(scanned))
-    damage.extend(read.damage)
+    read = count_window(lines, counter, _resume_at(scanned), diagnostics)
     state = read.state
     after = Scanned(state.end, state.next_line, state.last_id, read.seen_ids, whole=False)
     more = scan_file(
@@ -131,6 +137,7 @@ def _window(
         line=state.next_line,
         last_id=state.last_id,
         seen=read.seen_ids,
+        limit=limit,
     )
     after = more if more is not None else after
     return after, read.events + after.line - state.next_line
@@ -154,7 +161,7 @@ def _progress(
     end: int,
     next_line: int,
     last_id: str | None,
-    damage: list[tuple[int, str, str]],
+    damage: Damage,
 ) -> store.Progress:
     """What the store keeps of a damaged file (it is read again whole if it grows)."""
     return store.Progress(
@@ -166,7 +173,7 @@ def _progress(
         llm_calls=counter.llm_calls,
         subagent_calls=counter.subagent_calls,
         messages=counter.messages,
-        damage=tuple(damage),
+        damage=damage,
         unreadable=False,
     )
 
@@ -174,13 +181,14 @@ def _progress(
 def _scan(
     source: Source,
     counter: CallCounter,
+    limit: int,
     start: int = 0,
     line: int = 1,
     last_id: str | None = None,
 ) -> Scanned | None:
-    """:func:`scan_file` of a source."""
+    """:func:`scan_file` of a source, up to byte ``limit``."""
     assert source.path is not None
-    return scan_file(source.path, counter, start=start, line=line, last_id=last_id)
+    return scan_file(source.path, counter, start=start, line=line, last_id=last_id, limit=limit)
 
 
 def _totals(counter: CallCounter, scanned: Scanned, session_id: str | None) -> FileTotals:
@@ -221,17 +229,18 @@ def _count_one(source: Source, since: store.Header | None) -> FileTotals:
     except Exception:  # from one log's content: the other files are still counted
         from copilot_logs.errors import failed_on_session
 
-        damage = ((0, "unprocessable", failed_on_session()),)
+        damage: Damage = ((0, "unprocessable", failed_on_session(), None, None),)
         return FileTotals(0, 0, damage, unreadable=True, progress=None)
 
 
 @dataclass
 class Scan:
-    """The selection's totals, and the damage met on the way (file, line, kind, message)."""
+    """The selection's totals, and the damage met on the way (file, line, kind, message,
+    more_lines, new_lines)."""
 
     llm_calls: int = 0
     subagent_calls: int = 0
-    damage: list[tuple[str, int, str, str]] = field(default_factory=list)
+    damage: list[tuple[str, int, str, str, int | None, int | None]] = field(default_factory=list)
     unreadable: bool = False
 
     def add(self, source: Source, totals: FileTotals | store.Header) -> None:
@@ -239,7 +248,7 @@ class Scan:
         self.subagent_calls += totals.subagent_calls
         if totals.damage:
             name = source.name
-            self.damage.extend((name, line, kind, text) for line, kind, text in totals.damage)
+            self.damage.extend((name, *row) for row in totals.damage)
         self.unreadable = self.unreadable or totals.unreadable
 
 
@@ -269,10 +278,14 @@ def _to_read(source: Source, since: store.Header | None) -> int:
 
 def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[FileTotals]:
     """Count the jobs, on ``plan.workers`` processes when there is enough to read: this one
-    and ``plan.workers - 1`` workers. The batches go to the pool; this process takes the ones
-    no worker has started yet, from the last, so it works while the workers start."""
+    and ``plan.workers - 1`` workers. The pool takes batches from the first, two a worker at a
+    time, and this process from the last, so it works while the workers start. (No batch is
+    handed out and then taken back: a future cancelled that way breaks Python 3.11's pool when
+    a worker dies, with a traceback.)"""
     if not jobs:
         return []  # every file was in the store: no worker module to import
+    from concurrent.futures import FIRST_COMPLETED, Future, wait
+
     from copilot_logs.store import pool as parallel
 
     plan = parallel.plan(sum(sizes), frames=False)
@@ -280,14 +293,20 @@ def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[FileTotals]
         return _count_and_keep(jobs, use_cache)
     batches = parallel.balance(jobs, sizes, plan.workers * 8)
     done: list[list[FileTotals] | None] = [None] * len(batches)
+    todo = list(range(len(batches)))
     with parallel.executor(plan.workers - 1, frames=False) as pool:
-        futures = [pool.submit(_count_and_keep, batch, use_cache) for batch in batches]
-        for index in reversed(range(len(batches))):
-            if futures[index].cancel():
+        running: dict[Future[list[FileTotals]], int] = {}
+        while todo or running:
+            while todo and len(running) < 2 * (plan.workers - 1):
+                index = todo.pop(0)
+                running[pool.submit(_count_and_keep, batches[index], use_cache)] = index
+            if todo:
+                index = todo.pop()
                 done[index] = _count_and_keep(batches[index], use_cache)
-        for index, future in enumerate(futures):
-            if done[index] is None:
-                done[index] = future.result()
+            else:  # (waking up now and then: see pool.as_done)
+                wait(running, timeout=parallel.WAKE_SECONDS, return_when=FIRST_COMPLETED)
+            for future in [future for future in running if future.done()]:
+                done[running.pop(future)] = future.result()
     totals = {
         id(job): total
         for batch, counted in zip(batches, done, strict=True)

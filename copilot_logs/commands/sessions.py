@@ -7,6 +7,7 @@ import polars as pl
 from copilot_logs import derive
 from copilot_logs.derive import MAIN, SESSION, TYPE
 from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.ingest.schema import damaged_line_count
 
 NEWEST_FIRST = ("started_at", "file", "session_id")
 """How session rows are ordered: newest first, ties (two sessions of one file may start at
@@ -65,9 +66,7 @@ def session_mode() -> pl.Expr:
 
 def damaged_lines(diagnostics: pl.DataFrame) -> pl.DataFrame:
     """Per session, the number of distinct physical lines that carry damage."""
-    return diagnostics.group_by(*SESSION).agg(
-        damaged_lines=pl.col("line").n_unique().cast(pl.Int64),
-    )
+    return diagnostics.group_by(*SESSION).agg(damaged_lines=damaged_line_count())
 
 
 def newest_first(parts: list[pl.DataFrame]) -> pl.DataFrame:

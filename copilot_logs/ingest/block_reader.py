@@ -30,25 +30,38 @@ class FileReader(LineReader):
         The runs of clean lines of a block are added in one go and yield nothing; the lines of
         any other run are yielded one by one, for the line reader to recover and report. While
         the line reader holds a line (an event split over several lines), the lines after it
-        are yielded one by one too.
+        are yielded one by one too. A line longer than a block is gathered in linear time, and
+        the NUL runs that begin or end it are counted, not held (see :class:`_LongLine`).
         """
-        pending = self._skip_bom(stream) if self.end == 0 else b""
+        long = _LongLine(self._skip_bom(stream) if self.end == 0 else b"")
         offset, number = self.end, self.next_line
         while True:
             more = stream.read(clean_blocks.CLEAN_BLOCK)
-            block = pending + more if pending else more
             if not more:
-                if block:
-                    yield Physical(number, offset, block, False)
+                if long.length:
+                    yield long.physical(number, offset, b"", terminated=False)
                 return
-            cut = block.rfind(b"\n") + 1
+            if long.length:
+                newline = more.find(b"\n")
+                if newline == -1:
+                    long.add(more)
+                    continue
+                if long.nuls:  # its NULs are not held: the line goes alone to the reader
+                    line = long.physical(number, offset, more[:newline], terminated=True)
+                    yield line
+                    offset, number = offset + line.length + 1, number + 1
+                    more = more[newline + 1 :]
+                else:
+                    more = long.take() + more
+                long = _LongLine(b"")
+            cut = more.rfind(b"\n") + 1
             if cut == 0:
-                pending = block  # one line longer than a block: read on
+                long.add(more)
                 continue
-            pending = block[cut:]
+            long.add(more[cut:])
             if self.clean_lane and self.columns.held >= FLUSH_ROWS:
                 self.columns.flush()
-            lines = yield from self._block(block, cut, offset, number)
+            lines = yield from self._block(more, cut, offset, number)
             offset, number = offset + cut, number + lines
 
     def _block(
@@ -103,3 +116,62 @@ class FileReader(LineReader):
             1, 0, "bom", "a UTF-8 byte order mark starts the file (the CLI writes none); ignored"
         )
         return b""
+
+
+_ZEROS = bytes(clean_blocks.CLEAN_BLOCK)
+
+
+class _LongLine:
+    """The start of a line that the blocks read so far have not ended, gathered in linear
+    time (never copied again as it grows). The NUL bytes that begin it, and a run of them that
+    ends what has come so far, are counted instead of held: a crash can pad a log with
+    gigabytes of them, and the line reader only strips and counts them."""
+
+    def __init__(self, start: bytes) -> None:
+        self.parts: list[bytes] = []
+        self.held = 0
+        self.lead = 0
+        self.trail = 0
+        self.add(start)
+
+    @property
+    def nuls(self) -> int:
+        return self.lead + self.trail
+
+    @property
+    def length(self) -> int:
+        return self.lead + self.held + self.trail
+
+    def add(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        if len(chunk) <= len(_ZEROS) and chunk == _ZEROS[: len(chunk)]:  # (a memcmp: fast)
+            if self.parts:
+                self.trail += len(chunk)
+            else:
+                self.lead += len(chunk)
+            return
+        if not self.parts:
+            body = chunk.lstrip(b"\x00")
+            self.lead += len(chunk) - len(body)
+            chunk = body
+            if not chunk:
+                return
+        body = chunk.rstrip(b"\x00")
+        if body and self.trail:  # NULs inside the line: they are held after all
+            self.parts.append(bytes(self.trail))
+            self.held += self.trail
+            self.trail = 0
+        if body:
+            self.parts.append(body)
+            self.held += len(body)
+        self.trail += len(chunk) - len(body)
+
+    def take(self) -> bytes:
+        """The line so far, all its bytes (when none were counted instead of held)."""
+        return b"".join(self.parts)
+
+    def physical(self, number: int, offset: int, end: bytes, *, terminated: bool) -> Physical:
+        """The whole line, ending with ``end`` (the bytes of the block that ends it)."""
+        self.add(end)
+        return Physical(number, offset, self.take(), terminated, self.nuls)

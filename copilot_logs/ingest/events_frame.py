@@ -223,29 +223,103 @@ def _parse_iso(text: str | None) -> datetime | None:
         return None
 
 
+MAX_DETAILS = 100
+"""Problems of a file listed one by one; past them, each kind's are summed up in one row (see
+:class:`Diagnostics`), so that memory stays flat however much of a file is damaged."""
+
+Diagnostic = tuple[int, int, str, str, str | None, int | None, int | None]
+"""line, offset, kind, message, event_id, more_lines, new_lines (see DIAGNOSTICS_SCHEMA)."""
+
+
+@dataclass(slots=True)
+class _Tally:
+    """The problems of one kind past a file's first MAX_DETAILS, not listed one by one."""
+
+    line: int
+    offset: int
+    last_line: int
+    lines: int = 1
+    """Lines with a problem of this kind."""
+    new_lines: int = 0
+    """Damaged lines counted here first: no listed row, nor a tally of another kind, names
+    them (so the rows of a file sum to its damaged lines exactly)."""
+
+
 class Diagnostics:
-    def __init__(self) -> None:
-        self.rows: list[tuple[int, int, str, str, str | None]] = []
+    """The problems met while reading, as rows: the first MAX_DETAILS of each file one by one,
+    and then, per kind, one row that sums up the rest (its ``more_lines`` and its message say
+    how many lines have that problem; ``new_lines``, how many damaged lines it adds to those
+    listed and summed up before it). Problems about a whole file (line
+    0) are always listed. A reader calls :meth:`start_file` before a file and :meth:`settle`
+    where a session ends and after the file."""
+
+    def __init__(self, max_details: int = MAX_DETAILS) -> None:
+        self.rows: list[Diagnostic] = []
+        self.max_details = max_details
+        self._file: object = None
+        self._listed = 0
+        self._last_line = 0
+        self._tallies: dict[str, _Tally] = {}
+
+    def start_file(self, name: object) -> None:
+        """Count the problems of file ``name`` from now on (the same name again goes on
+        counting: a file read in several windows)."""
+        if name != self._file:
+            self.settle()
+            self._file, self._listed, self._last_line = name, 0, 0
 
     def add(
         self, line: int, offset: int, kind: str, message: str, event_id: str | None = None
     ) -> None:
-        self.rows.append((line, offset, kind, message, event_id))
+        if self._listed < self.max_details or line == 0:
+            self._listed += line != 0
+            self._last_line = max(self._last_line, line)
+            self.rows.append((line, offset, kind, message, event_id, None, None))
+            return
+        tally = self._tallies.get(kind)
+        if tally is None:
+            tally = self._tallies[kind] = _Tally(line, offset, line)
+        elif line != tally.last_line:
+            tally.lines += 1
+            tally.last_line = line
+        if line > self._last_line:
+            tally.new_lines += 1
+            self._last_line = line
+
+    def settle(self) -> None:
+        """Add the rows that sum up the problems not listed so far (at the end of a file, and
+        of each session in it: their rows must belong to the session they are about)."""
+        for kind, tally in sorted(self._tallies.items()):
+            message = (
+                f"and {tally.lines:,} more damaged lines of this kind, from line "
+                f"{tally.line:,} to {tally.last_line:,}: not listed one by one (the first "
+                f"{self.max_details} problems of a file are)"
+            )
+            row = (tally.line, tally.offset, kind, message, None, tally.lines, tally.new_lines)
+            self.rows.append(row)
+        self._tallies.clear()
+
+    def damage(self) -> tuple[tuple[int, str, str, int | None, int | None], ...]:
+        """(line, kind, message, more_lines, new_lines) of each row, for ``count --total``."""
+        return tuple((row[0], row[2], row[3], row[5], row[6]) for row in self.rows)
 
     def frame(self, spans: list[Span]) -> pl.DataFrame:
         import polars as pl
 
         from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
 
+        rows = self.rows
         return pl.DataFrame(
             {
                 "session_id": session_ids(spans, events=False),
                 "file": _spread(spans, "name", "diagnostics"),
-                "line": [r[0] for r in self.rows],
-                "offset": [r[1] for r in self.rows],
-                "kind": [r[2] for r in self.rows],
-                "message": [r[3] for r in self.rows],
-                "event_id": [r[4] for r in self.rows],
+                "line": [r[0] for r in rows],
+                "offset": [r[1] for r in rows],
+                "kind": [r[2] for r in rows],
+                "message": [r[3] for r in rows],
+                "event_id": [r[4] for r in rows],
+                "more_lines": [r[5] for r in rows],
+                "new_lines": [r[6] for r in rows],
             },
             schema=DIAGNOSTICS_SCHEMA,
         )

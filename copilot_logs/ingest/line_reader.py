@@ -41,6 +41,15 @@ class Physical:
     offset: int
     raw: bytes
     terminated: bool
+    nuls: int = 0
+    """NUL bytes of the line not held in ``raw``: the runs that began or ended a line longer
+    than a block (a crash's padding can be gigabytes; see
+    :meth:`copilot_logs.ingest.block_reader.FileReader.lines`)."""
+
+    @property
+    def length(self) -> int:
+        """Bytes of the line in the file, its newline excluded."""
+        return len(self.raw) + self.nuls
 
 
 @dataclass(frozen=True)
@@ -126,7 +135,7 @@ class LineReader:
     def run(self, lines: Iterator[Physical]) -> None:
         for physical in lines:
             if physical.terminated:
-                self.end = physical.offset + len(physical.raw) + 1
+                self.end = physical.offset + physical.length + 1
                 self.next_line = physical.number + 1
             if self.held is not None:
                 physical_or_none = self._continue_split(self.held, physical, lines)
@@ -147,18 +156,19 @@ class LineReader:
             self.diagnostics.add(
                 physical.number, physical.offset, "crlf", "line ends with CRLF; read as LF"
             )
-        padded = False
+        nuls = physical.nuls
         if b"\x00" in raw:
             stripped = raw.strip(b"\x00")
-            padded = len(stripped) != len(raw)
-            if padded:
-                self.diagnostics.add(
-                    physical.number,
-                    physical.offset,
-                    "nul-bytes",
-                    f"{len(raw) - len(stripped)} NUL bytes (a crash left padding); ignored",
-                )
-                raw = stripped
+            nuls += len(raw) - len(stripped)
+            raw = stripped
+        padded = nuls > 0
+        if padded:
+            self.diagnostics.add(
+                physical.number,
+                physical.offset,
+                "nul-bytes",
+                f"{nuls} NUL bytes (a crash left padding); ignored",
+            )
         if not raw.strip():
             if not padded and (raw or physical.terminated):
                 self.diagnostics.add(physical.number, physical.offset, "blank-line", "blank line")
@@ -174,7 +184,7 @@ class LineReader:
             return None
         parsed = try_loads(raw)
         if parsed is not None:
-            self._event(parsed[0], physical, len(physical.raw), repairs=parsed[1])
+            self._event(parsed[0], physical, physical.length, repairs=parsed[1])
             return None
         physical.raw = raw
         if not physical.terminated:
@@ -199,7 +209,7 @@ class LineReader:
             return False
         self.seen_ids.add(shape.event_id)
         self.last_id = shape.event_id
-        where = (physical.number, physical.offset, len(physical.raw))
+        where = (physical.number, physical.offset, physical.length)
         self.columns.append((*where, *_ordered(shape), *NO_PAYLOAD))
         return True
 
@@ -210,11 +220,13 @@ class LineReader:
         one event; else recover what it holds and hand ``nxt`` back to be read on its own."""
         pieces = [held.raw]
         followers = [nxt]
+        nuls = False  # a line whose NUL runs were counted, not held, would make JSON invalid
         while True:
+            nuls = nuls or followers[-1].nuls > 0
             candidate = b"\\n".join([*pieces, followers[-1].raw.rstrip(b"\r")])
-            parsed = try_loads(candidate)
+            parsed = None if nuls else try_loads(candidate)
             if parsed is not None:
-                span = followers[-1].offset + len(followers[-1].raw) - held.offset
+                span = followers[-1].offset + followers[-1].length - held.offset
                 self.diagnostics.add(
                     held.number,
                     held.offset,
@@ -258,7 +270,7 @@ class LineReader:
             return
         parsed = try_loads(raw)
         if parsed is not None:
-            self._event(parsed[0], physical, len(physical.raw), repairs=parsed[1])
+            self._event(parsed[0], physical, physical.length, repairs=parsed[1])
             return
         physical.raw = raw
         self._unparsable(physical, last=not physical.terminated)
@@ -371,6 +383,7 @@ class LineReader:
         if self.session_id is None and row == self.rows_before:
             self.session_id = self.first_session_id = session_id
             return
+        self.diagnostics.settle()  # the damage summed up so far is the last session's
         self.sessions.append(
             SessionMark(
                 row - self.rows_before,

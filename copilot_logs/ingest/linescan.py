@@ -92,17 +92,22 @@ def scan_file(
     line: int = 1,
     last_id: str | None = None,
     seen: set[str] | None = None,
+    limit: int | None = None,
 ) -> Scanned | None:
     """Feed the LLM calls of a file's lines to ``counter`` until a line needs the full reader
     (None when the file cannot be opened: the reader says why). ``start``, ``line`` and
-    ``last_id`` go on where an earlier scan ended (``seen``: the ids read before)."""
+    ``last_id`` go on where an earlier scan ended (``seen``: the ids read before). Nothing
+    past byte ``limit`` is read (default: the file's size now), so a log appended to faster
+    than it is read cannot keep the scan going."""
     descriptor = _open_regular(path)
     if descriptor is None:
         return None
     try:
+        size = os.fstat(descriptor).st_size
         os.lseek(descriptor, start, os.SEEK_SET)
         scanned = Scanned(start, line, last_id, seen if seen is not None else set(), whole=False)
-        _scan_descriptor(descriptor, counter, scanned)
+        left = (size if limit is None else min(limit, size)) - start
+        _scan_descriptor(descriptor, counter, scanned, left)
         return scanned
     except OSError:
         return None
@@ -129,18 +134,22 @@ def _open_regular(path: Path) -> int | None:
     return None
 
 
-def _scan_descriptor(descriptor: int, counter: CallCounter, scanned: Scanned) -> None:
-    """Read the file into the reused buffer a block at a time and scan its whole lines; the
-    bytes of a line cut by the block's end are moved to the front and read on."""
+def _scan_descriptor(descriptor: int, counter: CallCounter, scanned: Scanned, left: int) -> None:
+    """Read ``left`` bytes of the file into the reused buffer a block at a time and scan its
+    whole lines; the bytes of a line cut by the block's end are moved to the front and read
+    on."""
     buffer = _BUFFER
     if not buffer:
         buffer.extend(bytes(SCAN_BLOCK))
     held = 0
     while True:
         if held == len(buffer):  # one line longer than the buffer
+            if buffer[0] != _OPEN_BRACE:
+                return  # never vouched for (a crash's NUL padding): the reader counts it
             buffer.extend(bytes(len(buffer)))
         with memoryview(buffer) as whole:
-            got = os.readv(descriptor, [whole[held:]])
+            got = os.readv(descriptor, [whole[held : held + left]]) if left > 0 else 0
+        left -= got
         if got == 0:
             break
         end = held + got
@@ -218,15 +227,16 @@ WINDOW_LINES = 64
 """How many lines after a damaged one :func:`window_end` looks at for one the scan vouches for."""
 
 
-def window_end(path: Path, offset: int) -> bytes | None:
+def window_end(path: Path, offset: int, limit: int) -> bytes | None:
     """The lines of the file from ``offset`` (a line the scan did not vouch for) through the
     first line after it that is one whole object starting with ``{`` (see the module's
-    docstring); None when none comes within WINDOW_LINES lines or SCAN_BLOCK bytes."""
+    docstring), before byte ``limit``; None when none comes within WINDOW_LINES lines or
+    SCAN_BLOCK bytes."""
     descriptor = _open_regular(path)
     if descriptor is None:
         return None
     try:
-        data = os.pread(descriptor, SCAN_BLOCK, offset)
+        data = os.pread(descriptor, max(0, min(SCAN_BLOCK, limit - offset)), offset)
     except OSError:
         return None
     finally:

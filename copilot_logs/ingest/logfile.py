@@ -6,8 +6,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Generic, Protocol, TypeVar
 
 _KINDS = {
     stat.S_IFIFO: "a named pipe (FIFO)",
@@ -48,6 +49,71 @@ def open_log(path: Path) -> BinaryIO:
     except BaseException:
         os.close(descriptor)
         raise
+
+
+class Capped:
+    """A binary stream read no further than byte ``end``: what a log held when the command
+    reached it, however fast it is appended to meanwhile (``watch`` alone follows a log)."""
+
+    def __init__(self, stream: BinaryIO, end: int) -> None:
+        self.stream = stream
+        self.left = max(0, end - stream.tell())
+
+    def read(self, size: int = -1, /) -> bytes:
+        wanted = self.left if size < 0 else min(size, self.left)
+        data = self.stream.read(wanted) if wanted else b""
+        self.left -= len(data)
+        return data
+
+
+class _Located(Protocol):
+    @property
+    def path(self) -> Path | None: ...
+
+
+class _Stamp(Protocol):
+    @property
+    def size(self) -> int: ...
+
+
+class _Looked(Protocol):
+    @property
+    def stamp(self) -> _Stamp | None: ...
+
+
+L = TypeVar("L", bound=_Located)
+
+
+class Growth(Generic[L]):
+    """Which logs grew while a command read them: their sizes when it reached them, taken now
+    or, for logs looked up in the store (``found``), when they were looked up (a log that grows
+    after that is answered as it was then); and their sizes at the end (:meth:`grown`)."""
+
+    def __init__(self, logs: Sequence[L], found: Sequence[_Looked] | None = None) -> None:
+        self.logs = logs
+        if found is None:
+            self.sizes = _sizes(logs)
+        else:
+            self.sizes = [looked.stamp.size if looked.stamp else 0 for looked in found]
+
+    def grown(self) -> list[L]:
+        """The logs that are bigger now: each was read no further than it went when the
+        command reached it, so what they gained since was not read."""
+        now = _sizes(self.logs)
+        return [
+            log for log, then, size in zip(self.logs, self.sizes, now, strict=True) if size > then
+        ]
+
+
+def _sizes(logs: Sequence[_Located]) -> list[int]:
+    """Each log's size now (0 for standard input, or a file that cannot be stat'ed)."""
+    found = []
+    for log in logs:
+        try:
+            found.append(os.stat(log.path).st_size if log.path is not None else 0)
+        except OSError:
+            found.append(0)
+    return found
 
 
 def _regular(mode: int) -> None:

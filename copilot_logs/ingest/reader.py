@@ -9,6 +9,7 @@ known kinds of damage leave behind and reports each damaged physical line.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +21,11 @@ if TYPE_CHECKING:
 from copilot_logs.ingest.block_reader import FileReader
 from copilot_logs.ingest.calls import CallCounter, needs_payload
 from copilot_logs.ingest.decode.cli_format import writer
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.decode.envelope import Readable, Source
 from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS, PAYLOAD_TYPES
 from copilot_logs.ingest.events_frame import ENVELOPE_FIELDS, Diagnostics, Rows, Span
 from copilot_logs.ingest.line_reader import Resume
-from copilot_logs.ingest.logfile import open_log, why_unreadable
+from copilot_logs.ingest.logfile import Capped, open_log, why_unreadable
 
 __all__ = [
     "ENVELOPE_FIELDS",
@@ -76,7 +77,7 @@ class ReadState:
 
 
 def _read(
-    stream: BinaryIO,
+    stream: Readable,
     source: Source,
     rows: Rows,
     diagnostics: Diagnostics,
@@ -85,8 +86,10 @@ def _read(
 ) -> tuple[Span, ReadState]:
     """Read one stream into shared row lists; returns its span and how far it got."""
     events_before, diagnostics_before = rows.count, len(diagnostics.rows)
+    diagnostics.start_file(source.name)
     reader = FileReader(rows, diagnostics, resume, wants_payload)
     reader.run(reader.lines(stream))
+    diagnostics.settle()
     if resume is None and rows.count == events_before:
         if len(diagnostics.rows) == diagnostics_before:
             # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without
@@ -118,8 +121,10 @@ def _read_source_into(
     rows: Rows,
     diagnostics: Diagnostics,
     wants_payload: Callable[[str, str | None], bool] | None = None,
+    limit: int | None = None,
 ) -> tuple[Span, ReadState | None]:
-    """Read a file (or stdin); an unreadable file becomes a diagnostic, never an exception."""
+    """Read a file (or stdin) up to byte ``limit`` (default: its size when opened); an
+    unreadable file becomes a diagnostic, never an exception."""
     if source.path is None:
         import sys
 
@@ -131,7 +136,11 @@ def _read_source_into(
         with open_log(source.path) as stream:
             if resume is not None:
                 stream.seek(resume.offset)
-            return _read(stream, source, rows, diagnostics, resume, wants_payload)
+            # Up to the size the file has now: a log appended to faster than it is read
+            # would keep the reader going for ever (the command says when one grew).
+            size = os.fstat(stream.fileno()).st_size
+            capped = Capped(stream, size if limit is None else min(size, limit))
+            return _read(capped, source, rows, diagnostics, resume, wants_payload)
     except OSError as exc:
         before = len(diagnostics.rows)
         diagnostics.add(0, 0, "unreadable", why_unreadable(source.path, exc))
@@ -177,27 +186,33 @@ def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> Re
     return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))[0]
 
 
+Damage = tuple[tuple[int, str, str, "int | None", "int | None"], ...]
+"""(line, kind, message, more_lines, new_lines) of each diagnostic (see DIAGNOSTICS_SCHEMA)."""
+
+
 @dataclass(frozen=True)
 class Window:
     """What :func:`count_window` read, and the reader's state after it."""
 
     events: int
-    damage: tuple[tuple[int, str, str], ...]
     state: ReadState
     seen_ids: set[str]
 
 
-def count_window(data: bytes, counter: CallCounter, resume: Resume) -> Window:
+def count_window(
+    data: bytes, counter: CallCounter, resume: Resume, diagnostics: Diagnostics
+) -> Window:
     """:func:`count_calls` of the whole lines ``data``, which start at ``resume`` in a file and
     end with a line the reader does not hold (one JSON object, starting with ``{``): so the
-    reader's figures and state after them are those of a read of the whole file."""
-    rows, diagnostics = Rows(), Diagnostics()
+    reader's figures and state after them are those of a read of the whole file. The damage
+    goes to ``diagnostics`` (the caller's, shared by every window of the file, which it
+    settles)."""
+    rows = Rows()
     reader = FileReader(rows, diagnostics, resume, needs_payload)
     reader.run(reader.lines(io.BytesIO(data)))
     _feed(rows, counter)
-    damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
     state = ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
-    return Window(rows.held, damage, state, reader.seen_ids)
+    return Window(rows.held, state, reader.seen_ids)
 
 
 def _feed(rows: Rows, counter: CallCounter) -> None:
@@ -210,21 +225,25 @@ def _feed(rows: Rows, counter: CallCounter) -> None:
 
 @dataclass(frozen=True)
 class Calls:
-    """What :func:`count_calls` read of a file: how many events, its damage, how far it got."""
+    """What :func:`count_calls` read of a file: how many events, how far it got."""
 
     events: int
-    damage: tuple[tuple[int, str, str], ...]
-    """(line, kind, message) of each diagnostic."""
     state: ReadState | None
 
 
-def count_calls(source: Source, counter: CallCounter, resume: Resume | None = None) -> Calls:
+def count_calls(
+    source: Source,
+    counter: CallCounter,
+    resume: Resume | None = None,
+    diagnostics: Diagnostics | None = None,
+    limit: int | None = None,
+) -> tuple[Calls, Damage]:
     """Feed the main-agent and sub-agent LLM calls of a file to ``counter``, read with full
     recovery but without building frames (so without polars): only the lines that need it are
     decoded. ``resume`` goes on where an envelope scan stopped (``counter`` then holds what the
-    scan counted)."""
-    rows, diagnostics = Rows(), Diagnostics()
-    _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload)
+    scan counted, and ``diagnostics`` the damage the scan's windows met); nothing past byte
+    ``limit`` is read. Returns what was read and the file's damage."""
+    rows, diagnostics = Rows(), diagnostics if diagnostics is not None else Diagnostics()
+    _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload, limit)
     _feed(rows, counter)
-    damage = tuple((line, kind, message) for line, _, kind, message, _ in diagnostics.rows)
-    return Calls(rows.held, damage, state)
+    return Calls(rows.held, state), diagnostics.damage()

@@ -53,7 +53,20 @@ DIAGNOSTICS_SCHEMA: dict[str, pl.DataType] = {
     "kind": pl.String(),
     "message": pl.String(),
     "event_id": pl.String(),
+    # null on a row about one line; on a row that sums up a file's problems of one kind past
+    # the first it lists (ingest.events_frame.MAX_DETAILS): the lines with that problem...
+    "more_lines": pl.Int64(),
+    # ...and of those, the damaged lines no earlier row of the file names (a line can have
+    # problems of several kinds): what the row adds to the count of damaged lines
+    "new_lines": pl.Int64(),
 }
+
+
+def damaged_line_count() -> pl.Expr:
+    """The damaged lines of a diagnostics frame (an aggregation: per session, per file): the
+    lines its rows name one by one, and those its summing rows add."""
+    listed = pl.col("line").filter(pl.col("more_lines").is_null()).n_unique()
+    return (listed + pl.col("new_lines").sum()).cast(pl.Int64)
 
 
 def empty_events() -> pl.DataFrame:

@@ -284,29 +284,61 @@ def report_damage(diagnostics: pl.DataFrame, *, quiet: bool = False) -> None:
     if quiet or diagnostics.is_empty():
         return
     ordered = diagnostics.sort("file", "line", "kind", "message")
-    rows = ordered.select("file", "line", "kind", "message")
+    rows = ordered.select("file", "line", "kind", "message", "more_lines", "new_lines")
     print_damage(rows.iter_rows())
 
 
-def print_damage(rows: Iterable[tuple[str, int, str, str]], *, quiet: bool = False) -> None:
-    """(file, line, kind, message) rows, in order, on stderr: at most MAX_DAMAGE_LINES a file,
-    then how many more problems, on how many lines; more than MAX_DAMAGE_LINES over several
-    files, one line that counts them. Nothing with ``quiet``."""
+def report_growth(names: Sequence[str]) -> None:
+    """One line on stderr naming the logs that grew while the command read them (each was read
+    as far as it went when the command reached it)."""
+    if not names:
+        return
+    which = one_line(names[0]) + (f" and {plural(len(names) - 1, 'other')}" if names[1:] else "")
+    output.echo(
+        f"warning: {plural(len(names), 'log')} grew while being read ({which}): each was read "
+        "as far as it went when the command reached it; run the command again to include the "
+        "rest",
+        err=True,
+    )
+
+
+Damage = tuple[str, int, str, str, "int | None", "int | None"]
+"""file, line, kind, message, more_lines, new_lines (see DIAGNOSTICS_SCHEMA)."""
+
+
+def _count_damage(problems: list[Damage], files: int) -> None:
+    """One line counting the damaged lines and problems of several files (a row that sums up
+    a kind counts the lines it stands for)."""
+    listed = [row for row in problems if row[4] is None]
+    lines = len({(file, line) for file, line, *_ in listed})
+    lines += sum(row[5] or 0 for row in problems)
+    count = len(listed) + sum(row[4] or 0 for row in problems)
+    output.echo(
+        f"warning: {plural(lines, 'damaged line')} in {plural(files, 'file')} "
+        f"({plural(count, 'problem')}), each read as far as it could be; run "
+        "`copilot-logs validate --select E1` on the same logs to list them "
+        "(--quiet: no damage warnings)",
+        err=True,
+    )
+
+
+def print_damage(rows: Iterable[Damage], *, quiet: bool = False) -> None:
+    """(file, line, kind, message, more_lines, new_lines) rows, in order, on stderr: at most
+    MAX_DAMAGE_LINES a file, then how many more problems, on how many lines; more than
+    MAX_DAMAGE_LINES over several files, one line that counts them. A row that sums up the
+    problems of a kind the reader did not list one by one (``more_lines`` set) is shown as it
+    is: it says how many there were. Nothing with ``quiet``."""
     problems = [] if quiet else list(rows)
     files = {file for file, *_ in problems}
     if len(files) > 1 and len(problems) > MAX_DAMAGE_LINES:
-        damaged = {(file, line) for file, line, *_ in problems}
-        output.echo(
-            f"warning: {plural(len(damaged), 'damaged line')} in {plural(len(files), 'file')} "
-            f"({plural(len(problems), 'problem')}), each read as far as it could be; run "
-            "`copilot-logs validate --select E1` on the same logs to list them "
-            "(--quiet: no damage warnings)",
-            err=True,
-        )
+        _count_damage(problems, len(files))
         return
     shown: dict[str, int] = {}
     unshown_lines: dict[str, set[int]] = {}
-    for file, line, kind, message in problems:
+    for file, line, kind, message, more_lines, _ in problems:
+        if more_lines is not None:
+            output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)
+            continue
         shown[file] = shown.get(file, 0) + 1
         if shown[file] <= MAX_DAMAGE_LINES:
             output.echo(f"warning: {one_line(file)}:{line}: {kind}: {one_line(message)}", err=True)

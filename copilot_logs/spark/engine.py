@@ -16,7 +16,6 @@ local reader, which reports it as the local engine does. Spark's own failures be
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import re
@@ -26,15 +25,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
+from copilot_logs.ingest.logfile import open_log
 from copilot_logs.spark.progress import Progress, watching
+from copilot_logs.spark.tasks import RESULT_SCHEMA, Done, key, task
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
     from copilot_logs.ingest.reader import ReadResult
@@ -42,9 +42,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-BATCH_BYTES = 24 << 20
-"""A task reads and reduces its files in batches of about this much input (as locally)."""
-RESULT_SCHEMA = "result binary"
 _GLOB = re.compile(r"([\\*?\[\]{}])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _WRAPPERS = ("An error occurred while calling", "An exception was thrown from the Python worker")
@@ -202,14 +199,6 @@ def _location(source: Source) -> str:
     return "file://" + _GLOB.sub(r"\\\1", os.path.abspath(str(source.path)))
 
 
-def key(path: str) -> str:
-    """A file as Spark names it (``file:/a/b c``) and as we named it, made the same."""
-    parts = urlsplit(path)
-    if parts.scheme in ("", "file"):
-        return os.path.normpath(unquote(parts.path) if parts.scheme else path)
-    return path
-
-
 def by_key(sources: Iterable[Source]) -> dict[str, Source]:
     """Sources by the key of the path Spark will name them by."""
     return {
@@ -231,12 +220,20 @@ def plain(source: Source) -> bool:
     return name.isprintable() and ":" not in name
 
 
+MAX_FILE_BYTES = (1 << 31) - 1
+"""The largest file Spark's ``binaryFile`` reads (one larger fails the whole job)."""
+
+
 def opens(source: Source) -> bool:
+    """Whether Spark can be given the source: a regular file the local reader would open (stat
+    first, as locally, so that a named pipe is never waited on) and Spark can hold whole. Any
+    other is read here by the local reader, which reads a larger file and reports the rest as
+    the local engine does."""
     if source.path is None:
         return True
     try:
-        with source.path.open("rb"):
-            return True
+        with open_log(source.path) as stream:
+            return os.fstat(stream.fileno()).st_size <= MAX_FILE_BYTES
     except OSError:
         return False
 
@@ -253,82 +250,6 @@ def files_frame(spark: SparkSession, sources: Sequence[Source]) -> DataFrame:
     )
 
 
-# --- the work on the executors ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Done:
-    """A batch's result as it travels back to the driver, with the files it read."""
-
-    value: Any
-    diagnostics: Any
-    files_with_events: list[str]
-    names: list[str]
-
-
-def _reduce(group: list[tuple[Source, bytes]], fn: Callable[[ReadResult], Any]) -> _Done:
-    from copilot_logs.ingest.reader import ReadResult, read_stream
-    from copilot_logs.store.collect import _file_by_file
-
-    result = ReadResult.concat(read_stream(io.BytesIO(data), source)[0] for source, data in group)
-    try:
-        value = fn(result)
-    except Exception:  # as locally: from one log's content, the other logs are still mapped
-        value, result = _file_by_file(result, fn)
-    return _Done(
-        value,
-        result.diagnostics,
-        result.events["file"].unique().to_list(),
-        [source.name for source, _ in group],
-    )
-
-
-def sources_in(
-    batches: Iterable[pa.RecordBatch], named: dict[str, Source]
-) -> Iterator[tuple[Source, bytes]]:
-    for batch in batches:
-        paths = batch.column("path").to_pylist()
-        for index, path in enumerate(paths):
-            source = named.get(key(path))
-            if source is not None:
-                yield source, batch.column("content")[index].as_py()
-
-
-def grouped(
-    pairs: Iterable[tuple[Source, bytes]], limit: int = BATCH_BYTES
-) -> Iterator[list[tuple[Source, bytes]]]:
-    """Files in groups of about ``limit`` bytes, at least one file each."""
-    group: list[tuple[Source, bytes]] = []
-    size = 0
-    for source, data in pairs:
-        if group and size + len(data) > limit:
-            yield group
-            group, size = [], 0
-        group.append((source, data))
-        size += len(data)
-    if group:
-        yield group
-
-
-def _task(
-    fn: Callable[[ReadResult], Any], named: dict[str, Source]
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        for group in grouped(sources_in(batches, named)):
-            done = pickle.dumps(_reduce(group, fn), protocol=pickle.HIGHEST_PROTOCOL)
-            yield pa.RecordBatch.from_pydict({"result": [done]}, schema=_RESULT_ARROW())
-
-    return run
-
-
-def _RESULT_ARROW() -> pa.Schema:
-    import pyarrow as pa
-
-    return pa.schema([("result", pa.binary())])
-
-
 def map_batches(
     sources: Sequence[Source],
     fn: Callable[[ReadResult], T],
@@ -342,17 +263,16 @@ def map_batches(
     from copilot_logs.store.collect import BatchResult, map_batches
 
     readable = [s for s in sources if plain(s) and opens(s)]
-    named = by_key(readable)
     seen: set[str] = set()
     try:
         spark = session(master, progress)
         with watching(spark, progress):
-            rows = _collect(spark, readable, fn, named) if readable else []
+            rows = _collect(spark, readable, fn) if readable else []
     finally:
         if progress is not None:
             progress.finished()
     for row in rows:
-        done: _Done = pickle.loads(row.result)
+        done: Done = pickle.loads(row.result)
         seen.update(done.names)
         yield BatchResult(done.value, done.diagnostics, done.files_with_events)
     missed = [s for s in sources if s.name not in seen]
@@ -363,15 +283,49 @@ def map_batches(
         yield _unread(remote, fn)
 
 
+MAX_LEFT_OUT = 16
+"""Files Spark fails to read that a job is run again without (a job fails whole for one)."""
+
+
 def _collect(
-    spark: SparkSession, readable: list[Source], fn: Callable[[ReadResult], T], named: Any
+    spark: SparkSession, readable: list[Source], fn: Callable[[ReadResult], T]
 ) -> list[Any]:
-    try:
-        frame = files_frame(spark, readable).mapInArrow(_task(fn, named), RESULT_SCHEMA)
-        rows: list[Any] = frame.collect()
-        return rows
-    except spark_errors() as error:
-        raise SparkJobError(f"the Spark job failed: {first_line(error)}") from None
+    """The job's rows. A job that fails on one file (gone or changed since it was listed, or
+    that Spark cannot read) is run again without it, which the caller then reads here as the
+    local engine would: one warning, and the rest answered."""
+    for _ in range(MAX_LEFT_OUT + 1):
+        named = by_key(readable)
+        try:
+            frame = files_frame(spark, readable).mapInArrow(task(fn, named), RESULT_SCHEMA)
+            rows: list[Any] = frame.collect()
+            return rows
+        except spark_errors() as error:
+            failed = failed_file(error, named)
+            if failed is None:
+                raise SparkJobError(f"the Spark job failed: {first_line(error)}") from None
+            readable = [source for source in readable if source is not failed]
+            if not readable:
+                return []
+    raise SparkJobError(f"the Spark job failed on more than {MAX_LEFT_OUT} files")
+
+
+_FILE_IN_ERROR = re.compile(r"(?:reading file|does not exist:) ([a-z][a-z0-9+.-]*:\S+)")
+
+
+def failed_file(error: BaseException, named: dict[str, Source]) -> Source | None:
+    """The source a failed job names as the file it could not read or find, if it names one
+    of ``named`` (what Spark reports: PATH_NOT_FOUND, FAILED_READ_FILE)."""
+    text = str(error)
+    if "FAILED_READ_FILE" not in text and "PATH_NOT_FOUND" not in text:
+        return None  # not about one file: the job failed as a whole
+    parameters = getattr(error, "getMessageParameters", None)
+    paths = [(parameters() or {}).get("path", "")] if callable(parameters) else []
+    paths += [found.rstrip(".") for found in _FILE_IN_ERROR.findall(text)]
+    for path in paths:
+        if path and key(path) in named:
+            return named[key(path)]
+    among = [name for name in named if name in text]  # (printed otherwise: the longest)
+    return named[max(among, key=len)] if among else None
 
 
 def _unread(sources: Sequence[Source], fn: Callable[[ReadResult], T]) -> BatchResult[T]:
@@ -391,6 +345,8 @@ def _unread(sources: Sequence[Source], fn: Callable[[ReadResult], T]) -> BatchRe
             "kind": ["unreadable"] * len(sources),
             "message": ["cannot read the file: Spark could not read it"] * len(sources),
             "event_id": [None] * len(sources),
+            "more_lines": [None] * len(sources),
+            "new_lines": [None] * len(sources),
         },
         schema=DIAGNOSTICS_SCHEMA,
     )

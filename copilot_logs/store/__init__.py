@@ -118,7 +118,7 @@ class Progress:
     llm_calls: int
     subagent_calls: int
     messages: Iterable[tuple[str, str]]
-    damage: Iterable[tuple[int, str, str]]
+    damage: Iterable[tuple[int, str, str, int | None, int | None]]
     unreadable: bool
 
 
@@ -133,7 +133,8 @@ def progress_of(result: ReadResult, state: ReadState, size: int) -> Progress:
     )
     for kind, agent_id, parent, message_id, chunk_index in candidates.iter_rows():
         counter.add(kind, writer(agent_id, parent), message_id, chunk_index)
-    damage = diagnostics.sort("line").select("line", "kind", "message").rows()
+    columns = ("line", "kind", "message", "more_lines", "new_lines")
+    damage = diagnostics.sort("line").select(columns).rows()
     return Progress(
         end=state.end,
         next_line=state.next_line,

@@ -8,7 +8,6 @@ per worker (see :func:`copilot_logs.store.pool.plan`), or one larger file, not b
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import as_completed
 from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
@@ -68,7 +67,7 @@ def unprocessable(file: str, session_id: str) -> pl.DataFrame:
     """The diagnostic of a file whose events a command failed on (the exception being
     handled is named in it)."""
     return pl.DataFrame(
-        [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None)],
+        [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None, None, None)],
         schema=DIAGNOSTICS_SCHEMA,
         orient="row",
     )
@@ -202,7 +201,7 @@ def _map_rest(
             futures = {
                 pool.submit(_run_batch, group, fn, key, looked): group for group, looked in jobs
             }
-            for future in as_completed(futures):
+            for future in pool_store.as_done(futures):
                 _notify(futures[future], on_read)
                 yield future.result()
     if found is not None and (to_read or stdin):

@@ -84,8 +84,11 @@ def rows_of(result: Result) -> list[Rows] | None:
         return None
 
 
-Diagnostic = tuple[str | None, int | None, int | None, str | None, str | None, str | None]
-"""A diagnostics row without its file: session_id, line, offset, kind, message, event_id."""
+Diagnostic = tuple[
+    str | None, int | None, int | None, str | None, str | None, str | None, int | None, int | None
+]
+"""A diagnostics row without its file: session_id, line, offset, kind, message, event_id,
+more_lines, new_lines."""
 
 
 class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -108,7 +111,8 @@ class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     llm_calls: Count
     subagent_calls: Count
     messages: list[tuple[str, str]]
-    damage: list[tuple[Count, str, str]]
+    damage: list[tuple[Count, str, str, Count | None, Count | None]]
+    """(line, kind, message, more_lines, new_lines) of each diagnostic (DIAGNOSTICS_SCHEMA)."""
     unreadable: bool
     body: tuple[Count, Count, Count] | None
     """The events frame in the body: its IPC length and CRC-32, and its rows; None when the

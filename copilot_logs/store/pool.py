@@ -11,17 +11,21 @@ cores, or to see what copilot-logs does on a bigger machine.
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import os
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
+from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext, ForkServerContext
 from typing import TYPE_CHECKING, TypeVar
 
+from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.store import worker
 
 if TYPE_CHECKING:
     from copilot_logs.store.key import Found
@@ -81,16 +85,67 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def executor(workers: int, *, frames: bool) -> ProcessPoolExecutor:
+class WorkerLost(CopilotLogsError):
+    """A worker process ended in the middle of its work (killed, or out of memory)."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
+@contextmanager
+def executor(workers: int, *, frames: bool) -> Iterator[ProcessPoolExecutor]:
     """A pool of ``workers`` processes (see :func:`start_method`). Each imports
     copilot_logs.store.worker before any work (a spawned one through the initializer), then the
-    reader, and polars too when ``frames`` (the workers build frames)."""
-    return ProcessPoolExecutor(
+    reader, and polars too when ``frames`` (the workers build frames).
+
+    The workers end with this process however it ends: each watches a pipe whose other end
+    only this process holds (:func:`copilot_logs.store.worker.start`), which the kernel closes
+    when this process dies, even by SIGKILL. Their parent cannot tell them: under a fork server
+    it is the server, which outlives this process as long as a worker holds its pipe. On an
+    error or Ctrl-C here the pipe is closed and nothing waits for their batches; a worker that
+    dies raises :class:`WorkerLost` (one line, not a traceback)."""
+    context = _context(frames)
+    lifeline, held = context.Pipe(duplex=False)
+    pool = ProcessPoolExecutor(
         max_workers=workers,
-        mp_context=_context(frames),
-        initializer=importlib.import_module,
-        initargs=("copilot_logs.store.worker",),
+        mp_context=context,
+        initializer=worker.start,
+        initargs=(lifeline,),
     )
+    try:
+        yield pool
+    except BrokenProcessPool:
+        _stop(pool, held)
+        raise WorkerLost(
+            "a worker process reading the logs was killed (out of memory?) before it was "
+            f"done: run the command again, or with {CPUS_VARIABLE}=1 to read in this process"
+        ) from None
+    except BaseException:
+        _stop(pool, held)
+        raise
+    else:
+        pool.shutdown(wait=True)
+        held.close()
+    finally:
+        lifeline.close()
+
+
+WAKE_SECONDS = 0.2
+"""How often a wait for the workers wakes up to let this process handle Ctrl-C."""
+
+
+def as_done(futures: Iterable[Future[T]]) -> Iterator[Future[T]]:
+    """The futures as they finish. The wait wakes up every WAKE_SECONDS: Ctrl-C can be handled
+    by another thread than the waiting one, and then reaches it only when it wakes."""
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=WAKE_SECONDS, return_when=FIRST_COMPLETED)
+        yield from done
+
+
+def _stop(pool: ProcessPoolExecutor, held: Connection) -> None:
+    """End the workers now (closing their lifeline) and drop the batches not started."""
+    held.close()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _context(frames: bool) -> BaseContext:

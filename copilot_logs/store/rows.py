@@ -209,7 +209,10 @@ def _physical(dtype: Any) -> Any:
     return dtype
 
 
-DIAGNOSTIC_COLUMNS = ("session_id", "line", "offset", "kind", "message", "event_id")
+DIAGNOSTIC_COLUMNS = (
+    *("session_id", "line", "offset", "kind", "message", "event_id"),
+    *("more_lines", "new_lines"),
+)
 """The diagnostics columns a header keeps (``file`` is the caller's name for the log)."""
 
 

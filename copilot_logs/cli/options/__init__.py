@@ -15,7 +15,7 @@ import click
 from copilot_logs.cli import complete_sessions
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
-from copilot_logs.render.formats import report_damage
+from copilot_logs.render.formats import report_damage, report_growth
 from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
@@ -321,10 +321,11 @@ class Loaded:
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
-        from copilot_logs.ingest import window
+        from copilot_logs.ingest import logfile, window
 
         since, until = self.window
         looked, self.found = self.found, None
+        growth = logfile.Growth(self.sources, looked)
         narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
         step: Callable[[ReadResult], Any] = (
             functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
@@ -353,6 +354,7 @@ class Loaded:
         self.diagnostics = pl.concat(diagnostics)
         if self.report:
             report_damage(self.diagnostics, quiet=quiet())
+        report_growth([source.name for source in growth.grown()])
         return values
 
     def empty_files(self) -> set[str]:

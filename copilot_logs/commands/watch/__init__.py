@@ -35,6 +35,7 @@ from copilot_logs.derive import MAIN, TYPE
 from copilot_logs.errors import SelectionError
 from copilot_logs.ingest.discover import EVENTS_FILE, Selection, find_sources
 from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.ingest.schema import damaged_line_count
 
 ACTIVE_WITHIN = timedelta(minutes=10)
 """Watching a root: the sessions written to this recently are followed from the start."""
@@ -125,7 +126,7 @@ def state(follower: Follower) -> SessionState | None:
         task_complete=bool(annotated.select((TYPE == "session.task_complete").any()).item()),
         last_event_at=annotated["timestamp"].max(),  # type: ignore[arg-type]
         running_tools=_running_tools(annotated),
-        damaged_lines=follower.result.diagnostics["line"].n_unique(),
+        damaged_lines=follower.result.diagnostics.select(damaged_line_count()).item(),
         pending_bytes=follower.pending_bytes,
     )
 

@@ -4,9 +4,10 @@ The CLI writes every event as one compact JSON object whose envelope has a fixed
 ``{"type":"T","data":{...}[,"agentId":"A"],"id":"I","timestamp":"S","parentId":P}``. Quotes
 inside JSON strings are escaped, so the head and tail patterns below can only match the real
 envelope of a whole line. A line is vouched for without decoding when its head and tail have
-that exact shape, its bytes are valid UTF-8, and (checked by the caller) its parentId is the id
-of the event before it: a cut line, a glued line or a line split by a raw newline breaks one of
-these, and is then decoded by the full reader, which reports it.
+that exact shape, its bytes are valid UTF-8 without a raw control character (JSON allows none
+inside a string, and the CLI writes none between tokens), and (checked by the caller) its
+parentId is the id of the event before it: a cut line, a glued line or a line split by a raw
+newline breaks one of these, and is then decoded by the full reader, which reports it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ ENVELOPE_TAIL = re.compile(
 """Groups: agentId (where the CLI writes it, before ``id``), id, timestamp, parentId, agentId
 (where older CLIs wrote it, after ``parentId``)."""
 TAIL_WINDOW = 512
+_CONTROL = re.compile(rb"[\x00-\x1f]")
 
 
 @dataclass(frozen=True)
@@ -112,8 +114,8 @@ def envelope(raw: bytes) -> Envelope | None:
     if fields is None:
         return None
     kind, agent_id, event_id, stamp, parent_id = fields
-    if not kind.isascii():
-        return None
+    if not kind.isascii() or _CONTROL.search(raw) is not None:
+        return None  # (a raw control character: the full reader finds the line invalid)
     if not raw.isascii():
         try:
             raw.decode("utf-8")
