@@ -91,10 +91,12 @@ class Growth(Generic[L]):
 
     def __init__(self, logs: Sequence[L], found: Sequence[_Looked] | None = None) -> None:
         self.logs = logs
-        if found is None:
-            self.sizes = _sizes(logs)
-        else:
-            self.sizes = [looked.stamp.size if looked.stamp else 0 for looked in found]
+        self.sizes = _sizes(logs)
+        if found is not None:  # a log the store could not stamp (unreadable) is as it is now
+            self.sizes = [
+                looked.stamp.size if looked.stamp else size
+                for looked, size in zip(found, self.sizes, strict=True)
+            ]
 
     def grown(self) -> list[L]:
         """The logs that are bigger now: each was read no further than it went when the
