@@ -53,6 +53,7 @@ class Command(click.Command):
         rest = super().parse_args(ctx, args)  # --help and bad values first, as click does
         if not ctx.resilient_parsing:
             refuse_empty(self, ctx, given)
+            _refuse_relative_without_cwd(self, ctx)
         return rest
 
 
@@ -73,6 +74,20 @@ def refuse_empty(command: click.Command, ctx: click.Context, args: list[str]) ->
             if isinstance(given, str) and not (given if path else given.strip(" \t,")):
                 fix = "name one (the current folder is .)" if path else "give one, or leave it out"
                 raise click.BadParameter(f"{given!r} is an empty value: {fix}", ctx, param)
+
+
+def _refuse_relative_without_cwd(command: click.Command, ctx: click.Context) -> None:
+    """A relative path (``export out``, ``-o page.html``) when the current folder was deleted:
+    a usage error that says so, before anything is written."""
+    for param in command.get_params(ctx):
+        value = ctx.params.get(param.name or "")
+        if not isinstance(param.type, click.Path) or not value or os.path.isabs(value):
+            continue
+        try:
+            if str(value) != "-":
+                os.getcwd()
+        except OSError:
+            raise click.UsageError(config.CWD_GONE, ctx) from None
 
 
 class LazyGroup(click.Group):

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     Picked,
     exit_code,
@@ -35,7 +36,7 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozense
     return frozenset(names)
 
 
-@click.command()
+@click.command(cls=Command)
 @selection_options
 @click.option(
     "--fail-on",
