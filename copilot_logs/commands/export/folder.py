@@ -68,11 +68,6 @@ def cannot_write(out: Path, error: OSError) -> CopilotLogsError:
     """One clear error for an OSError met while exporting into ``out``."""
     where = error.filename or out
     reason = error.strerror or str(error)
-    if not out.is_absolute() and not _cwd_exists():
-        return ExportError(
-            f"{out}: the current folder no longer exists (it was deleted); cd to a folder that "
-            "exists and export again"
-        )
     if error.errno in FULL:
         return WriteError(
             f"{where}: cannot write ({reason}); free some space and export again "
@@ -87,14 +82,6 @@ def cannot_write(out: Path, error: OSError) -> CopilotLogsError:
             f"move it out of {out}"
         )
     return WriteError(f"{where}: cannot write ({reason}); {out} is as the last export left it")
-
-
-def _cwd_exists() -> bool:
-    try:
-        os.getcwd()
-    except OSError:
-        return False
-    return True
 
 
 def in_the_way(path: Path, out: Path) -> Path:
