@@ -227,13 +227,17 @@ def test_a_failed_spark_job_is_one_error_line_and_exit_3(
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
+class Hung(Exception):
+    """Not an OSError (as TimeoutError is), which the code under test may catch."""
+
+
 @contextmanager
 def deadline(seconds: int) -> Iterator[None]:
     """Fail (rather than hang) when the block takes longer: SIGALRM interrupts a blocking
     open or read in this thread."""
 
     def expired(*_: Any) -> None:
-        raise TimeoutError(f"still running after {seconds} s")
+        raise Hung(f"still running after {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.alarm(seconds)

@@ -120,7 +120,7 @@ def test_every_unreadable_path_is_reported_and_the_good_session_still_read(
     for what, path in bad.items():
         mine = [line for line in warnings if line.startswith(f"warning: {shown(path)}:0: ")]
         assert len(mine) == 1 and ADVICE[what] in mine[0], (what, warnings)
-    assert len(warnings) == len(bad)
+    assert len([line for line in warnings if ":0: " in line]) == len(bad), warnings
     if command == "sessions":
         rows = orjson.loads(result.stdout)
         status = {row["file"]: row["status"] for row in rows}
