@@ -13,6 +13,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+import synth
 from copilot_logs.cli import main
 from copilot_logs.errors import ExitCode, SelectionError, UnsupportedFormatError
 from copilot_logs.ingest.discover import Selection, default_root, find_sources, parse_when
@@ -255,3 +256,32 @@ def test_the_api_reads_a_session_found_twice_once(tmp_path: Path) -> None:
     a, b, logs = two_folders(tmp_path)
     files = {str(s.path) for s in find_sources(Selection(selectors=(str(a), str(b))))}
     assert files == {*map(str, logs), str(b / logs[1].parent.name / "events.jsonl")}
+
+
+def test_many_logs_of_one_name_are_not_compared_two_by_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files of one name (``<date>/session.jsonl``) are looked at as possible copies; only
+    those that start alike are compared: two by two, 3,000 of them took over 5 minutes."""
+    from copilot_logs.ingest import discover
+
+    compared: list[tuple[str, str]] = []
+    compare = discover._compare
+
+    def spy(first: Any, second: Any, notes: list[str]) -> set[int]:
+        compared.append((first.name, second.name))
+        return compare(first, second, notes)
+
+    monkeypatch.setattr(discover, "_compare", spy)
+    paths = []
+    for n in range(200):
+        b = synth.SessionBuilder(seed=n)
+        b.user_message("go")
+        paths.append(b.write(tmp_path / f"day{n:03}" / "session.jsonl"))
+    copy = tmp_path / "copy" / "session.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(paths[7].read_bytes())
+    found = find_sources(Selection(selectors=tuple(str(p) for p in [*paths, copy])))
+    assert compared == [(str(paths[7]), str(copy))]  # the one pair that starts alike
+    assert [s.path for s in found if s.path in (paths[7], copy)] == [paths[7]]
+    assert len(found) == 200

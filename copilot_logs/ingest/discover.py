@@ -241,11 +241,28 @@ def _copies(sources: list[Source], notes: list[str]) -> list[Source]:
             groups.setdefault(source.session_hint, []).append(source)
     left_out: set[int] = set()
     for group in groups.values():
-        for at, first in enumerate(group):
-            for second in group[at + 1 :]:
-                if id(first) not in left_out and id(second) not in left_out:
-                    left_out |= _compare(first, second, notes)
+        for alike in _by_first_line(group) if len(group) > 1 else ():
+            for at, first in enumerate(alike):
+                for second in alike[at + 1 :]:
+                    if id(first) not in left_out and id(second) not in left_out:
+                        left_out |= _compare(first, second, notes)
     return [source for source in sources if id(source) not in left_out]
+
+
+def _by_first_line(group: list[Source]) -> list[list[Source]]:
+    """The files of one session name that start with the same line (its session.start, for
+    a log): only these can be copies of each other, or one session. Compared two by two
+    without this, 3,000 files named ``session.jsonl`` took longer than 5 minutes."""
+    alike: dict[bytes, list[Source]] = {}
+    for source in group:
+        assert source.path is not None
+        try:
+            with open_log(source.path) as stream:
+                first = stream.readline(1 << 16)
+        except OSError:
+            continue
+        alike.setdefault(first, []).append(source)
+    return [sources for sources in alike.values() if len(sources) > 1]
 
 
 def _compare(first: Source, second: Source, notes: list[str]) -> set[int]:
