@@ -2,11 +2,13 @@
 
 The reader streams: it holds one block of lines (CLEAN_BLOCK bytes) and the line being
 assembled, never the file. It splits on ``b"\\n"`` only (a raw U+2028 inside a string is not a
-line break). A block whose every line is clean is decoded whole (:mod:`copilot_logs.
-clean_blocks`); in any other block, runs of FALLBACK_LINES lines are tried the same way, and
-the lines of a run that is not clean go one by one through the line reader
-(:mod:`copilot_logs.ingest.line_reader`), which recovers and reports the damage. Both ways give the
-same rows.
+line break). A block whose every line is clean is decoded whole
+(:mod:`copilot_logs.ingest.clean_blocks`); in any other block, runs of FALLBACK_LINES lines are
+tried the same way, and the lines of a run that is not clean go one by one through the line
+reader (:mod:`copilot_logs.ingest.line_reader`), which recovers and reports the damage. Both
+ways give the same rows. Every command reads this way, ``count --total`` too: it reads into a
+:class:`copilot_logs.ingest.calls.CallTally`, and the clean runs then give only the columns a
+count needs.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import codecs
 from collections.abc import Generator, Iterator
 
 from copilot_logs.ingest import clean_blocks
+from copilot_logs.ingest.calls import CallTally
 from copilot_logs.ingest.clean_blocks import FALLBACK_LINES, decode_run, line_ends, valid_utf8
 from copilot_logs.ingest.decode.envelope import Readable
-from copilot_logs.ingest.events_frame import FLUSH_ROWS
+from copilot_logs.ingest.events_frame import FLUSH_ROWS, Rows
 from copilot_logs.ingest.line_reader import LineReader, Physical
 
 
@@ -41,6 +44,7 @@ class FileReader(LineReader):
                 if long.length:
                     yield long.physical(number, offset, b"", terminated=False)
                 return
+            begin = 0  # where the block's own lines start
             if long.length:
                 newline = more.find(b"\n")
                 if newline == -1:
@@ -49,35 +53,37 @@ class FileReader(LineReader):
                 if long.nuls:  # its NULs are not held: the line goes alone to the reader
                     line = long.physical(number, offset, more[:newline], terminated=True)
                     yield line
-                    offset, number = offset + line.length + 1, number + 1
-                    more = more[newline + 1 :]
-                else:
-                    more = long.take() + more
+                    length = line.length + 1
+                else:  # the line the last block cut, whole (never the block copied after it)
+                    head = long.take() + more[: newline + 1]
+                    yield from self._block(head, len(head), offset, number)
+                    length = len(head)
+                offset, number, begin = offset + length, number + 1, newline + 1
                 long = _LongLine(b"")
             cut = more.rfind(b"\n") + 1
-            if cut == 0:
-                long.add(more)
+            if cut <= begin:
+                long.add(more[begin:])
                 continue
             long.add(more[cut:])
-            if self.clean_lane and self.columns.held >= FLUSH_ROWS:
+            if isinstance(self.columns, Rows) and self.columns.held >= FLUSH_ROWS:
                 self.columns.flush()
-            lines = yield from self._block(more, cut, offset, number)
-            offset, number = offset + cut, number + lines
+            lines = yield from self._block(more, cut, offset - begin, number, begin)
+            offset, number = offset + cut - begin, number + lines
 
     def _block(
-        self, block: bytes, cut: int, offset: int, number: int
+        self, block: bytes, cut: int, offset: int, number: int, begin: int = 0
     ) -> Generator[Physical, None, int]:
-        """The lines of ``block`` before ``cut`` that are not in a clean run; returns how
-        many lines there are."""
-        ends = line_ends(block, cut)
+        """The lines of ``block`` from ``begin`` to ``cut`` that are not in a clean run;
+        returns how many lines there are. ``offset`` is where ``block[0]`` is in the file."""
+        ends = line_ends(block, cut, begin)
         view = memoryview(block)
-        valid = block.isascii() or valid_utf8(view[:cut])
-        if valid and self._clean_run(block, ends, (offset, number, 0)):
+        valid = block.isascii() or valid_utf8(view[begin:cut])
+        if valid and self._clean_run(block, ends, (offset, number, begin)):
             return len(ends)
         many = len(ends) > FALLBACK_LINES
         for first in range(0, len(ends), FALLBACK_LINES):
             run = ends[first : first + FALLBACK_LINES]
-            start = ends[first - 1] + 1 if first else 0
+            start = ends[first - 1] + 1 if first else begin
             clean = many and (valid or valid_utf8(view[start : run[-1]]))
             if clean and self._clean_run(block, run, (offset, number + first, start)):
                 continue
@@ -90,9 +96,10 @@ class FileReader(LineReader):
         """Add the lines of ``block`` that end at ``ends`` in one go, if they are clean (see
         :func:`copilot_logs.ingest.clean_blocks.decode_run`); adds nothing and returns False
         otherwise."""
-        if not self.clean_lane or self.held is not None:
+        if self.held is not None:
             return False
-        run = decode_run(block, ends, where, self.seen_ids)
+        counting = isinstance(self.columns, CallTally)
+        run = decode_run(block, ends, where, self.seen_ids, counting=counting)
         if run is None:
             return False
         rows = self.columns.count

@@ -2,11 +2,12 @@
 
 A run of lines is clean when each is an event of the usual shape on a line of its own: valid
 UTF-8, no CR, no blank line, an envelope and payload fields of the usual types
-(:class:`copilot_logs.ingest.decode.event_structs.Event`), an id not seen before, no number beyond
-what a
-column holds. Such a run gives the same rows as the line reader would (a property test checks
-it), without a Python step per field; any other run is read by the line reader, which
-recovers what it can and reports the damage.
+(:class:`copilot_logs.ingest.decode.event_structs.Event`), an id not seen before, no number
+beyond what a column holds. Such a run gives the same rows as the line reader would (a property
+test checks it), without a Python step per field; any other run is read by the line reader,
+which recovers what it can and reports the damage. This is the one definition of a clean line:
+``count --total`` asks it too, and then gets only the columns a count reads
+(:data:`copilot_logs.ingest.calls.COUNT_FIELDS`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any, Literal
 import msgspec
 import orjson
 
+from copilot_logs.ingest.calls import CALL_TYPES
 from copilot_logs.ingest.decode import json_limits
-from copilot_logs.ingest.decode.event_structs import EVENT_LINES, Data, detail
+from copilot_logs.ingest.decode.event_structs import EVENT_LINES, Data, Event, detail
 from copilot_logs.ingest.decode.event_types import DETAIL_TYPES
 from copilot_logs.ingest.decode.payload import PAYLOAD_TYPES, payload_columns
 
@@ -37,17 +39,18 @@ class CleanRun:
     """The rows of a run of clean lines."""
 
     columns: list[list[Any]]
-    """In ROW_FIELDS order (copilot_logs.ingest.events_frame)."""
+    """In ROW_FIELDS order (copilot_logs.ingest.events_frame); for a count, the types of the
+    events and the COUNT_FIELDS of those that may be calls (copilot_logs.ingest.calls)."""
     ids: list[str]
     sessions: list[tuple[int, str | None]]
     """(row in the run, sessionId) of each session.start."""
 
 
-def line_ends(block: bytes, cut: int) -> list[int]:
-    """The positions of the newlines of ``block`` before ``cut``."""
+def line_ends(block: bytes, cut: int, begin: int = 0) -> list[int]:
+    """The positions of the newlines of ``block`` from ``begin`` to ``cut``."""
     ends = []
     find = block.find
-    at = find(b"\n", 0, cut)
+    at = find(b"\n", begin, cut)
     while at != -1:
         ends.append(at)
         at = find(b"\n", at + 1, cut)
@@ -63,12 +66,17 @@ def valid_utf8(view: memoryview) -> bool:
 
 
 def decode_run(
-    block: bytes, ends: list[int], where: tuple[int, int, int], seen_ids: Set[str]
+    block: bytes,
+    ends: list[int],
+    where: tuple[int, int, int],
+    seen_ids: Set[str],
+    *,
+    counting: bool = False,
 ) -> CleanRun | None:
     """The rows of the lines of ``block`` that end at ``ends`` (newline positions), or None
     when one of them is not clean. ``where`` is the offset in the file of ``block[0]``, the
     first line's number and its start in ``block`` (the others start after the newline
-    before them)."""
+    before them). ``counting``: only the columns a count reads (the same lines are clean)."""
     offset, number, start = where
     view = memoryview(block)
     try:
@@ -85,6 +93,13 @@ def decode_run(
     details = _details(view, kinds, starts, ends)
     if details is None:
         return None
+    sessions = [
+        (row, events[row].data.sessionId)
+        for row, kind in enumerate(kinds)
+        if kind == "session.start"
+    ]
+    if counting:
+        return CleanRun(_count_columns(events, kinds), ids, sessions)
     datas: list[Data | None] = [
         event.data if kind in PAYLOAD_TYPES else None
         for event, kind in zip(events, kinds, strict=True)
@@ -99,12 +114,24 @@ def decode_run(
         [event.timestamp for event in events],
         [event.agentId for event in events],
     ]
-    sessions = [
-        (row, events[row].data.sessionId)
-        for row, kind in enumerate(kinds)
-        if kind == "session.start"
-    ]
     return CleanRun([*envelope, *payload_columns(kinds, datas, details)], ids, sessions)
+
+
+def _count_columns(events: list[Event], kinds: list[str]) -> list[list[Any]]:
+    """What a count reads of a run: every event's type, and the COUNT_FIELDS of each event
+    that may be a call."""
+    calls = [
+        (
+            kind,
+            event.agentId,
+            event.data.parentToolCallId,
+            event.data.messageId,
+            event.data.chunkIndex,
+        )
+        for event, kind in zip(events, kinds, strict=True)
+        if kind in CALL_TYPES
+    ]
+    return [kinds, calls]
 
 
 def _one_object_a_line(block: bytes, start: int, ends: list[int]) -> bool:

@@ -11,9 +11,9 @@ vouches for the whole line (:mod:`copilot_logs.ingest.decode.envelope`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from copilot_logs.ingest.decode import json_limits
 from copilot_logs.ingest.decode.envelope import EVENT_START, Envelope, envelope
@@ -29,7 +29,8 @@ from copilot_logs.ingest.decode.json_repair import (
     try_loads,
 )
 from copilot_logs.ingest.decode.payload import NO_PAYLOAD, PAYLOAD_TYPES, as_str, as_text, payload
-from copilot_logs.ingest.events_frame import Diagnostics, Rows, SessionMark
+from copilot_logs.ingest.events_frame import Diagnostics, SessionMark
+from copilot_logs.ingest.progress import ReadState
 
 MAX_REJOIN_LINES = 16
 """How many following physical lines an event split by raw newlines may span."""
@@ -52,15 +53,17 @@ class Physical:
         return len(self.raw) + self.nuls
 
 
-@dataclass(frozen=True)
-class Resume:
-    """Where an earlier read of a file that has since grown stopped: its last whole line."""
+class Sink(Protocol):
+    """Where the reader puts the events it reads: :class:`copilot_logs.ingest.events_frame.Rows`
+    (the frames are built from them) or :class:`copilot_logs.ingest.calls.CallTally` (only the
+    calls are counted)."""
 
-    offset: int
-    line: int
-    last_id: str | None
-    seen_ids: frozenset[str]
-    session_id: str | None
+    @property
+    def count(self) -> int: ...
+
+    def append(self, row: Sequence[Any]) -> None: ...
+
+    def extend(self, columns: Sequence[list[Any]]) -> None: ...
 
 
 def _ordered(shape: Envelope) -> tuple[str | None, ...]:
@@ -97,40 +100,33 @@ def event_row(obj: dict[str, Any], line: int, offset: int, length: int) -> tuple
 _PAYLOAD_TYPE_BYTES = frozenset(kind.encode() for kind in PAYLOAD_TYPES)
 
 
-def _reads_payload(kind: str, _agent_id: str | None) -> bool:
-    return kind in PAYLOAD_TYPES
-
-
 class LineReader:
     """Turns the physical lines of one file into events and diagnostics."""
 
     def __init__(
-        self,
-        rows: Rows,
-        diagnostics: Diagnostics,
-        resume: Resume | None = None,
-        wants_payload: Callable[[str, str | None], bool] | None = None,
+        self, rows: Sink, diagnostics: Diagnostics, resume: ReadState | None = None
     ) -> None:
         self.columns = rows
         self.diagnostics = diagnostics
-        self.wants_payload = wants_payload or _reads_payload
-        self.always_decoded = _PAYLOAD_TYPE_BYTES if wants_payload is None else frozenset()
-        self.seen_ids: set[str] = set(resume.seen_ids) if resume else set()
-        self.last_id: str | None = resume.last_id if resume else None
-        self.session_id: str | None = resume.session_id if resume else None
+        resume = resume or ReadState()
+        self.seen_ids: set[str] = set(resume.seen_ids)
+        self.last_id: str | None = resume.last_id
+        self.session_id: str | None = resume.session_id
         """The session the rows read now belong to (the last session.start's sessionId)."""
         self.first_session_id = self.session_id
         """The session of the first rows (None: the file's hint; see :meth:`_session`)."""
         self.sessions: list[SessionMark] = []
         self.rows_before = rows.count
         self.diagnostics_before = len(diagnostics.rows)
-        self.end = resume.offset if resume else 0
-        self.next_line = resume.line if resume else 1
+        self.end = resume.end
+        self.next_line = resume.next_line
         self.held: Physical | None = None
         """A line that did not parse, waiting for the next (maybe one event split by raw
         newlines)."""
-        self.clean_lane = wants_payload is None
-        """Whether clean blocks are decoded whole (every payload is read then)."""
+
+    def state(self) -> ReadState:
+        """How far the read got (the ids seen are in the rows read)."""
+        return ReadState(self.end, self.next_line, self.last_id, self.session_id)
 
     def run(self, lines: Iterator[Physical]) -> None:
         for physical in lines:
@@ -200,10 +196,10 @@ class LineReader:
         id of the event before it and whose id is new; any other line is decoded.
         """
         type_end = raw.find(b'"', 9)
-        if raw[9:type_end] in self.always_decoded:
+        if raw[9:type_end] in _PAYLOAD_TYPE_BYTES:
             return False  # decoded anyway: checking its envelope first would be wasted work
         shape = envelope(raw)
-        if shape is None or self.wants_payload(shape.type, shape.agent_id):
+        if shape is None or shape.type in PAYLOAD_TYPES:
             return False
         if shape.parent_id != self.last_id or shape.event_id in self.seen_ids:
             return False

@@ -1,16 +1,18 @@
 """Bytes on disk -> an events frame and a diagnostics frame: the reader's entry points.
 
-The frames are built once per batch of files (:mod:`copilot_logs.ingest.events_frame`) from what the
-block reader (:mod:`copilot_logs.ingest.block_reader`) reads of each file: whole runs of clean lines
-decoded at once, and every other line through the line reader, which recovers every event the
-known kinds of damage leave behind and reports each damaged physical line.
+The frames are built once per batch of files (:mod:`copilot_logs.ingest.events_frame`) from
+what the block reader (:mod:`copilot_logs.ingest.block_reader`) reads of each file: whole runs
+of clean lines decoded at once, and every other line through the line reader, which recovers
+every event the known kinds of damage leave behind and reports each damaged physical line.
+``count --total`` reads through the same block reader (:func:`count_calls`), counting the calls
+instead of keeping rows.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -19,13 +21,13 @@ if TYPE_CHECKING:
     import polars as pl
 
 from copilot_logs.ingest.block_reader import FileReader
-from copilot_logs.ingest.calls import CallCounter, needs_payload
-from copilot_logs.ingest.decode.cli_format import writer
+from copilot_logs.ingest.calls import CallCounter, CallTally
 from copilot_logs.ingest.decode.envelope import Readable, Source
 from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS, PAYLOAD_TYPES
 from copilot_logs.ingest.events_frame import ENVELOPE_FIELDS, Diagnostics, Rows, Span
-from copilot_logs.ingest.line_reader import Resume
+from copilot_logs.ingest.line_reader import Sink
 from copilot_logs.ingest.logfile import Capped, open_log, why_unreadable
+from copilot_logs.ingest.progress import DamageRow, ReadState
 
 __all__ = [
     "ENVELOPE_FIELDS",
@@ -33,7 +35,7 @@ __all__ = [
     "PAYLOAD_TYPES",
     "ReadResult",
     "ReadState",
-    "Resume",
+    "count_calls",
     "read_many",
 ]
 
@@ -64,30 +66,18 @@ class ReadResult:
         return ReadResult(empty_events(), empty_diagnostics())
 
 
-@dataclass(frozen=True)
-class ReadState:
-    """How far a read got, so that a cache can later read only what was appended."""
-
-    end: int
-    """Bytes up to and including the last newline."""
-    next_line: int
-    last_id: str | None
-    session_id: str | None
-    """The session the last rows belong to: appended rows continue it."""
-
-
 def _read(
     stream: Readable,
     source: Source,
-    rows: Rows,
+    rows: Sink,
     diagnostics: Diagnostics,
-    resume: Resume | None = None,
-    wants_payload: Callable[[str, str | None], bool] | None = None,
+    resume: ReadState | None = None,
 ) -> tuple[Span, ReadState]:
-    """Read one stream into shared row lists; returns its span and how far it got."""
+    """Read one stream into shared row lists (or a count); returns its span and how far it
+    got."""
     events_before, diagnostics_before = rows.count, len(diagnostics.rows)
     diagnostics.start_file(source.name)
-    reader = FileReader(rows, diagnostics, resume, wants_payload)
+    reader = FileReader(rows, diagnostics, resume)
     reader.run(reader.lines(stream))
     diagnostics.settle()
     if resume is None and rows.count == events_before:
@@ -109,7 +99,7 @@ def _read(
         len(diagnostics.rows) - diagnostics_before,
         reader.sessions,
     )
-    return span, ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
+    return span, reader.state()
 
 
 STDIN_CLOSED = "standard input is closed: pipe a log into it, or name the files to read"
@@ -117,30 +107,27 @@ STDIN_CLOSED = "standard input is closed: pipe a log into it, or name the files 
 
 def _read_source_into(
     source: Source,
-    resume: Resume | None,
-    rows: Rows,
+    resume: ReadState | None,
+    rows: Sink,
     diagnostics: Diagnostics,
-    wants_payload: Callable[[str, str | None], bool] | None = None,
-    limit: int | None = None,
 ) -> tuple[Span, ReadState | None]:
-    """Read a file (or stdin) up to byte ``limit`` (default: its size when opened); an
-    unreadable file becomes a diagnostic, never an exception."""
+    """Read a file (or stdin) up to its size when opened; an unreadable file becomes a
+    diagnostic, never an exception."""
     if source.path is None:
         import sys
 
         if sys.stdin is None:  # closed (`<&-`) when the command started
             diagnostics.add(0, 0, "unreadable", STDIN_CLOSED)
             return Span(source.name, source.session_hint, 0, 1), None
-        return _read(sys.stdin.buffer, source, rows, diagnostics, None, wants_payload)[0], None
+        return _read(sys.stdin.buffer, source, rows, diagnostics)[0], None
     try:
         with open_log(source.path) as stream:
             if resume is not None:
-                stream.seek(resume.offset)
+                stream.seek(resume.end)
             # Up to the size the file has now: a log appended to faster than it is read
             # would keep the reader going for ever (the command says when one grew).
-            size = os.fstat(stream.fileno()).st_size
-            capped = Capped(stream, size if limit is None else min(size, limit))
-            return _read(capped, source, rows, diagnostics, resume, wants_payload)
+            capped = Capped(stream, os.fstat(stream.fileno()).st_size)
+            return _read(capped, source, rows, diagnostics, resume)
     except OSError as exc:
         before = len(diagnostics.rows)
         diagnostics.add(0, 0, "unreadable", why_unreadable(source.path, exc))
@@ -148,7 +135,7 @@ def _read_source_into(
 
 
 def read_many(
-    jobs: Sequence[tuple[Source, Resume | None]],
+    jobs: Sequence[tuple[Source, ReadState | None]],
 ) -> tuple[ReadResult, list[ReadState | None]]:
     """Read several sources (each maybe resumed where an earlier read stopped) into one
     ReadResult, and say how far each read got (None for stdin or an unreadable file).
@@ -172,9 +159,9 @@ def read_source(source: Source) -> ReadResult:
 
 
 def read_stream(
-    stream: BinaryIO, source: Source, *, resume: Resume | None = None
+    stream: BinaryIO, source: Source, *, resume: ReadState | None = None
 ) -> tuple[ReadResult, ReadState]:
-    """Read one session log from an open binary stream (positioned at ``resume.offset`` when
+    """Read one session log from an open binary stream (positioned at ``resume.end`` when
     continuing an earlier read)."""
     rows, diagnostics = Rows(), Diagnostics()
     span, state = _read(stream, source, rows, diagnostics, resume)
@@ -186,64 +173,14 @@ def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> Re
     return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))[0]
 
 
-Damage = tuple[tuple[int, str, str, "int | None", "int | None"], ...]
-"""(line, kind, message, more_lines, new_lines) of each diagnostic (see DIAGNOSTICS_SCHEMA)."""
-
-
-@dataclass(frozen=True)
-class Window:
-    """What :func:`count_window` read, and the reader's state after it."""
-
-    events: int
-    state: ReadState
-    seen_ids: set[str]
-
-
-def count_window(
-    data: bytes, counter: CallCounter, resume: Resume, diagnostics: Diagnostics
-) -> Window:
-    """:func:`count_calls` of the whole lines ``data``, which start at ``resume`` in a file and
-    end with a line the reader does not hold (one JSON object, starting with ``{``): so the
-    reader's figures and state after them are those of a read of the whole file. The damage
-    goes to ``diagnostics`` (the caller's, shared by every window of the file, which it
-    settles)."""
-    rows = Rows()
-    reader = FileReader(rows, diagnostics, resume, needs_payload)
-    reader.run(reader.lines(io.BytesIO(data)))
-    _feed(rows, counter)
-    state = ReadState(reader.end, reader.next_line, reader.last_id, reader.session_id)
-    return Window(rows.held, state, reader.seen_ids)
-
-
-def _feed(rows: Rows, counter: CallCounter) -> None:
-    """The rows read for a count, fed to ``counter`` with their writer's mark."""
-    names = ("type", "agent_id", "parent_tool_call_id", "message_id", "chunk_index")
-    columns = (rows.column(name) for name in names)
-    for kind, agent_id, parent, message_id, chunk in zip(*columns, strict=True):
-        counter.add(kind, writer(agent_id, parent), message_id, chunk)
-
-
-@dataclass(frozen=True)
-class Calls:
-    """What :func:`count_calls` read of a file: how many events, how far it got."""
-
-    events: int
-    state: ReadState | None
-
-
 def count_calls(
-    source: Source,
-    counter: CallCounter,
-    resume: Resume | None = None,
-    diagnostics: Diagnostics | None = None,
-    limit: int | None = None,
-) -> tuple[Calls, Damage]:
-    """Feed the main-agent and sub-agent LLM calls of a file to ``counter``, read with full
-    recovery but without building frames (so without polars): only the lines that need it are
-    decoded. ``resume`` goes on where an envelope scan stopped (``counter`` then holds what the
-    scan counted, and ``diagnostics`` the damage the scan's windows met); nothing past byte
-    ``limit`` is read. Returns what was read and the file's damage."""
-    rows, diagnostics = Rows(), diagnostics if diagnostics is not None else Diagnostics()
-    _, state = _read_source_into(source, resume, rows, diagnostics, needs_payload, limit)
-    _feed(rows, counter)
-    return Calls(rows.held, state), diagnostics.damage()
+    source: Source, counter: CallCounter, resume: ReadState | None = None
+) -> tuple[int, ReadState | None, tuple[DamageRow, ...]]:
+    """Feed the main-agent and sub-agent LLM calls of a file (or stdin) to ``counter``, read
+    as every command reads it but without building frames (so without polars): the clean lane
+    keeps only the fields a count needs. ``resume`` goes on where an earlier read stopped
+    (``counter`` then holds what that read counted). Returns how many events were read, how
+    far, and the damage (reported as for every command)."""
+    tally, diagnostics = CallTally(counter), Diagnostics()
+    _, state = _read_source_into(source, resume, tally, diagnostics)
+    return tally.count, state, diagnostics.damage()

@@ -1,7 +1,8 @@
 """The store: one entry per source log, holding what the commands need of it.
 
-Each entry (:mod:`copilot_logs.store.entry`) holds the log's key, how far the read got, its
-``count --total`` figures, its diagnostics, its events frame (Arrow IPC), and what commands
+Each entry (:mod:`copilot_logs.store.entry`) holds the log's key, how far the read got
+(:class:`copilot_logs.ingest.progress.ReadState`), its ``count --total`` figures
+(:class:`copilot_logs.ingest.progress.Figures`), its diagnostics, its events frame (Arrow IPC), and what commands
 computed from its frames, as rows of plain values in the header (:mod:`copilot_logs.store.rows`).
 A warm run reads one header per log: each log is looked up once (:func:`look_up`), the logs
 whose entry holds the command's value are answered from the headers alone (:func:`recall`),
@@ -28,9 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
 from copilot_logs.ingest.decode.cli_format import writer
 from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.progress import Figures, ReadState
 from copilot_logs.store import trust
 from copilot_logs.store.entry import (
     MAGIC,
@@ -63,7 +67,7 @@ from copilot_logs.store.upkeep import (
 if TYPE_CHECKING:
     import polars as pl
 
-    from copilot_logs.ingest.reader import ReadResult, ReadState, Resume
+    from copilot_logs.ingest.reader import ReadResult
 
 __all__ = [  # what the rest of copilot-logs uses of the store's modules, under one name
     "DEFAULT_MAX_MB",
@@ -76,7 +80,6 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
     "Header",
     "Info",
     "Pending",
-    "Progress",
     "Stamp",
     "State",
     "clear",
@@ -90,7 +93,7 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
     "load_frames",
     "look_up",
     "max_bytes",
-    "progress_of",
+    "figures_of",
     "prune",
     "read",
     "stamp_of",
@@ -106,24 +109,8 @@ def look_up(sources: Sequence[Source]) -> list[Found]:
         return [find(source) for source in sources]
 
 
-@dataclass(frozen=True)
-class Progress:
-    """How far a read of a log got, and its ``count --total`` figures."""
-
-    end: int
-    next_line: int
-    last_id: str | None
-    session_id: str | None
-    clean: bool
-    llm_calls: int
-    subagent_calls: int
-    messages: Iterable[tuple[str, str]]
-    damage: Iterable[tuple[int, str, str, int | None, int | None]]
-    unreadable: bool
-
-
-def progress_of(result: ReadResult, state: ReadState, size: int) -> Progress:
-    """The progress and figures of one log's frames, counted by the one kernel."""
+def figures_of(result: ReadResult) -> Figures:
+    """The figures of one log's frames, counted by the one kernel."""
     import polars as pl
 
     events, diagnostics = result.events, result.diagnostics
@@ -135,39 +122,14 @@ def progress_of(result: ReadResult, state: ReadState, size: int) -> Progress:
         counter.add(kind, writer(agent_id, parent), message_id, chunk_index)
     columns = ("line", "kind", "message", "more_lines", "new_lines")
     damage = diagnostics.sort("line").select(columns).rows()
-    return Progress(
-        end=state.end,
-        next_line=state.next_line,
-        last_id=state.last_id,
-        session_id=state.session_id,
-        clean=not damage and state.end == size,
-        llm_calls=counter.llm_calls,
-        subagent_calls=counter.subagent_calls,
-        messages=counter.messages,
-        damage=damage,
-        unreadable=events.height == 0 and bool(damage),
-    )
-
-
-def _progress_of_header(header: Header) -> Progress:
-    return Progress(
-        end=header.end,
-        next_line=header.next_line,
-        last_id=header.last_id,
-        session_id=header.session_id,
-        clean=header.clean,
-        llm_calls=header.llm_calls,
-        subagent_calls=header.subagent_calls,
-        messages=header.messages,
-        damage=header.damage,
-        unreadable=header.unreadable,
-    )
+    return counter.figures(damage, unreadable=events.height == 0 and bool(damage))
 
 
 def write(
     source: Source,
     stamp: Stamp,
-    progress: Progress,
+    state: ReadState,
+    figures: Figures,
     frames: ReadResult | None,
     results: Iterable[Result] = (),
     *,
@@ -175,12 +137,15 @@ def write(
     where: Path | None = None,
     found: Found | None = None,
 ) -> bool:
-    """Write the entry of a log read at ``stamp`` (its events frame as ``events_ipc`` when
-    the caller has its IPC already; ``found``, the log's lookup before it was read); False
-    when it cannot be written (the store is a cache: the next run reads the log again)."""
+    """Write the entry of a log read at ``stamp`` as far as ``state``, with its ``figures``
+    (its events frame as ``events_ipc`` when the caller has its IPC already; ``found``, the
+    log's lookup before it was read); False when it cannot be written (the store is a cache:
+    the next run reads the log again). The log is clean, so that a read may go on from
+    ``state`` when it grows, when it was read to its end (a last line with its newline) without
+    damage."""
     if source.path is None:
         return False
-    windows = hashes(source.path, progress.end)
+    windows = hashes(source.path, state.end)
     if windows is None:
         return False
     body, shape, diagnostics = b"", None, []
@@ -193,19 +158,12 @@ def write(
         code=code_stamp(),
         path=os.path.abspath(source.path),
         stamp=stamp,
-        end=progress.end,
+        read=msgspec.structs.replace(state, seen_ids=frozenset()),
         head=windows[0],
         tail=windows[1],
-        crc=crc_to_keep(source.path, found, progress.end),
-        next_line=progress.next_line,
-        last_id=progress.last_id,
-        session_id=progress.session_id,
-        clean=progress.clean,
-        llm_calls=progress.llm_calls,
-        subagent_calls=progress.subagent_calls,
-        messages=sorted(progress.messages),
-        damage=list(progress.damage),
-        unreadable=progress.unreadable,
+        crc=crc_to_keep(source.path, found, state.end),
+        clean=not figures.damage and state.end == stamp.size,
+        figures=figures,
         body=shape,
         diagnostics=diagnostics,
         results=sorted(results, key=lambda result: result.key) if frames is not None else [],
@@ -268,7 +226,8 @@ class Pending:
 
     source: Source
     stamp: Stamp
-    progress: Progress
+    state: ReadState
+    figures: Figures
     frames: ReadResult
     found: Found | None = None
     """The entry that was served (None: the log was read now, so the entry must be written)."""
@@ -279,11 +238,11 @@ class Pending:
 
 
 Parse = Callable[
-    [Sequence[tuple[Source, "Resume | None"]]], tuple["ReadResult", list["ReadState | None"]]
+    [Sequence[tuple[Source, ReadState | None]]], tuple["ReadResult", list[ReadState | None]]
 ]
 """How logs are read (the reader's ``read_many``, or a caller's wrapper around it)."""
 
-Job = tuple[Source, "Resume | None", Found, "ReadResult | None"]
+Job = tuple[Source, ReadState | None, Found, "ReadResult | None"]
 
 
 def read(
@@ -295,7 +254,7 @@ def read(
     entry stopped when it only grew, read whole otherwise (by ``parse``, the reader's
     ``read_many`` by default); and the entries to write (pass them to :func:`keep`).
     ``found`` is each source's :func:`look_up` when the caller has it."""
-    from copilot_logs.ingest.reader import ReadResult, Resume
+    from copilot_logs.ingest.reader import ReadResult
 
     served: list[ReadResult] = []
     pending: list[Pending] = []
@@ -309,12 +268,13 @@ def read(
             cached, ipc = loaded
             served.append(cached)
             if looked.stamp is not None:
-                progress = _progress_of_header(header)
-                pending.append(Pending(source, looked.stamp, progress, cached, looked, ipc))
+                pending.append(
+                    Pending(source, looked.stamp, header.read, header.figures, cached, looked, ipc)
+                )
         else:
             cached = loaded[0]
             seen = frozenset(cached.events["event_id"].drop_nulls().to_list())
-            resume = Resume(header.end, header.next_line, header.last_id, seen, header.session_id)
+            resume = msgspec.structs.replace(header.read, seen_ids=seen)
             jobs.append((source, resume, looked, cached))
     read_now, written = _read(jobs, parse)
     return ReadResult.concat([*served, *read_now]), pending + written
@@ -339,8 +299,8 @@ def _read(jobs: list[Job], parse: Parse | None) -> tuple[list[ReadResult], list[
             mine = ReadResult.concat([cached, mine])
         done.append(mine)
         if found.stamp is not None and state is not None:
-            progress = progress_of(mine, state, found.stamp.size)
-            pending.append(Pending(source, found.stamp, progress, mine, looked=found))
+            figures = figures_of(mine)
+            pending.append(Pending(source, found.stamp, state, figures, mine, looked=found))
     return done, pending
 
 
@@ -362,7 +322,8 @@ def keep(pending: list[Pending], key: str | None = None, value: object = None) -
         write(
             item.source,
             item.stamp,
-            item.progress,
+            item.state,
+            item.figures,
             item.frames,
             results.values(),
             events_ipc=item.events_ipc,

@@ -16,7 +16,7 @@ import polars as pl
 from copilot_logs import store
 from copilot_logs.errors import CopilotLogsError, failed_on_session
 from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.reader import ReadResult, ReadState, Resume, read_many
+from copilot_logs.ingest.reader import ReadResult, ReadState, read_many
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
 from copilot_logs.store import pool as pool_store
 from copilot_logs.store import recall
@@ -43,7 +43,7 @@ def batches(
 
 
 def _parse(
-    jobs: Sequence[tuple[Source, Resume | None]],
+    jobs: Sequence[tuple[Source, ReadState | None]],
 ) -> tuple[ReadResult, list[ReadState | None]]:
     """The jobs read together; when that raises, each alone, and a file whose reading still
     raises gives an ``unprocessable`` diagnostic instead of its events."""

@@ -5,8 +5,8 @@ An entry is ``<hash of the log's path>.entry`` in the store folder (:func:`folde
     magic (8 bytes) | header length (u32) | CRC-32 of the header (u32) | header | body
 
 The header is MessagePack, decoded into the typed :class:`Header` by msgspec (never executed):
-the log's path and key, how far the read got, the file's ``count --total`` figures, its
-diagnostics, and what commands computed from its frames, as rows of plain values
+the log's path and key, how far the read got and the file's ``count --total`` figures (the
+reader's and the count's own records, nested), its diagnostics, and what commands computed from its frames, as rows of plain values
 (:class:`Result`); a warm run reads only headers. The body, when present, is the log's events
 frame in Arrow IPC (its length and CRC-32 in the header).
 """
@@ -22,21 +22,21 @@ import struct
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
 import copilot_logs
+from copilot_logs.ingest.progress import Count, Figures, ReadState
 from copilot_logs.store.trust import open_entry, private_folder, replaceable, where
 
-VERSION = 3
-MAGIC = b"CLSTORE\x03"
+VERSION = 4
+MAGIC = b"CLSTORE\x04"
 PREFIX = struct.Struct("<8sII")
 HEAD_READ = 16 << 10
 """Bytes read at once from the start of an entry: the header of almost every entry."""
 MAX_HEADER_BYTES = 64 << 20
 
-Count = Annotated[int, msgspec.Meta(ge=0)]
 _ENCODER = msgspec.msgpack.Encoder()
 
 
@@ -96,30 +96,28 @@ class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     code: str
     path: str
     stamp: Stamp
-    end: Count
-    """Bytes read: up to the last newline."""
+    read: ReadState
+    """How far the read got (without the ids it saw)."""
     head: str
     tail: str
     crc: Count | None
     """CRC-32 of the log's bytes before ``end``, kept once the log was seen to change (see
     :func:`copilot_logs.store.key.growth`); None until then."""
-    next_line: Count
-    last_id: str | None
-    session_id: str | None
     clean: bool
     """No damage, and the file ended with a newline: a later read may go on from ``end``."""
-    llm_calls: Count
-    subagent_calls: Count
-    messages: list[tuple[str, str]]
-    damage: list[tuple[Count, str, str, Count | None, Count | None]]
-    """(line, kind, message, more_lines, new_lines) of each diagnostic (DIAGNOSTICS_SCHEMA)."""
-    unreadable: bool
+    figures: Figures
+    """The file's ``count --total`` figures, and the damage to report."""
     body: tuple[Count, Count, Count] | None
     """The events frame in the body: its IPC length and CRC-32, and its rows; None when the
     entry holds only the counts (written by ``count --total``)."""
     diagnostics: list[Diagnostic]
     """The diagnostics frame's rows (when the entry has a body)."""
     results: list[Result]
+
+    @property
+    def end(self) -> int:
+        """Bytes read, up to the last newline: what the growth check compares."""
+        return self.read.end
 
 
 _DECODER = msgspec.msgpack.Decoder(Header)

@@ -30,7 +30,7 @@ from copilot_logs.commands.watch.records import record, records
 from copilot_logs.derive import TYPE
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
-from copilot_logs.ingest.reader import ReadResult, ReadState, Resume, read_stream
+from copilot_logs.ingest.reader import ReadResult, ReadState, read_stream
 from copilot_logs.ingest.schema import empty_diagnostics, empty_events
 
 POLL_SECONDS = 0.2
@@ -159,12 +159,12 @@ class Follower:
         source = Source(self.path, self.session_hint)
         resume = None
         if self._end:
-            resume = Resume(
-                offset=self._end,
-                line=self._next_line,
+            resume = ReadState(
+                end=self._end,
+                next_line=self._next_line,
                 last_id=self._last_id,
-                seen_ids=frozenset(self._seen),
                 session_id=self._session_id,
+                seen_ids=frozenset(self._seen),
             )
         result, state = read_stream(io.BytesIO(chunk), source, resume=resume)
         return result, state
