@@ -7,16 +7,16 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+import msgspec
 import orjson
 import polars as pl
-import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import synth
-from copilot_logs.ingest import block_reader, clean_blocks, reader
+from copilot_logs.ingest import block_reader, clean_blocks
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.line_reader import Physical
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_many

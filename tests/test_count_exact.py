@@ -21,6 +21,7 @@ from copilot_logs.commands import count, count_total
 from copilot_logs.ingest import calls
 from copilot_logs.ingest.calls import CallCounter
 from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.progress import Figures
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.store.collect import read_all
 
@@ -39,11 +40,11 @@ def written(tmp_path: Path, data: bytes, name: str = "events.jsonl") -> Path:
     return path
 
 
-def scanned(path: Path) -> tuple[count_total.Scanned, CallCounter]:
-    counter = CallCounter()
-    scan = count_total.scan_file(path, counter)
-    assert scan is not None
-    return scan, counter
+def clean_total(path: Path) -> Figures:
+    """count --total's figures of a file it must read to the end without damage."""
+    figures, state = count_total.count_file(Source(path, "s"))
+    assert figures.damage == () and state is not None and state.end == path.stat().st_size
+    return figures
 
 
 def cli(*args: str) -> str:
@@ -52,7 +53,7 @@ def cli(*args: str) -> str:
     return result.stdout
 
 
-def test_a_truncated_event_glued_to_a_complete_one_is_not_vouched_for(tmp_path: Path) -> None:
+def test_a_truncated_event_glued_to_a_complete_one_is_not_clean(tmp_path: Path) -> None:
     """The head of a cut turn_start, the tail of the complete event glued behind it, whose
     parentId continues the chain (the cut event never made it): not one turn start."""
     events = session_events()
@@ -62,31 +63,29 @@ def test_a_truncated_event_glued_to_a_complete_one_is_not_vouched_for(tmp_path: 
     lines[at] = synth.glue_truncated(cut_event, lines[at])
     data = synth.join_lines(lines)
     path = written(tmp_path, data)
-    scan, _ = scanned(path)
-    assert not scan.whole and scan.line == at + 1  # the scan stops at the glued line
-    totals = count_total.count_file(Source(path, "s"))
-    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    figures, _ = count_total.count_file(Source(path, "s"))
+    assert [row[:2] for row in figures.damage] == [(at + 1, "truncated-event")]
+    assert (figures.llm_calls, figures.subagent_calls) == full_count(data)
     assert cli("count", "--total", "--no-cache", str(path)) == f"{full_count(data)[0]}\n"
 
 
-def test_agent_id_after_parent_id_is_scanned_to_the_end(tmp_path: Path) -> None:
-    """Older CLIs wrote agentId after parentId: the scan vouches for those lines too."""
+def test_agent_id_after_parent_id_is_read_as_clean(tmp_path: Path) -> None:
+    """Older CLIs wrote agentId after parentId: those lines are clean too."""
     data = synth.join_lines(render(chunked(session_events()), late_agent_id=True))
     assert b'"parentId":"' in data and b'"},"agentId":' not in data
-    scan, counter = scanned(written(tmp_path, data))
-    assert scan.whole
-    assert (counter.llm_calls, counter.subagent_calls) == full_count(data) == calls_written()
+    figures = clean_total(written(tmp_path, data))
+    assert (figures.llm_calls, figures.subagent_calls) == full_count(data) == calls_written()
 
 
-def test_a_nested_object_with_a_type_key_is_still_vouched_for(tmp_path: Path) -> None:
+def test_a_nested_object_with_a_type_key_is_still_clean(tmp_path: Path) -> None:
     events = session_events()
     for event in events:
         if event["type"] == "tool.execution_start":
             event["data"]["arguments"] = {"type": "assistant.turn_start", "n": 1}
     data = synth.join_lines(render(events))
     assert data.count(b'{"type":"assistant.turn_start"') > calls_written()[0]
-    scan, counter = scanned(written(tmp_path, data))
-    assert scan.whole and (counter.llm_calls, counter.subagent_calls) == calls_written()
+    figures = clean_total(written(tmp_path, data))
+    assert (figures.llm_calls, figures.subagent_calls) == calls_written()
     assert full_count(data) == calls_written()
 
 
@@ -279,20 +278,21 @@ def test_total_equals_counts_total_on_every_damage_and_key_order(
         assert expected[0] <= written_calls[0] and expected[1] <= written_calls[1]
     path = written(tmp_path, data, f"{seed}-{len(data)}.jsonl")
     source = Source(path, "s")
-    totals = count_total.count_file(source)
-    assert (totals.llm_calls, totals.subagent_calls) == expected
+    figures, _ = count_total.count_file(source)
+    assert (figures.llm_calls, figures.subagent_calls) == expected
     # The store's figures, counted from the frames, agree too.
     read_all([source], use_cache=True)
     header = store.find(source).header
-    assert header is not None and (header.llm_calls, header.subagent_calls) == expected
+    assert header is not None
+    assert (header.figures.llm_calls, header.figures.subagent_calls) == expected
 
 
 # --- One kernel ------------------------------------------------------------------------------
 
 
 def test_every_count_asks_the_one_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Change the rule in CallCounter and every way of counting follows it: the scan, the
-    reader's counting lane, the store's figures and the model."""
+    """Change the rule in CallCounter and every way of counting follows it: count --total
+    (clean lane and line reader), the store's figures and the model."""
     events = chunked(session_events(), 2)
     clean = synth.join_lines(render(events))
     damaged = synth.nul_tail(clean)
@@ -316,9 +316,10 @@ def test_every_count_asks_the_one_kernel(tmp_path: Path, monkeypatch: pytest.Mon
     assert full_count(clean) == expected  # the model
     for data, name in ((clean, "clean.jsonl"), (damaged, "damaged.jsonl")):
         source = Source(written(tmp_path, data, name), "s")
-        totals = count_total.count_file(source)  # the scan, then the reader's counting lane
-        assert (totals.llm_calls, totals.subagent_calls) == expected, name
+        figures, _ = count_total.count_file(source)  # the clean lane, then the line reader
+        assert (figures.llm_calls, figures.subagent_calls) == expected, name
         read_all([source], use_cache=True)
         header = store.find(source).header
-        assert header is not None and (header.llm_calls, header.subagent_calls) == expected
+        assert header is not None
+        assert (header.figures.llm_calls, header.figures.subagent_calls) == expected, name
     assert msgspec.json.decode(cli("count", "--format", "json", "--no-cache", str(tmp_path)))

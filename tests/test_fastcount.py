@@ -1,4 +1,5 @@
-"""The envelope scan behind `count --total`: the full reader's count, or no count at all."""
+"""`count --total`: the full reader's count and warnings, read without frames, and kept in the
+store."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import synth
 from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.commands import count, count_total
-from copilot_logs.ingest import reader
-from copilot_logs.ingest.calls import CallCounter
+from copilot_logs.ingest import block_reader, reader
 from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.progress import Figures, ReadState
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.store import pool
 from synth import SessionBuilder, bash, task
@@ -47,41 +48,38 @@ def full_count(data: bytes) -> tuple[int, int]:
     return int(table["llm_calls"].sum()), int(table["subagent_calls"].sum())
 
 
-def scan_file(path: Path) -> CallCounter | None:
-    """The scan's counts when it vouches for the whole file, else None."""
-    counter = CallCounter()
-    scanned = count_total.scan_file(path, counter)
-    return counter if scanned is not None and scanned.whole else None
-
-
-def scan(data: bytes, tmp_path: Path) -> CallCounter | None:
+def counted(data: bytes, tmp_path: Path) -> tuple[Figures, ReadState | None]:
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
-    return scan_file(path)
+    return count_total.count_file(Source(path, "s"))
 
 
 @settings(max_examples=30, deadline=None)
 @given(turns=st.integers(0, 6), subagent_calls=st.integers(0, 3), seed=st.integers(0, 99))
-def test_scan_equals_full_reader_on_clean_logs(
+def test_total_equals_the_calls_written_on_clean_logs(
     turns: int, subagent_calls: int, seed: int, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    data = session(turns, subagent_calls=subagent_calls, seed=seed).to_bytes()
-    totals = scan(data, tmp_path_factory.mktemp("scan"))
-    assert totals is not None
-    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    builder = session(turns, subagent_calls=subagent_calls, seed=seed)
+    data = builder.to_bytes()
+    figures, state = counted(data, tmp_path_factory.mktemp("scan"))
+    written = (builder.calls_written["main"], builder.calls_written["subagent"])
+    assert (figures.llm_calls, figures.subagent_calls) == written == full_count(data)
+    assert figures.damage == () and state is not None and state.end == len(data)
 
 
-def test_scan_equals_full_reader_on_every_clean_sample(tmp_path: Path) -> None:
+def test_total_equals_full_reader_on_every_sample(tmp_path: Path) -> None:
     files = list(SAMPLES.rglob("*.jsonl"))
     if REAL_SAMPLES.is_dir():
         files += list(REAL_SAMPLES.glob("*.jsonl"))
-    vouched = 0
+    damaged_files = 0
     for path in files:
-        totals = scan_file(path)
-        if totals is not None:
-            vouched += 1
-            assert (totals.llm_calls, totals.subagent_calls) == full_count(path.read_bytes()), path
-    assert vouched >= len(files) - 1  # only the damaged sample is left to the reader
+        data = path.read_bytes()
+        figures, _ = count_total.count_file(Source(path, "s"))
+        assert (figures.llm_calls, figures.subagent_calls) == full_count(data), path
+        reported = read_bytes(data).diagnostics.select(DAMAGE_COLUMNS).rows()
+        assert list(figures.damage) == reported, path
+        damaged_files += bool(reported)
+    assert damaged_files == 1  # the damaged sample
 
 
 def damaged(kind: str) -> bytes:
@@ -114,19 +112,14 @@ def damaged(kind: str) -> bytes:
 DAMAGE = ["nul-tail", "cut", "crlf", "split", "glued", "duplicate", "blank", "not-an-event"]
 
 
-@pytest.mark.parametrize("kind", [*DAMAGE, "invalid-utf8"])
-def test_any_damage_leaves_the_file_to_the_full_reader(kind: str, tmp_path: Path) -> None:
-    assert scan(damaged(kind), tmp_path) is None
-
-
-def test_a_dropped_line_is_no_damage_to_the_scan(tmp_path: Path) -> None:
+def test_a_dropped_line_is_no_damage_to_the_total(tmp_path: Path) -> None:
     """The reader reports no gap in the parentId chain, and counts what is there: so does the
-    scan, to the end."""
+    total, to the end."""
     data = damaged("dropped")
     assert read_bytes(data).diagnostics.height == 0
-    totals = scan(data, tmp_path)
-    assert totals is not None
-    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    figures, state = counted(data, tmp_path)
+    assert figures.damage == () and state is not None and state.end == len(data)
+    assert (figures.llm_calls, figures.subagent_calls) == full_count(data) == (3, 0)
 
 
 def test_total_on_damaged_file_matches_full_count_and_reports(tmp_path: Path) -> None:
@@ -163,7 +156,7 @@ def test_cache_is_written_under_the_cache_folder(tmp_path: Path, copilot_home: P
     assert entry == store.entry_path(path)
     found = store.find(Source(path, "s1"))
     assert found.state is store.State.FRESH and found.header is not None
-    assert (found.header.path, found.header.llm_calls) == (str(path.absolute()), 3)
+    assert (found.header.path, found.header.figures.llm_calls) == (str(path.absolute()), 3)
     assert found.header.body is None  # counts only: count --total builds no frames
     assert not (copilot_home / "session-state").exists()
 
@@ -171,7 +164,7 @@ def test_cache_is_written_under_the_cache_folder(tmp_path: Path, copilot_home: P
 def test_unchanged_file_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, session(2).to_bytes())
     total(str(path))
-    monkeypatch.setattr(count_total, "_scan", lambda *a, **k: pytest.fail("file was read again"))
+    monkeypatch.setattr(reader, "count_calls", lambda *a, **k: pytest.fail("file was read again"))
     assert total(str(path)) == "3\n"
 
 
@@ -193,7 +186,7 @@ def test_grown_file_reads_only_its_new_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Once a log was seen to grow (the first growth is read whole, and a CRC of the bytes
-    read is kept from then on), each growth is scanned from where the entry stopped."""
+    read is kept from then on), each growth is read from where the entry stopped."""
     builder = SessionBuilder()
     builder.user_message("go")
     builder.turn("one")
@@ -202,13 +195,13 @@ def test_grown_file_reads_only_its_new_bytes(
     builder.turn("two")
     path.write_bytes(builder.to_bytes())
     starts: list[int] = []
-    real_scan = count_total._scan
+    real_count = reader.count_calls
 
-    def spy(source: Source, counter: CallCounter, limit: int, start: int = 0, *args: Any) -> Any:
-        starts.append(start)
-        return real_scan(source, counter, limit, start, *args)
+    def spy(source: Source, counter: Any, resume: ReadState | None = None) -> Any:
+        starts.append(resume.end if resume is not None else 0)
+        return real_count(source, counter, resume)
 
-    monkeypatch.setattr(count_total, "_scan", spy)
+    monkeypatch.setattr(reader, "count_calls", spy)
     assert total(str(path)) == "2\n"
     assert starts == [0]
     second = builder.to_bytes()
@@ -242,14 +235,13 @@ def test_parallel_scan_matches_sequential(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize("kind", [*DAMAGE, "invalid-utf8", "dropped"])
-def test_full_read_fallback_counts_like_count(kind: str, tmp_path: Path) -> None:
+def test_damage_is_counted_and_reported_as_count_does(kind: str, tmp_path: Path) -> None:
     data = damaged(kind)
-    path = tmp_path / "events.jsonl"
-    path.write_bytes(data)
-    totals = count_total.count_file(Source(path, "s"))
-    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    figures, _ = counted(data, tmp_path)
+    assert (figures.llm_calls, figures.subagent_calls) == full_count(data)
     reported = read_bytes(data).diagnostics.select(DAMAGE_COLUMNS).rows()
-    assert list(totals.damage) == reported
+    assert list(figures.damage) == reported
+    assert bool(reported) == (kind != "dropped")  # every damage is reported, and only damage
 
 
 def test_warm_total_repeats_the_warnings_without_reading(
@@ -296,50 +288,38 @@ def test_total_never_imports_polars(cache: str, tmp_path: Path) -> None:
     assert len(list(store.folder().glob("*.entry"))) == (0 if cache == "--no-cache" else 2)
 
 
-def test_full_reader_goes_on_from_the_first_line_the_scan_cannot_vouch_for(
+def test_the_total_reads_through_the_block_reader_every_command_uses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = damaged("cut")
-    path = tmp_path / "events.jsonl"
-    path.write_bytes(data)
-    offsets: list[int] = []
-    real = reader.count_calls
-
-    def spy(source: Source, counter: CallCounter, resume: Any, *more: Any) -> Any:
-        offsets.append(resume.offset if resume else 0)
-        return real(source, counter, resume, *more)
-
-    monkeypatch.setattr(reader, "count_calls", spy)
-    totals = count_total.count_file(Source(path, "s"))
-    assert offsets == [data.rindex(b"\n") + 1]  # only the cut last line was read again
-    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    assert [row[1] for row in totals.damage] == ["cut-line"]
-
-
-def test_the_reader_reads_only_the_damaged_lines_and_the_scan_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    """The clean runs are decoded whole by the one clean lane (counting, so only the fields a
+    count reads), and the damaged lines, here an event split over two lines and a glued line
+    further on, by the line reader; the figures, the warnings and where the read ended are
+    count's."""
     lines = session(6).lines()
     lines[2:3] = synth.split_line(lines[2])  # an event split over lines 3 and 4
     lines[9:11] = [synth.glue_truncated(lines[9], lines[10])]  # a glued line further on
     data = synth.join_lines(lines)
-    path = tmp_path / "events.jsonl"
-    path.write_bytes(data)
-    windows: list[int] = []
-    real = reader.count_window
+    runs: list[bool] = []
+    real = block_reader.decode_run
 
-    def spy(lines: bytes, counter: CallCounter, resume: Any, diagnostics: Any) -> Any:
-        windows.append(lines.count(b"\n"))
-        return real(lines, counter, resume, diagnostics)
+    def spy(*args: Any, counting: bool = False) -> Any:
+        run = real(*args, counting=counting)
+        runs.append(counting and run is not None)
+        return run
 
-    monkeypatch.setattr(reader, "count_window", spy)
-    monkeypatch.setattr(reader, "count_calls", lambda *a: pytest.fail("read to the end"))
-    totals = count_total.count_file(Source(path, "s"))
-    assert windows == [3, 2]  # the two halves and the next line; the glued line and the next
-    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
+    monkeypatch.setattr(block_reader, "decode_run", spy)
+    monkeypatch.setattr(block_reader, "FALLBACK_LINES", 2)
+    figures, state = counted(data, tmp_path)
+    assert any(runs) and all(runs[-3:])  # clean runs decoded whole, after the damage too
+    assert (figures.llm_calls, figures.subagent_calls) == full_count(data)
     reported = read_bytes(data).diagnostics.select(DAMAGE_COLUMNS).rows()
-    assert list(totals.damage) == reported
-    assert totals.progress is not None and totals.progress.end == len(data)
+    assert [row[:2] for row in reported] == [
+        (3, "split-event"),
+        (4, "split-event"),
+        (10, "truncated-event"),
+    ]
+    assert list(figures.damage) == reported
+    assert state is not None and state.end == len(data)
 
 
 def test_the_total_warns_of_damage_exactly_as_count_does(tmp_path: Path) -> None:
@@ -380,7 +360,7 @@ def test_a_raw_control_character_in_an_unread_payload_is_counted_as_count_counts
     data = synth.join_lines(lines)
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
-    totals = count_total.count_file(Source(path, "s"))
-    assert totals.llm_calls == 3 - 1  # three turns by hand, the damaged one skipped
-    assert (totals.llm_calls, totals.subagent_calls) == full_count(data)
-    assert [row[:2] for row in totals.damage] == [(turn + 1, "invalid-json")]
+    figures, _ = count_total.count_file(Source(path, "s"))
+    assert figures.llm_calls == 3 - 1  # three turns by hand, the damaged one skipped
+    assert (figures.llm_calls, figures.subagent_calls) == full_count(data)
+    assert [row[:2] for row in figures.damage] == [(turn + 1, "invalid-json")]

@@ -101,7 +101,7 @@ def test_grown_file_reads_only_new_bytes(tmp_path: Path, monkeypatch: pytest.Mon
     real = collect.read_many
 
     def spy(jobs: Any) -> Any:
-        offsets.extend(resume.offset if resume else 0 for _, resume in jobs)
+        offsets.extend(resume.end if resume else 0 for _, resume in jobs)
         return real(jobs)
 
     monkeypatch.setattr(collect, "read_many", spy)
@@ -411,7 +411,7 @@ def test_new_lines_that_do_not_continue_the_old_read_as_a_whole_read_does(
     real = collect.read_many
 
     def spy(jobs: Any) -> Any:
-        offsets.extend(resume.offset if resume else 0 for _, resume in jobs)
+        offsets.extend(resume.end if resume else 0 for _, resume in jobs)
         return real(jobs)
 
     monkeypatch.setattr(collect, "read_many", spy)
@@ -455,6 +455,10 @@ def other_body(body: bytes, header: dict[str, Any]) -> bytes:
     return new + body[events_length:]
 
 
+def with_figures(header: dict[str, Any], **figures: Any) -> dict[str, Any]:
+    return {**header, "figures": {**header["figures"], **figures}}
+
+
 DAMAGES = {
     "bit-flip in the header": lambda raw, entry: flip(raw, store.PREFIX.size + 40),
     "bit-flip in the body": lambda raw, entry: flip(raw, len(raw) - 100),
@@ -462,10 +466,11 @@ DAMAGES = {
     "empty": lambda raw, entry: b"",
     "a pickle": lambda raw, entry: b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01.",
     "negative count, valid CRC": lambda raw, entry: with_header(
-        {**header_of(entry)[0], "llm_calls": -281474976710653}, header_of(entry)[1]
+        with_figures(header_of(entry)[0], llm_calls=-281474976710653), header_of(entry)[1]
     ),
     "wrong value types, valid CRC": lambda raw, entry: with_header(
-        {**header_of(entry)[0], "llm_calls": "3", "stamp": [1, 2]}, header_of(entry)[1]
+        {**with_figures(header_of(entry)[0], llm_calls="3"), "stamp": [1, 2]},
+        header_of(entry)[1],
     ),
     "unknown field, valid CRC": lambda raw, entry: with_header(
         {**header_of(entry)[0], "extra": 1}, header_of(entry)[1]

@@ -123,7 +123,8 @@ def forge(count: int) -> None:
     """Make every entry claim ``count`` LLM calls (a valid header: only trust can tell)."""
     for entry in sorted(store.folder().glob("*.entry")):
         header, body = header_of(entry)
-        entry.write_bytes(with_header({**header, "llm_calls": count}, body))
+        figures = {**header["figures"], "llm_calls": count}
+        entry.write_bytes(with_header({**header, "figures": figures}, body))
 
 
 def test_a_forged_store_is_served_only_when_it_is_the_users_own() -> None:

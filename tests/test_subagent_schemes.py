@@ -79,13 +79,14 @@ def test_count_finds_every_call_in_every_scheme(scheme: str, tmp_path: Path) -> 
     assert row["tool_calls"] == len(PLAN)  # the task calls: the main agent's only tools
     assert row["subagent_tool_calls"] == sum(tools for _, _, tools in PLAN)
     assert row["user_prompts"] == 1  # the sub-agents' own prompts are not the user's
-    # count --total's scan, and the store's figures, count the same.
-    totals = count_total.count_file(Source(path, "s"))
-    assert (totals.llm_calls, totals.subagent_calls) == (written["main"], written["subagent"])
+    # count --total, and the store's figures, count the same.
+    figures, _ = count_total.count_file(Source(path, "s"))
+    assert (figures.llm_calls, figures.subagent_calls) == (written["main"], written["subagent"])
     read_all([Source(path, "s")], use_cache=True)
     header = store.find(Source(path, "s")).header
     assert header is not None
-    assert (header.llm_calls, header.subagent_calls) == (written["main"], written["subagent"])
+    figures = header.figures
+    assert (figures.llm_calls, figures.subagent_calls) == (written["main"], written["subagent"])
 
 
 @pytest.mark.parametrize("scheme", synth.SCHEMES)

@@ -2,8 +2,9 @@
 
 Each entry (:mod:`copilot_logs.store.entry`) holds the log's key, how far the read got
 (:class:`copilot_logs.ingest.progress.ReadState`), its ``count --total`` figures
-(:class:`copilot_logs.ingest.progress.Figures`), its diagnostics, its events frame (Arrow IPC), and what commands
-computed from its frames, as rows of plain values in the header (:mod:`copilot_logs.store.rows`).
+(:class:`copilot_logs.ingest.progress.Figures`), its diagnostics, its events frame (Arrow
+IPC), and what commands computed from its frames, as rows of plain values in the header
+(:mod:`copilot_logs.store.rows`).
 A warm run reads one header per log: each log is looked up once (:func:`look_up`), the logs
 whose entry holds the command's value are answered from the headers alone (:func:`recall`),
 and the others are read through :func:`read` (their frames from the entry when unchanged, read
@@ -86,6 +87,7 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
     "code_stamp",
     "describe",
     "entry_path",
+    "figures_of",
     "find",
     "folder",
     "info",
@@ -93,7 +95,6 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
     "load_frames",
     "look_up",
     "max_bytes",
-    "figures_of",
     "prune",
     "read",
     "stamp_of",

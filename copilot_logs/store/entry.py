@@ -6,9 +6,10 @@ An entry is ``<hash of the log's path>.entry`` in the store folder (:func:`folde
 
 The header is MessagePack, decoded into the typed :class:`Header` by msgspec (never executed):
 the log's path and key, how far the read got and the file's ``count --total`` figures (the
-reader's and the count's own records, nested), its diagnostics, and what commands computed from its frames, as rows of plain values
-(:class:`Result`); a warm run reads only headers. The body, when present, is the log's events
-frame in Arrow IPC (its length and CRC-32 in the header).
+reader's and the count's own records, nested), its diagnostics, and what commands computed
+from its frames, as rows of plain values (:class:`Result`); a warm run reads only headers.
+The body, when present, is the log's events frame in Arrow IPC (its length and CRC-32 in the
+header).
 """
 
 from __future__ import annotations
