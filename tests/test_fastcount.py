@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -364,3 +365,42 @@ def test_a_raw_control_character_in_an_unread_payload_is_counted_as_count_counts
     assert figures.llm_calls == 3 - 1  # three turns by hand, the damaged one skipped
     assert (figures.llm_calls, figures.subagent_calls) == full_count(data)
     assert [row[:2] for row in figures.damage] == [(turn + 1, "invalid-json")]
+
+
+NO_TIMESTAMP_LOG = b"".join(
+    line + b"\n"
+    for line in (
+        b'{"type":"session.start","data":{"sessionId":"s-1","version":1},"id":"e1",'
+        b'"timestamp":"2026-08-05T07:49:01.000Z","parentId":null}',
+        b'{"type":"user.message","data":{"content":"go"},"id":"e2",'
+        b'"timestamp":"2026-08-05T07:49:02.000Z","parentId":"e1"}',
+        b'{"type":"assistant.turn_start","data":{"turnId":"0"},"id":"e3",'
+        b'"timestamp":"2026-08-05T07:49:03.000Z","parentId":"e2"}',
+        b'{"type":"assistant.turn_end","data":{"turnId":"0"},"id":"e4",'
+        b'"timestamp":"2026-08-05T07:49:04.000Z","parentId":"e3"}',
+        b'{"type":"assistant.turn_start","data":{"turnId":"1"},"id":"e5","parentId":"e4"}',
+        b'{"type":"assistant.turn_end","data":{"turnId":"1"},"id":"e6",'
+        b'"timestamp":"2026-08-05T07:49:06.000Z","parentId":"e5"}',
+    )
+)
+"""Written by hand: two main-agent turns; line 5, the second turn_start, has no timestamp."""
+
+
+@pytest.mark.parametrize("cache", ["--no-cache", "--cache"])
+def test_a_line_without_timestamp_is_reported_by_count_and_by_the_total(
+    cache: str, tmp_path: Path
+) -> None:
+    """Issue 23: count warned of the line (incomplete-envelope) and --total said nothing; both
+    warn now, with the same line, cold and warm, and agree with the hand count (2 calls)."""
+    path = write(tmp_path, NO_TIMESTAMP_LOG)
+    warning = (
+        f"warning: {path}:5: incomplete-envelope: assistant.turn_start event lacks timestamp; kept"
+    )
+    args = [] if cache == "--cache" else [cache]
+    for _ in range(2):  # cold, then (with the store) warm
+        counted_json = CliRunner().invoke(main, ["count", *args, "--format", "json", str(path)])
+        assert sum(row["llm_calls"] for row in orjson.loads(counted_json.stdout)) == 2
+        assert warning in counted_json.stderr.splitlines()
+        totalled = CliRunner().invoke(main, ["count", "--total", *args, str(path)])
+        assert (totalled.exit_code, totalled.stdout) == (0, "2\n")
+        assert totalled.stderr.splitlines() == [warning]
