@@ -404,3 +404,39 @@ def test_a_line_without_timestamp_is_reported_by_count_and_by_the_total(
         totalled = CliRunner().invoke(main, ["count", "--total", *args, str(path)])
         assert (totalled.exit_code, totalled.stdout) == (0, "2\n")
         assert totalled.stderr.splitlines() == [warning]
+
+
+def test_a_log_appended_to_itself_is_counted_as_a_whole_read_counts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cat a >> a` after the log was counted and seen to grow once (so its entry keeps a CRC):
+    the total goes on from the entry, and reads the replayed lines once, as a whole read does
+    (the entry keeps the ids its read saw); it once counted them twice."""
+    builder = SessionBuilder()
+    builder.user_message("go")
+    builder.turn("one")
+    path = write(tmp_path, builder.to_bytes())
+    assert total(str(path)) == "1\n"
+    builder.turn("two")
+    path.write_bytes(builder.to_bytes())  # the first growth: read whole, its CRC kept
+    assert total(str(path)) == "2\n"
+    old = path.read_bytes()
+    with path.open("ab") as stream:
+        stream.write(old)
+    starts: list[int] = []
+    real_count = reader.count_calls
+
+    def spy(source: Source, counter: Any, resume: ReadState | None = None) -> Any:
+        starts.append(resume.end if resume is not None else 0)
+        return real_count(source, counter, resume)
+
+    monkeypatch.setattr(reader, "count_calls", spy)
+    result = CliRunner().invoke(main, ["count", "--total", str(path)])
+    assert result.stdout == "2\n"  # by hand: two turns, each written twice
+    assert starts == [len(old)]  # read on from the entry, not whole
+    lines = old.count(b"\n")
+    assert f"{path}:{lines + 1}: duplicate-id" in result.stderr
+    assert (
+        result.stdout
+        == CliRunner().invoke(main, ["count", "--total", "--no-cache", str(path)]).stdout
+    )

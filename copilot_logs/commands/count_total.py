@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
+
 from copilot_logs import store
 from copilot_logs.ingest import reader
 from copilot_logs.ingest.calls import CallCounter
@@ -31,39 +33,47 @@ Counted = tuple[Figures, "ReadState | None"]
 be read)."""
 
 
-def count_file(source: Source, since: store.Header | None = None) -> Counted:
-    """A file's figures, read whole, or from where an earlier read's entry ``since`` stopped
-    when the file only grew. Nothing past the size the file has when it is opened is read: a
-    log appended to faster than it is read cannot keep the count going (the command says when
-    a log grew)."""
-    if since is None or source.path is None:
-        counter, resume = CallCounter(), None
-    else:
-        counter, resume = CallCounter.going_on(since.figures), since.read
+def count_file(source: Source, since: store.Found | None = None) -> Counted:
+    """A file's figures, read whole, or from where its entry stopped when the file only grew
+    (``since``, its lookup in the store). Nothing past the size the file has when it is opened
+    is read: a log appended to faster than it is read cannot keep the count going (the command
+    says when a log grew)."""
+    resume = _resume(source, since)
+    counter = CallCounter()
+    if resume is not None and since is not None and since.header is not None:
+        counter = CallCounter.going_on(since.header.figures)
     events, state, damage = reader.count_calls(source, counter, resume)
     unreadable = resume is None and events == 0 and bool(damage)
     return counter.figures(damage, unreadable), state
 
 
-Job = tuple[Source, "store.Found", "store.Header | None"]
-"""A file to count, its lookup in the store before the count, and its entry when the file
-only grew."""
+def _resume(source: Source, since: store.Found | None) -> ReadState | None:
+    """Where the read of a file that only grew goes on: where its entry stopped, with the ids
+    the read saw before (None: the file is read whole, as when the entry keeps no ids)."""
+    if since is None or since.header is None or since.state is not store.State.GROWN:
+        return None
+    seen = store.seen_ids(source, since)
+    return None if seen is None else msgspec.structs.replace(since.header.read, seen_ids=seen)
+
+
+Job = tuple[Source, "store.Found"]
+"""A file to count, and its lookup in the store before the count."""
 
 
 def _count_and_keep(jobs: Sequence[Job], use_cache: bool) -> list[Figures]:
     """Count each file (in a worker process when there are several) and write its entry."""
     results = []
-    for source, found, since in jobs:
-        figures, state = _count_one(source, since)
+    for source, found in jobs:
+        figures, state = _count_one(source, found)
         if use_cache and found.stamp is not None and state is not None:
             store.write(source, found.stamp, state, figures, None, found=found)
         results.append(figures)
     return results
 
 
-def _count_one(source: Source, since: store.Header | None) -> Counted:
+def _count_one(source: Source, found: store.Found) -> Counted:
     try:
-        return count_file(source, since=since)
+        return count_file(source, since=found)
     except Exception:  # from one log's content: the other files are still counted
         from copilot_logs.errors import failed_on_session
 
@@ -100,18 +110,19 @@ def scan_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Scan:
         if found.state is store.State.FRESH and found.header is not None:
             scan.add(source, found.header.figures)
             continue
-        since = found.header if found.state is store.State.GROWN else None
-        jobs.append((source, found, since))
-    sizes = [_to_read(source, since) for source, _, since in jobs]
-    for (source, _, _), figures in zip(jobs, _run(jobs, sizes, use_cache), strict=True):
+        jobs.append((source, found))
+    sizes = [_to_read(source, found) for source, found in jobs]
+    for (source, _), figures in zip(jobs, _run(jobs, sizes, use_cache), strict=True):
         scan.add(source, figures)
     if use_cache and jobs:
         store.prune()
     return scan
 
 
-def _to_read(source: Source, since: store.Header | None) -> int:
-    return source.size - (since.read.end if since is not None else 0)
+def _to_read(source: Source, found: store.Found) -> int:
+    if found.state is store.State.GROWN and found.header is not None:
+        return source.size - found.header.end
+    return source.size
 
 
 def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[Figures]:
@@ -127,7 +138,7 @@ def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[Figures]:
     from copilot_logs.store import pool as parallel
 
     plan = parallel.plan(sum(sizes), frames=False)
-    if plan.workers < 2 or any(source.path is None for source, _, _ in jobs):
+    if plan.workers < 2 or any(source.path is None for source, _ in jobs):
         return _count_and_keep(jobs, use_cache)
     batches = parallel.balance(jobs, sizes, plan.workers * 8)
     done: list[list[Figures] | None] = [None] * len(batches)

@@ -124,9 +124,10 @@ class LineReader:
         """A line that did not parse, waiting for the next (maybe one event split by raw
         newlines)."""
 
-    def state(self) -> ReadState:
-        """How far the read got (the ids seen are in the rows read)."""
-        return ReadState(self.end, self.next_line, self.last_id, self.session_id)
+    def state(self, *, with_ids: bool = False) -> ReadState:
+        """How far the read got, with the ids seen when asked (else they are in the rows)."""
+        seen = frozenset(self.seen_ids) if with_ids else frozenset()
+        return ReadState(self.end, self.next_line, self.last_id, self.session_id, seen)
 
     def run(self, lines: Iterator[Physical]) -> None:
         for physical in lines:

@@ -74,7 +74,7 @@ def _read(
     resume: ReadState | None = None,
 ) -> tuple[Span, ReadState]:
     """Read one stream into shared row lists (or a count); returns its span and how far it
-    got."""
+    got (with the ids it saw when it was a count: no rows keep them)."""
     events_before, diagnostics_before = rows.count, len(diagnostics.rows)
     diagnostics.start_file(source.name)
     reader = FileReader(rows, diagnostics, resume)
@@ -99,7 +99,7 @@ def _read(
         len(diagnostics.rows) - diagnostics_before,
         reader.sessions,
     )
-    return span, reader.state()
+    return span, reader.state(with_ids=isinstance(rows, CallTally))
 
 
 STDIN_CLOSED = "standard input is closed: pipe a log into it, or name the files to read"
@@ -180,7 +180,7 @@ def count_calls(
     as every command reads it but without building frames (so without polars): the clean lane
     keeps only the fields a count needs. ``resume`` goes on where an earlier read stopped
     (``counter`` then holds what that read counted). Returns how many events were read, how
-    far, and the damage (reported as for every command)."""
+    far (with the ids seen), and the damage (reported as for every command)."""
     tally, diagnostics = CallTally(counter), Diagnostics()
     _, state = _read_source_into(source, resume, tally, diagnostics)
     return tally.count, state, diagnostics.damage()

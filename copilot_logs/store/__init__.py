@@ -97,6 +97,7 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
     "max_bytes",
     "prune",
     "read",
+    "seen_ids",
     "stamp_of",
     "take_notice",
     "write",
@@ -149,11 +150,14 @@ def write(
     windows = hashes(source.path, state.end)
     if windows is None:
         return False
-    body, shape, diagnostics = b"", None, []
+    shape, ids, diagnostics = None, None, []
     if frames is not None:
         body = events_ipc if events_ipc is not None else _ipc(frames.events)
         shape = (len(body), zlib.crc32(body), frames.events.height)
         diagnostics = frames.diagnostics.select(DIAGNOSTIC_COLUMNS).rows()
+    else:  # the ids the frames would hold, for a read that goes on from here
+        body = _ENCODER.encode(state.seen_ids)
+        ids = (len(body), zlib.crc32(body))
     header = Header(
         version=VERSION,
         code=code_stamp(),
@@ -166,6 +170,7 @@ def write(
         clean=not figures.damage and state.end == stamp.size,
         figures=figures,
         body=shape,
+        ids=ids,
         diagnostics=diagnostics,
         results=sorted(results, key=lambda result: result.key) if frames is not None else [],
     )
@@ -188,17 +193,29 @@ def load_frames(source: Source, found: Found) -> ReadResult | None:
     return loaded[0] if loaded is not None else None
 
 
-def _load_events(source: Source, found: Found) -> tuple[ReadResult, bytes] | None:
-    """The frames an entry holds and the IPC of its events (to write the entry again)."""
-    import polars as pl
-
-    from copilot_logs.ingest.reader import ReadResult
-    from copilot_logs.ingest.schema import EVENTS_SCHEMA
-
+def seen_ids(source: Source, found: Found) -> frozenset[str] | None:
+    """The event ids an entry without frames keeps (a read going on from it drops a replayed
+    line as a whole read would); None when it keeps none, or they are not whole."""
     header = found.header
-    if header is None or header.body is None or source.path is None:
+    if header is None or header.ids is None:
         return None
-    length, crc, rows = header.body
+    raw = _body(source, found, *header.ids)
+    if raw is None:
+        return None
+    try:
+        return _IDS.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_IDS = msgspec.msgpack.Decoder(frozenset[str])
+
+
+def _body(source: Source, found: Found, length: int, crc: int) -> bytes | None:
+    """The body of a source's entry, when it is whole (``length`` bytes of CRC-32 ``crc``)."""
+    if source.path is None:
+        return None
     descriptor = trust.open_entry(entry_path(source.path))
     if descriptor is None:
         return None
@@ -208,7 +225,22 @@ def _load_events(source: Source, found: Found) -> tuple[ReadResult, bytes] | Non
             body = stream.read(length)
     except OSError:
         return None
-    if len(body) != length or zlib.crc32(body) != crc:
+    return body if len(body) == length and zlib.crc32(body) == crc else None
+
+
+def _load_events(source: Source, found: Found) -> tuple[ReadResult, bytes] | None:
+    """The frames an entry holds and the IPC of its events (to write the entry again)."""
+    import polars as pl
+
+    from copilot_logs.ingest.reader import ReadResult
+    from copilot_logs.ingest.schema import EVENTS_SCHEMA
+
+    header = found.header
+    if header is None or header.body is None:
+        return None
+    length, crc, rows = header.body
+    body = _body(source, found, length, crc)
+    if body is None:
         return None
     try:
         events = pl.read_ipc(io.BytesIO(body))

@@ -8,8 +8,9 @@ The header is MessagePack, decoded into the typed :class:`Header` by msgspec (ne
 the log's path and key, how far the read got and the file's ``count --total`` figures (the
 reader's and the count's own records, nested), its diagnostics, and what commands computed
 from its frames, as rows of plain values (:class:`Result`); a warm run reads only headers.
-The body, when present, is the log's events frame in Arrow IPC (its length and CRC-32 in the
-header).
+The body, when present, is the log's events frame in Arrow IPC, or, in an entry written by
+``count --total``, the event ids its read saw (MessagePack); its length and CRC-32 are in the
+header.
 """
 
 from __future__ import annotations
@@ -111,6 +112,10 @@ class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     body: tuple[Count, Count, Count] | None
     """The events frame in the body: its IPC length and CRC-32, and its rows; None when the
     entry holds only the counts (written by ``count --total``)."""
+    ids: tuple[Count, Count] | None
+    """In an entry that holds only the counts, the body is instead the event ids the read saw
+    (a MessagePack array): its length and CRC-32. A read going on from the entry needs them
+    (a replayed line is read once); a warm run never reads them."""
     diagnostics: list[Diagnostic]
     """The diagnostics frame's rows (when the entry has a body)."""
     results: list[Result]
