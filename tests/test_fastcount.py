@@ -367,36 +367,55 @@ def test_a_raw_control_character_in_an_unread_payload_is_counted_as_count_counts
     assert [row[:2] for row in figures.damage] == [(turn + 1, "invalid-json")]
 
 
-NO_TIMESTAMP_LOG = b"".join(
-    line + b"\n"
-    for line in (
-        b'{"type":"session.start","data":{"sessionId":"s-1","version":1},"id":"e1",'
-        b'"timestamp":"2026-08-05T07:49:01.000Z","parentId":null}',
-        b'{"type":"user.message","data":{"content":"go"},"id":"e2",'
-        b'"timestamp":"2026-08-05T07:49:02.000Z","parentId":"e1"}',
-        b'{"type":"assistant.turn_start","data":{"turnId":"0"},"id":"e3",'
-        b'"timestamp":"2026-08-05T07:49:03.000Z","parentId":"e2"}',
-        b'{"type":"assistant.turn_end","data":{"turnId":"0"},"id":"e4",'
-        b'"timestamp":"2026-08-05T07:49:04.000Z","parentId":"e3"}',
+def hand_written(fifth: bytes) -> bytes:
+    """Two main-agent turns, written by hand; line 5 is ``fifth``."""
+    return b"".join(
+        line + b"\n"
+        for line in (
+            b'{"type":"session.start","data":{"sessionId":"s-1","version":1},"id":"e1",'
+            b'"timestamp":"2026-08-05T07:49:01.000Z","parentId":null}',
+            b'{"type":"user.message","data":{"content":"go"},"id":"e2",'
+            b'"timestamp":"2026-08-05T07:49:02.000Z","parentId":"e1"}',
+            b'{"type":"assistant.turn_start","data":{"turnId":"0"},"id":"e3",'
+            b'"timestamp":"2026-08-05T07:49:03.000Z","parentId":"e2"}',
+            b'{"type":"assistant.turn_end","data":{"turnId":"0"},"id":"e4",'
+            b'"timestamp":"2026-08-05T07:49:04.000Z","parentId":"e3"}',
+            fifth,
+            b'{"type":"assistant.turn_end","data":{"turnId":"1"},"id":"e6",'
+            b'"timestamp":"2026-08-05T07:49:06.000Z","parentId":"e5"}',
+        )
+    )
+
+
+WARNED = {
+    "no timestamp": (
         b'{"type":"assistant.turn_start","data":{"turnId":"1"},"id":"e5","parentId":"e4"}',
-        b'{"type":"assistant.turn_end","data":{"turnId":"1"},"id":"e6",'
-        b'"timestamp":"2026-08-05T07:49:06.000Z","parentId":"e5"}',
-    )
-)
-"""Written by hand: two main-agent turns; line 5, the second turn_start, has no timestamp."""
+        "incomplete-envelope: assistant.turn_start event lacks timestamp; kept",
+    ),
+    "a number beyond 64 bits": (
+        b'{"type":"assistant.turn_start","data":{"turnId":"1"},"id":"e5",'
+        b'"timestamp":"2026-08-05T07:49:05.000Z","parentId":"e4"}\n'
+        b'{"type":"session.usage_checkpoint","data":{"totalNanoAiu":10000000000000000000},'
+        b'"id":"e5b","timestamp":"2026-08-05T07:49:05.500Z","parentId":"e5"}',
+        "out-of-range-number: out-of-range number at data.totalNanoAiu (10000000000000000000): "
+        "beyond what a 64-bit column holds; read as null, the rest of the event kept",
+    ),
+}
 
 
-@pytest.mark.parametrize("cache", ["--no-cache", "--cache"])
-def test_a_line_without_timestamp_is_reported_by_count_and_by_the_total(
-    cache: str, tmp_path: Path
+@pytest.mark.parametrize("cache", ["--no-cache", "with the store"])
+@pytest.mark.parametrize("case", sorted(WARNED))
+def test_the_total_warns_as_count_does_of_a_hand_written_log(
+    case: str, cache: str, tmp_path: Path
 ) -> None:
-    """Issue 23: count warned of the line (incomplete-envelope) and --total said nothing; both
-    warn now, with the same line, cold and warm, and agree with the hand count (2 calls)."""
-    path = write(tmp_path, NO_TIMESTAMP_LOG)
-    warning = (
-        f"warning: {path}:5: incomplete-envelope: assistant.turn_start event lacks timestamp; kept"
-    )
-    args = [] if cache == "--cache" else [cache]
+    """Issue 23: count warned of a line without timestamp (incomplete-envelope) and --total
+    said nothing. Both warn now, of the same line, cold and warm, and agree with the hand
+    count (2 calls)."""
+    fifth, message = WARNED[case]
+    path = write(tmp_path, hand_written(fifth))
+    line = 5 if case == "no timestamp" else 6
+    warning = f"warning: {path}:{line}: {message}"
+    args = ["--no-cache"] if cache == "--no-cache" else []
     for _ in range(2):  # cold, then (with the store) warm
         counted_json = CliRunner().invoke(main, ["count", *args, "--format", "json", str(path)])
         assert sum(row["llm_calls"] for row in orjson.loads(counted_json.stdout)) == 2
