@@ -90,8 +90,8 @@ def count(
 
 
 def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:
-    """Cached, envelope-scanned or fully read, whichever each file allows (polars is never
-    imported); damage goes to stderr as with every command."""
+    """From the store's headers, or read by the reader every command uses, without frames
+    (polars is never imported); damage goes to stderr as with every command."""
     from copilot_logs.commands.count_total import scan_sources
 
     sources = find(picked)
