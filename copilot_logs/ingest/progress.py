@@ -29,7 +29,8 @@ class ReadState(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_
     """The session the last rows belong to: appended rows continue it."""
     seen_ids: frozenset[str] = frozenset()
     """The event ids read so far, where a read going on needs them (a replayed line is read
-    once); empty in the states the reader returns and in the store's headers."""
+    once). A read into frames returns none (its rows hold them), a count returns them; a
+    store header never holds them (an entry without frames keeps them in its body)."""
 
 
 class Figures(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
