@@ -231,10 +231,13 @@ LOSSLESS = frozenset(KINDS) - {
     "dropped",
     "two-events",
     "newline-between-keys",
+    "raw-tab",
     "numeric-message-id",
 }
 """The kinds of damage after which every event is still read whole (the others lose one, or
-with ``numeric-message-id`` change a chunk's messageId so that it counts as another call)."""
+with ``numeric-message-id`` change a chunk's messageId so that it counts as another call;
+``raw-tab`` puts a raw tab inside a text value, which JSON forbids: the line is skipped, and a
+call with it when it is a call's line)."""
 
 
 @settings(

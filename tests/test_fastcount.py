@@ -62,7 +62,7 @@ def test_total_equals_the_calls_written_on_clean_logs(
 ) -> None:
     builder = session(turns, subagent_calls=subagent_calls, seed=seed)
     data = builder.to_bytes()
-    figures, state = counted(data, tmp_path_factory.mktemp("scan"))
+    figures, state = counted(data, tmp_path_factory.mktemp("total"))
     written = (builder.calls_written["main"], builder.calls_written["subagent"])
     assert (figures.llm_calls, figures.subagent_calls) == written == full_count(data)
     assert figures.damage == () and state is not None and state.end == len(data)
@@ -219,17 +219,17 @@ def test_file_rewritten_to_a_longer_one_is_read_whole(tmp_path: Path) -> None:
     assert total(str(path)) == "5\n"
 
 
-def test_parallel_scan_matches_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallel_count_matches_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sources = []
     for n in range(6):
         path = write(tmp_path, session(n, seed=n).to_bytes(), name=f"s{n}")
         sources.append(Source(path, f"s{n}"))
     broken = write(tmp_path, damaged("glued"), name="broken")
     sources.append(Source(broken, "broken"))
-    sequential = count_total.scan_sources(sources, use_cache=False)
+    sequential = count_total.count_sources(sources, use_cache=False)
     monkeypatch.setattr(pool, "SCAN_PARALLEL_BYTES", 0)
     monkeypatch.setenv(pool.CPUS_VARIABLE, "2")
-    both = count_total.scan_sources(sources, use_cache=False)
+    both = count_total.count_sources(sources, use_cache=False)
     assert (both.llm_calls, both.damage) == (sequential.llm_calls, sequential.damage)
     assert sequential.llm_calls == sum(n + 1 for n in range(6)) + full_count(damaged("glued"))[0]
     assert [row[2] for row in sequential.damage] == ["truncated-event"]

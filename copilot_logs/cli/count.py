@@ -92,16 +92,16 @@ def count(
 def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:
     """From the store's headers, or read by the reader every command uses, without frames
     (polars is never imported); damage goes to stderr as with every command."""
-    from copilot_logs.commands.count_total import scan_sources
+    from copilot_logs.commands.count_total import count_sources
 
     sources = find(picked)
     growth = Growth(sources)
-    scan = scan_sources(sources, use_cache=use_cache())
+    totals = count_sources(sources, use_cache=use_cache())
     # in every other command's order
-    print_damage(sorted(scan.damage, key=lambda row: row[:4]), quiet=quiet())
+    print_damage(sorted(totals.damage, key=lambda row: row[:4]), quiet=quiet())
     report_growth([source.name for source in growth.grown()])
-    calls = scan.llm_calls + (scan.subagent_calls if include_subagents else 0)
-    return calls, ExitCode.UNREADABLE if scan.unreadable else ExitCode.OK
+    calls = totals.llm_calls + (totals.subagent_calls if include_subagents else 0)
+    return calls, ExitCode.UNREADABLE if totals.unreadable else ExitCode.OK
 
 
 def _windowed_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:

@@ -26,7 +26,7 @@ from copilot_logs.ingest.calls import CallCounter
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.progress import Figures, ReadState
 
-__all__ = ["Counted", "Scan", "count_file", "scan_sources"]
+__all__ = ["Counted", "Totals", "count_file", "count_sources"]
 
 Counted = tuple[Figures, "ReadState | None"]
 """A file's figures, and how far its read got (None for standard input or a file that cannot
@@ -82,7 +82,7 @@ def _count_one(source: Source, found: store.Found) -> Counted:
 
 
 @dataclass
-class Scan:
+class Totals:
     """The selection's totals, and the damage met on the way (file, line, kind, message,
     more_lines, new_lines)."""
 
@@ -100,23 +100,23 @@ class Scan:
         self.unreadable = self.unreadable or figures.unreadable
 
 
-def scan_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Scan:
+def count_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Totals:
     """Totals of every source: from the store's headers, or read, whichever each file allows;
     what was counted is written to the store (unless ``use_cache`` is false)."""
-    scan = Scan()
+    totals = Totals()
     jobs: list[Job] = []
     for source in sources:
         found = store.find(source) if use_cache else store.Found(store.State.MISS, None)
         if found.state is store.State.FRESH and found.header is not None:
-            scan.add(source, found.header.figures)
+            totals.add(source, found.header.figures)
             continue
         jobs.append((source, found))
     sizes = [_to_read(source, found) for source, found in jobs]
     for (source, _), figures in zip(jobs, _run(jobs, sizes, use_cache), strict=True):
-        scan.add(source, figures)
+        totals.add(source, figures)
     if use_cache and jobs:
         store.prune()
-    return scan
+    return totals
 
 
 def _to_read(source: Source, found: store.Found) -> int:
