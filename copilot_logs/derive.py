@@ -122,10 +122,10 @@ TASK_START = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued")
 
 
 def session_model() -> pl.Expr:
-    """The model a session is listed under: the one most main-agent replies
-    (``assistant.message``) name; on a tie, the one of the latest reply among the tied models
-    (what the session was using last); with no reply naming a model, the last model the
-    session set. An aggregation in reading order: use it per session."""
+    """The model a session is listed under: the one most main-agent replies (``assistant.message``)
+    name; on a tie, the one of the latest reply among the tied models (what the session was using
+    last); with no reply naming a model, the last model the session set. An aggregation in
+    reading order: use it per session."""
     replies = pl.col("model").filter(MAIN & (TYPE == "assistant.message")).drop_nulls()
     most_named = replies.filter(replies.is_in(replies.mode().implode()))
     return pl.coalesce(most_named.last(), pl.col("session_model").drop_nulls().last())

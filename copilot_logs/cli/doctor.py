@@ -84,8 +84,8 @@ def doctor(
     Gives each session a verdict: healthy, running, at-risk or cannot-resume, with reasons that
     name a file and line: the log's size and growth toward the string limit of 536,870,888
     characters, damage the CLI version that wrote it cannot read (judged by real resumes of
-    damaged logs), open tool calls, sub-agents out of place, a missing
-    shutdown (usage lost), and where the bytes go.
+    damaged logs), open tool calls, sub-agents out of place, a missing shutdown (usage lost),
+    and where the bytes go.
 
     More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/doctor.md
 

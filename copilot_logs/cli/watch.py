@@ -68,12 +68,12 @@ def watch(
 
     With no selector, follows the sessions written in the last 10 minutes under the root and
     picks up those written to later (new or resumed); ended sessions leave the view after a
-    minute. A session
-    id or path that does not exist yet is waited for. On a terminal the view shows each
-    session's interaction and turn, its LLM calls (main agent and sub-agents apart), the tools
-    running now, sub-agents, nudges, errors and task_complete. --format ndjson writes one
-    record per event instead (session_start, prompt, nudge, turn_start, turn_end, tool_start,
-    tool_end, subagent_start, subagent_end, task_complete, error, shutdown), flushed at once.
+    minute. A session id or path that does not exist yet is waited for. On a terminal the view
+    shows each session's interaction and turn, its LLM calls (main agent and sub-agents apart),
+    the tools running now, sub-agents, nudges, errors and task_complete. --format ndjson writes
+    one record per event instead (session_start, prompt, nudge, turn_start, turn_end,
+    tool_start, tool_end, subagent_start, subagent_end, task_complete, error, shutdown),
+    flushed at once.
 
     Exit codes: 0 ended with Ctrl-C, or --until-done on a run audit passes; 1 --until-done on a
     run audit flags; 2 bad usage; 124 --timeout expired.

@@ -205,13 +205,13 @@ def accounting(
     """How a file's shutdowns combine: ``single``, ``cumulative``, ``per-segment`` or ``none``.
 
     Cumulative when the file holds usage checkpoints (written only by CLIs whose shutdowns are
-    cumulative). Else the LLM calls counted in the events before each shutdown
-    (``calls_before``) decide where they tell: cumulative when every shutdown's request count
-    is the calls before it, per-segment when it is the calls since the shutdown before it
-    (CLIs up to 1.0.6x reset their figures at a resume, recorded). Else the rule of the format
-    notes: cumulative when each later shutdown is at least the earlier one for every model (a
-    per-segment second segment that happens to use more of every model is taken for
-    cumulative: only the counts tell them apart).
+    cumulative). Else the LLM calls counted in the events before each shutdown (``calls_before``)
+    decide where they tell: cumulative when every shutdown's request count is the calls before
+    it, per-segment when it is the calls since the shutdown before it (CLIs up to 1.0.6x reset
+    their figures at a resume, recorded). Else the rule of the format notes: cumulative when
+    each later shutdown is at least the earlier one for every model (a per-segment second
+    segment that happens to use more of every model is taken for cumulative: only the counts
+    tell them apart).
     """
     if not shutdowns:
         return "none"
