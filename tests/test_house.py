@@ -147,10 +147,26 @@ def test_data_flows_one_way() -> None:
     assert upward == []
 
 
+def summary(path: Path) -> str:
+    """A module's row in docs/architecture.md: the first paragraph of its docstring, on one
+    line (``|`` escaped for the table)."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return " ".join(doc.split("\n\n")[0].split()).replace("|", "\\|")
+
+
 def test_the_architecture_page_lists_every_module() -> None:
     page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
-    listed = set(re.findall(r"^\| `(copilot_logs/[\w/]+\.py)` \|", page, flags=re.M))
+    listed = dict(re.findall(r"^\| `(copilot_logs/[\w/]+\.py)` \| (.*) \|$", page, flags=re.M))
     real = {
-        str(path.relative_to(PACKAGE.parent)) for path in modules() if path.name != "__main__.py"
+        str(path.relative_to(PACKAGE.parent)): summary(path)
+        for path in modules()
+        if path.name != "__main__.py"
     }
-    assert listed == real
+    assert set(listed) == set(real)
+    # Each row says what its module's docstring says first; the rows to paste when it fails:
+    stale = [f"| `{name}` | {real[name]} |" for name in sorted(real) if listed[name] != real[name]]
+    assert stale == [], "\n".join(stale)
+
+
+def test_every_module_says_what_it_is() -> None:
+    assert [str(path) for path in modules() if not summary(path)] == []

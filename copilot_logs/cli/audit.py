@@ -1,3 +1,5 @@
+"""``copilot-logs audit``: which autopilot runs never finished their task, and which looped."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,3 +1,5 @@
+"""``copilot-logs doctor``: which sessions the CLI can no longer resume, and repaired copies."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta

@@ -1,3 +1,5 @@
+"""``copilot-logs report``: one self-contained HTML page of the sessions, to open in a browser."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime

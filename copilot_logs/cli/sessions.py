@@ -1,3 +1,5 @@
+"""``copilot-logs sessions``: one row per session, newest first, with its calls and status."""
+
 from __future__ import annotations
 
 import click

@@ -1,3 +1,5 @@
+"""``copilot-logs timeline``: each session's agent loop as a tree, as rows per call, or SVG."""
+
 from __future__ import annotations
 
 from dataclasses import replace

@@ -1,3 +1,5 @@
+"""``copilot-logs usage``: what sessions used and cost, per session, period, model or call."""
+
 from __future__ import annotations
 
 import click

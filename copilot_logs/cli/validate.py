@@ -1,3 +1,5 @@
+"""``copilot-logs validate``: session logs checked against named rules, a linter and CI gate."""
+
 from __future__ import annotations
 
 from functools import partial

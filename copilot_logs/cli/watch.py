@@ -1,3 +1,5 @@
+"""``copilot-logs watch``: running sessions followed live, or one autopilot run waited for."""
+
 from __future__ import annotations
 
 import time

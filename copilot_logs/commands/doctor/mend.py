@@ -1,9 +1,13 @@
-"""The repaired copy's events made whole again (see :mod:`~copilot_logs.commands.doctor.repair`):
+"""The repaired copy's events made whole again: open tool calls closed as the CLI closes them,
+a lost turn end added, the parent chain and the resume and shutdown counters kept true (see
+:mod:`~copilot_logs.commands.doctor.repair`).
 
 - an open tool call is closed the way the CLI itself closes one when it resumes a log
   (recorded: :data:`~copilot_logs.commands.doctor.evidence.CLOSE_TOOL`): a
   ``tool.execution_complete`` with ``success: false`` and the error code ``interrupted``,
   added before the turn end (or shutdown) that left it open, else at the end of the log;
+- a turn whose ``assistant.turn_end`` was set aside with damaged bytes gets one, right before
+  the next turn starts;
 - an event whose ``parentId`` names bytes that were set aside (or that now follows an added
   event) names the event before it;
 - ``session.resume``'s ``eventCount`` and ``eventsFileSizeBytes`` and
