@@ -24,6 +24,7 @@ import orjson
 from copilot_logs.commands.doctor import evidence
 from copilot_logs.commands.doctor.repair import Change, Repair, Unit
 from copilot_logs.commands.validate import check
+from copilot_logs.ingest.decode.event_structs import parse_line
 from copilot_logs.ingest.reader import ReadResult
 
 CLOSE = "tool.execution_complete"
@@ -149,7 +150,7 @@ def _relink(units: list[Unit], done: Repair) -> None:
         if not unit.data:
             unit.data = orjson.dumps(_closing_event(unit, previous))
         elif unit.after_gap and previous is not None:
-            event = _envelope(unit.data)
+            event = parse_line(unit.data)
             if event is not None and event.get("parentId") != previous.get("id"):
                 was = event.get("parentId")
                 event["parentId"] = previous.get("id")
@@ -162,15 +163,7 @@ def _relink(units: list[Unit], done: Repair) -> None:
                         "the event before it",
                     )
                 )
-        previous = _envelope(unit.data)
-
-
-def _envelope(data: bytes) -> dict[str, Any] | None:
-    try:
-        event = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return event if isinstance(event, dict) else None
+        previous = parse_line(unit.data)
 
 
 def _closing_event(unit: Unit, previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -203,7 +196,7 @@ def _count(units: list[Unit], done: Repair) -> None:
         fields = COUNTED.get(unit.type)
         if fields:
             truth = {"eventCount": count, "eventsFileSizeBytes": offset}
-            event = _envelope(unit.data)
+            event = parse_line(unit.data)
             data = event.get("data") if event is not None else None
             wrong = [
                 name

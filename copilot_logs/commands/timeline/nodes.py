@@ -11,10 +11,9 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from copilot_logs import derive
 from copilot_logs.commands.timeline.frames import CALL_FIGURES
+from copilot_logs.ingest.decode.event_structs import parse_detail
 
 Node = dict[str, Any]
 Row = dict[str, Any]
@@ -36,21 +35,10 @@ def ms_between(later: datetime | None, earlier: datetime | None) -> int | None:
 # --- event texts -----------------------------------------------------------------------------
 
 
-def _detail(row: Row) -> dict[str, Any]:
-    raw = row.get("detail")
-    if not raw:
-        return {}
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def event_text(row: Row) -> str:
     """A short line saying what a lifecycle event did."""
     kind = row["type"]
-    data = _detail(row)
+    data = parse_detail(row.get("detail"))
     text = row.get("text") or ""
     if row.get("stray_end") or kind == derive.TURN_END:
         return f"turn_end with no open turn (turn id {row.get('turn_id')})"

@@ -1,4 +1,5 @@
-"""The msgspec types an event line is decoded into (no polars here).
+"""The msgspec types an event line is decoded into, and an event line or its ``detail`` decoded
+for the commands that need one (no polars here).
 
 ``data`` differs per event type and between CLI versions; only a few of its fields are ever
 read. :class:`Data` names them, and msgspec decodes straight into it, skipping every other
@@ -206,6 +207,28 @@ def detail(line: bytes | memoryview) -> str:
     """The ``data`` object of one event line as compact JSON (as the line reader writes it)."""
     raw = _RAW_DATA.decode(line).data
     return orjson.dumps(orjson.loads(bytes(raw))).decode()
+
+
+def parse_detail(text: str | None) -> dict[str, Any]:
+    """The fields of an event's ``detail`` column (its ``data`` as JSON text, see
+    :func:`detail`): a dict, empty when there is none or it is not an object."""
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """One whole event line (a line ``doctor --repair`` writes, never a damaged one: the reader
+    reads those) as a dict; None when it is not one JSON object."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def as_str(value: Any) -> str | None:
