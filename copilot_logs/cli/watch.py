@@ -10,14 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.options import (
-    Picked,
-    files_only,
-    format_option,
-    parse_duration,
-    quiet,
-)
+from copilot_logs.cli.options import Picked, parse_duration, quiet
+from copilot_logs.cli.options.declare import nudge_cap_option, reading_command
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.output import one_line
@@ -33,8 +27,7 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     return None if value is None else parse_duration(ctx, param, value)
 
 
-@click.command(cls=Command)
-@files_only
+@reading_command("table", "ndjson", engine=False, stdin=False)
 @click.option(
     "--until-done",
     is_flag=True,
@@ -49,15 +42,7 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     "a bare number is seconds, as for coreutils timeout), or no session appears, and exit "
     f"{int(ExitCode.TIMEOUT)}.",
 )
-@click.option(
-    "--nudge-cap",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Nudges per task after which the CLI stops (as for audit).",
-)
-@format_option("table", "ndjson")
-@click.pass_context
+@nudge_cap_option("as for audit")
 def watch(
     ctx: click.Context,
     picked: Picked,
