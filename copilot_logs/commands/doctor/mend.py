@@ -78,7 +78,6 @@ def _inserted(units: list[Unit], inserts: list[Insert], done: Repair) -> list[Un
     """``units`` with each added event in its place (its change listed), the event after it
     marked as following a gap."""
     for at, added, _change in sorted(inserts, key=lambda item: item[0], reverse=True):
-        added.after_gap = True
         units.insert(at, added)
         if at + 1 < len(units):
             units[at + 1].after_gap = True
