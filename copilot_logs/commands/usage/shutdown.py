@@ -90,21 +90,14 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 def _strict_sum(values: Iterable[int | None]) -> int | None:
     """The sum, or None when any part is unknown: a partial sum would pass for the whole."""
-    total = 0
-    for value in values:
-        if value is None:
-            return None
-        total += value
-    return total
+    parts = list(values)
+    return None if None in parts else sum(part for part in parts if part is not None)
 
 
 def _strict_fsum(values: Iterable[float | None]) -> float | None:
-    total = 0.0
-    for value in values:
-        if value is None:
-            return None
-        total += value
-    return round(total, 6)
+    """:func:`_strict_sum` of fractional figures, to six decimals."""
+    parts = list(values)
+    return None if None in parts else round(sum((p for p in parts if p is not None), 0.0), 6)
 
 
 def _model_figures(name: str, metrics: Any) -> dict[str, Any]:
