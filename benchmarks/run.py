@@ -433,7 +433,7 @@ def plan(
         elif bench_id == "timeline":
             cold, warm = Target(max_ratio=6.0), Target(max_ratio=2.0)
         else:
-            cold, warm = Target(max_polars_ratio=0.6), Target(max_ratio=1.5)
+            cold, warm = Target(max_polars_ratio=2.0), Target(max_ratio=1.5)
         common: dict[str, Any] = {
             "group": "copilot-logs",
             "counter": counter,
