@@ -162,8 +162,7 @@ def _details(
 
 def _clean_detail(line: memoryview) -> str | Literal[False]:
     """:func:`copilot_logs.ingest.decode.event_structs.detail` of a clean line; False when its
-    payload
-    holds what only the line reader handles (an out-of-range number, deep nesting)."""
+    payload holds what only the line reader handles (an out-of-range number, deep nesting)."""
     try:
         text = detail(line)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
