@@ -3,6 +3,8 @@
 Every command's core function works per file, so a command maps it over batches of files
 (``map_batches``) and keeps only its small result per batch: memory stays bounded by one batch
 per worker (see :func:`copilot_logs.store.pool.plan`), or one larger file, not by the corpus.
+Logs held in memory are read by the same batch reader, with the same fallback: ``watch``'s new
+lines (:func:`read_held`) and a Spark executor's batch (:func:`map_held`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """Follow session logs as they grow: the reading side of ``watch``.
 
-A :class:`Follower` keeps, per file, the offset just past its last complete line. Each
-:meth:`Follower.poll` stats the file (one system call when nothing changed) and hands the new
-complete lines to the reader, resumed where the last read stopped, so damaged lines are
-recovered and reported exactly as ``count`` and ``timeline`` do. A half-written last line
-waits for its newline. A file that shrank (``/rewind``) or was replaced (new inode) is read
-again whole. When the new bytes do not continue the old ones (the first new event's parentId
-is not the last event's id, or the old part ended on a damaged line), the file is read again
-whole too, so the events held always equal what a batch read of the same complete lines gives.
+A :class:`Follower` keeps, per file, what it read: the complete lines up to the last newline
+(a half-written last line waits for its newline). Each :meth:`Follower.poll` stats the file and
+asks the one growth check (:func:`copilot_logs.store.key.growth`, as a poll: one stat while
+nothing changes): a log that only grew is read on from where the last read stopped, through
+the reader every command reads with (:func:`copilot_logs.store.collect.read_held`, resumed
+there), so damaged lines are recovered and reported exactly as ``count`` and ``timeline`` do;
+any other change (shrunk by ``/rewind``, replaced, rewritten in place, or the old part ending
+on a damaged line that the new bytes may finish) makes it read again whole. So the events held
+always equal what a batch read of the same complete lines gives.
 
 A :class:`Watcher` polls its followers and, watching a root, lists it for sessions that appear.
 """
@@ -50,7 +51,7 @@ class Update:
     records: list[dict[str, object]]
     diagnostics: pl.DataFrame
     reread: bool = False
-    """The file shrank, was replaced, or did not continue: it was read again whole."""
+    """The file did not only grow (shrunk, replaced, rewritten): it was read again whole."""
 
 
 class Follower:
