@@ -84,16 +84,26 @@ def _with_interrupt_start(events: pl.DataFrame) -> pl.DataFrame:
     """``_interrupted_at`` on each line: the byte offset where the lines an interrupt writes
     (``abort`` and ``assistant.turn_end``) begin, when a run of them holding an abort ends
     just before the line; else null. On Ctrl-C the CLI takes the file's size for its
-    shutdown before it writes them (seen in the recordings of 1.0.70 to 1.0.102)."""
+    shutdown before it writes them (seen in the recordings of 1.0.70 to 1.0.102).
+
+    Told by running sums over each session, not by a window per run: a log has about as many
+    runs as lines, and a window over that many groups grew faster than the batch."""
     interrupt = TYPE.is_in(["abort", TURN_END])
-    run = [*SESSION, "_run"]
-    start = pl.when(interrupt).then(pl.col("offset")).min().over(run)
-    aborted = (TYPE == "abort").any().over(run)
+    aborts = (TYPE == "abort").cast(pl.Int64)
+    begins = interrupt & ~interrupt.shift(1).fill_null(False).over(*SESSION)
+    since_begin = pl.when(begins).then(pl.col("_aborts") - aborts).forward_fill().over(*SESSION)
     return (
-        events.with_columns(_run=(~interrupt).cum_sum().over(*SESSION))
-        .with_columns(_interrupted_at=pl.when(interrupt & aborted).then(start))
-        .with_columns(_interrupted_at=pl.col("_interrupted_at").shift(1).over(*SESSION))
-        .drop("_run")
+        events.with_columns(
+            _aborts=aborts.cum_sum().over(*SESSION),
+            _begin=pl.when(begins).then(pl.col("offset")).forward_fill().over(*SESSION),
+        )
+        .with_columns(
+            _interrupted_at=pl.when(interrupt & (pl.col("_aborts") > since_begin))
+            .then(pl.col("_begin"))
+            .shift(1)
+            .over(*SESSION)
+        )
+        .drop("_aborts", "_begin")
     )
 
 
