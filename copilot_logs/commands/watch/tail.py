@@ -107,9 +107,7 @@ class Follower:
         found = self._locate()
         if found is None or self.path is None:
             return None
-        stamp = Stamp(
-            found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino, found.st_dev
-        )
+        stamp = _stamp(found)
         old_end, reread = self._fed.end, False
         if self._seen is not None:
             state = growth(self._seen, stamp, self.path, polling=True)
@@ -182,9 +180,8 @@ class Follower:
         return [record(row) for row in fresh.to_dicts()]
 
 
-Signature = tuple[int, int, int] | None
-"""A session's log as the root's scan last saw it: (inode, size, mtime in ns), None when it
-has no log yet."""
+Signature = Stamp | None
+"""A session's log as the root's scan last saw it (its stat), None when it has no log yet."""
 
 
 def log_signature(candidates: tuple[Path, ...]) -> Signature:
@@ -195,8 +192,12 @@ def log_signature(candidates: tuple[Path, ...]) -> Signature:
         except OSError:
             continue
         if stat.S_ISREG(found.st_mode):
-            return (found.st_ino, found.st_size, found.st_mtime_ns)
+            return _stamp(found)
     return None
+
+
+def _stamp(found: os.stat_result) -> Stamp:
+    return Stamp(found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino, found.st_dev)
 
 
 @dataclass
@@ -275,9 +276,9 @@ def followed_paths(followers: list[Follower]) -> set[Path]:
 def _grown_from(seen: Signature, now: Signature) -> int:
     """Where a log seen before grew from (an old session resumed: what it held then is its
     state, not news), else 0."""
-    if seen is None or now is None or seen[0] != now[0] or now[1] < seen[1]:
+    if seen is None or now is None or (seen.inode, seen.device) != (now.inode, now.device):
         return 0
-    return seen[1]
+    return seen.size if now.size >= seen.size else 0
 
 
 def follow(watcher: Watcher) -> Iterator[list[tuple[Follower, Update]]]:
