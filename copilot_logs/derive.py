@@ -122,20 +122,41 @@ TASK_START = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued")
 
 
 def session_model() -> pl.Expr:
-    """The model a session is listed under: the one most main-agent replies
-    (``assistant.message``) name; on a tie, the one of the latest reply among the tied models
-    (what the session was using last); with no reply naming a model, the last model the
-    session set. An aggregation in reading order: use it per session."""
+    """The model a session is listed under: the one most main-agent replies (``assistant.message``)
+    name; on a tie, the one of the latest reply among the tied models (what the session was using
+    last); with no reply naming a model, the last model the session set. An aggregation in
+    reading order: use it per session."""
     replies = pl.col("model").filter(MAIN & (TYPE == "assistant.message")).drop_nulls()
     most_named = replies.filter(replies.is_in(replies.mode().implode()))
     return pl.coalesce(most_named.last(), pl.col("session_model").drop_nulls().last())
 
 
+_MESSAGE = TYPE == "assistant.message"
+_REQUESTS = pl.col("tool_requests").filter(_MESSAGE).explode().drop_nulls()
+"""The tool requests of an LLM call's messages (in an aggregation over the call's lines)."""
+
+
+def _call_figures() -> dict[str, pl.Expr]:
+    """What an LLM call (a main-agent turn or a sub-agent call) did, aggregated over its lines:
+    its messages, the text of the first that has one, their output tokens, the tools they
+    requested, and the tools started and failed."""
+    return {
+        "messages": _MESSAGE.sum().cast(pl.Int64),
+        "text": pl.col("text").filter(_MESSAGE & (pl.col("text") != "")).first(),
+        "output_tokens": pl.col("output_tokens").filter(_MESSAGE).sum(),
+        "requested_tools": _REQUESTS.struct.field("name"),
+        "tool_calls": (TYPE == "tool.execution_start").sum().cast(pl.Int64),
+        "failed_tool_calls": (
+            (TYPE == "tool.execution_complete") & (pl.col("success") == False)  # noqa: E712
+        )
+        .sum()
+        .cast(pl.Int64),
+    }
+
+
 def turns(annotated: pl.DataFrame) -> pl.DataFrame:
     """One row per main-agent turn (one LLM call), in order, open turns included."""
     rows = annotated.filter(pl.col("in_turn"))
-    is_message = TYPE == "assistant.message"
-    requests = pl.col("tool_requests").filter(is_message).explode().drop_nulls()
     return (
         rows.group_by(*SESSION, "turn_index", maintain_order=True)
         .agg(
@@ -149,24 +170,15 @@ def turns(annotated: pl.DataFrame) -> pl.DataFrame:
             last_event_at=pl.col("timestamp").last(),
             open=~pl.col("closes_turn").any(),
             model=pl.coalesce(
-                pl.col("model").filter(is_message).drop_nulls().first(),
+                pl.col("model").filter(_MESSAGE).drop_nulls().first(),
                 pl.col("model").filter(TYPE.str.starts_with("tool.")).drop_nulls().first(),
                 pl.col("session_model").first(),
             ),
-            messages=is_message.sum().cast(pl.Int64),
-            text=pl.col("text").filter(is_message & (pl.col("text") != "")).first(),
-            output_tokens=pl.col("output_tokens").filter(is_message).sum(),
-            requested_tools=requests.struct.field("name"),
-            tool_calls=(TYPE == "tool.execution_start").sum().cast(pl.Int64),
-            failed_tool_calls=(
-                (TYPE == "tool.execution_complete") & (pl.col("success") == False)  # noqa: E712
-            )
-            .sum()
-            .cast(pl.Int64),
+            **_call_figures(),
             task_complete_called=(
                 (TYPE == "tool.execution_start") & (pl.col("tool_name") == "task_complete")
             ).any()
-            | requests.struct.field("name").is_in(["task_complete"]).any(),
+            | _REQUESTS.struct.field("name").is_in(["task_complete"]).any(),
             task_complete_event=(TYPE == "session.task_complete").any(),
         )
         .with_columns(
@@ -286,8 +298,6 @@ def subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
     writes no turn pair, the call is taken to start then); ``ended_at`` and ``open`` come from
     its turn_end, and are null where it writes none. ``call_index`` numbers the calls of each
     sub-agent from 1."""
-    is_message = TYPE == "assistant.message"
-    requests = pl.col("tool_requests").filter(is_message).explode().drop_nulls()
     turn_start = (TYPE == TURN_START).first()
     agents = annotated.filter(pl.col("agent_id").is_not_null()).with_columns(
         previous_at=pl.col("timestamp").shift(1).over(*SESSION, "agent_id"),
@@ -309,17 +319,10 @@ def subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
             last_event_at=pl.col("timestamp").last(),
             open=pl.when(turn_start).then(~(TYPE == TURN_END).any()),
             model=pl.coalesce(
-                pl.col("model").filter(is_message).drop_nulls().first(),
+                pl.col("model").filter(_MESSAGE).drop_nulls().first(),
                 pl.col("session_model").first(),
             ),
-            messages=is_message.sum().cast(pl.Int64),
-            text=pl.col("text").filter(is_message & (pl.col("text") != "")).first(),
-            output_tokens=pl.col("output_tokens").filter(is_message).sum(),
-            requested_tools=requests.struct.field("name"),
-            tool_calls=(TYPE == "tool.execution_start").sum().cast(pl.Int64),
-            failed_tool_calls=((TYPE == "tool.execution_complete") & (pl.col("success") == False))  # noqa: E712
-            .sum()
-            .cast(pl.Int64),
+            **_call_figures(),
         )
         .with_columns(
             duration_ms=(pl.col("ended_at") - pl.col("timestamp")).dt.total_milliseconds(),

@@ -147,10 +147,103 @@ def test_data_flows_one_way() -> None:
     assert upward == []
 
 
+def summary(path: Path) -> str:
+    """A module's row in docs/architecture.md: the first paragraph of its docstring, on one
+    line (``|`` escaped for the table)."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return " ".join(doc.split("\n\n")[0].split()).replace("|", "\\|")
+
+
 def test_the_architecture_page_lists_every_module() -> None:
     page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
-    listed = set(re.findall(r"^\| `(copilot_logs/[\w/]+\.py)` \|", page, flags=re.M))
+    listed = dict(re.findall(r"^\| `(copilot_logs/[\w/]+\.py)` \| (.*) \|$", page, flags=re.M))
     real = {
-        str(path.relative_to(PACKAGE.parent)) for path in modules() if path.name != "__main__.py"
+        str(path.relative_to(PACKAGE.parent)): summary(path)
+        for path in modules()
+        if path.name != "__main__.py"
     }
-    assert listed == real
+    assert set(listed) == set(real)
+    # Each row says what its module's docstring says first; the rows to paste when it fails:
+    stale = [f"| `{name}` | {real[name]} |" for name in sorted(real) if listed[name] != real[name]]
+    assert stale == [], "\n".join(stale)
+
+
+def test_every_module_says_what_it_is() -> None:
+    assert [str(path) for path in modules() if not summary(path)] == []
+
+
+DECODERS = {
+    "json.load",
+    "json.loads",
+    "orjson.loads",
+    "msgspec.json.decode",
+    "msgspec.json.Decoder",
+    "polars.read_ndjson",
+    "polars.scan_ndjson",
+}
+"""What decodes JSON text: outside ``ingest/``, none of these may appear."""
+OWN_JSON = {
+    # export's manifest reads the _manifest.json it wrote itself into OUT, not a log
+    "copilot_logs/commands/export/manifest.py",
+    # the store reads the dtypes it wrote into its own entries' headers
+    "copilot_logs/store/rows.py",
+}
+"""Modules outside ``ingest/`` that decode JSON that is not an event line: each says why."""
+
+
+def decoders_used(source: str) -> list[str]:
+    """Each use (a call, an import, a mere reference) of a :data:`DECODERS` name in ``source``,
+    through whatever name it was imported as."""
+    tree = ast.parse(source)
+    names: dict[str, str] = {}
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                names[alias.asname or top] = alias.name if alias.asname else top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                dotted = f"{node.module}.{alias.name}"
+                names[alias.asname or alias.name] = dotted
+                found += [dotted] if dotted in DECODERS else []
+    for node in ast.walk(tree):
+        parts: list[str] = []
+        inner: ast.expr = node  # type: ignore[assignment]
+        while isinstance(inner, ast.Attribute):
+            parts.insert(0, inner.attr)
+            inner = inner.value
+        if isinstance(inner, ast.Name) and inner.id in names and isinstance(node, ast.expr):
+            dotted = ".".join([names[inner.id], *parts])
+            found += [dotted] if dotted in DECODERS else []
+    return found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import orjson\norjson.loads(b'{}')",
+        "import orjson as fast\nrows = map(fast.loads, lines)",
+        "from orjson import loads\nloads(b'{}')",
+        "import json\njson.loads('{}')",
+        "import msgspec\nDECODER = msgspec.json.Decoder(dict)",
+        "from msgspec import json\njson.decode(b'{}')",
+        "def f():\n    import polars as pl\n    return pl.read_ndjson(path)",
+    ],
+)
+def test_the_decoder_check_sees_every_spelling(source: str) -> None:
+    assert decoders_used(source)
+
+
+def test_no_module_outside_ingest_decodes_an_event_line() -> None:
+    # One decoder of an event line: the reader's (ingest/). Everything else reads the frames,
+    # or asks ingest (ingest.decode.event_structs.parse_line / parse_detail).
+    offenders = {
+        str(path.relative_to(PACKAGE.parent)): used
+        for path in modules()
+        if path.relative_to(PACKAGE).parts[0] != "ingest"
+        and str(path.relative_to(PACKAGE.parent)) not in OWN_JSON
+        and (used := decoders_used(path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}
+    assert [name for name in OWN_JSON if not (PACKAGE.parent / name).is_file()] == []

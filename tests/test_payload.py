@@ -10,6 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from copilot_logs.ingest.decode.event_structs import Data
 from copilot_logs.ingest.decode.event_types import NUDGE_TEXT, PREVIEW_CHARS
 from copilot_logs.ingest.decode.payload import (
     PAYLOAD_FIELDS,
@@ -112,3 +113,20 @@ def test_fields_of_unusual_types_are_read_as_the_columns_take_them() -> None:
     row = dict(zip(PAYLOAD_FIELDS, payload("tool.execution_complete", complete, None), strict=True))
     assert (row["success"], row["is_user_requested"], row["text"]) == (None, False, None)
     assert from_dict({"toolRequests": "bash"}).toolRequests is None
+
+
+ODD_VALUES = [{"nested": [1, {"x": None}]}, [1, "two"], "text", -3, 2.5, True, None]
+
+
+def test_every_field_of_a_payload_is_read_whatever_its_json_type() -> None:
+    # Each field msgspec decodes (the strict Data), given a value of every JSON shape: never an
+    # error, and a field whose value is an object or a list is no id or count (hand rule: an id
+    # or a count is a scalar; anything else is not).
+    for field in msgspec.structs.fields(Data):
+        for value in ODD_VALUES:
+            data = from_dict({field.name: value, "turnId": {"not": "an id"}})
+            assert data.turnId is None, (field.name, value)
+            if field.name in ("interactionId", "toolCallId", "outputTokens") and not isinstance(
+                value, str | int | float
+            ):
+                assert getattr(data, field.name) is None, (field.name, value)

@@ -368,6 +368,24 @@ def test_the_bar_is_proportional_to_the_longest_turn() -> None:
     assert 1 <= quick.count("█") <= full // 4
 
 
+def test_tools_subagents_and_their_calls_draw_a_bar_of_their_own_duration() -> None:
+    # rich_session: the view tool, the task's sub-agent run, its calls and their bash tools
+    # all took time, so each draws a bar on the same scale as the turns (never longer than
+    # the longest turn's); an open tool has no duration, so no bar.
+    session = only(rich_session())
+    plain = [line.plain for line in render_lines(session, 160)[3:]]
+    blocks = "█▉▊▋▌▍▎▏"
+
+    def bar(start: str) -> str:
+        line = next(p for p in plain if p.lstrip(" │├└─").startswith(start))
+        return "".join(c for c in line if c in blocks)
+
+    longest = max(len(bar(turn)) for turn in ("#1 ", "#2 ", "#3 "))
+    for start in ("view ok", "sub-agent task completed", "call 1 ", "call 2 ", "bash ok"):
+        assert 1 <= len(bar(start)) <= longest, start
+    assert bar("bash running") == ""
+
+
 def test_the_view_shows_every_node_once_in_order() -> None:
     session = only(rich_session())
     plain = [line.plain for line in render_lines(session, 160)]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import orjson
 import polars as pl
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -332,12 +333,7 @@ def glue_replayed(
 ) -> tuple[bytes, Expected]:
     """A write cut short, then the same event written whole behind it on the same line: the
     event is recovered (nothing lost), the line is reported as truncated."""
-    # system.message lines are left out: today a glued one is read without any finding
-    # (reported as a reader gap in the trust-fuzz branch's report).
-    k = data.draw(
-        st.sampled_from([i for i, e in enumerate(events) if e["type"] != "system.message"]),
-        label="glued line",
-    )
+    k = data.draw(st.integers(0, len(lines) - 1), label="glued line")
     keep = data.draw(st.integers(1, len(lines[k]) - 1), label="bytes of the cut copy")
     damaged = [*lines[:k], synth.glue_truncated(lines[k], lines[k], keep=keep), *lines[k + 1 :]]
     # The recovered event starts `keep` bytes into its line: a shutdown or resume glued so no
@@ -451,6 +447,29 @@ def test_one_damage_gives_its_rule_at_its_line(
     assert result.exit_code == (3 if gave_no_event else 1), result.output
     found = {(f["code"], f["line"]) for f in findings}
     assert found == expected, (damage.__name__, sorted(found), sorted(expected))
+
+
+@pytest.mark.parametrize("keep", [1, 9, 200, -1])
+@pytest.mark.parametrize("prompt_size", [0, 50_000])
+def test_a_glued_system_message_is_reported_like_any_line(keep: int, prompt_size: int) -> None:
+    """The system.message glued behind a cut copy of itself (once left out of glue_replayed
+    as a reader gap): line 3 is reported as truncated, the event kept, and the shutdown after
+    it no longer sits at the offset it records. Expected by hand: the builder writes
+    session.start, session.model_change, then the system.message before the first prompt."""
+    b = SessionBuilder(seed=3, system_prompt_size=prompt_size)
+    b.user_message("prompt 0")
+    b.turn("done")
+    b.shutdown()
+    lines = b.lines()
+    assert b.events[2]["type"] == "system.message"
+    cut = keep % len(lines[2])
+    damaged = [*lines[:2], synth.glue_truncated(lines[2], lines[2], keep=cut), *lines[3:]]
+    result = read_bytes(synth.join_lines(damaged), f"/state/{b.session_id}/events.jsonl")
+    report = validate.validate(result, strict=True)
+    found = set(report.findings.select("code", "line").iter_rows())
+    shutdown_line = len(lines)
+    assert found == {("E111", 3), ("R602", shutdown_line)}
+    assert result.events["type"].to_list() == [e["type"] for e in b.events]
 
 
 def test_generator_covers_the_features() -> None:

@@ -1,3 +1,5 @@
+"""``copilot-logs audit``: which autopilot runs never finished their task, and which looped."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -5,15 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.options import (
-    Picked,
-    engine_options,
-    exit_code,
-    format_option,
-    load,
-    parse_duration,
-    selection_options,
+from copilot_logs.cli.options import Picked, exit_code, load
+from copilot_logs.cli.options.declare import (
+    fail_on_option,
+    nudge_cap_option,
+    reading_command,
+    running_within_option,
 )
 from copilot_logs.errors import ExitCode
 
@@ -31,7 +30,6 @@ VERDICT_NAMES = (
 )
 DEFAULT_FAIL_ON = "missing-task-complete,nudge-cap,errored,interrupted,user-quit"
 LOOPING = "looping"
-FAIL_ON_NAMES = (*VERDICT_NAMES, LOOPING)
 # The loop thresholds: (option, signal, default, help); a test checks them against the core.
 LOOP_OPTIONS = (
     ("--stalled-nudges", "stalled-nudges", 3, "N nudges in a row with no new successful tool call"),
@@ -39,20 +37,6 @@ LOOP_OPTIONS = (
     ("--rejected-completions", "rejected-completions", 2, "task_complete rejected N times"),
     ("--calls-after-completion", "after-completion", 1, "N LLM calls after a task_complete"),
 )
-
-
-def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozenset[str]:
-    names = {part.strip().lower() for part in value.split(",") if part.strip()}
-    names.discard("none")
-    unknown = sorted(names - set(FAIL_ON_NAMES))
-    if unknown:
-        raise click.BadParameter(
-            f"unknown verdict {', '.join(unknown)}; choose from {', '.join(FAIL_ON_NAMES)} "
-            "(or none)",
-            ctx,
-            param,
-        )
-    return frozenset(names)
 
 
 def _name(option: str) -> str:
@@ -74,18 +58,11 @@ def loop_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
-@click.command(cls=Command)
-@selection_options
-@engine_options
-@click.option(
-    "--fail-on",
-    metavar="VERDICT,...",
-    default=DEFAULT_FAIL_ON,
-    show_default=True,
-    callback=_fail_on,
-    help="Exit 1 when a session gets one of these verdicts (`none`: never). Verdicts: "
-    + ", ".join(VERDICT_NAMES)
-    + "; and `looping`, for a session that loops whatever its verdict.",
+@reading_command("table", "json", "ndjson", "csv", "markdown", "github")
+@fail_on_option(
+    VERDICT_NAMES,
+    DEFAULT_FAIL_ON,
+    also=(LOOPING, "for a session that loops whatever its verdict"),
 )
 @click.option(
     "--require-task-complete",
@@ -96,25 +73,11 @@ def loop_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option(
     "--all", "show_all", is_flag=True, help="Also list interactive sessions (not judged)."
 )
-@click.option(
-    "--nudge-cap",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Nudges per task after which the CLI stops (its default is 5).",
-)
-@click.option(
-    "--running-within",
-    default="10m",
-    callback=parse_duration,
-    show_default=True,
-    metavar="DURATION",
-    help="An open session whose last event is this recent is `running`, not `interrupted` "
-    "(90s, 10m, 1h; a bare number is seconds; 0: never).",
+@nudge_cap_option()
+@running_within_option(
+    "An open session whose last event is this recent is `running`, not `interrupted`"
 )
 @loop_options
-@format_option("table", "json", "ndjson", "csv", "markdown", "github")
-@click.pass_context
 def audit(
     ctx: click.Context,
     picked: Picked,

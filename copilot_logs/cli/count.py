@@ -1,3 +1,5 @@
+"""``copilot-logs count``: LLM calls counted exactly, per session or regrouped, or one total."""
+
 from __future__ import annotations
 
 from functools import partial

@@ -1,3 +1,5 @@
+"""``copilot-logs doctor``: which sessions the CLI can no longer resume, and repaired copies."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -5,16 +7,8 @@ from pathlib import Path
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.options import (
-    Picked,
-    exit_code,
-    find,
-    format_option,
-    load,
-    parse_duration,
-    selection_options,
-)
+from copilot_logs.cli.options import Picked, exit_code, find, load
+from copilot_logs.cli.options.declare import fail_on_option, reading_command, running_within_option
 from copilot_logs.errors import ExitCode
 
 # Spelled out here so `--help` needs no polars; a test checks them against the core module.
@@ -22,40 +16,10 @@ VERDICT_NAMES = ("healthy", "running", "at-risk", "cannot-resume")
 DEFAULT_FAIL_ON = "running,at-risk,cannot-resume"
 
 
-def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozenset[str]:
-    names = {part.strip().lower() for part in value.split(",") if part.strip()}
-    names.discard("none")
-    unknown = sorted(names - set(VERDICT_NAMES))
-    if unknown:
-        raise click.BadParameter(
-            f"unknown verdict {', '.join(unknown)}; choose from {', '.join(VERDICT_NAMES)} "
-            "(or none)",
-            ctx,
-            param,
-        )
-    return frozenset(names)
-
-
-@click.command(cls=Command)
-@selection_options
-@click.option(
-    "--fail-on",
-    metavar="VERDICT,...",
-    default=DEFAULT_FAIL_ON,
-    show_default=True,
-    callback=_fail_on,
-    help="Exit 1 when a session gets one of these verdicts (`none`: never). Verdicts: "
-    + ", ".join(VERDICT_NAMES)
-    + ".",
-)
-@click.option(
-    "--running-within",
-    default="10m",
-    callback=parse_duration,
-    show_default=True,
-    metavar="DURATION",
-    help="A log with no shutdown whose last event is this recent is `running`: being written, "
-    "not judged (90s, 10m, 1h; 0: never).",
+@reading_command("table", "json", "ndjson", engine=False)
+@fail_on_option(VERDICT_NAMES, DEFAULT_FAIL_ON)
+@running_within_option(
+    "A log with no shutdown whose last event is this recent is `running`: being written, not judged"
 )
 @click.option(
     "--repair",
@@ -68,8 +32,6 @@ def _fail_on(ctx: click.Context, param: click.Parameter, value: str) -> frozense
     type=click.Path(path_type=Path, file_okay=False),
     help="With --repair: the folder (a session-state folder) the copies go to, as OUT/<id>/.",
 )
-@format_option("table", "json", "ndjson")
-@click.pass_context
 def doctor(
     ctx: click.Context,
     picked: Picked,
@@ -84,8 +46,8 @@ def doctor(
     Gives each session a verdict: healthy, running, at-risk or cannot-resume, with reasons that
     name a file and line: the log's size and growth toward the string limit of 536,870,888
     characters, damage the CLI version that wrote it cannot read (judged by real resumes of
-    damaged logs), open tool calls, sub-agents out of place, a missing
-    shutdown (usage lost), and where the bytes go.
+    damaged logs), open tool calls, sub-agents out of place, a missing shutdown (usage lost),
+    and where the bytes go.
 
     More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/doctor.md
 

@@ -1,3 +1,5 @@
+"""``copilot-logs export OUT``: the sessions as Parquet datasets, rewritten where logs changed."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

@@ -1,3 +1,5 @@
+"""``copilot-logs report``: one self-contained HTML page of the sessions, to open in a browser."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -7,8 +9,8 @@ from typing import NoReturn
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.options import Picked, exit_code, load, selection_options
+from copilot_logs.cli.options import Picked, exit_code, load
+from copilot_logs.cli.options.declare import reading_command
 from copilot_logs.errors import FULL, CopilotLogsError, WriteError
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
@@ -16,8 +18,7 @@ from copilot_logs.render.humanize import plural
 DEFAULT_OUTPUT = "copilot-logs-report.html"
 
 
-@click.command(cls=Command)
-@selection_options
+@reading_command(engine=False)
 @click.option(
     "-o",
     "--output",
@@ -36,7 +37,6 @@ DEFAULT_OUTPUT = "copilot-logs-report.html"
     help="Draw the timelines of the N newest sessions; every session is in the tables.",
 )
 @click.option("--tz", metavar="ZONE", help="IANA time zone for days and times [default: local].")
-@click.pass_context
 def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: str | None) -> None:
     """Write one self-contained HTML page to open in a browser or attach to a CI run.
 

@@ -1,3 +1,5 @@
+"""``copilot-logs rules``: the catalogue of validate's rules, or one rule explained."""
+
 from __future__ import annotations
 
 import click

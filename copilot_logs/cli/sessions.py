@@ -1,30 +1,15 @@
+"""``copilot-logs sessions``: one row per session, newest first, with its calls and status."""
+
 from __future__ import annotations
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.options import (
-    HUMAN_FORMATS,
-    Picked,
-    engine_options,
-    exit_code,
-    format_option,
-    load,
-    read_each,
-    selection_options,
-)
+from copilot_logs.cli.options import HUMAN_FORMATS, Picked, exit_code, load, read_each
+from copilot_logs.cli.options.declare import reading_command
 
 
-@click.command(cls=Command)
-@selection_options
-@engine_options
-@format_option("table", "json", "ndjson", "csv")
-@click.pass_context
-def sessions(
-    ctx: click.Context,
-    picked: Picked,
-    fmt: str,
-) -> None:
+@reading_command("table", "json", "ndjson", "csv")
+def sessions(ctx: click.Context, picked: Picked, fmt: str) -> None:
     """List sessions, newest first, with their calls, tools, nudges and status.
 
     \b

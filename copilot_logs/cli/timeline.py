@@ -1,3 +1,5 @@
+"""``copilot-logs timeline``: each session's agent loop as a tree, as rows per call, or SVG."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -6,21 +8,12 @@ from typing import Any
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.options import (
-    HUMAN_FORMATS,
-    Picked,
-    exit_code,
-    format_option,
-    load,
-    read_each,
-    selection_options,
-)
+from copilot_logs.cli.options import HUMAN_FORMATS, Picked, exit_code, load, read_each
+from copilot_logs.cli.options.declare import reading_command
 from copilot_logs.render import output
 
 
-@click.command(cls=Command)
-@selection_options
+@reading_command("table", "json", "ndjson", "csv", "svg", engine=False)
 @click.option("--no-tools", is_flag=True, help="Leave out the tool executions (counts stay).")
 @click.option(
     "--width",
@@ -29,8 +22,6 @@ from copilot_logs.render import output
     help=f"Lay the terminal view out for N columns, 40 to {output.MAX_WIDTH} [default: the "
     "terminal's width].",
 )
-@format_option("table", "json", "ndjson", "csv", "svg")
-@click.pass_context
 def timeline(
     ctx: click.Context,
     picked: Picked,

@@ -1,19 +1,11 @@
+"""``copilot-logs usage``: what sessions used and cost, per session, period, model or call."""
+
 from __future__ import annotations
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.options import (
-    HUMAN_FORMATS,
-    Loaded,
-    Picked,
-    engine_options,
-    exit_code,
-    format_option,
-    load,
-    read_each,
-    selection_options,
-)
+from copilot_logs.cli.options import HUMAN_FORMATS, Loaded, Picked, exit_code, load, read_each
+from copilot_logs.cli.options.declare import reading_command
 
 GROUPINGS = (
     *("session", "day", "week", "month", "model", "repository", "repo"),
@@ -21,9 +13,7 @@ GROUPINGS = (
 )
 
 
-@click.command(cls=Command)
-@selection_options
-@engine_options
+@reading_command("table", "json", "ndjson", "csv", "markdown")
 @click.option(
     "--by",
     type=click.Choice(GROUPINGS),
@@ -51,8 +41,6 @@ GROUPINGS = (
     help="On stderr, per session: the shutdown's "
     "request count against the turns and sub-agent calls counted from the events.",
 )
-@format_option("table", "json", "ndjson", "csv", "markdown")
-@click.pass_context
 def usage(
     ctx: click.Context,
     picked: Picked,

@@ -1,24 +1,18 @@
+"""``copilot-logs validate``: session logs checked against named rules, a linter and CI gate."""
+
 from __future__ import annotations
 
 from functools import partial
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.options import (
-    Picked,
-    engine_options,
-    format_option,
-    load,
-    selection_options,
-)
+from copilot_logs.cli.options import Picked, load
+from copilot_logs.cli.options.declare import reading_command
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 
 
-@click.command(cls=Command)
-@selection_options
-@engine_options
+@reading_command("text", "json", "github", "junit", "sarif", default="text")
 @click.option(
     "--select",
     multiple=True,
@@ -38,8 +32,6 @@ from copilot_logs.render import output
     help="Warnings fail the gate too [default: `strict` from pyproject.toml, else no].",
 )
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
-@format_option("text", "json", "github", "junit", "sarif", default="text")
-@click.pass_context
 def validate(
     ctx: click.Context,
     picked: Picked,

@@ -1,3 +1,5 @@
+"""``copilot-logs watch``: running sessions followed live, or one autopilot run waited for."""
+
 from __future__ import annotations
 
 import time
@@ -8,14 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.options import (
-    Picked,
-    files_only,
-    format_option,
-    parse_duration,
-    quiet,
-)
+from copilot_logs.cli.options import Picked, parse_duration, quiet
+from copilot_logs.cli.options.declare import nudge_cap_option, reading_command
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.output import one_line
@@ -31,8 +27,7 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     return None if value is None else parse_duration(ctx, param, value)
 
 
-@click.command(cls=Command)
-@files_only
+@reading_command("table", "ndjson", engine=False, stdin=False)
 @click.option(
     "--until-done",
     is_flag=True,
@@ -47,15 +42,7 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     "a bare number is seconds, as for coreutils timeout), or no session appears, and exit "
     f"{int(ExitCode.TIMEOUT)}.",
 )
-@click.option(
-    "--nudge-cap",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Nudges per task after which the CLI stops (as for audit).",
-)
-@format_option("table", "ndjson")
-@click.pass_context
+@nudge_cap_option("as for audit")
 def watch(
     ctx: click.Context,
     picked: Picked,
@@ -68,12 +55,12 @@ def watch(
 
     With no selector, follows the sessions written in the last 10 minutes under the root and
     picks up those written to later (new or resumed); ended sessions leave the view after a
-    minute. A session
-    id or path that does not exist yet is waited for. On a terminal the view shows each
-    session's interaction and turn, its LLM calls (main agent and sub-agents apart), the tools
-    running now, sub-agents, nudges, errors and task_complete. --format ndjson writes one
-    record per event instead (session_start, prompt, nudge, turn_start, turn_end, tool_start,
-    tool_end, subagent_start, subagent_end, task_complete, error, shutdown), flushed at once.
+    minute. A session id or path that does not exist yet is waited for. On a terminal the view
+    shows each session's interaction and turn, its LLM calls (main agent and sub-agents apart),
+    the tools running now, sub-agents, nudges, errors and task_complete. --format ndjson writes
+    one record per event instead (session_start, prompt, nudge, turn_start, turn_end,
+    tool_start, tool_end, subagent_start, subagent_end, task_complete, error, shutdown),
+    flushed at once.
 
     Exit codes: 0 ended with Ctrl-C, or --until-done on a run audit passes; 1 --until-done on a
     run audit flags; 2 bad usage; 124 --timeout expired.

@@ -2,11 +2,10 @@
 
 A run of lines is clean when each is an event of the usual shape on a line of its own: valid
 UTF-8, no CR, no blank line, an envelope and payload fields of the usual types
-(:class:`copilot_logs.ingest.decode.event_structs.Event`), an id not seen before, no number beyond
-what a
-column holds. Such a run gives the same rows as the line reader would (a property test checks
-it), without a Python step per field; any other run is read by the line reader, which
-recovers what it can and reports the damage.
+(:class:`copilot_logs.ingest.decode.event_structs.Event`), an id not seen before, no number
+beyond what a column holds. Such a run gives the same rows as the line reader would (a property
+test checks it), without a Python step per field; any other run is read by the line reader,
+which recovers what it can and reports the damage.
 """
 
 from __future__ import annotations
@@ -135,8 +134,7 @@ def _details(
 
 def _clean_detail(line: memoryview) -> str | Literal[False]:
     """:func:`copilot_logs.ingest.decode.event_structs.detail` of a clean line; False when its
-    payload
-    holds what only the line reader handles (an out-of-range number, deep nesting)."""
+    payload holds what only the line reader handles (an out-of-range number, deep nesting)."""
     try:
         text = detail(line)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):

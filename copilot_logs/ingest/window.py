@@ -1,8 +1,8 @@
 """--since / --until on standard input: its sessions' starts are known only once it is read.
 
-Files on disk are chosen before reading (see :mod:`copilot_logs.ingest.discover`, which skips files
-too old to matter without opening them); a stream cannot be peeked at without consuming it, so
-its sessions are kept or dropped here, on the events, by the same start time
+Files on disk are chosen before reading (see :mod:`copilot_logs.ingest.discover`, which skips
+files too old to matter without opening them); a stream cannot be peeked at without consuming
+it, so its sessions are kept or dropped here, on the events, by the same start time
 (``session.start``'s startTime, else the first event's timestamp).
 """
 

@@ -1,1 +1,2 @@
-"""Frames and reports -> text: tables, timelines, CI formats, SVG and HTML (the one output gate)."""
+"""Frames and reports -> text: tables, timelines, CI formats, SVG and HTML (the one output
+gate)."""

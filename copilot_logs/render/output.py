@@ -188,7 +188,7 @@ def spark_status() -> SparkStatus | None:
 def live_console() -> Console | None:
     """A console for the live view of ``watch`` on stdout, or None when stdout is not a
     terminal. A live display moves the cursor, so what it writes cannot pass the gate line by
-    line: every piece of log text it shows must be escaped first (``sanitize.one_line``)."""
+    line: every piece of log text it shows must be escaped first (:func:`one_line`)."""
     stream = sys.stdout
     if stream is None or not stream.isatty():
         return None

@@ -230,7 +230,7 @@ def _interaction_line(interaction: Node, session_model: str | None, show_tools: 
         label,
         offset_ms=interaction["offset_ms"],
         duration_ms=interaction["duration_ms"],
-        children=[line for _, line in sorted(children, key=lambda pair: pair[0])],
+        children=_in_order(children),
     )
 
 
@@ -271,7 +271,7 @@ def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
         duration_ms=turn["elapsed_ms"] if turn["open"] else turn["duration_ms"],
         bar_ms=turn["elapsed_ms"],
         bar_style="yellow" if turn["open"] else "cyan",
-        children=[line for _, line in sorted(children, key=lambda pair: pair[0])],
+        children=_in_order(children),
     )
 
 
@@ -323,13 +323,7 @@ def _tool_line(tool: Node, *, parent_open: bool = False) -> Line:
     arguments = _argument_preview(tool["arguments"])
     if arguments:
         label.append(" " + arguments, style="dim")
-    return Line(
-        label,
-        offset_ms=tool["offset_ms"],
-        duration_ms=tool["duration_ms"],
-        bar_ms=tool["duration_ms"],
-        bar_style="red" if status == "failed" else "dim",
-    )
+    return _spanning(label, tool, "red" if status == "failed" else "dim")
 
 
 def _argument_preview(arguments: str | None) -> str:
@@ -357,14 +351,7 @@ def _subagent_line(run: Node, session_model: str | None) -> Line:
     children: list[tuple[int, Line]] = [(e["line"], _event_line(e)) for e in run["events"]]
     children += [(t["line"], _tool_line(t)) for t in run.get("tools", [])]
     children += [(c["line"], _call_line(c, session_model)) for c in run["calls"]]
-    return Line(
-        label,
-        offset_ms=run["offset_ms"],
-        duration_ms=run["duration_ms"],
-        bar_ms=run["duration_ms"],
-        bar_style="magenta",
-        children=[line for _, line in sorted(children, key=lambda pair: pair[0])],
-    )
+    return _spanning(label, run, "magenta", _in_order(children))
 
 
 def _call_line(call: Node, session_model: str | None) -> Line:
@@ -378,11 +365,22 @@ def _call_line(call: Node, session_model: str | None) -> Line:
     label.append(usage_text(call), style="dim")
     if call["text"]:
         label.append(" " + _preview(call["text"]))
+    tools = [_tool_line(t, parent_open=call["open"]) for t in call.get("tools", [])]
+    return _spanning(label, call, "magenta", tools)
+
+
+def _spanning(label: Text, node: Node, style: str, children: list[Line] | None = None) -> Line:
+    """The line of a node whose bar spans its own duration (a tool, a sub-agent run, a call)."""
     return Line(
         label,
-        offset_ms=call["offset_ms"],
-        duration_ms=call["duration_ms"],
-        bar_ms=call["duration_ms"],
-        bar_style="magenta",
-        children=[_tool_line(t, parent_open=call["open"]) for t in call.get("tools", [])],
+        offset_ms=node["offset_ms"],
+        duration_ms=node["duration_ms"],
+        bar_ms=node["duration_ms"],
+        bar_style=style,
+        children=children or [],
     )
+
+
+def _in_order(children: list[tuple[int, Line]]) -> list[Line]:
+    """The lines by the log line each stands for."""
+    return [line for _, line in sorted(children, key=lambda pair: pair[0])]

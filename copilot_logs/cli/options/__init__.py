@@ -83,11 +83,6 @@ def _reading_flags() -> list[Callable[[F], F]]:
     return [no_cache, quiet]
 
 
-def files_only(function: F) -> F:
-    """:func:`selection_options` for a command that cannot read standard input (`watch`)."""
-    return selection_options(function, stdin=False)
-
-
 def selection_options(function: F, *, stdin: bool = True) -> F:
     """SELECTORS plus --root, --since, --until, --latest, --no-cache and --quiet, read the same
     way by every command: the command receives them as one ``picked`` argument (a

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict, Unpack
 
 import polars as pl
 
@@ -159,25 +160,20 @@ _ERROR = MAIN & (TYPE == "session.error")
 _SHUTDOWN = TYPE == "session.shutdown"
 
 
-def audit(
-    result: ReadResult,
-    *,
-    now: datetime | None = None,
-    running_within: timedelta = DEFAULT_RUNNING_WITHIN,
-    nudge_cap: int = DEFAULT_NUDGE_CAP,
-    require_task_complete: bool = False,
-    loop_thresholds: Mapping[str, int] | None = None,
-) -> pl.DataFrame:
+class Judging(TypedDict, total=False):
+    """How :func:`judge` judges (each with its default there)."""
+
+    now: datetime | None
+    running_within: timedelta
+    nudge_cap: int
+    require_task_complete: bool
+    loop_thresholds: Mapping[str, int] | None
+
+
+def audit(result: ReadResult, **judging: Unpack[Judging]) -> pl.DataFrame:
     r"""One row per session read (columns :data:`AUDIT_COLUMNS`), newest first: the
     :func:`facts` of ``result``, :func:`judge`\ d."""
-    return judge(
-        [facts(result)],
-        now=now,
-        running_within=running_within,
-        nudge_cap=nudge_cap,
-        require_task_complete=require_task_complete,
-        loop_thresholds=loop_thresholds,
-    )
+    return judge([facts(result)], **judging)
 
 
 def facts(result: ReadResult) -> pl.DataFrame:

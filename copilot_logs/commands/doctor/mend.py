@@ -1,9 +1,13 @@
-"""The repaired copy's events made whole again (see :mod:`~copilot_logs.commands.doctor.repair`):
+"""The repaired copy's events made whole again: open tool calls closed as the CLI closes them,
+a lost turn end added, the parent chain and the resume and shutdown counters kept true (see
+:mod:`~copilot_logs.commands.doctor.repair`).
 
 - an open tool call is closed the way the CLI itself closes one when it resumes a log
   (recorded: :data:`~copilot_logs.commands.doctor.evidence.CLOSE_TOOL`): a
   ``tool.execution_complete`` with ``success: false`` and the error code ``interrupted``,
   added before the turn end (or shutdown) that left it open, else at the end of the log;
+- a turn whose ``assistant.turn_end`` was set aside with damaged bytes gets one, right before
+  the next turn starts;
 - an event whose ``parentId`` names bytes that were set aside (or that now follows an added
   event) names the event before it;
 - ``session.resume``'s ``eventCount`` and ``eventsFileSizeBytes`` and
@@ -20,8 +24,11 @@ import orjson
 from copilot_logs.commands.doctor import evidence
 from copilot_logs.commands.doctor.repair import Change, Repair, Unit
 from copilot_logs.commands.validate import check
+from copilot_logs.ingest.decode.event_structs import parse_line
 from copilot_logs.ingest.reader import ReadResult
 
+Insert = tuple[int, Unit, Change]
+"""An event the repair adds: where, the event, and the change listed for it."""
 CLOSE = "tool.execution_complete"
 TURN_START = "assistant.turn_start"
 TURN_END = "assistant.turn_end"
@@ -45,7 +52,7 @@ def _close_open_tools(units: list[Unit], result: ReadResult, done: Repair) -> li
     session) ended, else at the end."""
     found = check(result, select=sorted(ENDS)).sort("line")
     by_id = {unit.event_id: index for index, unit in enumerate(units) if unit.event_id}
-    inserts: list[tuple[int, Unit]] = []
+    inserts: list[Insert] = []
     for code, event_id in found.select("code", "event_id").iter_rows():
         start = by_id.get(event_id)
         if start is None:
@@ -54,32 +61,27 @@ def _close_open_tools(units: list[Unit], result: ReadResult, done: Repair) -> li
         opened = units[start]
         line = units[at].line if at < len(units) else units[-1].line + 1
         closing = Unit(
+            line, b"", _id_closing(event_id), CLOSE, opened.agent_id, opened.tool_call_id
+        )
+        change = Change(
             line,
-            b"",
-            _id_closing(event_id),
-            CLOSE,
-            agent_id=opened.agent_id,
-            tool_call_id=opened.tool_call_id,
-            after_gap=True,
+            f"added a tool.execution_complete closing {opened.tool_call_id} (started on "
+            f"line {opened.line}) as interrupted",
+            "the tool call was left open; the CLI closes one so when it resumes "
+            f"(recorded with {evidence.CLOSE_VERSION})",
         )
-        inserts.append((at, closing))
-        done.changes.append(
-            Change(
-                line,
-                f"added a tool.execution_complete closing {opened.tool_call_id} (started on "
-                f"line {opened.line}) as interrupted",
-                "the tool call was left open; the CLI closes one so when it resumes "
-                f"(recorded with {evidence.CLOSE_VERSION})",
-            )
-        )
-    return _inserted(units, inserts)
+        inserts.append((at, closing, change))
+    return _inserted(units, inserts, done)
 
 
-def _inserted(units: list[Unit], inserts: list[tuple[int, Unit]]) -> list[Unit]:
-    for at, added in sorted(inserts, key=lambda item: item[0], reverse=True):
+def _inserted(units: list[Unit], inserts: list[Insert], done: Repair) -> list[Unit]:
+    """``units`` with each added event in its place (its change listed), the event after it
+    marked as following a gap."""
+    for at, added, _change in sorted(inserts, key=lambda item: item[0], reverse=True):
         units.insert(at, added)
         if at + 1 < len(units):
             units[at + 1].after_gap = True
+    done.changes.extend(change for _, _, change in inserts)
     return units
 
 
@@ -89,7 +91,7 @@ def _close_lost_turn_ends(units: list[Unit], result: ReadResult, done: Repair) -
     before that start, so the turns pair again."""
     found = check(result, select=["T202"])
     by_id = {unit.event_id: index for index, unit in enumerate(units) if unit.event_id}
-    inserts: list[tuple[int, Unit]] = []
+    inserts: list[Insert] = []
     for event_id in found["event_id"].to_list():
         at = by_id.get(event_id)
         opened = (
@@ -103,24 +105,15 @@ def _close_lost_turn_ends(units: list[Unit], result: ReadResult, done: Repair) -
         if at is None or opened is None:
             continue
         line = units[at].line
-        closing = Unit(
+        closing = Unit(line, b"", _id_closing(f"turn:{event_id}"), TURN_END, turn_id=opened.turn_id)
+        change = Change(
             line,
-            b"",
-            _id_closing(f"turn:{event_id}"),
-            TURN_END,
-            turn_id=opened.turn_id,
-            after_gap=True,
+            f"added an assistant.turn_end closing turn {opened.turn_id} (started on line "
+            f"{opened.line})",
+            "a new turn starts here while that one is open: its turn_end was lost",
         )
-        inserts.append((at, closing))
-        done.changes.append(
-            Change(
-                line,
-                f"added an assistant.turn_end closing turn {opened.turn_id} (started on line "
-                f"{opened.line})",
-                "a new turn starts here while that one is open: its turn_end was lost",
-            )
-        )
-    return _inserted(units, inserts)
+        inserts.append((at, closing, change))
+    return _inserted(units, inserts, done)
 
 
 def _id_closing(start_id: str) -> str:
@@ -145,7 +138,7 @@ def _relink(units: list[Unit], done: Repair) -> None:
         if not unit.data:
             unit.data = orjson.dumps(_closing_event(unit, previous))
         elif unit.after_gap and previous is not None:
-            event = _envelope(unit.data)
+            event = parse_line(unit.data)
             if event is not None and event.get("parentId") != previous.get("id"):
                 was = event.get("parentId")
                 event["parentId"] = previous.get("id")
@@ -158,15 +151,7 @@ def _relink(units: list[Unit], done: Repair) -> None:
                         "the event before it",
                     )
                 )
-        previous = _envelope(unit.data)
-
-
-def _envelope(data: bytes) -> dict[str, Any] | None:
-    try:
-        event = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return event if isinstance(event, dict) else None
+        previous = parse_line(unit.data)
 
 
 def _closing_event(unit: Unit, previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -199,7 +184,7 @@ def _count(units: list[Unit], done: Repair) -> None:
         fields = COUNTED.get(unit.type)
         if fields:
             truth = {"eventCount": count, "eventsFileSizeBytes": offset}
-            event = _envelope(unit.data)
+            event = parse_line(unit.data)
             data = event.get("data") if event is not None else None
             wrong = [
                 name

@@ -11,10 +11,9 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from copilot_logs import derive
 from copilot_logs.commands.timeline.frames import CALL_FIGURES
+from copilot_logs.ingest.decode.event_structs import parse_detail
 
 Node = dict[str, Any]
 Row = dict[str, Any]
@@ -36,21 +35,10 @@ def ms_between(later: datetime | None, earlier: datetime | None) -> int | None:
 # --- event texts -----------------------------------------------------------------------------
 
 
-def _detail(row: Row) -> dict[str, Any]:
-    raw = row.get("detail")
-    if not raw:
-        return {}
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def event_text(row: Row) -> str:
     """A short line saying what a lifecycle event did."""
     kind = row["type"]
-    data = _detail(row)
+    data = parse_detail(row.get("detail"))
     text = row.get("text") or ""
     if row.get("stray_end") or kind == derive.TURN_END:
         return f"turn_end with no open turn (turn id {row.get('turn_id')})"
@@ -128,6 +116,15 @@ class SessionNodes:
     def offset(self, moment: datetime | None) -> int | None:
         return ms_between(moment, self.start)
 
+    def placed(self, row: Row, moment: datetime | None, name: str = "started_at") -> Node:
+        """Where a node's event is: its line and id, ``moment`` (as ``name``) and its offset."""
+        return {
+            "line": row["line"],
+            "event_id": row["event_id"],
+            name: iso(moment),
+            "offset_ms": self.offset(moment),
+        }
+
     def _shaped(self, node: Node) -> Node:
         """``node`` without its ``tools`` list when tools are left out (the counts stay)."""
         if not self.include_tools:
@@ -137,10 +134,7 @@ class SessionNodes:
     def event(self, row: Row) -> Node:
         return {
             "type": row["type"],
-            "line": row["line"],
-            "event_id": row["event_id"],
-            "timestamp": iso(row["timestamp"]),
-            "offset_ms": self.offset(row["timestamp"]),
+            **self.placed(row, row["timestamp"], "timestamp"),
             "text": event_text(row),
         }
 
@@ -176,10 +170,7 @@ class SessionNodes:
                 "turn_index": row["turn_index"],
                 "turn_id": row["turn_id"],
                 "interaction_id": row["interaction_id"],
-                "line": row["line"],
-                "event_id": row["event_id"],
-                "started_at": iso(row["started_at"]),
-                "offset_ms": self.offset(row["started_at"]),
+                **self.placed(row, row["started_at"]),
                 "ended_at": iso(ended_at),
                 "duration_ms": row["duration_ms"],
                 "elapsed_ms": ms_between(ended_at or row["last_event_at"], row["started_at"]),
@@ -253,10 +244,7 @@ class SessionNodes:
             {
                 "call_index": number,
                 "turn_id": call["turn_id"],
-                "line": call["line"],
-                "event_id": call["event_id"],
-                "started_at": iso(started_at),
-                "offset_ms": self.offset(started_at),
+                **self.placed(call, started_at),
                 "duration_ms": ms_between(ended_at, started_at),
                 "open": is_open,
                 "open_at_shutdown": is_open and self.left_open(call["line"]),

@@ -137,10 +137,7 @@ def _interaction_heads(nodes: SessionNodes, messages: list[Row]) -> dict[int, No
             "trigger": "nudge" if message["is_nudge"] else "prompt",
             "text": message["text"],
             "agent_mode": message["agent_mode"],
-            "line": message["line"],
-            "event_id": message["event_id"],
-            "started_at": iso(message["timestamp"]),
-            "offset_ms": nodes.offset(message["timestamp"]),
+            **nodes.placed(message, message["timestamp"]),
         }
         for message in messages
     }

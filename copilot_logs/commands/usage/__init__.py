@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 import polars as pl
 
 from copilot_logs import derive
 from copilot_logs.commands.usage.grouping import group, totals
-from copilot_logs.commands.usage.shutdown import MODEL_USAGE, TOKEN_FIELDS, as_dict, file_usage
+from copilot_logs.commands.usage.shutdown import MODEL_USAGE, TOKEN_FIELDS, file_usage
 from copilot_logs.derive import MAIN, SESSION, TYPE
+from copilot_logs.ingest.decode.event_structs import parse_detail
 from copilot_logs.ingest.reader import ReadResult
 
 UNKNOWN = "unknown"
@@ -161,7 +161,7 @@ def lifecycle(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, list[d
     kept = counted.filter(TYPE.is_in([SHUTDOWN, CHECKPOINT, COMPACTION]) & MAIN)
     rows = kept.select(*SESSION, "type", "detail", "_calls").iter_rows()
     for file, session_id, kind, detail, calls in rows:
-        payload = as_dict(orjson.loads(detail)) if detail else {}
+        payload = parse_detail(detail)
         mine = found.setdefault((file, session_id), {})
         mine.setdefault(kind, []).append(payload)
         if kind == SHUTDOWN:

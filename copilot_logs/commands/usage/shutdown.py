@@ -90,21 +90,14 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 def _strict_sum(values: Iterable[int | None]) -> int | None:
     """The sum, or None when any part is unknown: a partial sum would pass for the whole."""
-    total = 0
-    for value in values:
-        if value is None:
-            return None
-        total += value
-    return total
+    parts = list(values)
+    return None if None in parts else sum(part for part in parts if part is not None)
 
 
 def _strict_fsum(values: Iterable[float | None]) -> float | None:
-    total = 0.0
-    for value in values:
-        if value is None:
-            return None
-        total += value
-    return round(total, 6)
+    """:func:`_strict_sum` of fractional figures, to six decimals."""
+    parts = list(values)
+    return None if None in parts else round(sum((p for p in parts if p is not None), 0.0), 6)
 
 
 def _model_figures(name: str, metrics: Any) -> dict[str, Any]:
@@ -205,13 +198,13 @@ def accounting(
     """How a file's shutdowns combine: ``single``, ``cumulative``, ``per-segment`` or ``none``.
 
     Cumulative when the file holds usage checkpoints (written only by CLIs whose shutdowns are
-    cumulative). Else the LLM calls counted in the events before each shutdown
-    (``calls_before``) decide where they tell: cumulative when every shutdown's request count
-    is the calls before it, per-segment when it is the calls since the shutdown before it
-    (CLIs up to 1.0.6x reset their figures at a resume, recorded). Else the rule of the format
-    notes: cumulative when each later shutdown is at least the earlier one for every model (a
-    per-segment second segment that happens to use more of every model is taken for
-    cumulative: only the counts tell them apart).
+    cumulative). Else the LLM calls counted in the events before each shutdown (``calls_before``)
+    decide where they tell: cumulative when every shutdown's request count is the calls before
+    it, per-segment when it is the calls since the shutdown before it (CLIs up to 1.0.6x reset
+    their figures at a resume, recorded). Else the rule of the format notes: cumulative when
+    each later shutdown is at least the earlier one for every model (a per-segment second
+    segment that happens to use more of every model is taken for cumulative: only the counts
+    tell them apart).
     """
     if not shutdowns:
         return "none"

@@ -1,4 +1,5 @@
-"""The msgspec types an event line is decoded into (no polars here).
+"""The msgspec types an event line is decoded into, and an event line or its ``detail`` decoded
+for the commands that need one (no polars here).
 
 ``data`` differs per event type and between CLI versions; only a few of its fields are ever
 read. :class:`Data` names them, and msgspec decodes straight into it, skipping every other
@@ -85,51 +86,42 @@ class Data(msgspec.Struct, gc=False):
     reason: Any = None
 
 
+def _loose(strict: type[msgspec.Struct], own: dict[str, Any]) -> Any:
+    """A struct with the fields of ``strict``, each accepting any JSON value: a raw text stays
+    raw, ``own`` gives a field a type of its own, any other field is Any. Built from the strict
+    struct, so the two cannot name different fields."""
+    fields = [
+        (
+            field.name,
+            own.get(field.name, msgspec.Raw if field.type is msgspec.Raw else Any),
+            field.default,
+        )
+        for field in msgspec.structs.fields(strict)
+    ]
+    return msgspec.defstruct(f"Loose{strict.__name__}", fields, gc=False, module=__name__)
+
+
 class LooseRequest(msgspec.Struct, gc=False):
+    """:class:`Request`, its fields accepting any JSON value."""
+
     toolCallId: Any = None
     name: Any = None
 
 
 class LooseResult(msgspec.Struct, gc=False):
+    """:class:`Result`, its fields accepting any JSON value."""
+
     content: msgspec.Raw = _ABSENT
 
 
-class LooseData(msgspec.Struct, gc=False):
-    """The fields of :class:`Data`, accepting any JSON value."""
-
-    turnId: Any = None
-    interactionId: Any = None
-    toolCallId: Any = None
-    messageId: Any = None
-    parentToolCallId: Any = None
-    sessionId: Any = None
-    toolName: Any = None
-    model: Any = None
-    content: msgspec.Raw = _ABSENT
-    outputTokens: Any = None
-    chunkIndex: Any = None
-    toolRequests: list[LooseRequest | list[Any] | JSONScalar] | dict[str, Any] | JSONScalar = None
-    arguments: msgspec.Raw = _ABSENT
-    success: Any = None
-    isUserRequested: Any = None
-    error: Any = None
-    result: LooseResult | list[Any] | JSONScalar = None
-    agentMode: Any = None
-    isAutopilotContinuation: Any = None
-    transformedContent: msgspec.Raw = _ABSENT
-    summary: Any = None
-    outcome: Any = None
-    message: Any = None
-    errorType: Any = None
-    command: Any = None
-    newMode: Any = None
-    newModel: Any = None
-    chosenModel: Any = None
-    selectedModel: Any = None
-    currentModel: Any = None
-    agentName: Any = None
-    agentDisplayName: Any = None
-    reason: Any = None
+LooseData = _loose(
+    Data,
+    {
+        "toolRequests": list[LooseRequest | list[Any] | JSONScalar] | dict[str, Any] | JSONScalar,
+        "result": LooseResult | list[Any] | JSONScalar,
+    },
+)
+"""The fields of :class:`Data`, accepting any JSON value."""
 
 
 class Event(msgspec.Struct, gc=False):
@@ -172,7 +164,7 @@ def from_dict(data: dict[str, Any]) -> Data:
     return from_json(orjson.dumps(data))
 
 
-def _tidy(loose: LooseData) -> Data:
+def _tidy(loose: Any) -> Data:
     """The fields of ``loose`` in their column types: an id or a name written as a number is
     its text, anything else no value; a count an integer; a flag a bool; ``toolRequests``
     the entries that are objects; ``result`` an object."""
@@ -215,6 +207,28 @@ def detail(line: bytes | memoryview) -> str:
     """The ``data`` object of one event line as compact JSON (as the line reader writes it)."""
     raw = _RAW_DATA.decode(line).data
     return orjson.dumps(orjson.loads(bytes(raw))).decode()
+
+
+def parse_detail(text: str | None) -> dict[str, Any]:
+    """The fields of an event's ``detail`` column (its ``data`` as JSON text, see
+    :func:`detail`): a dict, empty when there is none or it is not an object."""
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """One whole event line (a line ``doctor --repair`` writes, never a damaged one: the reader
+    reads those) as a dict; None when it is not one JSON object."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def as_str(value: Any) -> str | None:

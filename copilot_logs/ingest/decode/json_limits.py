@@ -61,7 +61,8 @@ def held_time(moment: datetime) -> datetime | None:
 def clear_out_of_range(value: Any, path: str) -> list[tuple[str, Any]]:
     """Set every out-of-range number inside ``value`` (dicts and lists, changed in place) to
     None; returns where each was (``data.usage.inputTokens``, ``data.items[2]``, under
-    ``path``) and what it was. Walks with a stack, not recursion: the value may be deeply nested."""
+    ``path``) and what it was. Walks with a stack, not recursion: the value may be deeply
+    nested."""
     found: list[tuple[str, Any]] = []
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:

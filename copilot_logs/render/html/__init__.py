@@ -1,9 +1,7 @@
 """A :class:`~copilot_logs.commands.report.Report` as one self-contained HTML page.
 
-Nothing is fetched: the style, the one script (:mod:`copilot_logs.render.html.assets`) and
-the
-pictures (SVG from :mod:`copilot_logs.render.svg` and :mod:`copilot_logs.render.svg.chart`)
-are
+Nothing is fetched: the style, the one script (:mod:`copilot_logs.render.html.assets`) and the
+pictures (SVG from :mod:`copilot_logs.render.svg` and :mod:`copilot_logs.render.svg.chart`) are
 inside the file. The page carries its own Content-Security-Policy, which allows no source at
 all but this style and this script (by their sha256), so no text from a log can run in it even
 if escaping failed. Every text from a log goes through :func:`svg_marks.text` or

@@ -1,15 +1,13 @@
 """A session's timeline (the nested dicts of ``agent_loop.timeline``) as a hand-made SVG.
 
-Lanes on one time axis (time since the session started,
-:mod:`copilot_logs.render.svg.scale`): the
-interactions (a prompt or an autopilot nudge each), the main agent's LLM calls (one bar per
+Lanes on one time axis (time since the session started, :mod:`copilot_logs.render.svg.scale`):
+the interactions (a prompt or an autopilot nudge each), the main agent's LLM calls (one bar per
 turn), the tools they ran (failed ones red and flagged), one lane per sub-agent run with its
 calls and tools, and the lifecycle events (errors, compactions, ``task_complete``, aborts and
 the rest) as markers. Every mark holds a ``<title>`` with its details
 (:mod:`copilot_logs.render.svg.tips`) and takes keyboard focus (``tabindex``), so a browser
-shows
-them on hover and a page's script on focus. The marks and their escaping of log text are in
-:mod:`copilot_logs.render.svg.marks`.
+shows them on hover and a page's script on focus. The marks and their escaping of log text are
+in :mod:`copilot_logs.render.svg.marks`.
 """
 
 from __future__ import annotations

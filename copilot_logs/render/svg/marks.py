@@ -6,7 +6,7 @@ under its Content-Security-Policy, and as a standalone ``.svg`` file.
 
 Log text is untrusted: every text goes through :func:`text` (element content) or :func:`attr`
 (attribute values), which show control and bidi characters as visible escapes
-(``sanitize.multiline``) and escape markup.
+(:func:`copilot_logs.render.output.multiline`) and escape markup.
 """
 
 from __future__ import annotations

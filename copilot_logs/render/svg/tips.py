@@ -10,12 +10,17 @@ from copilot_logs.render.svg.marks import duration, offset, preview
 Node = dict[str, Any]
 
 
+def _timed(node: Node) -> str:
+    """When a mark's node started, and how long it took."""
+    return f"at {offset(node['offset_ms'])}, took {duration(node.get('duration_ms'))}"
+
+
 def interaction_tip(node: Node) -> str:
     names = {"nudge": "autopilot nudge", "prompt": "prompt", "none": "no message"}
     trigger = names.get(node["trigger"], node["trigger"])
     lines = [
         f"Interaction #{node['interaction_index']} ({trigger})",
-        f"at {offset(node['offset_ms'])}, took {duration(node.get('duration_ms'))}",
+        _timed(node),
         f"{node.get('llm_calls', 0)} LLM calls, {node.get('tool_calls', 0)} tools "
         f"({node.get('failed_tool_calls', 0)} failed), "
         f"{node.get('subagent_calls', 0)} sub-agent calls",
@@ -52,7 +57,7 @@ def _tool_status(tool: Node) -> str:
 def tool_tip(tool: Node, where: str) -> str:
     lines = [
         f"{tool['name'] or '?'} ({_tool_status(tool)}), {where}",
-        f"at {offset(tool['offset_ms'])}, took {duration(tool.get('duration_ms'))}",
+        _timed(tool),
     ]
     if tool.get("arguments"):
         lines.append(f"arguments: {preview(tool['arguments'], 80)}")
@@ -64,7 +69,7 @@ def tool_tip(tool: Node, where: str) -> str:
 def run_tip(run: Node, name: str, interaction: int) -> str:
     lines = [
         f"Sub-agent {name} ({run.get('status') or '?'}), interaction #{interaction}",
-        f"at {offset(run['offset_ms'])}, took {duration(run.get('duration_ms'))}",
+        _timed(run),
         f"{run['llm_calls']} LLM calls, {run['tool_calls']} tools "
         f"({run['failed_tool_calls']} failed)",
     ]
@@ -78,7 +83,7 @@ def run_tip(run: Node, name: str, interaction: int) -> str:
 def call_tip(call: Node, name: str) -> str:
     lines = [
         f"{name} call {call['call_index']} (turn id {call['turn_id']})",
-        f"at {offset(call['offset_ms'])}, took {duration(call['duration_ms'])}",
+        _timed(call),
         f"model {call.get('model') or '?'}, {call['tool_calls']} tools "
         f"({call['failed_tool_calls']} failed)",
     ]
