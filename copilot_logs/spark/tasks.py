@@ -1,9 +1,12 @@
-"""The work on Spark's executors: each task reads its files in batches of about BATCH_BYTES
-and maps the command's core function over each, by the local engine's own batch step
-(:func:`copilot_logs.store.collect.map_held`: the same batch reader, the same fallback), and
-sends back the pickled value with the batch's diagnostics (see :mod:`copilot_logs.spark.engine`).
-A file whose reading fails is one ``unprocessable`` diagnostic, as locally: the task, and the
-job, go on with the others."""
+"""The work on Spark's executors: the local engine's own batch step, over the files Spark hands
+a task.
+
+Each task reads its files in batches of about BATCH_BYTES and maps the command's core function
+over each by :func:`copilot_logs.store.collect.map_held` (the same batch reader, the same
+fallback), and sends back the pickled value with the batch's diagnostics (see
+:mod:`copilot_logs.spark.engine`). A file whose reading fails is one ``unprocessable``
+diagnostic, as locally: the task, and the job, go on with the others.
+"""
 
 from __future__ import annotations
 
