@@ -26,6 +26,7 @@ from copilot_logs.commands.export import files
 from copilot_logs.errors import WriteError
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import pool
+from copilot_logs.store.key import HASH_BYTES
 from tests.conftest import PROJECT, SAMPLES
 
 REAL_EDGE = PROJECT.parent / "shared" / "real-samples-edge"
@@ -465,8 +466,8 @@ def test_same_size_and_mtime_but_new_bytes_is_rewritten(
 ) -> None:
     out = tmp_path / "out"
     run("export", out, samples)
-    log = samples / "d4c3f605-7e80-4f91-b2a3-3d4e5f607182.jsonl"  # over twice HASHED_BYTES
-    assert log.stat().st_size > 2 * export.HASHED_BYTES
+    log = samples / "d4c3f605-7e80-4f91-b2a3-3d4e5f607182.jsonl"  # over twice HASH_BYTES
+    assert log.stat().st_size > 2 * HASH_BYTES
     info = log.stat()
     lines = log.read_bytes().splitlines(keepends=True)
     index = 1 if where == "head" else len(lines) - 1
@@ -479,6 +480,52 @@ def test_same_size_and_mtime_but_new_bytes_is_rewritten(
     # --no-cache: the events cache of today's reader keys on size and mtime alone (issue 12).
     assert "1 written" in run("export", out, samples, "--no-cache").stderr
     assert new_type.decode() in scan(out, "events")["type"].to_list()
+
+
+NUDGE_CAP_LOG = "d4c3f605-7e80-4f91-b2a3-3d4e5f607182.jsonl"
+"""A sample of 12 LLM calls (its generator's manifest, sample_sessions/expected.json), well
+over the two windows the key hashes."""
+TURN_START = b'"type":"assistant.turn_start"'
+
+
+def turn_starts(out: Path, log: Path) -> int:
+    events = scan(out, "events").filter(pl.col("file") == str(log))
+    return events.filter(pl.col("type") == "assistant.turn_start").height
+
+
+def test_a_log_edited_mid_file_with_its_size_and_mtime_kept_is_exported_again(
+    samples: Path, tmp_path: Path
+) -> None:
+    """Mutation guard (docs/development.md): the growth check judging a log by its size (and
+    the hashed windows) alone keeps its old rows, 12 calls for the 11 on disk."""
+    out = tmp_path / "out"
+    run("export", out, samples)
+    log = samples / NUDGE_CAP_LOG
+    assert turn_starts(out, log) == 12
+    before, data = log.stat(), log.read_bytes()
+    middle = data.index(TURN_START, len(data) // 2)
+    assert HASH_BYTES < middle < len(data) - 2 * HASH_BYTES  # outside both hashed windows
+    with log.open("r+b") as stream:  # in place: the same inode and size
+        stream.seek(middle)
+        stream.write(b'"type":"assistant.turn_stop!"')
+    os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert "1 written, 10 unchanged" in run("export", out, samples).stderr
+    assert turn_starts(out, log) == 11  # by hand: one of the 12 renamed
+
+
+def test_a_log_that_grew_is_exported_again_whole(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    log = samples / NUDGE_CAP_LOG
+    data = log.read_bytes()
+    lines = data.splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[: len(lines) // 2]))
+    run("export", out, samples)
+    with log.open("ab") as stream:  # as the CLI appends: the same inode
+        stream.write(b"".join(lines[len(lines) // 2 :]))
+    assert "1 written, 10 unchanged" in run("export", out, samples).stderr
+    events = scan(out, "events").filter(pl.col("file") == str(log))
+    assert events.height == len(lines)  # one event per line of this undamaged sample
+    assert turn_starts(out, log) == 12
 
 
 def test_gone_logs_are_removed_and_other_files_kept(samples: Path, tmp_path: Path) -> None:

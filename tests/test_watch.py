@@ -262,6 +262,82 @@ def _prefix(data: bytes, kind: str, nth: int = 1) -> bytes:
     raise AssertionError(kind)
 
 
+TURN_START = b'"type":"assistant.turn_start"'
+TURN_STOP = b'"type":"assistant.turn_stop!"'
+"""What a turn_start is renamed to: the same length, so the log keeps its size."""
+
+
+def _renamed(data: bytes, where: int) -> bytes:
+    """``data`` with the turn_start written at byte ``where`` renamed (no longer an LLM call)."""
+    assert data[where : where + len(TURN_START)] == TURN_START
+    return data[:where] + TURN_STOP + data[where + len(TURN_START) :]
+
+
+def _llm_calls(follower: watch.Follower) -> int:
+    return int(count.totals(count.count(follower.result))["llm_calls"])
+
+
+def test_a_log_rewritten_in_place_with_the_same_size_is_read_again(tmp_path: Path) -> None:
+    """Mutation guard (docs/development.md): the growth check judging a log by its size alone
+    leaves watch on the old events (12 calls for the 11 on disk)."""
+    data = NUDGE_CAP_SAMPLE.read_bytes()
+    assert EXPECTED["d4c3f605-7e80-4f91-b2a3-3d4e5f607182"]["llm_calls"] == 12
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    follower = watch.Follower((path,), "s")
+    assert follower.poll() is not None and _llm_calls(follower) == 12
+    before = path.stat()
+    time.sleep(0.05)  # past the file system's clock tick: the rewrite gets a later ctime
+    with path.open("r+b") as out:  # in place: the same inode and size
+        out.write(_renamed(data, data.index(TURN_START, len(data) // 2)))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # as cp -p, rsync -t leave it
+    update = follower.poll()
+    assert update is not None and update.reread
+    assert _llm_calls(follower) == 11  # by hand: one turn_start of the 12 renamed
+
+
+def test_a_log_that_only_grew_is_read_on_from_where_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = NUDGE_CAP_SAMPLE.read_bytes()
+    old = _prefix(data, "assistant.turn_end", 6)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(old)
+    reads: list[tuple[int, int]] = []
+    real = tail.read_held
+
+    def spy(jobs: Any) -> Any:
+        reads.extend((resume.end if resume else 0, len(chunk)) for _, chunk, resume in jobs)
+        return real(jobs)
+
+    monkeypatch.setattr(tail, "read_held", spy)
+    follower = watch.Follower((path,), "s")
+    assert follower.poll() is not None and _llm_calls(follower) == 6
+    with path.open("ab") as out:
+        out.write(data[len(old) :])
+    update = follower.poll()
+    assert update is not None and not update.reread
+    assert reads == [(0, len(old)), (len(old), len(data) - len(old))]  # only the new bytes
+    assert [r["kind"] for r in update.records].count("turn_start") == 6  # by hand: 7th to 12th
+    assert _llm_calls(follower) == 12
+
+
+def test_an_edit_before_the_last_read_end_then_an_append_is_read_again(tmp_path: Path) -> None:
+    """Mutation guard: a poll proves the bytes read before unchanged by their hashed windows.
+    The lines appended here go on with the parentId chain, so only the bytes can tell."""
+    data = NUDGE_CAP_SAMPLE.read_bytes()
+    old = _prefix(data, "assistant.turn_start", 6)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(old)
+    follower = watch.Follower((path,), "s")
+    assert follower.poll() is not None and _llm_calls(follower) == 6
+    with path.open("r+b") as out:  # the 6th turn_start renamed in place, and the rest appended
+        out.write(_renamed(data, old.rindex(TURN_START)))
+    update = follower.poll()
+    assert update is not None and update.reread
+    assert _llm_calls(follower) == 11  # by hand: 12 written, the 6th renamed
+
+
 @pytest.mark.parametrize(
     ("log", "kind", "nth", "status"),
     [

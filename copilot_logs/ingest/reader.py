@@ -37,6 +37,7 @@ __all__ = [
     "ReadState",
     "count_calls",
     "read_many",
+    "read_many_bytes",
 ]
 
 
@@ -148,6 +149,21 @@ def read_many(
     states: list[ReadState | None] = []
     for source, resume in jobs:
         span, state = _read_source_into(source, resume, rows, diagnostics)
+        spans.append(span)
+        states.append(state)
+    return ReadResult(rows.frame(spans), diagnostics.frame(spans)), states
+
+
+def read_many_bytes(
+    jobs: Sequence[tuple[Source, bytes, ReadState | None]],
+) -> tuple[ReadResult, list[ReadState | None]]:
+    """:func:`read_many` of logs held in memory (each maybe the bytes that follow where an
+    earlier read stopped): what Spark's executors are handed, and what ``watch`` reads."""
+    rows, diagnostics = Rows(), Diagnostics()
+    spans: list[Span] = []
+    states: list[ReadState | None] = []
+    for source, data, resume in jobs:
+        span, state = _read(io.BytesIO(data), source, rows, diagnostics, resume)
         spans.append(span)
         states.append(state)
     return ReadResult(rows.frame(spans), diagnostics.frame(spans)), states

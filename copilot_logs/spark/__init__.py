@@ -17,7 +17,6 @@ optional extra ``copilot-logs[spark]``.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
@@ -143,10 +142,10 @@ def _table_task(
     named: dict[str, Source],
     target: pa.Schema,
 ) -> Iterator[pa.RecordBatch]:
-    from copilot_logs.ingest.reader import ReadResult, read_stream
+    from copilot_logs.store.collect import read_held
 
     for group in grouped(sources_in(batches, named)):
-        result = ReadResult.concat(read_stream(io.BytesIO(data), s)[0] for s, data in group)
+        result = read_held([(source, data, None) for source, data in group])[0]
         yield from _batches(result, name, target)
 
 
@@ -155,7 +154,7 @@ def _unreadable_task(
 ) -> Iterator[pa.RecordBatch]:
     from pathlib import Path
 
-    from copilot_logs.ingest.reader import read_many
+    from copilot_logs.store.collect import read_files
 
     for batch in batches:
         jobs = [
@@ -164,4 +163,4 @@ def _unreadable_task(
                 batch.column("path").to_pylist(), batch.column("hint").to_pylist(), strict=True
             )
         ]
-        yield from _batches(read_many(jobs)[0], name, target)
+        yield from _batches(read_files(jobs)[0], name, target)

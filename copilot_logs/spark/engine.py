@@ -1,10 +1,11 @@
 """The Spark engine: the project's own reader and per-batch core functions, run on executors.
 
 Spark reads the logs (``binaryFile``: local paths or any URI the cluster's Hadoop file systems
-read, ``s3a://`` included), each file whole in one task; a task reads its files with the same
-damage-tolerant reader as the local engine (:func:`copilot_logs.ingest.reader.read_stream`) in
-batches of about BATCH_BYTES, maps the command's core function over each batch, and sends back
-the pickled value with the batch's diagnostics. The driver gets exactly what
+read, ``s3a://`` included), each file whole in one task; a task reads its files in batches of
+about BATCH_BYTES and maps the command's core function over each by the local engine's own
+batch step (:func:`copilot_logs.store.collect.map_held`: the same batch reader, the same
+fallback when a log breaks the reader or the function), and sends back the pickled value with
+the batch's diagnostics. The driver gets exactly what
 :func:`copilot_logs.store.collect.map_batches` gives locally, so the commands combine and render
 the values as they always do. A session resumed in its log stays in one file, so in one batch:
 it is judged whole.

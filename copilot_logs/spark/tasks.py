@@ -1,12 +1,15 @@
-"""The work on Spark's executors: each task reads its files with the project's own reader, in
-batches of about BATCH_BYTES, maps the command's core function over each batch, and sends back
-the pickled value with the batch's diagnostics (see :mod:`copilot_logs.spark.engine`). A file
-whose reading fails is one ``unprocessable`` diagnostic, as locally: the task, and the job, go
-on with the others."""
+"""The work on Spark's executors: the local engine's own batch step, over the files Spark hands
+a task.
+
+Each task reads its files in batches of about BATCH_BYTES and maps the command's core function
+over each by :func:`copilot_logs.store.collect.map_held` (the same batch reader, the same
+fallback), and sends back the pickled value with the batch's diagnostics (see
+:mod:`copilot_logs.spark.engine`). A file whose reading fails is one ``unprocessable``
+diagnostic, as locally: the task, and the job, go on with the others.
+"""
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 from collections.abc import Callable, Iterable, Iterator
@@ -45,32 +48,15 @@ class Done:
 
 
 def _reduce(group: list[tuple[Source, bytes]], fn: Callable[[ReadResult], Any]) -> Done:
-    from copilot_logs.ingest.reader import ReadResult
-    from copilot_logs.store.collect import _file_by_file
+    """``fn`` of a group of files, read and mapped by the local engine's own batch step
+    (:func:`copilot_logs.store.collect.map_held`): the same rows, the same ``unprocessable``
+    diagnostics."""
+    from copilot_logs.store.collect import map_held
 
-    result = ReadResult.concat(_read(source, data) for source, data in group)
-    try:
-        value = fn(result)
-    except Exception:  # as locally: from one log's content, the other logs are still mapped
-        value, result = _file_by_file(result, fn)
+    done = map_held(group, fn)
     return Done(
-        value,
-        result.diagnostics,
-        result.events["file"].unique().to_list(),
-        [source.name for source, _ in group],
+        done.value, done.diagnostics, done.files_with_events, [source.name for source, _ in group]
     )
-
-
-def _read(source: Source, data: bytes) -> ReadResult:
-    """One file's frames; an ``unprocessable`` diagnostic when reading it fails (as locally)."""
-    from copilot_logs.ingest.reader import ReadResult, read_stream
-    from copilot_logs.ingest.schema import empty_events
-    from copilot_logs.store.collect import unprocessable
-
-    try:
-        return read_stream(io.BytesIO(data), source)[0]
-    except Exception:  # from one log's content: the other logs are still read
-        return ReadResult(empty_events(), unprocessable(source.name, source.session_hint))
 
 
 def sources_in(

@@ -3,6 +3,8 @@
 Every command's core function works per file, so a command maps it over batches of files
 (``map_batches``) and keeps only its small result per batch: memory stays bounded by one batch
 per worker (see :func:`copilot_logs.store.pool.plan`), or one larger file, not by the corpus.
+Logs held in memory are read by the same batch reader, with the same fallback: ``watch``'s new
+lines (:func:`read_held`) and a Spark executor's batch (:func:`map_held`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import polars as pl
 from copilot_logs import store
 from copilot_logs.errors import CopilotLogsError, failed_on_session
 from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.reader import ReadResult, ReadState, read_many
+from copilot_logs.ingest.reader import ReadResult, ReadState, read_many, read_many_bytes
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
 from copilot_logs.store import pool as pool_store
 from copilot_logs.store import recall
@@ -42,20 +44,35 @@ def batches(
     return [group for group in groups if group]
 
 
-def _parse(
-    jobs: Sequence[tuple[Source, ReadState | None]],
-) -> tuple[ReadResult, list[ReadState | None]]:
-    """The jobs read together; when that raises, each alone, and a file whose reading still
+Parsed = tuple[ReadResult, list[ReadState | None]]
+Job = TypeVar("Job", tuple[Source, ReadState | None], tuple[Source, bytes, ReadState | None])
+
+
+def read_files(jobs: Sequence[tuple[Source, ReadState | None]]) -> Parsed:
+    """Files, each maybe going on from where an earlier read stopped, read together (see
+    :func:`_isolated`)."""
+    return _isolated(jobs, read_many)
+
+
+def read_held(jobs: Sequence[tuple[Source, bytes, ReadState | None]]) -> Parsed:
+    """Logs held in memory (Spark's executors are handed each file's bytes; ``watch`` reads
+    what was appended), each maybe going on from where an earlier read stopped, read together
+    as a batch of files is (see :func:`_isolated`)."""
+    return _isolated(jobs, read_many_bytes)
+
+
+def _isolated(jobs: Sequence[Job], read: Callable[[Sequence[Job]], Parsed]) -> Parsed:
+    """The jobs read together; when that raises, each alone, and a log whose reading still
     raises gives an ``unprocessable`` diagnostic instead of its events."""
     try:
-        return read_many(jobs)
+        return read(jobs)
     except Exception:  # from one log's content: the other logs are still read
         if len(jobs) == 1:
             source = jobs[0][0]
             return ReadResult(empty_events(), unprocessable(source.name, source.session_hint)), [
                 None
             ]
-        parts = [_parse([job]) for job in jobs]
+        parts = [_isolated([job], read) for job in jobs]
         return ReadResult.concat(p[0] for p in parts), [p[1][0] for p in parts]
 
 
@@ -92,12 +109,21 @@ def _run_batch(
     the frames from the entries where they serve, and the entries written with ``fn``'s
     value (under ``key``, when it splits by file)."""
     if found is None:
-        result = _parse([(source, None) for source in sources])[0]
-        value, result, _ = _mapped(result, fn)
-        return BatchResult(value, result.diagnostics, _with_events(result))
-    result, pending = store.read(sources, _parse, found)
+        return _batch_result(read_files([(source, None) for source in sources])[0], fn)
+    result, pending = store.read(sources, read_files, found)
     value, result, whole = _mapped(result, fn)
     store.keep(pending, key if whole else None, value)
+    return BatchResult(value, result.diagnostics, _with_events(result))
+
+
+def map_held(logs: Sequence[tuple[Source, bytes]], fn: Callable[[ReadResult], T]) -> BatchResult[T]:
+    """``fn`` of a batch of logs held in memory (what a Spark executor is handed), read and
+    mapped as a batch of files is read and mapped here without the store."""
+    return _batch_result(read_held([(source, data, None) for source, data in logs])[0], fn)
+
+
+def _batch_result(result: ReadResult, fn: Callable[[ReadResult], T]) -> BatchResult[T]:
+    value, result, _ = _mapped(result, fn)
     return BatchResult(value, result.diagnostics, _with_events(result))
 
 

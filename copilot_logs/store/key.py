@@ -7,6 +7,11 @@ before unchanged: the CRC-32 the entry keeps of them) is read from where the ent
 anything else is read again. The CRC is kept once a log is seen to change (:func:`crc_to_keep`):
 a log read once and never touched costs no second pass over its bytes, and the first growth of
 a log is read whole.
+
+:func:`growth` is the one check that a log only grew, for every reader that keeps what it
+read: the store (an entry's :class:`~copilot_logs.store.entry.Header`), ``export``'s manifest
+(a :class:`Seen` per source, :func:`seen_whole`) and ``watch`` (a :class:`Seen` of the bytes it
+fed, :class:`Fed`, checked as a poll: ``polling=True``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.logfile import open_log
@@ -48,10 +55,65 @@ def hashes(path: str | Path, end: int) -> tuple[str, str] | None:
         return None
     if len(head) != min(end, HASH_BYTES) or len(tail) != min(end, HASH_BYTES):
         return None
+    return windows(head, tail)
+
+
+def windows(head: bytes, tail: bytes) -> tuple[str, str]:
+    """The hashes of the bytes at a log's start and of those just before the end of a read."""
     return (
         hashlib.blake2b(head, digest_size=16).hexdigest(),
         hashlib.blake2b(tail, digest_size=16).hexdigest(),
     )
+
+
+class Seen(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a reader keeps of a log it read, for :func:`growth` (an entry's header keeps the
+    same fields)."""
+
+    stamp: Stamp
+    """The log's stamp before it was read."""
+    end: int
+    """Bytes read (from the start)."""
+    head: str
+    tail: str
+    """:func:`windows` of the bytes read."""
+    clean: bool
+    """Nothing damaged up to ``end``, which ends a line: a later read may go on from there."""
+    crc: int | None
+    """CRC-32 of the bytes read; None when not kept (a grown log is then read whole)."""
+
+
+def seen_whole(path: Path) -> Seen | None:
+    """The record of a log taken whole, before it is read (``export``); None when it cannot be
+    taken (a log that cannot be opened, a named pipe: never waited on). Not clean: a reader
+    keeping it reads a changed log whole."""
+    stamp = stamp_of(path)
+    held = hashes(path, stamp.size) if stamp is not None else None
+    if stamp is None or held is None:
+        return None
+    return Seen(stamp, stamp.size, held[0], held[1], clean=False, crc=None)
+
+
+class Fed:
+    """The :class:`Seen` of a log read piece by piece (``watch``): the hashed windows kept from
+    the bytes as they are fed, never read a second time (no CRC: see :func:`growth`)."""
+
+    def __init__(self) -> None:
+        self.end = 0
+        self._head = b""
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> None:
+        """Note the next bytes read."""
+        if len(self._head) < HASH_BYTES:
+            self._head = (self._head + chunk[:HASH_BYTES])[:HASH_BYTES]
+        self._tail = (self._tail + chunk[-HASH_BYTES:])[-HASH_BYTES:]
+        self.end += len(chunk)
+
+    def seen(self, stamp: Stamp, clean: bool) -> Seen:
+        """The record of the bytes fed so far, the log's stamp taken before the last read."""
+        head, tail = windows(self._head, self._tail)
+        return Seen(stamp, self.end, head, tail, clean, None)
 
 
 class State(enum.Enum):
@@ -107,18 +169,28 @@ def crc_of(path: str | Path, start: int, end: int, value: int = 0) -> int | None
     return value
 
 
-def growth(header: Header, stamp: Stamp, path: str | Path) -> State:
-    """The one growth check: is the log the one the entry was read from, longer, or neither?"""
-    before = header.stamp
+def growth(seen: Seen | Header, stamp: Stamp, path: str | Path, *, polling: bool = False) -> State:
+    """The one growth check: is the log the one ``seen`` was read from (FRESH), that log with
+    bytes appended (GROWN: read on from ``seen.end``), or neither (MISS: read it whole)?
+
+    A run proves an unchanged log by its hashed windows and a grown one by the CRC of every
+    byte read before. A poll (``watch``, five times a second: ``polling``) takes an unchanged
+    stamp as proof enough and the hashed windows for the CRC, so that it costs one stat while
+    nothing changes and two 4 KB reads when the log grew, never a pass over the log."""
+    before = seen.stamp
     same_file = before.inode == stamp.inode and before.device == stamp.device
-    if not same_file or stamp.size < header.end:
+    if not same_file or stamp.size < seen.end:
         return State.MISS
     if stamp == before:
-        return State.FRESH if hashes(path, header.end) == (header.head, header.tail) else State.MISS
-    grew = header.clean and header.end == before.size and stamp.size > before.size
-    if grew and header.crc is not None and crc_of(path, 0, header.end) == header.crc:
-        return State.GROWN  # the bytes read before are all as they were: read on from there
-    return State.MISS
+        unchanged = polling or hashes(path, seen.end) == (seen.head, seen.tail)
+        return State.FRESH if unchanged else State.MISS
+    if not (seen.clean and stamp.size > before.size):
+        return State.MISS
+    if polling:
+        kept = hashes(path, seen.end) == (seen.head, seen.tail)
+    else:
+        kept = seen.crc is not None and crc_of(path, 0, seen.end) == seen.crc
+    return State.GROWN if kept else State.MISS  # GROWN: the bytes read before are as they were
 
 
 def crc_to_keep(path: str | Path, found: Found | None, end: int) -> int | None:

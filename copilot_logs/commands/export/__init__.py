@@ -5,7 +5,7 @@ Six tables (:mod:`copilot_logs.commands.export.tables`), each a hive-partitioned
 per table and per start day of its sessions (:mod:`copilot_logs.commands.export.files`).
 
 Export is incremental. ``OUT/_manifest.json`` (:mod:`copilot_logs.commands.export.manifest`) records
-each source log's fingerprint and which files hold its rows. A later export reads only the
+each source log as the store keys it and which files hold its rows. A later export reads only the
 sources that changed (ordered by start, so that a batch spans few days), writes them as new
 files, rewrites the earlier files that held rows of changed or gone sources without those
 rows, and never touches a file it did not write. New files are written under temporary names
@@ -31,23 +31,23 @@ from typing import Any, NamedTuple
 from copilot_logs.commands.export import files
 from copilot_logs.commands.export.folder import cannot_write, exporting
 from copilot_logs.commands.export.manifest import (
-    HASHED_BYTES,
     MANIFEST,
     Commit,
     ExportError,
     Manifest,
     Part,
-    fingerprint,
     load,
+    record,
     save,
+    unchanged,
 )
 from copilot_logs.commands.export.tables import PARTITION, TABLES, frames
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import peek_start
 from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.store.key import seen_whole
 
 __all__ = [
-    "HASHED_BYTES",
     "MANIFEST",
     "PARTITION",
     "TABLES",
@@ -100,7 +100,8 @@ class Plan:
     """The sources to read, oldest start first."""
     unchanged: list[Source]
     previous: Manifest
-    fingerprints: dict[str, dict[str, Any] | None]
+    seen: dict[str, dict[str, Any] | None]
+    """Each changed source's manifest entry, taken before it is read."""
     run: str
 
     @property
@@ -131,16 +132,21 @@ def prepare(out: Path, sources: Iterable[Source]) -> Plan:
     previous = _recovered(out, load(out))
     whole = _intact_sources(out, previous)
     changed: list[Source] = []
-    unchanged: list[Source] = []
-    prints: dict[str, dict[str, Any] | None] = {}
+    same: list[Source] = []
     for source in sources:
-        prints[source.name] = print_ = fingerprint(source)
-        same = source.name in whole and previous.sources.get(source.name) == print_
-        (unchanged if same and print_ is not None else changed).append(source)
-    unreadable = _unreadable_to_narrow(out, previous, {source.name for source in unchanged})
-    changed += [source for source in unchanged if source.name in unreadable]
-    unchanged = [source for source in unchanged if source.name not in unreadable]
-    return Plan(out, _by_start(changed), unchanged, previous, prints, files.new_run())
+        kept = source.name in whole and unchanged(source, previous.sources.get(source.name))
+        (same if kept else changed).append(source)
+    unreadable = _unreadable_to_narrow(out, previous, {source.name for source in same})
+    changed += [source for source in same if source.name in unreadable]
+    same = [source for source in same if source.name not in unreadable]
+    seen = {source.name: _seen_now(source) for source in changed}
+    return Plan(out, _by_start(changed), same, previous, seen, files.new_run())
+
+
+def _seen_now(source: Source) -> dict[str, Any] | None:
+    """The manifest's entry of a log about to be read (None: it is exported again next time)."""
+    seen = seen_whole(source.path) if source.path is not None else None
+    return record(seen) if seen is not None else None
 
 
 def _unreadable_to_narrow(out: Path, manifest: Manifest, unchanged: set[str]) -> set[str]:
@@ -222,9 +228,9 @@ def _recorded(plan: Plan, written: Iterable[Written]) -> tuple[Manifest, int]:
             readable.update(batch.readable)
     sources = {source.name: plan.previous.sources[source.name] for source in plan.unchanged}
     for source in plan.changed:
-        # A source that gave no event (unreadable, empty, not a log) keeps no fingerprint: it
-        # is read, and reported, again next time.
-        sources[source.name] = plan.fingerprints[source.name] if source.name in readable else None
+        # A source that gave no event (unreadable, empty, not a log) keeps no entry: it is
+        # read, and reported, again next time.
+        sources[source.name] = plan.seen[source.name] if source.name in readable else None
     kept, rewritten, removed = _narrowed(plan, set(sources) - {s.name for s in plan.changed})
     moved = [file for part in new_parts for file in part.files] + rewritten
     commit = Commit(plan.run, moved, [*removed, *plan.previous.stale])

@@ -1,9 +1,10 @@
 """``OUT/_manifest.json``: what an export wrote from which log, so that the next one into the
 same folder writes only what changed (docs/export.md, "Exporting again").
 
-Version 3 (version 2's sessions table named the CLI version ``cli_version``) records each
-source log's fingerprint (``sources``), and the parts written: each part is a batch of logs
-and the files holding their rows (``parts``). While an export moves
+Version 4 (version 3 kept a fingerprint of its own) records each source log as the store keys
+it (``sources``: a :class:`~copilot_logs.store.key.Seen`, flat), so that a log is unchanged or
+changed by the one growth check (:func:`copilot_logs.store.key.growth`); and the parts written:
+each part is a batch of logs and the files holding their rows (``parts``). While an export moves
 its new files into place the manifest also holds the moves (``commit``): an export that was
 interrupted there is finished by the next one. A manifest of another version, or one whose
 parts cannot be trusted, makes the next export write everything again (and remove the files
@@ -13,31 +14,29 @@ that manifest lists, and those named as export names them). Only paths of the fo
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
+import msgspec
 import orjson
 
 from copilot_logs.commands.export.files import RUN, atomic, is_ours, written_files
 from copilot_logs.commands.export.tables import PARTITION, TABLES
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.logfile import open_log
+from copilot_logs.store.entry import Stamp
+from copilot_logs.store.key import Seen, State, growth, stamp_of
 
 MANIFEST = "_manifest.json"
 LOCK = ".copilot-logs-export.lock"
 """Held while an export writes into OUT (:mod:`copilot_logs.commands.export.folder`)."""
 FORMAT = "copilot-logs-export"
-VERSION = 3
+VERSION = 4
 """Bumped when a table's columns or the manifest change: an export of another version is
 rewritten whole."""
-HASHED_BYTES = 8192
-"""Bytes hashed at the start and at the end of a source for its fingerprint."""
 
 _LISTED = re.compile(rf"(?:{'|'.join(TABLES)})/{PARTITION}=[^/\\]+/[^/\\]+\.parquet")
 
@@ -70,34 +69,42 @@ class Commit:
 @dataclass
 class Manifest:
     sources: dict[str, dict[str, Any] | None] = field(default_factory=dict)
-    """Each log's fingerprint when it was exported; None: export it again."""
+    """Each log as it was when exported (:func:`record`); None: export it again."""
     parts: list[Part] = field(default_factory=list)
     commit: Commit | None = None
     stale: list[str] = field(default_factory=list)
     """Files listed by a manifest that is not trusted: to be removed."""
 
 
-def fingerprint(source: Source) -> dict[str, Any] | None:
-    """Size, mtime_ns, ctime_ns, inode and a hash of the first and last bytes; None when it
-    cannot be taken (standard input, an unreadable file; a named pipe is refused, never waited
-    on): such a source is always exported again."""
-    if source.path is None:
-        return None
+def record(seen: Seen) -> dict[str, Any]:
+    """A source's entry in the manifest: its :class:`Seen`, the stamp's fields beside the rest."""
+    fields = msgspec.structs.asdict(seen)
+    return {**msgspec.structs.asdict(fields.pop("stamp")), **fields}
+
+
+def unchanged(source: Source, entry: dict[str, Any] | None) -> bool:
+    """Whether a source is the log its manifest entry was exported from, by the one growth
+    check (a log that grew is changed: its rows are written again whole)."""
+    if entry is None or source.path is None:
+        return False
+    stamp = stamp_of(source.path)
+    seen = _seen(entry)
+    return (
+        stamp is not None and seen is not None and growth(seen, stamp, source.path) is State.FRESH
+    )
+
+
+def _seen(entry: dict[str, Any]) -> Seen | None:
+    stamp = {name: entry.get(name) for name in _STAMP}
+    rest = {name: value for name, value in entry.items() if name not in _STAMP}
     try:
-        with open_log(source.path) as stream:  # never blocks on a named pipe
-            info = os.fstat(stream.fileno())
-            digest = hashlib.sha256(stream.read(HASHED_BYTES))
-            stream.seek(max(0, info.st_size - HASHED_BYTES))
-            digest.update(stream.read(HASHED_BYTES))
-    except OSError:
+        return msgspec.convert({**rest, "stamp": stamp}, Seen, strict=True)
+    except msgspec.ValidationError:
         return None
-    return {
-        "size": info.st_size,
-        "mtime_ns": info.st_mtime_ns,
-        "ctime_ns": info.st_ctime_ns,
-        "inode": info.st_ino,
-        "sha256": digest.hexdigest(),
-    }
+
+
+_STAMP = frozenset(Stamp.__struct_fields__)
+_FIELDS = (_STAMP | set(Seen.__struct_fields__)) - {"stamp"}
 
 
 def listed(out: Path, relative: object) -> bool:
@@ -172,7 +179,7 @@ def _parsed(out: Path, document: dict[str, Any], sources: dict[str, Any]) -> Man
         read = [_part(out, part) for part in parts]
         moves = _commit(out, commit) if commit is not None else None
         if all(part is not None for part in read) and (commit is None or moves is not None):
-            prints = {name: _fingerprint(entry) for name, entry in sources.items()}
+            prints = {name: _entry(entry) for name, entry in sources.items()}
             return Manifest(prints, [part for part in read if part is not None], moves)
     entries = [*sources.values(), *(parts if isinstance(parts, list) else []), commit]
     listed_files = [*_strings(entries, "files"), *_strings(entries, "remove")]
@@ -191,9 +198,10 @@ def _strings(entries: list[Any], key: str) -> list[str]:
     return found
 
 
-def _fingerprint(entry: Any) -> dict[str, Any] | None:
-    keys = {"size", "mtime_ns", "ctime_ns", "inode", "sha256"}
-    return entry if isinstance(entry, dict) and set(entry) == keys else None
+def _entry(entry: Any) -> dict[str, Any] | None:
+    """A source's entry as a manifest of this version writes it, else None (export it again)."""
+    whole = isinstance(entry, dict) and set(entry) == _FIELDS and _seen(entry) is not None
+    return entry if whole else None
 
 
 def _part(out: Path, entry: Any) -> Part | None:

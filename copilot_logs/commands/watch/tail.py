@@ -1,20 +1,20 @@
 """Follow session logs as they grow: the reading side of ``watch``.
 
-A :class:`Follower` keeps, per file, the offset just past its last complete line. Each
-:meth:`Follower.poll` stats the file (one system call when nothing changed) and hands the new
-complete lines to the reader, resumed where the last read stopped, so damaged lines are
-recovered and reported exactly as ``count`` and ``timeline`` do. A half-written last line
-waits for its newline. A file that shrank (``/rewind``) or was replaced (new inode) is read
-again whole. When the new bytes do not continue the old ones (the first new event's parentId
-is not the last event's id, or the old part ended on a damaged line), the file is read again
-whole too, so the events held always equal what a batch read of the same complete lines gives.
+A :class:`Follower` keeps, per file, what it read: the complete lines up to the last newline
+(a half-written last line waits for its newline). Each :meth:`Follower.poll` stats the file and
+asks the one growth check (:func:`copilot_logs.store.key.growth`, as a poll: one stat while
+nothing changes): a log that only grew is read on from where the last read stopped, through
+the reader every command reads with (:func:`copilot_logs.store.collect.read_held`, resumed
+there), so damaged lines are recovered and reported exactly as ``count`` and ``timeline`` do;
+any other change (shrunk by ``/rewind``, replaced, rewritten in place, or the old part ending
+on a damaged line that the new bytes may finish) makes it read again whole. So the events held
+always equal what a batch read of the same complete lines gives.
 
 A :class:`Watcher` polls its followers and, watching a root, lists it for sessions that appear.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import stat
 import time
@@ -30,8 +30,11 @@ from copilot_logs.commands.watch.records import record, records
 from copilot_logs.derive import TYPE
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
-from copilot_logs.ingest.reader import ReadResult, ReadState, read_stream
+from copilot_logs.ingest.reader import ReadResult, ReadState
 from copilot_logs.ingest.schema import empty_diagnostics, empty_events
+from copilot_logs.store.collect import read_held
+from copilot_logs.store.entry import Stamp
+from copilot_logs.store.key import Fed, Seen, State, growth
 
 POLL_SECONDS = 0.2
 """How often each followed file is stat'ed."""
@@ -48,7 +51,7 @@ class Update:
     records: list[dict[str, object]]
     diagnostics: pl.DataFrame
     reread: bool = False
-    """The file shrank, was replaced, or did not continue: it was read again whole."""
+    """The file did not only grow (shrunk, replaced, rewritten): it was read again whole."""
 
 
 class Follower:
@@ -74,13 +77,14 @@ class Follower:
 
     def _forget(self) -> None:
         self.result = ReadResult(empty_events(), empty_diagnostics())
-        self._end = 0
+        self._fed = Fed()
+        """The bytes read so far (whole lines), for the growth check."""
+        self._seen: Seen | None = None
+        """What :func:`~copilot_logs.store.key.growth` checks the file against at each poll."""
         self._next_line = 1
         self._last_id: str | None = None
         self._session_id: str | None = None
-        self._inode: int | None = None
-        self._tail_damaged = False
-        self._seen: set[str] = set()
+        self._seen_ids: set[str] = set()
 
     @property
     def name(self) -> str:
@@ -103,71 +107,64 @@ class Follower:
         found = self._locate()
         if found is None or self.path is None:
             return None
-        size = found.st_size
-        reread = self._inode is not None and (found.st_ino != self._inode or size < self._end)
-        if reread:
-            self._forget()
-        self._inode = found.st_ino
-        if size == self._end:
-            self.pending_bytes = 0
-            return Update([], empty_diagnostics(), True) if reread else None
+        stamp = _stamp(found)
+        old_end, reread = self._fed.end, False
+        if self._seen is not None:
+            state = growth(self._seen, stamp, self.path, polling=True)
+            if state is State.FRESH:
+                return None
+            if state is State.MISS:  # shrunk (/rewind), replaced, rewritten: read it whole
+                self._forget()
+                reread = True
         try:
             with self.path.open("rb") as stream:
-                stream.seek(self._end)
-                data = stream.read(size - self._end)
+                stream.seek(self._fed.end)
+                data = stream.read(stamp.size - self._fed.end)
         except OSError:
             return None
         cut = data.rfind(b"\n") + 1
         self.pending_bytes = len(data) - cut
-        if cut == 0:
+        if cut == 0:  # no new complete line: the half-written one is not read again until it grows
+            self._seen = self._fed.seen(stamp, self._seen.clean if self._seen else True)
             return Update([], empty_diagnostics(), True) if reread else None
-        return self._take(data[:cut], reread)
+        return self._take(data[:cut], stamp, old_end, reread)
 
-    def _take(self, chunk: bytes, reread: bool) -> Update:
-        old_end, old_next_line = self._end, self._next_line
-        whole, reread_whole = b"", False
+    def _take(self, chunk: bytes, stamp: Stamp, old_end: int, reread: bool) -> Update:
+        """Read the new complete lines on from where the last read stopped (from the start
+        after a re-read)."""
+        start = self._fed.end
         part, state = self._read(chunk)
-        continues = part.events.is_empty() or part.events["parent_id"][0] == self._last_id
-        if old_end and (self._tail_damaged or not continues):
-            # The new lines may belong with the old ones (an event split across the cut) or
-            # the file was rewritten in place: read everything again, as a batch read would.
-            assert self.path is not None
-            with self.path.open("rb") as stream:
-                whole = stream.read(old_end + len(chunk))
-            self._forget()
-            self._inode = self.path.stat().st_ino
-            part, state = self._read(whole)
-            reread = reread_whole = True
-            self.result = part
-        else:
-            self.result = ReadResult.concat([self.result, part])
+        self.result = ReadResult.concat([self.result, part])
         # Every byte fed was complete lines, all read or reported: the next read starts after
         # them even when the reader's own end lags (a file of lines it cannot read at all).
-        fed = whole if reread_whole else chunk
-        self._end = (0 if reread_whole else old_end) + len(fed)
-        self._next_line = (1 if reread_whole else old_next_line) + fed.count(b"\n")
-        self._last_id, self._session_id = state.last_id, state.session_id
-        self._tail_damaged = bool(
-            part.diagnostics.filter(pl.col("line") == self._next_line - 1).height
-        )
-        self._seen.update(part.events["event_id"].drop_nulls().to_list())
-        new_damage = part.diagnostics.filter(pl.col("offset") >= (0 if reread else old_end))
+        self._fed.feed(chunk)
+        self._next_line += chunk.count(b"\n")
+        if state is not None:
+            self._last_id, self._session_id = state.last_id, state.session_id
+        # A damaged last line may go on in the next bytes (an event split across the cut):
+        # the file is then read again whole once it grows, as a batch read would read it.
+        tail_damaged = part.diagnostics.filter(pl.col("line") == self._next_line - 1).height
+        self._seen = self._fed.seen(stamp, clean=not tail_damaged)
+        self._seen_ids.update(part.events["event_id"].drop_nulls().to_list())
+        new_damage = part.diagnostics.filter(pl.col("offset") >= (0 if reread else start))
         return Update(self._new_records(old_end), new_damage, reread)
 
-    def _read(self, chunk: bytes) -> tuple[ReadResult, ReadState]:
+    def _read(self, chunk: bytes) -> tuple[ReadResult, ReadState | None]:
+        """The new lines through the reader every command reads with, resumed where the last
+        read stopped."""
         assert self.path is not None
         source = Source(self.path, self.session_hint)
         resume = None
-        if self._end:
+        if self._fed.end:
             resume = ReadState(
-                end=self._end,
+                end=self._fed.end,
                 next_line=self._next_line,
                 last_id=self._last_id,
+                seen_ids=frozenset(self._seen_ids),
                 session_id=self._session_id,
-                seen_ids=frozenset(self._seen),
             )
-        result, state = read_stream(io.BytesIO(chunk), source, resume=resume)
-        return result, state
+        result, states = read_held([(source, chunk, resume)])
+        return result, states[0]
 
     def _new_records(self, old_end: int) -> list[dict[str, object]]:
         """Records for the events not yet reported (after a re-read: those with new ids)."""
@@ -183,9 +180,8 @@ class Follower:
         return [record(row) for row in fresh.to_dicts()]
 
 
-Signature = tuple[int, int, int] | None
-"""A session's log as the root's scan last saw it: (inode, size, mtime in ns), None when it
-has no log yet."""
+Signature = Stamp | None
+"""A session's log as the root's scan last saw it (its stat), None when it has no log yet."""
 
 
 def log_signature(candidates: tuple[Path, ...]) -> Signature:
@@ -196,8 +192,12 @@ def log_signature(candidates: tuple[Path, ...]) -> Signature:
         except OSError:
             continue
         if stat.S_ISREG(found.st_mode):
-            return (found.st_ino, found.st_size, found.st_mtime_ns)
+            return _stamp(found)
     return None
+
+
+def _stamp(found: os.stat_result) -> Stamp:
+    return Stamp(found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino, found.st_dev)
 
 
 @dataclass
@@ -276,9 +276,9 @@ def followed_paths(followers: list[Follower]) -> set[Path]:
 def _grown_from(seen: Signature, now: Signature) -> int:
     """Where a log seen before grew from (an old session resumed: what it held then is its
     state, not news), else 0."""
-    if seen is None or now is None or seen[0] != now[0] or now[1] < seen[1]:
+    if seen is None or now is None or (seen.inode, seen.device) != (now.inode, now.device):
         return 0
-    return seen[1]
+    return seen.size if now.size >= seen.size else 0
 
 
 def follow(watcher: Watcher) -> Iterator[list[tuple[Follower, Update]]]:
