@@ -27,8 +27,8 @@ from copilot_logs.commands import usage as _usage
 from copilot_logs.commands import validate as validate_core
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import Selection, find_sources, parse_when
-from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
-from copilot_logs.store.collect import map_batches, read_all
+from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.store.collect import map_batches, read_all, read_files, read_held
 
 __all__ = [
     "ReadResult",
@@ -90,7 +90,12 @@ def read_file(path: str | Path) -> ReadResult:
     """Read one events.jsonl file."""
     path = Path(path)
     hint = path.parent.name if path.name == "events.jsonl" else path.stem
-    return read_source(Source(path, hint))
+    return read_files([(Source(path, hint), None)])[0]
+
+
+def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> ReadResult:
+    """Read a session log held in memory, named ``name``."""
+    return read_held([(Source(Path(name), session_hint or name), data, None)])[0]
 
 
 def sessions(result: ReadResult) -> pl.DataFrame:

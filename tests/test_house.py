@@ -247,3 +247,81 @@ def test_no_module_outside_ingest_decodes_an_event_line() -> None:
     }
     assert offenders == {}
     assert [name for name in OWN_JSON if not (PACKAGE.parent / name).is_file()] == []
+
+
+READERS = {
+    f"copilot_logs.ingest.reader.{name}"
+    for name in ("read_many", "read_many_bytes", "read_stream", "read_source", "read_bytes")
+} | {
+    f"copilot_logs.ingest.{module}"
+    for module in ("block_reader", "line_reader", "clean_blocks", "events_frame")
+}
+"""What reads a log's bytes into events: outside ``ingest/``, only ``store/`` may use these."""
+OWN_READ = {
+    # count --total reads through the same block reader into a counting sink (no frames): its
+    # warm path answers from the store's headers, its cold path is reader.count_calls
+    "copilot_logs/commands/count_total.py": {
+        "copilot_logs.ingest.reader",
+        "copilot_logs.ingest.reader.count_calls",
+    },
+}
+
+
+def readers_used(source: str) -> set[str]:
+    """Each import of a :data:`READERS` name (or of the reader module itself) in ``source``,
+    and each reader function called through ``reader.NAME``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                dotted = f"{node.module}.{alias.name}"
+                if (
+                    dotted in READERS
+                    or node.module in READERS
+                    or dotted == "copilot_logs.ingest.reader"
+                ):
+                    found.add(dotted)
+        elif isinstance(node, ast.Import):
+            found.update(
+                a.name for a in node.names if a.name.startswith("copilot_logs.ingest.reader")
+            )
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "reader":
+                found.add(f"copilot_logs.ingest.reader.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from copilot_logs.ingest.reader import read_many",
+        "from copilot_logs.ingest.reader import ReadResult, read_stream as rs",
+        "from copilot_logs.ingest import reader\nreader.read_source(s)",
+        "from copilot_logs.ingest.block_reader import FileReader",
+        "from copilot_logs.ingest import line_reader",
+    ],
+)
+def test_the_reader_check_sees_every_spelling(source: str) -> None:
+    assert readers_used(source) - {"copilot_logs.ingest.reader.ReadResult"}
+
+
+def test_every_command_reads_logs_through_the_store() -> None:
+    # One read path: ingest/ reads the bytes, store/ (collect.py) hands every command its
+    # batches. A command, the API, watch or Spark that read a log on its own would skip the
+    # store's key, its isolation of a log that fails, and its batches.
+    allowed_types = {
+        "copilot_logs.ingest.reader.ReadResult",
+        "copilot_logs.ingest.reader.ReadState",
+    }
+    offenders = {
+        name: used
+        for path in modules()
+        if path.relative_to(PACKAGE).parts[0] not in ("ingest", "store")
+        and (name := str(path.relative_to(PACKAGE.parent)))
+        and (
+            used := readers_used(path.read_text(encoding="utf-8"))
+            - allowed_types
+            - OWN_READ.get(name, set())
+        )
+    }
+    assert offenders == {}

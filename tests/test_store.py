@@ -875,3 +875,36 @@ def test_the_code_stamp_covers_modules_outside_the_store() -> None:
     finally:
         os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
     assert code_stamp() == before
+
+
+@pytest.mark.parametrize("command", [llm_calls, total])
+def test_a_log_edited_while_it_is_read_is_never_read_on_from_its_entry(
+    command: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mutation guard: an entry is written only when the log's stamp after the read is the
+    stamp it was looked up with. Else the CRC and windows taken at the write (of the edited
+    bytes) would vouch for the rows read before the edit, and the next growth would be read on
+    from them."""
+    from copilot_logs.ingest.block_reader import FileReader
+
+    builder, data = long_log(40)
+    path = tmp_path / "s" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(data)
+    assert command([str(path)]) == 40
+    append_turn(path, builder)
+    real_run = FileReader.run
+    edits = []
+
+    def run_then_edit(self: FileReader, lines: Any) -> None:
+        real_run(self, lines)
+        if not edits:  # the log is edited just after it was read, before its entry is written
+            edits.append(path)
+            edit_mid_file(path)
+
+    monkeypatch.setattr(FileReader, "run", run_then_edit)
+    assert command([str(path)]) == 41  # what was read: 41 turns, the edit came after
+    monkeypatch.setattr(FileReader, "run", real_run)
+    assert edits == [path]
+    append_turn(path, builder)
+    assert command([str(path)]) == 41  # by hand: 42 turns written, one turn_start edited away

@@ -245,16 +245,15 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     from copilot_logs.commands import audit
     from copilot_logs.commands import watch as core
     from copilot_logs.ingest.decode.envelope import Source
-    from copilot_logs.ingest.reader import read_source
+    from copilot_logs.store.collect import read_files
     from copilot_logs.render.audit import AuditContext, write_verdicts
 
     if follower.path is None:
         output.echo(f"No session log appeared at {follower.name}.", err=True)
         return ExitCode.FAILED
     fail_on = frozenset(DEFAULT_FAIL_ON.split(","))
-    table = core.verdict(
-        read_source(Source(follower.path, follower.session_hint)), nudge_cap=nudge_cap
-    )
+    read = read_files([(Source(follower.path, follower.session_hint), None)])[0]
+    table = core.verdict(read, nudge_cap=nudge_cap)
     shown = audit.judged(table)
     write_verdicts(shown, AuditContext(fail_on, table.height), on_stderr=fmt != "table")
     if table.is_empty() or not audit.failing(shown, fail_on).is_empty():

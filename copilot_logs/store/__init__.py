@@ -148,8 +148,9 @@ def write(
     if source.path is None:
         return False
     windows = hashes(source.path, state.end)
-    if windows is None:
-        return False
+    crc = crc_to_keep(source.path, found, state.end)
+    if windows is None or stamp_of(Path(source.path)) != stamp:
+        return False  # changed while it was read: these bytes may not be the ones read
     shape, ids, diagnostics = None, None, []
     if frames is not None:
         body = events_ipc if events_ipc is not None else _ipc(frames.events)
@@ -166,7 +167,7 @@ def write(
         read=msgspec.structs.replace(state, seen_ids=frozenset()),
         head=windows[0],
         tail=windows[1],
-        crc=crc_to_keep(source.path, found, state.end),
+        crc=crc,
         clean=not figures.damage and state.end == stamp.size,
         figures=figures,
         body=shape,

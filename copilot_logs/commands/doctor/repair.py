@@ -26,7 +26,8 @@ import polars as pl
 
 from copilot_logs.errors import SelectionError
 from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.reader import ReadResult, read_source
+from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.store.collect import read_files
 
 EVENTS = "events.jsonl"
 SIDECAR = "events.jsonl.set-aside"
@@ -99,7 +100,7 @@ def repair(source: Source, out: Path) -> Repair:
 
     if source.path is None:
         raise SelectionError("--repair reads a session's file, not standard input")
-    result = read_source(source)
+    result = read_files([(source, None)])[0]
     session_id = _session_of(result, source)
     target = out / session_id
     _refuse_to_overwrite(target, source.path)
