@@ -285,9 +285,12 @@ def readers_used(source: str) -> set[str]:
             found.update(
                 a.name for a in node.names if a.name.startswith("copilot_logs.ingest.reader")
             )
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if node.value.id == "reader":
-                found.add(f"copilot_logs.ingest.reader.{node.attr}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "reader"
+        ):
+            found.add(f"copilot_logs.ingest.reader.{node.attr}")
     return found
 
 

@@ -245,8 +245,8 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     from copilot_logs.commands import audit
     from copilot_logs.commands import watch as core
     from copilot_logs.ingest.decode.envelope import Source
-    from copilot_logs.store.collect import read_files
     from copilot_logs.render.audit import AuditContext, write_verdicts
+    from copilot_logs.store.collect import read_files
 
     if follower.path is None:
         output.echo(f"No session log appeared at {follower.name}.", err=True)
