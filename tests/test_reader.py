@@ -320,3 +320,24 @@ def test_lone_surrogate_escapes_are_mended_and_reported() -> None:
     ]
     texts = result.events["text"].to_list()
     assert texts[3:] == ["cut \ufffd here", "a pair 😀", "a \ufffd"]
+
+
+@pytest.mark.parametrize("prefix", [b"\n", b"\x00\n", b"\n\n", b" \n"])
+def test_lines_before_the_first_event_keep_every_line_number(prefix: bytes) -> None:
+    """The first bytes, read to look for a byte order mark, may hold a newline: the events
+    after it keep their own line numbers (each event's line, counted by hand)."""
+    events = [
+        b'{"type":"session.start","id":"a","timestamp":"2026-01-01T00:00:00Z","data":{}}',
+        b'{"type":"user.message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:01Z",'
+        b'"data":{"content":"hi"}}',
+        b'{"type":"assistant.turn_start","id":"c","parentId":"b",'
+        b'"timestamp":"2026-01-01T00:00:02Z","data":{"turnId":"0"}}',
+    ]
+    blank = prefix.count(b"\n")
+    result = read_bytes(prefix + b"\n".join(events) + b"\n")
+    assert result.events["line"].to_list() == [blank + 1, blank + 2, blank + 3]
+    assert result.events["offset"].to_list() == [
+        len(prefix),
+        len(prefix) + len(events[0]) + 1,
+        len(prefix) + len(events[0]) + len(events[1]) + 2,
+    ]

@@ -36,10 +36,15 @@ class FileReader(LineReader):
         are yielded one by one too. A line longer than a block is gathered in linear time, and
         the NUL runs that begin or end it are counted, not held (see :class:`_LongLine`).
         """
-        long = _LongLine(self._skip_bom(stream) if self.end == 0 else b"")
+        # The bytes read to look for a byte order mark go in front of the first block (they
+        # may hold a newline: the line a block cut never does).
+        first = self._skip_bom(stream) if self.end == 0 else b""
+        long = _LongLine(b"")
         offset, number = self.end, self.next_line
         while True:
             more = stream.read(clean_blocks.CLEAN_BLOCK)
+            if first:
+                more, first = first + more, b""
             if not more:
                 if long.length:
                     yield long.physical(number, offset, b"", terminated=False)
