@@ -1,12 +1,11 @@
-"""Physical lines -> events and diagnostics: the line reader, which recovers every event the
-known kinds of damage leave behind (no polars here).
+"""Physical lines -> events and diagnostics: the line reader, which recovers every event the known
+kinds of damage leave behind (no polars here).
 
 Each line is parsed with orjson (mended where it must be:
-:mod:`copilot_logs.ingest.decode.json_repair`);
-a line that does not parse waits for the next, in case a raw newline split one event over
-several lines. Every damaged physical line is reported with its number and byte offset. An
-event whose payload no command reads is kept from its envelope alone when the envelope
-vouches for the whole line (:mod:`copilot_logs.ingest.decode.envelope`).
+:mod:`copilot_logs.ingest.decode.json_repair`); a line that does not parse waits for the next, in
+case a raw newline split one event over several lines. Every damaged physical line is reported with
+its number and byte offset. An event whose payload no command reads is kept from its envelope alone
+when the envelope vouches for the whole line (:mod:`copilot_logs.ingest.decode.envelope`).
 """
 
 from __future__ import annotations
@@ -193,8 +192,8 @@ class LineReader:
         """Keep an event whose payload no command reads without decoding that payload.
 
         Only a line :func:`copilot_logs.ingest.decode.envelope.envelope` vouches for, whose
-        parentId is the
-        id of the event before it and whose id is new; any other line is decoded.
+        parentId is the id of the event before it and whose id is new; any other line is
+        decoded.
         """
         type_end = raw.find(b'"', 9)
         if raw[9:type_end] in _PAYLOAD_TYPE_BYTES:

@@ -1,11 +1,10 @@
 """Bytes on disk -> an events frame and a diagnostics frame: the reader's entry points.
 
-The frames are built once per batch of files (:mod:`copilot_logs.ingest.events_frame`) from
-what the block reader (:mod:`copilot_logs.ingest.block_reader`) reads of each file: whole runs
-of clean lines decoded at once, and every other line through the line reader, which recovers
-every event the known kinds of damage leave behind and reports each damaged physical line.
-``count --total`` reads through the same block reader (:func:`count_calls`), counting the calls
-instead of keeping rows.
+The frames are built once per batch of files (:mod:`copilot_logs.ingest.events_frame`) from what
+the block reader (:mod:`copilot_logs.ingest.block_reader`) reads of each file: whole runs of clean
+lines decoded at once, and every other line through the line reader, which recovers every event the
+known kinds of damage leave behind and reports each damaged physical line. ``count --total`` reads
+through the same block reader (:func:`count_calls`), counting the calls instead of keeping rows.
 """
 
 from __future__ import annotations

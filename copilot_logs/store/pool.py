@@ -1,12 +1,12 @@
 """Worker processes: the one way copilot-logs reads on several cores, with a memory bound.
 
-Workers come from a fork server (never a fork of a process whose polars thread pool has
-started, which can deadlock the child). How many, and how much input each handles at a time,
-is :func:`plan`: at most MAX_FRAME_WORKERS workers (MAX_WORKERS for ``count --total``'s scan)
-whatever the core count, and batches that shrink
-as workers are added, so that the memory summed over all processes stays bounded (under 250 MB
-in the benchmarks) on any machine. ``COPILOT_LOGS_CPUS`` overrides the core count: to use fewer
-cores, or to see what copilot-logs does on a bigger machine.
+Workers come from a fork server (never a fork of a process whose polars thread pool has started,
+which can deadlock the child). How many, and how much input each handles at a time, is
+:func:`plan`: at most MAX_FRAME_WORKERS workers (MAX_WORKERS for ``count --total``, which builds no
+frames) whatever the core count, and batches that shrink as workers are added, so that the memory
+summed over all processes stays bounded (under 250 MB in the benchmarks) on any machine.
+``COPILOT_LOGS_CPUS`` overrides the core count: to use fewer cores, or to see what copilot-logs
+does on a bigger machine.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ T = TypeVar("T")
 
 CPUS_VARIABLE = "COPILOT_LOGS_CPUS"
 MAX_WORKERS = 4
-"""Workers of ``count --total``'s scan (they never import polars: a few MB each)."""
+"""Workers of ``count --total`` (they never import polars: a few MB each)."""
 MAX_FRAME_WORKERS = 3
 """Workers that read into frames. Each costs about 35 MB summed PSS before its first batch
 (polars, the interpreter): a fourth one took cold ``sessions --no-cache`` of 1 GB over 250 MB
@@ -46,7 +46,7 @@ MAX_BATCH_BYTES = 24 << 20
 FRAMES_PARALLEL_BYTES = 96 << 20
 """Below this much to read into frames, starting worker processes costs more than it saves."""
 SCAN_PARALLEL_BYTES = 32 << 20
-"""The same for ``count --total``'s scan (its workers do not import polars)."""
+"""The same for ``count --total`` (its workers do not import polars)."""
 
 
 def cpu_count() -> int:
