@@ -6,30 +6,25 @@ from functools import partial
 
 import click
 
-from copilot_logs.cli import Command
 from copilot_logs.cli.options import (
     HUMAN_FORMATS,
     Picked,
-    engine_options,
     exit_code,
     find,
-    format_option,
     load,
     quiet,
     read_each,
-    selection_options,
     spark_engine,
     use_cache,
 )
+from copilot_logs.cli.options.declare import reading_command
 from copilot_logs.errors import ExitCode
 from copilot_logs.ingest.logfile import Growth
 from copilot_logs.render import output
 from copilot_logs.render.formats import print_damage, report_growth
 
 
-@click.command(cls=Command)
-@selection_options
-@engine_options
+@reading_command("table", "json", "ndjson", "csv")
 @click.option(
     "--total", is_flag=True, help="Print one integer, the sum of llm_calls, and nothing else."
 )
@@ -44,8 +39,6 @@ from copilot_logs.render.formats import print_damage, report_growth
     help="Regroup the figures.",
 )
 @click.option("--tz", metavar="ZONE", help="IANA time zone for --by day [default: local].")
-@format_option("table", "json", "ndjson", "csv")
-@click.pass_context
 def count(
     ctx: click.Context,
     picked: Picked,
