@@ -55,6 +55,19 @@ def counted(data: bytes, tmp_path: Path) -> tuple[Figures, ReadState | None]:
     return count_total.count_file(Source(path, "s"))
 
 
+def read_starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Where each of the next reads of ``count --total`` starts in its file (0: read whole)."""
+    starts: list[int] = []
+    real_count = reader.count_calls
+
+    def spy(source: Source, counter: Any, resume: ReadState | None = None) -> Any:
+        starts.append(resume.end if resume is not None else 0)
+        return real_count(source, counter, resume)
+
+    monkeypatch.setattr(reader, "count_calls", spy)
+    return starts
+
+
 @settings(max_examples=30, deadline=None)
 @given(turns=st.integers(0, 6), subagent_calls=st.integers(0, 3), seed=st.integers(0, 99))
 def test_total_equals_the_calls_written_on_clean_logs(
@@ -195,14 +208,7 @@ def test_grown_file_reads_only_its_new_bytes(
     assert total(str(path)) == "1\n"
     builder.turn("two")
     path.write_bytes(builder.to_bytes())
-    starts: list[int] = []
-    real_count = reader.count_calls
-
-    def spy(source: Source, counter: Any, resume: ReadState | None = None) -> Any:
-        starts.append(resume.end if resume is not None else 0)
-        return real_count(source, counter, resume)
-
-    monkeypatch.setattr(reader, "count_calls", spy)
+    starts = read_starts(monkeypatch)
     assert total(str(path)) == "2\n"
     assert starts == [0]
     second = builder.to_bytes()
@@ -442,14 +448,7 @@ def test_a_log_appended_to_itself_is_counted_as_a_whole_read_counts_it(
     old = path.read_bytes()
     with path.open("ab") as stream:
         stream.write(old)
-    starts: list[int] = []
-    real_count = reader.count_calls
-
-    def spy(source: Source, counter: Any, resume: ReadState | None = None) -> Any:
-        starts.append(resume.end if resume is not None else 0)
-        return real_count(source, counter, resume)
-
-    monkeypatch.setattr(reader, "count_calls", spy)
+    starts = read_starts(monkeypatch)
     result = CliRunner().invoke(main, ["count", "--total", str(path)])
     assert result.stdout == "2\n"  # by hand: two turns, each written twice
     assert starts == [len(old)]  # read on from the entry, not whole

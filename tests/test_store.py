@@ -337,9 +337,7 @@ def edit_mid_file(path: Path) -> None:
 def test_freshness_is_not_judged_by_size_alone(command: Any, tmp_path: Path) -> None:
     """Mutation guard (docs/development.md): store/key.py judging an entry fresh by the size
     (and the hashed windows) alone serves 40 for this log's 39 turns."""
-    path = tmp_path / "s" / "events.jsonl"
-    path.parent.mkdir()
-    path.write_bytes(long_log(40)[1])
+    path = long_log(40)[0].write(tmp_path / "s" / "events.jsonl")
     assert command([str(path)]) == 40
     edit_mid_file(path)
     assert command([str(path)]) == 39  # by hand: one turn_start of the 40 is gone
@@ -357,10 +355,8 @@ def append_turn(path: Path, builder: SessionBuilder) -> None:
 def test_an_in_place_edit_then_an_append_is_not_served_stale(command: Any, tmp_path: Path) -> None:
     """Mutation guard: a grown log is read on from where its entry stopped only when the CRC
     of every byte read before still matches (the two hashed windows cannot see this edit)."""
-    builder, data = long_log(40)
-    path = tmp_path / "s" / "events.jsonl"
-    path.parent.mkdir()
-    path.write_bytes(data)
+    builder = long_log(40)[0]
+    path = builder.write(tmp_path / "s" / "events.jsonl")
     assert command([str(path)]) == 40
     append_turn(path, builder)
     assert command([str(path)]) == 41  # the first growth: read whole, its CRC kept
@@ -887,10 +883,8 @@ def test_a_log_edited_while_it_is_read_is_never_read_on_from_its_entry(
     from them."""
     from copilot_logs.ingest.block_reader import FileReader
 
-    builder, data = long_log(40)
-    path = tmp_path / "s" / "events.jsonl"
-    path.parent.mkdir()
-    path.write_bytes(data)
+    builder = long_log(40)[0]
+    path = builder.write(tmp_path / "s" / "events.jsonl")
     assert command([str(path)]) == 40
     append_turn(path, builder)
     real_run = FileReader.run
