@@ -20,7 +20,7 @@ COMPLETION = Family("C")
     "`task_complete` tool, before that turn's `turn_end`. Outside a turn it is detached "
     "from the call that completed the task.",
 )
-def outside_turn(ctx: Context) -> pl.DataFrame:
+def outside_turn(ctx: Context) -> pl.LazyFrame:
     return found(
         ctx.events.filter((TYPE == "session.task_complete") & ~pl.col("during_turn")),
         pl.lit("session.task_complete outside any turn"),
@@ -36,7 +36,7 @@ def outside_turn(ctx: Context) -> pl.DataFrame:
     "`toolRequests` and as a tool start) and then `session.task_complete`. The event "
     "alone means the call was lost, or the completion did not come from the model.",
 )
-def without_tool(ctx: Context) -> pl.DataFrame:
+def without_tool(ctx: Context) -> pl.LazyFrame:
     requested = (
         pl.col("tool_requests")
         .list.eval(pl.element().struct.field("name") == "task_complete")

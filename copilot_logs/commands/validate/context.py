@@ -29,7 +29,7 @@ def timestamp(expr: pl.Expr) -> pl.Expr:
     return expr.dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ")
 
 
-def found(frame: pl.DataFrame, message: pl.Expr) -> pl.DataFrame:
+def found(frame: pl.LazyFrame, message: pl.Expr) -> pl.LazyFrame:
     """The findings of a check: each row's location and its message."""
     return frame.select(*LOCATION, message=message)
 
@@ -82,11 +82,11 @@ class Context:
     """The prepared events and the reader's diagnostics of one batch, with the frames several
     checks share computed once."""
 
-    events: pl.DataFrame
-    diagnostics: pl.DataFrame
-    cache: dict[str, pl.DataFrame] = field(default_factory=dict)
+    events: pl.LazyFrame
+    diagnostics: pl.LazyFrame
+    cache: dict[str, pl.LazyFrame] = field(default_factory=dict)
 
-    def tool_starts(self) -> pl.DataFrame:
+    def tool_starts(self) -> pl.LazyFrame:
         """The first start of each toolCallId per session."""
         if "starts" not in self.cache:
             self.cache["starts"] = self.events.filter(

@@ -27,7 +27,7 @@ def _number(path: str) -> pl.Expr:
     "more means lines were added. Counted: the events read before the line, duplicates "
     "included.",
 )
-def event_count(ctx: Context) -> pl.DataFrame:
+def event_count(ctx: Context) -> pl.LazyFrame:
     resumes = ctx.events.filter(TYPE == "session.resume").with_columns(
         _claimed=_number("$.eventCount")
     )
@@ -55,7 +55,7 @@ def event_count(ctx: Context) -> pl.DataFrame:
     )
 
 
-def _sizes(ctx: Context) -> pl.DataFrame:
+def _sizes(ctx: Context) -> pl.LazyFrame:
     """The resume and shutdown lines, with the size each claims and the byte offset the CLI
     wrote it at."""
     # A later session in the same file (two logs spliced, `cat a b`) counts its bytes from its
@@ -80,7 +80,7 @@ def _sizes(ctx: Context) -> pl.DataFrame:
     )
 
 
-def _with_interrupt_start(events: pl.DataFrame) -> pl.DataFrame:
+def _with_interrupt_start(events: pl.LazyFrame) -> pl.LazyFrame:
     """``_interrupted_at`` on each line: the byte offset where the lines an interrupt writes
     (``abort`` and ``assistant.turn_end``) begin, when a run of them holding an abort ends
     just before the line; else null. On Ctrl-C the CLI takes the file's size for its
@@ -119,7 +119,7 @@ def _with_interrupt_start(events: pl.DataFrame) -> pl.DataFrame:
     "interrupt (`abort`, and the `assistant.turn_end` it closes) begin, just before it: on "
     "Ctrl-C the CLI takes the size before it writes them.",
 )
-def file_size(ctx: Context) -> pl.DataFrame:
+def file_size(ctx: Context) -> pl.LazyFrame:
     interrupted = (TYPE == "session.shutdown") & (pl.col("_claimed") == pl.col("_interrupted_at"))
     wrong = _sizes(ctx).filter(
         pl.col("_claimed").is_not_null()
@@ -154,7 +154,7 @@ def file_size(ctx: Context) -> pl.DataFrame:
     "the parent chain and the timestamp order again). The finding points at the "
     "session.start where the next session begins.",
 )
-def several_sessions(ctx: Context) -> pl.DataFrame:
+def several_sessions(ctx: Context) -> pl.LazyFrame:
     later = ctx.events.with_columns(
         _first=pl.col("session_id").first().over("file"),
         _sessions=pl.col("session_id").n_unique().over("file"),
@@ -182,7 +182,7 @@ def several_sessions(ctx: Context) -> pl.DataFrame:
     "version does not know yet. The figures are likely right; this note says they were not "
     "verified for that version. Reported on the session.start line.",
 )
-def newer_cli(ctx: Context) -> pl.DataFrame:
+def newer_cli(ctx: Context) -> pl.LazyFrame:
     version = pl.col("detail").str.json_path_match("$.copilotVersion")
     starts = ctx.events.filter(TYPE == "session.start").with_columns(_version=version)
     newer = starts.filter(

@@ -11,7 +11,7 @@ from copilot_logs.derive import SESSION, TYPE
 SUBAGENTS = Family("S")
 
 
-def _spans(ctx: Context) -> pl.DataFrame:
+def _spans(ctx: Context) -> pl.LazyFrame:
     """Per session and sub-agent (the task's toolCallId): the line of its first start."""
     return (
         ctx.events.filter(TYPE == "subagent.started")
@@ -29,7 +29,7 @@ def _spans(ctx: Context) -> pl.DataFrame:
     "same `toolCallId`. With neither, the log ends while the sub-agent runs: the session "
     "was cut off or is still running. Reported at the start's line.",
 )
-def unfinished(ctx: Context) -> pl.DataFrame:
+def unfinished(ctx: Context) -> pl.LazyFrame:
     agent = SUBAGENT_KEY
     ends = ctx.events.filter(TYPE.is_in(SUBAGENT_END)).select(
         *SESSION, _agent=agent, _end_line="line"
@@ -60,7 +60,7 @@ def unfinished(ctx: Context) -> pl.DataFrame:
     "A sub-agent's end names the `toolCallId` of its start. With no start, the start was "
     "lost, and the sub-agent's name and model are unknown.",
 )
-def orphan_finish(ctx: Context) -> pl.DataFrame:
+def orphan_finish(ctx: Context) -> pl.LazyFrame:
     ends = (
         ctx.events.filter(TYPE.is_in(SUBAGENT_END))
         .with_columns(_agent=SUBAGENT_KEY)
@@ -85,7 +85,7 @@ def orphan_finish(ctx: Context) -> pl.DataFrame:
     "sub-agent calls and tools would be counted against nothing. Reported once per mark, "
     "on its first line.",
 )
-def unknown_agent(ctx: Context) -> pl.DataFrame:
+def unknown_agent(ctx: Context) -> pl.LazyFrame:
     lines = (
         ctx.events.filter(pl.col("agent_id").is_not_null())
         .join(

@@ -32,7 +32,7 @@ TOOLS = Family("X")
     "shell escape writes a complete with `isUserRequested: true` and no start: that is "
     "not a fault and not reported.",
 )
-def orphan_complete(ctx: Context) -> pl.DataFrame:
+def orphan_complete(ctx: Context) -> pl.LazyFrame:
     keys = [*SESSION, "tool_call_id"]
     starts = ctx.tool_starts().select(*keys, _start_line="line")
     completes = (
@@ -61,7 +61,7 @@ def orphan_complete(ctx: Context) -> pl.DataFrame:
     return found(orphans, message)
 
 
-def _runs(ctx: Context) -> pl.DataFrame:
+def _runs(ctx: Context) -> pl.LazyFrame:
     """Each tool start with the line of its first complete after it, and its deadline: the
     turn_end of its turn (main agent) or its sub-agent's end (sub-agent tools)."""
     if "runs" in ctx.cache:
@@ -101,7 +101,7 @@ def _runs(ctx: Context) -> pl.DataFrame:
     return runs
 
 
-def _interrupted_turns(ctx: Context) -> pl.DataFrame:
+def _interrupted_turns(ctx: Context) -> pl.LazyFrame:
     """The turn_end lines written next to an ``abort`` (just before or after it): the user
     interrupted that turn (Ctrl-C), and its tools were stopped, never completed."""
     kind = TYPE.shift(1).over(*SESSION), TYPE.shift(-1).over(*SESSION)
@@ -129,7 +129,7 @@ def _interrupted_turns(ctx: Context) -> pl.DataFrame:
     "the start's line. A tool of a turn the user interrupted (an `abort` next to its "
     "`turn_end`) is X308 instead.",
 )
-def not_completed_in_turn(ctx: Context) -> pl.DataFrame:
+def not_completed_in_turn(ctx: Context) -> pl.LazyFrame:
     runs = _unfinished_by_deadline(ctx).filter(~pl.col("_interrupted").fill_null(False))
     message = pl.format(
         "{} ({}) was not completed before {} (line {}){}",
@@ -154,7 +154,7 @@ def not_completed_in_turn(ctx: Context) -> pl.DataFrame:
     "is still running. Reported at the start's line. A tool left running at a shutdown "
     "is X307 instead.",
 )
-def never_completed(ctx: Context) -> pl.DataFrame:
+def never_completed(ctx: Context) -> pl.LazyFrame:
     runs = _runs(ctx).filter(
         pl.col("_deadline").is_null()
         & pl.col("_done_line").is_null()
@@ -179,7 +179,7 @@ def never_completed(ctx: Context) -> pl.DataFrame:
     "id cannot be paired: one of them was replayed or the ids collided. The finding "
     "points at the second one.",
 )
-def duplicate_id(ctx: Context) -> pl.DataFrame:
+def duplicate_id(ctx: Context) -> pl.LazyFrame:
     repeated = ctx.events.filter(
         TYPE.is_in([TOOL_START, TOOL_COMPLETE]) & pl.col("tool_call_id").is_not_null()
     ).filter(pl.int_range(pl.len()).over(*SESSION, "type", "tool_call_id") > 0)
@@ -204,7 +204,7 @@ def duplicate_id(ctx: Context) -> pl.DataFrame:
     "`!cmd` shell escapes (`isUserRequested: true`) run between turns and are not "
     "reported; sub-agent tools are checked against their sub-agent instead.",
 )
-def outside_turn(ctx: Context) -> pl.DataFrame:
+def outside_turn(ctx: Context) -> pl.LazyFrame:
     outside = ctx.events.filter(
         MAIN
         & TYPE.is_in([TOOL_START, TOOL_COMPLETE])
@@ -226,7 +226,7 @@ def outside_turn(ctx: Context) -> pl.DataFrame:
     "`toolCallId`. One that never starts was lost, or the turn was aborted before the "
     "tool ran. Reported at the message's line, once per missing call.",
 )
-def requested_not_started(ctx: Context) -> pl.DataFrame:
+def requested_not_started(ctx: Context) -> pl.LazyFrame:
     requests = (
         ctx.events.filter((TYPE == "assistant.message") & (pl.col("tool_requests").list.len() > 0))
         .select(*LOCATION, _request=pl.col("tool_requests"))
@@ -259,7 +259,7 @@ def requested_not_started(ctx: Context) -> pl.DataFrame:
     "the user quit while the tool waited or ran, typically at a `permission.requested` "
     "prompt for it. The log is whole (X303 does not fire); the tool never ran to its end.",
 )
-def open_at_shutdown(ctx: Context) -> pl.DataFrame:
+def open_at_shutdown(ctx: Context) -> pl.LazyFrame:
     runs = _runs(ctx).filter(
         pl.col("_deadline").is_null()
         & pl.col("_done_line").is_null()
@@ -277,7 +277,7 @@ def open_at_shutdown(ctx: Context) -> pl.DataFrame:
     )
 
 
-def _unfinished_by_deadline(ctx: Context) -> pl.DataFrame:
+def _unfinished_by_deadline(ctx: Context) -> pl.LazyFrame:
     """The tool runs with no complete before their turn ended (or their sub-agent finished)."""
     return _runs(ctx).filter(
         pl.col("_deadline").is_not_null()
@@ -295,7 +295,7 @@ def _unfinished_by_deadline(ctx: Context) -> pl.DataFrame:
     "is whole; the tool never ran to its end. Older CLIs write no `turn_end` then: the "
     "turn and the tool are open at the shutdown (T205, X307).",
 )
-def interrupted(ctx: Context) -> pl.DataFrame:
+def interrupted(ctx: Context) -> pl.LazyFrame:
     runs = _unfinished_by_deadline(ctx).filter(pl.col("_interrupted").fill_null(False))
     return found(
         runs,
