@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import TOOL_START, Context, found
+from copilot_logs.commands.validate.context import LOG, TOOL_START, Context, found
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive import TYPE
 
 COMPLETION = Family("C")
 
@@ -50,7 +50,7 @@ def without_tool(ctx: Context) -> pl.LazyFrame:
     lonely = ctx.events.filter(
         (TYPE == "session.task_complete")
         & pl.col("in_turn")
-        & ~called.any().over(*SESSION, "turn_index")
+        & ~called.any().over(LOG, "turn_index")
     )
     return found(
         lonely,

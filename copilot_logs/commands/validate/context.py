@@ -19,6 +19,10 @@ SUBAGENT_KEY = pl.coalesce("tool_call_id", "agent_id")
 
 LOCATION = ("file", "line", "event_id", "session_id")
 
+LOG = "_log"
+"""One integer per session log (file and session id): the key the checks window, group and join
+by (cheaper than the two strings of :data:`SESSION`)."""
+
 
 def text(expr: pl.Expr) -> pl.Expr:
     """A column as text for a message, with a visible placeholder for null."""
@@ -48,33 +52,35 @@ def prepare(events: pl.DataFrame) -> pl.DataFrame:
     """The annotated events plus the per-session neighbours and turn facts the rules compare
     (a file holding two sessions is checked as two logs: the second's first line is a first
     line, whatever its time)."""
-    annotated = derive.annotate(events)
+    annotated = (
+        derive.annotate(events).lazy().with_columns(pl.struct(*SESSION).rank("dense").alias(LOG))
+    )
     is_start = MAIN & (TYPE == TURN_START)
     is_end = MAIN & (TYPE == TURN_END)
     marker = pl.when(is_start).then(pl.lit("start")).when(is_end).then(pl.lit("end"))
-    turn_key = [*SESSION, "turn_index"]
+    turn_key = [LOG, "turn_index"]
     frame = annotated.with_columns(
-        _row=pl.int_range(pl.len()).over(*SESSION),
-        _prev_id=pl.col("event_id").shift(1).over(*SESSION),
-        _prev_line=pl.col("line").shift(1).over(*SESSION),
-        _prev_ts=pl.col("timestamp").shift(1).over(*SESSION),
-        _marker=marker.forward_fill().over(*SESSION),
-        _marker_line=pl.when(is_start | is_end).then(pl.col("line")).forward_fill().over(*SESSION),
+        _row=pl.int_range(pl.len()).over(LOG),
+        _prev_id=pl.col("event_id").shift(1).over(LOG),
+        _prev_line=pl.col("line").shift(1).over(LOG),
+        _prev_ts=pl.col("timestamp").shift(1).over(LOG),
+        _marker=marker.forward_fill().over(LOG),
+        _marker_line=pl.when(is_start | is_end).then(pl.col("line")).forward_fill().over(LOG),
         _open_turn_id=pl.col("turn_id").filter(is_start).first().over(turn_key),
         _shutdown_after=pl.when(TYPE == "session.shutdown")
         .then(pl.col("line"))
         .backward_fill()
-        .over(*SESSION),
+        .over(LOG),
         _shutdown_type=pl.when(TYPE == "session.shutdown")
         .then(pl.col("detail").str.json_path_match("$.shutdownType").fill_null("routine"))
         .backward_fill()
-        .over(*SESSION),
+        .over(LOG),
         _turn_end_line=pl.col("line").filter(pl.col("closes_turn")).first().over(turn_key),
     )
     return frame.with_columns(
-        _prev_marker=pl.col("_marker").shift(1).over(*SESSION),
-        _prev_marker_line=pl.col("_marker_line").shift(1).over(*SESSION),
-    )
+        _prev_marker=pl.col("_marker").shift(1).over(LOG),
+        _prev_marker_line=pl.col("_marker_line").shift(1).over(LOG),
+    ).collect(engine="in-memory")
 
 
 @dataclass
@@ -91,5 +97,5 @@ class Context:
         if "starts" not in self.cache:
             self.cache["starts"] = self.events.filter(
                 (TYPE == TOOL_START) & pl.col("tool_call_id").is_not_null()
-            ).unique(subset=[*SESSION, "tool_call_id"], keep="first", maintain_order=True)
+            ).unique(subset=[LOG, "tool_call_id"], keep="first", maintain_order=True)
         return self.cache["starts"]

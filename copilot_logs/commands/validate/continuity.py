@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import LOCATION, Context, found
+from copilot_logs.commands.validate.context import LOCATION, LOG, Context, found
 from copilot_logs.commands.validate.rule import Family
 from copilot_logs.derive import SESSION, TURN_END, TYPE
 from copilot_logs.ingest.decode import cli_format
@@ -61,7 +61,7 @@ def _sizes(ctx: Context) -> pl.LazyFrame:
     # A later session in the same file (two logs spliced, `cat a b`) counts its bytes from its
     # own first line: the file it was written to began there.
     later_session = pl.col("session_id") != pl.col("session_id").first().over("file")
-    base = pl.when(later_session).then(pl.col("offset").min().over(*SESSION)).otherwise(0)
+    base = pl.when(later_session).then(pl.col("offset").min().over(LOG)).otherwise(0)
     # A byte order mark (E124) was added in front of what the CLI wrote: not counted.
     marks = ctx.diagnostics.filter(pl.col("kind") == "bom").select("file").unique()
     shift = pl.when(pl.col("_base") > 0).then(pl.col("_base")).otherwise(pl.col("_mark"))
@@ -90,18 +90,18 @@ def _with_interrupt_start(events: pl.LazyFrame) -> pl.LazyFrame:
     runs as lines, and a window over that many groups grew faster than the batch."""
     interrupt = TYPE.is_in(["abort", TURN_END])
     aborts = (TYPE == "abort").cast(pl.Int64)
-    begins = interrupt & ~interrupt.shift(1).fill_null(False).over(*SESSION)
-    since_begin = pl.when(begins).then(pl.col("_aborts") - aborts).forward_fill().over(*SESSION)
+    begins = interrupt & ~interrupt.shift(1).fill_null(False).over(LOG)
+    since_begin = pl.when(begins).then(pl.col("_aborts") - aborts).forward_fill().over(LOG)
     return (
         events.with_columns(
-            _aborts=aborts.cum_sum().over(*SESSION),
-            _begin=pl.when(begins).then(pl.col("offset")).forward_fill().over(*SESSION),
+            _aborts=aborts.cum_sum().over(LOG),
+            _begin=pl.when(begins).then(pl.col("offset")).forward_fill().over(LOG),
         )
         .with_columns(
             _interrupted_at=pl.when(interrupt & (pl.col("_aborts") > since_begin))
             .then(pl.col("_begin"))
             .shift(1)
-            .over(*SESSION)
+            .over(LOG)
         )
         .drop("_aborts", "_begin")
     )

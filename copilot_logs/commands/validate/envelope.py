@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import Context, found, text, timestamp
+from copilot_logs.commands.validate.context import LOG, Context, found, text, timestamp
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive import TYPE
 from copilot_logs.ingest.decode.cli_format import EPHEMERAL_TYPES, KNOWN_TYPES
 
 ENVELOPE = Family("E")
@@ -65,7 +65,7 @@ ENVELOPE.reported(
     "(a writer that does not chain) are not checked.",
 )
 def parent_chain(ctx: Context) -> pl.LazyFrame:
-    chained = pl.col("parent_id").is_not_null().any().over(*SESSION)
+    chained = pl.col("parent_id").is_not_null().any().over(LOG)
     broken = ctx.events.filter(chained & ~pl.col("parent_id").eq_missing(pl.col("_prev_id")))
     message = (
         pl.when(pl.col("_prev_id").is_null() & (pl.col("_row") == 0))
@@ -107,8 +107,8 @@ def timestamps(ctx: Context) -> pl.LazyFrame:
 
 
 def _first_of_type(frame: pl.LazyFrame) -> pl.LazyFrame:
-    return frame.with_columns(_lines=pl.len().over(*SESSION, "type")).unique(
-        subset=[*SESSION, "type"], keep="first", maintain_order=True
+    return frame.with_columns(_lines=pl.len().over(LOG, "type")).unique(
+        subset=[LOG, "type"], keep="first", maintain_order=True
     )
 
 

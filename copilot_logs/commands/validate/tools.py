@@ -7,6 +7,7 @@ import polars as pl
 
 from copilot_logs.commands.validate.context import (
     LOCATION,
+    LOG,
     SUBAGENT_END,
     SUBAGENT_KEY,
     TOOL_COMPLETE,
@@ -17,7 +18,7 @@ from copilot_logs.commands.validate.context import (
     why_shut_down,
 )
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import MAIN, SESSION, TYPE
+from copilot_logs.derive import MAIN, TYPE
 
 TOOLS = Family("X")
 
@@ -33,7 +34,7 @@ TOOLS = Family("X")
     "not a fault and not reported.",
 )
 def orphan_complete(ctx: Context) -> pl.LazyFrame:
-    keys = [*SESSION, "tool_call_id"]
+    keys = [LOG, "tool_call_id"]
     starts = ctx.tool_starts().select(*keys, _start_line="line")
     completes = (
         ctx.events.filter((TYPE == TOOL_COMPLETE) & ~pl.col("is_user_requested").fill_null(False))
@@ -66,7 +67,7 @@ def _runs(ctx: Context) -> pl.LazyFrame:
     turn_end of its turn (main agent) or its sub-agent's end (sub-agent tools)."""
     if "runs" in ctx.cache:
         return ctx.cache["runs"]
-    keys = [*SESSION, "tool_call_id"]
+    keys = [LOG, "tool_call_id"]
     starts = ctx.tool_starts()
     completes = ctx.events.filter(TYPE == TOOL_COMPLETE).select(*keys, _done_line="line")
     done = (
@@ -78,13 +79,13 @@ def _runs(ctx: Context) -> pl.LazyFrame:
     )
     finishes = (
         ctx.events.filter(TYPE.is_in(SUBAGENT_END))
-        .group_by(*SESSION, agent_id=SUBAGENT_KEY)
+        .group_by(LOG, agent_id=SUBAGENT_KEY)
         .agg(_agent_end_line=pl.col("line").min())
     )
     runs = (
         starts.join(done, on=keys, how="left")
-        .join(finishes, on=[*SESSION, "agent_id"], how="left")
-        .join(_interrupted_turns(ctx), on=[*SESSION, "_turn_end_line"], how="left")
+        .join(finishes, on=[LOG, "agent_id"], how="left")
+        .join(_interrupted_turns(ctx), on=[LOG, "_turn_end_line"], how="left")
         .with_columns(
             _deadline=pl.when(MAIN)
             .then(pl.when(pl.col("in_turn")).then(pl.col("_turn_end_line")))
@@ -104,8 +105,8 @@ def _runs(ctx: Context) -> pl.LazyFrame:
 def _interrupted_turns(ctx: Context) -> pl.LazyFrame:
     """The turn_end lines written next to an ``abort`` (just before or after it): the user
     interrupted that turn (Ctrl-C), and its tools were stopped, never completed."""
-    kind = TYPE.shift(1).over(*SESSION), TYPE.shift(-1).over(*SESSION)
-    line = pl.col("line").shift(1).over(*SESSION), pl.col("line").shift(-1).over(*SESSION)
+    kind = TYPE.shift(1).over(LOG), TYPE.shift(-1).over(LOG)
+    line = pl.col("line").shift(1).over(LOG), pl.col("line").shift(-1).over(LOG)
     return (
         ctx.events.with_columns(
             _abort_line=pl.when(kind[0] == "abort")
@@ -114,7 +115,7 @@ def _interrupted_turns(ctx: Context) -> pl.LazyFrame:
             .then(line[1])
         )
         .filter(pl.col("closes_turn") & pl.col("_abort_line").is_not_null())
-        .select(*SESSION, _turn_end_line="line", _abort_line="_abort_line")
+        .select(LOG, _turn_end_line="line", _abort_line="_abort_line")
     )
 
 
@@ -182,14 +183,14 @@ def never_completed(ctx: Context) -> pl.LazyFrame:
 def duplicate_id(ctx: Context) -> pl.LazyFrame:
     repeated = ctx.events.filter(
         TYPE.is_in([TOOL_START, TOOL_COMPLETE]) & pl.col("tool_call_id").is_not_null()
-    ).filter(pl.int_range(pl.len()).over(*SESSION, "type", "tool_call_id") > 0)
+    ).filter(pl.int_range(pl.len()).over(LOG, "type", "tool_call_id") > 0)
     return found(
         repeated,
         pl.format(
             "{} repeats toolCallId {}, already seen on line {}",
             "type",
             "tool_call_id",
-            pl.col("line").min().over(*SESSION, "type", "tool_call_id"),
+            pl.col("line").min().over(LOG, "type", "tool_call_id"),
         ),
     )
 
@@ -229,7 +230,7 @@ def outside_turn(ctx: Context) -> pl.LazyFrame:
 def requested_not_started(ctx: Context) -> pl.LazyFrame:
     requests = (
         ctx.events.filter((TYPE == "assistant.message") & (pl.col("tool_requests").list.len() > 0))
-        .select(*LOCATION, _request=pl.col("tool_requests"))
+        .select(*LOCATION, LOG, _request=pl.col("tool_requests"))
         .explode("_request")
         .with_columns(
             tool_call_id=pl.col("_request").struct.field("tool_call_id"),
@@ -237,7 +238,7 @@ def requested_not_started(ctx: Context) -> pl.LazyFrame:
         )
         .filter(pl.col("tool_call_id").is_not_null())
     )
-    keys = [*SESSION, "tool_call_id"]
+    keys = [LOG, "tool_call_id"]
     started = ctx.events.filter(TYPE == TOOL_START).select(keys).unique()
     missing = requests.join(started, on=keys, how="anti")
     return found(

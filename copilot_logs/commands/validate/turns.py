@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import Context, found, text, why_shut_down
+from copilot_logs.commands.validate.context import LOG, Context, found, text, why_shut_down
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import MAIN, SESSION, TURN_START, TYPE
+from copilot_logs.derive import MAIN, TURN_START, TYPE
 
 TURNS = Family("T")
 
@@ -79,8 +79,8 @@ def _open_last_turn(ctx: Context) -> pl.LazyFrame:
     return ctx.events.filter(
         MAIN
         & (TYPE == TURN_START)
-        & (pl.col("_marker").last().over(*SESSION) == "start")
-        & (pl.col("turn_index") == pl.col("turn_index").max().over(*SESSION))
+        & (pl.col("_marker").last().over(LOG) == "start")
+        & (pl.col("turn_index") == pl.col("turn_index").max().over(LOG))
     )
 
 
