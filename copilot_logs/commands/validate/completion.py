@@ -48,10 +48,8 @@ def without_tool(ctx: Context) -> pl.LazyFrame:
         | ((TYPE == "assistant.message") & requested)
     )
     lonely = ctx.events.filter(
-        (TYPE == "session.task_complete")
-        & pl.col("in_turn")
-        & ~called.any().over(LOG, "turn_index")
-    )
+        pl.col("in_turn") & TYPE.is_in([TOOL_START, "assistant.message", "session.task_complete"])
+    ).filter((TYPE == "session.task_complete") & ~called.any().over(LOG, "turn_index"))
     return found(
         lonely,
         pl.lit("session.task_complete in a turn that made no task_complete tool call"),

@@ -66,9 +66,10 @@ def _sizes(ctx: Context) -> pl.LazyFrame:
     marks = ctx.diagnostics.filter(pl.col("kind") == "bom").select("file").unique()
     shift = pl.when(pl.col("_base") > 0).then(pl.col("_base")).otherwise(pl.col("_mark"))
     return (
-        _with_interrupt_start(ctx.events)
-        .with_columns(_base=base)
-        .filter(TYPE.is_in(["session.resume", "session.shutdown"]))
+        ctx.events.with_columns(_base=base)
+        .filter(TYPE.is_in([*_INTERRUPT, *_SIZED]))
+        .with_columns(_interrupted_at=_interrupt_start())
+        .filter(TYPE.is_in(_SIZED))
         .join(marks.with_columns(_mark=pl.lit(3, pl.Int64)), on="file", how="left")
         .with_columns(
             _claimed=_number("$.eventsFileSizeBytes"),
@@ -80,31 +81,29 @@ def _sizes(ctx: Context) -> pl.LazyFrame:
     )
 
 
-def _with_interrupt_start(events: pl.LazyFrame) -> pl.LazyFrame:
-    """``_interrupted_at`` on each line: the byte offset where the lines an interrupt writes
-    (``abort`` and ``assistant.turn_end``) begin, when a run of them holding an abort ends
-    just before the line; else null. On Ctrl-C the CLI takes the file's size for its
-    shutdown before it writes them (seen in the recordings of 1.0.70 to 1.0.102).
+_INTERRUPT = ("abort", TURN_END)
+"""The lines an interrupt (Ctrl-C) writes."""
+_SIZED = ("session.resume", "session.shutdown")
+"""The lines that claim the file's size."""
 
-    Told by running sums over each session, not by a window per run: a log has about as many
-    runs as lines, and a window over that many groups grew faster than the batch."""
-    interrupt = TYPE.is_in(["abort", TURN_END])
-    aborts = (TYPE == "abort").cast(pl.Int64)
-    begins = interrupt & ~interrupt.shift(1).fill_null(False).over(LOG)
-    since_begin = pl.when(begins).then(pl.col("_aborts") - aborts).forward_fill().over(LOG)
-    return (
-        events.with_columns(
-            _aborts=aborts.cum_sum().over(LOG),
-            _begin=pl.when(begins).then(pl.col("offset")).forward_fill().over(LOG),
-        )
-        .with_columns(
-            _interrupted_at=pl.when(interrupt & (pl.col("_aborts") > since_begin))
-            .then(pl.col("_begin"))
-            .shift(1)
-            .over(LOG)
-        )
-        .drop("_aborts", "_begin")
-    )
+
+def _interrupt_start() -> pl.Expr:
+    """On a line that is not one an interrupt writes: the byte offset where the lines of an
+    interrupt (``abort`` and ``assistant.turn_end``) just before it begin, when that run of
+    them holds an abort; else null. On Ctrl-C the CLI takes the file's size for its shutdown
+    before it writes them (seen in the recordings of 1.0.70 to 1.0.102).
+
+    Over the interrupt lines and the line itself only (the frame filtered to them), by running
+    sums in reading order: ``_prev_type`` tells where a run begins, the count of aborts so far
+    whether one came since."""
+    interrupt = TYPE.is_in(_INTERRUPT)
+    after_interrupt = pl.col("_prev_type").is_in(_INTERRUPT).fill_null(False)
+    abort = (TYPE == "abort").cast(pl.Int64)
+    aborts = abort.cum_sum()
+    begins = interrupt & ~after_interrupt
+    before_run = pl.when(begins).then(aborts - abort).forward_fill()
+    run_start = pl.when(begins).then(pl.col("offset")).forward_fill()
+    return pl.when(after_interrupt & (aborts > before_run)).then(run_start).over(LOG)
 
 
 @CONTINUITY.rule(

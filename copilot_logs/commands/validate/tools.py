@@ -105,16 +105,16 @@ def _runs(ctx: Context) -> pl.LazyFrame:
 def _interrupted_turns(ctx: Context) -> pl.LazyFrame:
     """The turn_end lines written next to an ``abort`` (just before or after it): the user
     interrupted that turn (Ctrl-C), and its tools were stopped, never completed."""
-    kind = TYPE.shift(1).over(LOG), TYPE.shift(-1).over(LOG)
-    line = pl.col("line").shift(1).over(LOG), pl.col("line").shift(-1).over(LOG)
+    abort_line = (
+        pl.when(pl.col("_prev_type") == "abort")
+        .then(pl.col("_prev_line"))
+        .when(pl.col("_next_type") == "abort")
+        .then(pl.col("_next_line"))
+    )
     return (
-        ctx.events.with_columns(
-            _abort_line=pl.when(kind[0] == "abort")
-            .then(line[0])
-            .when(kind[1] == "abort")
-            .then(line[1])
-        )
-        .filter(pl.col("closes_turn") & pl.col("_abort_line").is_not_null())
+        ctx.events.filter(pl.col("closes_turn"))
+        .with_columns(_abort_line=abort_line)
+        .filter(pl.col("_abort_line").is_not_null())
         .select(LOG, _turn_end_line="line", _abort_line="_abort_line")
     )
 
@@ -181,16 +181,17 @@ def never_completed(ctx: Context) -> pl.LazyFrame:
     "points at the second one.",
 )
 def duplicate_id(ctx: Context) -> pl.LazyFrame:
+    key = (LOG, "type", "tool_call_id")
     repeated = ctx.events.filter(
         TYPE.is_in([TOOL_START, TOOL_COMPLETE]) & pl.col("tool_call_id").is_not_null()
-    ).filter(pl.int_range(pl.len()).over(LOG, "type", "tool_call_id") > 0)
+    ).filter(~pl.struct(*key).is_first_distinct())
     return found(
         repeated,
         pl.format(
             "{} repeats toolCallId {}, already seen on line {}",
             "type",
             "tool_call_id",
-            pl.col("line").min().over(LOG, "type", "tool_call_id"),
+            pl.col("line").min().over(key),
         ),
     )
 

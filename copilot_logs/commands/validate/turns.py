@@ -6,7 +6,7 @@ import polars as pl
 
 from copilot_logs.commands.validate.context import LOG, Context, found, text, why_shut_down
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import MAIN, TURN_START, TYPE
+from copilot_logs.derive import MAIN, TURN_END, TURN_START, TYPE
 
 TURNS = Family("T")
 
@@ -76,9 +76,9 @@ def id_mismatch(ctx: Context) -> pl.LazyFrame:
 
 def _open_last_turn(ctx: Context) -> pl.LazyFrame:
     """The turn_start of a session's last turn when no turn_end closed it."""
-    return ctx.events.filter(
-        MAIN
-        & (TYPE == TURN_START)
+    marks = ctx.events.filter(MAIN & TYPE.is_in([TURN_START, TURN_END]))
+    return marks.filter(
+        (TYPE == TURN_START)
         & (pl.col("_marker").last().over(LOG) == "start")
         & (pl.col("turn_index") == pl.col("turn_index").max().over(LOG))
     )
