@@ -56,9 +56,17 @@ def _diagnostic_findings(diagnostics: pl.LazyFrame, chosen: Sequence[Rule]) -> p
     ).join(names, on="code", how="inner", maintain_order="left")
 
 
-def _tag(frame: pl.LazyFrame, rule: Rule) -> pl.LazyFrame:
-    return frame.with_columns(
-        code=pl.lit(rule.code), name=pl.lit(rule.name), severity=pl.lit(rule.severity)
+def _tagged(findings: pl.LazyFrame, rule: Rule) -> pl.LazyFrame:
+    """A check's findings as FINDINGS_SCHEMA's columns, in its order, tagged with the rule."""
+    return findings.select(
+        "file",
+        "line",
+        "event_id",
+        code=pl.lit(rule.code),
+        name=pl.lit(rule.name),
+        severity=pl.lit(rule.severity),
+        message="message",
+        session_id="session_id",
     )
 
 
@@ -79,13 +87,11 @@ def check(
     """
     chosen = resolve(select, ignore)
     ctx = Context(prepare(result.events).lazy(), result.diagnostics.lazy())
-    parts = [_tag(rule.check(ctx), rule) for rule in chosen if rule.check is not None]
-    parts.append(_diagnostic_findings(ctx.diagnostics, chosen))
-    columns = list(FINDINGS_SCHEMA)
-    schema = pl.Schema(FINDINGS_SCHEMA)
-    frames = [empty_findings().lazy(), *(part.select(columns).cast(schema) for part in parts)]
+    parts = [_tagged(rule.check(ctx), rule) for rule in chosen if rule.check is not None]
+    from_reader = _diagnostic_findings(ctx.diagnostics, chosen).select(list(FINDINGS_SCHEMA))
+    # The checks give their columns in the schema's types: the frames stack as they are.
     return (
-        pl.concat(frames, how="vertical")
+        pl.concat([empty_findings().lazy(), *parts, from_reader], how="vertical")
         .sort("file", "line", "code", "event_id", nulls_last=False, maintain_order=True)
         .collect(engine="in-memory")
     )
