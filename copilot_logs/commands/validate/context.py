@@ -3,7 +3,9 @@ the reader's diagnostics, and the small helpers that turn a frame into findings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import wraps
 
 import polars as pl
 
@@ -89,16 +91,29 @@ def prepare(events: pl.DataFrame) -> pl.DataFrame:
 @dataclass
 class Context:
     """The prepared events and the reader's diagnostics of one batch, with the frames several
-    checks share computed once."""
+    checks share (see :func:`shared`)."""
 
     events: pl.LazyFrame
     diagnostics: pl.LazyFrame
-    cache: dict[str, pl.LazyFrame] = field(default_factory=dict)
+    frames: dict[Callable[[Context], pl.LazyFrame], pl.LazyFrame] = field(default_factory=dict)
 
-    def tool_starts(self) -> pl.LazyFrame:
-        """The first start of each toolCallId per session."""
-        if "starts" not in self.cache:
-            self.cache["starts"] = self.events.filter(
-                (TYPE == TOOL_START) & pl.col("tool_call_id").is_not_null()
-            ).unique(subset=[LOG, "tool_call_id"], keep="first", maintain_order=True)
-        return self.cache["starts"]
+
+def shared(build: Callable[[Context], pl.LazyFrame]) -> Callable[[Context], pl.LazyFrame]:
+    """Decorate a frame several checks start from: it is built once per batch, and marked to be
+    planned and computed once in the query that evaluates every check."""
+
+    @wraps(build)
+    def once(ctx: Context) -> pl.LazyFrame:
+        if build not in ctx.frames:
+            ctx.frames[build] = build(ctx).cache()
+        return ctx.frames[build]
+
+    return once
+
+
+@shared
+def tool_starts(ctx: Context) -> pl.LazyFrame:
+    """The first start of each toolCallId per session."""
+    return ctx.events.filter((TYPE == TOOL_START) & pl.col("tool_call_id").is_not_null()).unique(
+        subset=[LOG, "tool_call_id"], keep="first", maintain_order=True
+    )

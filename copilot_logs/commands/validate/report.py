@@ -86,7 +86,8 @@ def check(
     ``ignore`` take codes, code prefixes, names or ``ALL`` (see :func:`matching`).
     """
     chosen = resolve(select, ignore)
-    ctx = Context(prepare(result.events).lazy(), result.diagnostics.lazy())
+    # Every check starts from these two: each is planned once and read once.
+    ctx = Context(prepare(result.events).lazy().cache(), result.diagnostics.lazy().cache())
     parts = [_tagged(rule.check(ctx), rule) for rule in chosen if rule.check is not None]
     from_reader = _diagnostic_findings(ctx.diagnostics, chosen).select(list(FINDINGS_SCHEMA))
     # The checks give their columns in the schema's types: the frames stack as they are.

@@ -10,6 +10,7 @@ from copilot_logs.commands.validate.context import (
     SUBAGENT_KEY,
     Context,
     found,
+    shared,
     text,
 )
 from copilot_logs.commands.validate.rule import Family
@@ -18,6 +19,7 @@ from copilot_logs.derive import TYPE
 SUBAGENTS = Family("S")
 
 
+@shared
 def _spans(ctx: Context) -> pl.LazyFrame:
     """Per session and sub-agent (the task's toolCallId): the line of its first start."""
     return (

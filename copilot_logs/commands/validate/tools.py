@@ -14,7 +14,9 @@ from copilot_logs.commands.validate.context import (
     TOOL_START,
     Context,
     found,
+    shared,
     text,
+    tool_starts,
     why_shut_down,
 )
 from copilot_logs.commands.validate.rule import Family
@@ -35,7 +37,7 @@ TOOLS = Family("X")
 )
 def orphan_complete(ctx: Context) -> pl.LazyFrame:
     keys = [LOG, "tool_call_id"]
-    starts = ctx.tool_starts().select(*keys, _start_line="line")
+    starts = tool_starts(ctx).select(*keys, _start_line="line")
     completes = (
         ctx.events.filter((TYPE == TOOL_COMPLETE) & ~pl.col("is_user_requested").fill_null(False))
         .unique(subset=keys, keep="first", maintain_order=True)
@@ -62,13 +64,12 @@ def orphan_complete(ctx: Context) -> pl.LazyFrame:
     return found(orphans, message)
 
 
+@shared
 def _runs(ctx: Context) -> pl.LazyFrame:
     """Each tool start with the line of its first complete after it, and its deadline: the
     turn_end of its turn (main agent) or its sub-agent's end (sub-agent tools)."""
-    if "runs" in ctx.cache:
-        return ctx.cache["runs"]
     keys = [LOG, "tool_call_id"]
-    starts = ctx.tool_starts()
+    starts = tool_starts(ctx)
     completes = ctx.events.filter(TYPE == TOOL_COMPLETE).select(*keys, _done_line="line")
     done = (
         starts.select(*keys, "line")
@@ -82,7 +83,7 @@ def _runs(ctx: Context) -> pl.LazyFrame:
         .group_by(LOG, agent_id=SUBAGENT_KEY)
         .agg(_agent_end_line=pl.col("line").min())
     )
-    runs = (
+    return (
         starts.join(done, on=keys, how="left")
         .join(finishes, on=[LOG, "agent_id"], how="left")
         .join(_interrupted_turns(ctx), on=[LOG, "_turn_end_line"], how="left")
@@ -98,8 +99,6 @@ def _runs(ctx: Context) -> pl.LazyFrame:
             _interrupted=MAIN & pl.col("in_turn") & pl.col("_abort_line").is_not_null(),
         )
     )
-    ctx.cache["runs"] = runs
-    return runs
 
 
 def _interrupted_turns(ctx: Context) -> pl.LazyFrame:

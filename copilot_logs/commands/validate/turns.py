@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import LOG, Context, found, text, why_shut_down
+from copilot_logs.commands.validate.context import (
+    LOG,
+    Context,
+    found,
+    shared,
+    text,
+    why_shut_down,
+)
 from copilot_logs.commands.validate.rule import Family
 from copilot_logs.derive import MAIN, TURN_END, TURN_START, TYPE
 
@@ -74,6 +81,7 @@ def id_mismatch(ctx: Context) -> pl.LazyFrame:
     )
 
 
+@shared
 def _open_last_turn(ctx: Context) -> pl.LazyFrame:
     """The turn_start of a session's last turn when no turn_end closed it."""
     marks = ctx.events.filter(MAIN & TYPE.is_in([TURN_START, TURN_END]))
