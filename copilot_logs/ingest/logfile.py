@@ -23,7 +23,7 @@ class NotALogFile(OSError):
     """A path that is not a regular file, or whose name cannot be shown."""
 
 
-def display_name(path: Path) -> str:
+def display_name(path: Path | str) -> str:
     """The path as text that is valid UTF-8: bytes of a name that are not UTF-8 are shown as
     ``\\xff`` escapes (the path itself still opens the file)."""
     text = str(path)
