@@ -51,6 +51,27 @@ def open_log(path: Path) -> BinaryIO:
         raise
 
 
+def read_spans(path: str | Path, spans: Sequence[tuple[int, int]]) -> list[bytes] | None:
+    """The bytes of a regular log at each (offset, length) of ``spans``, read without a
+    buffered stream (two small reads of each log are all a run from the store needs); None
+    when it cannot be read, is not a regular file, or is shorter than a span."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        got = [os.pread(descriptor, length, offset) for offset, length in spans]
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    if any(len(part) != length for part, (_, length) in zip(got, spans, strict=True)):
+        return None
+    return got
+
+
 class Capped:
     """A binary stream read no further than byte ``end``: what a log held when the command
     reached it, however fast it is appended to meanwhile (``watch`` alone follows a log)."""
