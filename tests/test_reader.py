@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 from typing import Any
 
@@ -322,10 +323,12 @@ def test_lone_surrogate_escapes_are_mended_and_reported() -> None:
     assert texts[3:] == ["cut \ufffd here", "a pair 😀", "a \ufffd"]
 
 
-@pytest.mark.parametrize("prefix", [b"\n", b"\x00\n", b"\n\n", b" \n"])
+@pytest.mark.parametrize(
+    "prefix", [b"\n", b"\x00\n", b"\n\n", b" \n", codecs.BOM_UTF8, codecs.BOM_UTF8 + b"\n"]
+)
 def test_lines_before_the_first_event_keep_every_line_number(prefix: bytes) -> None:
-    """The first bytes, read to look for a byte order mark, may hold a newline: the events
-    after it keep their own line numbers (each event's line, counted by hand)."""
+    """Blank lines or a byte order mark before the first event: the events after them keep
+    their own line numbers and offsets (each counted by hand)."""
     events = [
         b'{"type":"session.start","id":"a","timestamp":"2026-01-01T00:00:00Z","data":{}}',
         b'{"type":"user.message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:01Z",'

@@ -240,14 +240,14 @@ def test_open_log_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
 def test_a_sessions_folder_we_may_not_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "s"
     shutil.copytree(SAMPLES, root)
-    real_iterdir = Path.iterdir
+    real_scandir = os.scandir
 
-    def iterdir(self: Path) -> Any:
-        if self == root:
-            raise PermissionError(errno.EACCES, "Permission denied", str(self))
-        return real_iterdir(self)
+    def scandir(path: Any) -> Any:
+        if Path(path) == root:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_scandir(path)
 
-    monkeypatch.setattr(Path, "iterdir", iterdir)
+    monkeypatch.setattr(os, "scandir", scandir)
     result = run("sessions", "--root", str(root))
     assert result.exit_code == ExitCode.UNREADABLE
     assert result.stderr.splitlines() == [

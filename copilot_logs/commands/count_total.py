@@ -140,7 +140,7 @@ def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[Figures]:
     plan = parallel.plan(sum(sizes), frames=False)
     if plan.workers < 2 or any(source.path is None for source, _ in jobs):
         return _count_and_keep(jobs, use_cache)
-    batches = parallel.balance(jobs, sizes, plan.workers * 8)
+    batches = parallel.balance(jobs, sizes, plan.workers * 32)
     done: list[list[Figures] | None] = [None] * len(batches)
     todo = list(range(len(batches)))
     with parallel.executor(plan.workers - 1, frames=False) as pool:

@@ -1,14 +1,14 @@
 """Bytes of one file -> events and diagnostics, a block of whole lines at a time.
 
-The reader streams: it holds one block of lines (CLEAN_BLOCK bytes) and the line being
-assembled, never the file. It splits on ``b"\\n"`` only (a raw U+2028 inside a string is not a
-line break). A block whose every line is clean is decoded whole
-(:mod:`copilot_logs.ingest.clean_blocks`); in any other block, runs of FALLBACK_LINES lines are
-tried the same way, and the lines of a run that is not clean go one by one through the line
-reader (:mod:`copilot_logs.ingest.line_reader`), which recovers and reports the damage. Both
-ways give the same rows. Every command reads this way, ``count --total`` too: it reads into a
-:class:`copilot_logs.ingest.calls.CallTally`, and the clean runs then give only the columns a
-count needs.
+The reader streams: it holds one block of lines (CLEAN_BLOCK bytes) and the line being assembled,
+never the file. It splits on ``b"\\n"`` only (a raw U+2028 inside a string is not a line break). A
+block whose every line is clean is decoded whole (:mod:`copilot_logs.ingest.clean_blocks`); in any
+other block, runs of FALLBACK_LINES lines are tried the same way, then each line of a run that is
+not clean alone, and only the lines that are not clean go through the line reader
+(:mod:`copilot_logs.ingest.line_reader`), which recovers and reports the damage. Both ways give the
+same rows. Every command reads this way, ``count --total`` too: it reads into a
+:class:`copilot_logs.ingest.calls.CallTally`, and the clean runs then give only the columns a count
+needs.
 """
 
 from __future__ import annotations
@@ -36,20 +36,15 @@ class FileReader(LineReader):
         are yielded one by one too. A line longer than a block is gathered in linear time, and
         the NUL runs that begin or end it are counted, not held (see :class:`_LongLine`).
         """
-        # The bytes read to look for a byte order mark go in front of the first block (they
-        # may hold a newline: the line a block cut never does).
-        first = self._skip_bom(stream) if self.end == 0 else b""
         long = _LongLine(b"")
         offset, number = self.end, self.next_line
-        while True:
-            more = stream.read(clean_blocks.CLEAN_BLOCK)
-            if first:
-                more, first = first + more, b""
-            if not more:
-                if long.length:
-                    yield long.physical(number, offset, b"", terminated=False)
-                return
+        at_start = self.end == 0
+        while more := stream.read(clean_blocks.CLEAN_BLOCK):
             begin = 0  # where the block's own lines start
+            if at_start:
+                at_start = False
+                begin = self._skip_bom(more)
+                offset += begin
             if long.length:
                 newline = more.find(b"\n")
                 if newline == -1:
@@ -74,6 +69,8 @@ class FileReader(LineReader):
                 self.columns.flush()
             lines = yield from self._block(more, cut, offset - begin, number, begin)
             offset, number = offset + cut - begin, number + lines
+        if long.length:
+            yield long.physical(number, offset, b"", terminated=False)
 
     def _block(
         self, block: bytes, cut: int, offset: int, number: int, begin: int = 0
@@ -93,7 +90,11 @@ class FileReader(LineReader):
             if clean and self._clean_run(block, run, (offset, number + first, start)):
                 continue
             for line, end in enumerate(run, start=number + first):
-                yield Physical(line, offset + start, block[start:end], True)
+                if not (
+                    (valid or valid_utf8(view[start:end]))
+                    and self._clean_run(block, [end], (offset, line, start))
+                ):
+                    yield Physical(line, offset + start, block[start:end], True)
                 start = end + 1
         return len(ends)
 
@@ -117,17 +118,16 @@ class FileReader(LineReader):
         self.end, self.next_line = offset + ends[-1] + 1, number + len(ends)
         return True
 
-    def _skip_bom(self, stream: Readable) -> bytes:
-        """Step over a UTF-8 byte order mark at the start of the file (reported); returns the
-        bytes read that are not one."""
-        head = stream.read(len(codecs.BOM_UTF8))
-        if head != codecs.BOM_UTF8:
-            return head
-        self.end = len(head)
+    def _skip_bom(self, block: bytes) -> int:
+        """The length of a UTF-8 byte order mark starting the file's first block (reported),
+        or 0."""
+        if not block.startswith(codecs.BOM_UTF8):
+            return 0
+        self.end = len(codecs.BOM_UTF8)
         self.diagnostics.add(
             1, 0, "bom", "a UTF-8 byte order mark starts the file (the CLI writes none); ignored"
         )
-        return b""
+        return self.end
 
 
 _ZEROS = bytes(clean_blocks.CLEAN_BLOCK)

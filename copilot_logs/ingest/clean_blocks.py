@@ -30,8 +30,8 @@ CLEAN_BLOCK = 2 << 20
 """Bytes the reader decodes at a time when the lines are clean (memory stays bounded by a few
 blocks whatever the file's size)."""
 FALLBACK_LINES = 16
-"""Lines tried at a time in a block that is not clean as a whole: only the runs that hold the
-damage go through the line reader."""
+"""Lines tried at a time in a block that is not clean as a whole; each line of a run that is not
+clean is then tried alone, so that only the damaged lines go through the line reader."""
 
 
 @dataclass(frozen=True)

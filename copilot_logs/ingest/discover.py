@@ -82,15 +82,15 @@ def _as_utc(moment: datetime, zone: tzinfo | None) -> datetime:
 
 
 def _source(path: Path, hint: str) -> Source:
-    return Source(path, display_name(Path(hint)))
+    return Source(path, display_name(hint))
 
 
-def _present(path: Path) -> bool:
+def _present(path: str | Path) -> bool:
     """Whether something is at ``path``: a file, but also a broken or looping link, a named
     pipe or socket, or a file we may not look at (each is then reported as unreadable by the
     reader, never skipped in silence)."""
     try:
-        path.lstat()
+        os.lstat(path)
     except FileNotFoundError:
         return False
     except OSError as exc:
@@ -99,10 +99,13 @@ def _present(path: Path) -> bool:
 
 
 def _session_sources(folder: Path) -> list[Source]:
-    """The sessions held directly in a folder: ``<id>/events.jsonl`` and ``<id>.jsonl``."""
+    """The sessions held directly in a folder: ``<id>/events.jsonl`` and ``<id>.jsonl``.
+    Listed in one pass (:func:`os.scandir`): a folder is known by its entry, without a stat
+    of its own unless it is a link."""
     sources = []
     try:
-        entries = sorted(folder.iterdir())
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
     except OSError as exc:
         raise UnreadableError(
             f"cannot list {display_name(folder)}: {exc.strerror or exc}; check the folder's "
@@ -110,15 +113,15 @@ def _session_sources(folder: Path) -> list[Source]:
         ) from None
     for entry in entries:
         if _is_dir(entry):
-            events = entry / EVENTS_FILE
+            events = os.path.join(entry.path, EVENTS_FILE)
             if _present(events):
-                sources.append(_source(events, entry.name))
-        elif entry.suffix == ".jsonl":
-            sources.append(_source(entry, entry.stem))
+                sources.append(_source(Path(events), entry.name))
+        elif entry.name.endswith(".jsonl") and (path := Path(entry.path)).suffix == ".jsonl":
+            sources.append(_source(path, path.stem))
     return sources
 
 
-def _is_dir(path: Path) -> bool:
+def _is_dir(path: Path | os.DirEntry[str]) -> bool:
     try:
         return path.is_dir()
     except OSError:  # a link loop on Python 3.11

@@ -23,7 +23,7 @@ class NotALogFile(OSError):
     """A path that is not a regular file, or whose name cannot be shown."""
 
 
-def display_name(path: Path) -> str:
+def display_name(path: Path | str) -> str:
     """The path as text that is valid UTF-8: bytes of a name that are not UTF-8 are shown as
     ``\\xff`` escapes (the path itself still opens the file)."""
     text = str(path)
@@ -49,6 +49,27 @@ def open_log(path: Path) -> BinaryIO:
     except BaseException:
         os.close(descriptor)
         raise
+
+
+def read_spans(path: str | Path, spans: Sequence[tuple[int, int]]) -> list[bytes] | None:
+    """The bytes of a regular log at each (offset, length) of ``spans``, read without a
+    buffered stream (two small reads of each log are all a run from the store needs); None
+    when it cannot be read, is not a regular file, or is shorter than a span."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        got = [os.pread(descriptor, length, offset) for offset, length in spans]
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    if any(len(part) != length for part, (_, length) in zip(got, spans, strict=True)):
+        return None
+    return got
 
 
 class Capped:

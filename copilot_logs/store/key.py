@@ -29,7 +29,7 @@ from pathlib import Path
 import msgspec
 
 from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.logfile import open_log
+from copilot_logs.ingest.logfile import open_log, read_spans
 from copilot_logs.store.entry import Header, Stamp, entry_file, load_header
 
 HASH_BYTES = 4096
@@ -46,16 +46,9 @@ def stamp_of(path: Path) -> Stamp | None:
 
 def hashes(path: str | Path, end: int) -> tuple[str, str] | None:
     """Hashes of the first bytes of the file and of the bytes just before ``end``."""
-    try:
-        with open_log(Path(path)) as stream:
-            head = stream.read(min(end, HASH_BYTES))
-            stream.seek(max(0, end - HASH_BYTES))
-            tail = stream.read(min(end, HASH_BYTES))
-    except OSError:
-        return None
-    if len(head) != min(end, HASH_BYTES) or len(tail) != min(end, HASH_BYTES):
-        return None
-    return windows(head, tail)
+    length = min(end, HASH_BYTES)
+    got = read_spans(path, [(0, length), (end - length, length)])
+    return None if got is None else windows(*got)
 
 
 def windows(head: bytes, tail: bytes) -> tuple[str, str]:
