@@ -607,6 +607,33 @@ def completion_miss() -> ReadResult:
     return read(b.to_bytes())
 
 
+def completion_by_tool_start_only() -> ReadResult:
+    """The turn's task_complete call is seen only as its tool start (the message that
+    requested it names no toolRequests): the completion came from the model, no C502."""
+    b = builder()
+    b.user_message("hi")
+    turn_events(b, ("start", "0"))
+    b.event("assistant.message", {"content": "done"})
+    tool(b, "start", "call_done", toolName="task_complete")
+    tool(b, "complete", "call_done", success=True)
+    b.event("session.task_complete", {"summary": "done"})
+    turn_events(b, ("end", "0"))
+    return read(b.to_bytes())
+
+
+def completion_by_request_only() -> ReadResult:
+    """The task_complete call is seen only in the message's toolRequests (no tool start):
+    no C502 either."""
+    b = builder()
+    b.user_message("hi")
+    turn_events(b, ("start", "0"))
+    requests = [{"toolCallId": "call_done", "name": "task_complete", "arguments": {}}]
+    b.event("assistant.message", {"content": "done", "toolRequests": requests})
+    b.event("session.task_complete", {"summary": "done"})
+    turn_events(b, ("end", "0"))
+    return read(b.to_bytes())
+
+
 def r601() -> tuple[ReadResult, list[int | None]]:
     b = builder()
     b.user_message("hi")
@@ -886,7 +913,7 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "S402": [subagent_miss, subagents_1_0_20, subagents_1_0_85],
     "S403": [subagent_miss, subagents_1_0_20, subagents_1_0_78, subagents_1_0_85],
     "C501": [completion_miss],
-    "C502": [completion_miss],
+    "C502": [completion_miss, completion_by_tool_start_only, completion_by_request_only],
     "R601": [continuity_miss],
     "R602": [continuity_miss, r602_interrupt_miss],
     "R603": [r603_miss, continuity_miss],

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import TOOL_START, Context, found
+from copilot_logs.commands.validate.context import LOG, TOOL_START, Context, found
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive import TYPE
 
 COMPLETION = Family("C")
 
@@ -20,7 +20,7 @@ COMPLETION = Family("C")
     "`task_complete` tool, before that turn's `turn_end`. Outside a turn it is detached "
     "from the call that completed the task.",
 )
-def outside_turn(ctx: Context) -> pl.DataFrame:
+def outside_turn(ctx: Context) -> pl.LazyFrame:
     return found(
         ctx.events.filter((TYPE == "session.task_complete") & ~pl.col("during_turn")),
         pl.lit("session.task_complete outside any turn"),
@@ -36,7 +36,7 @@ def outside_turn(ctx: Context) -> pl.DataFrame:
     "`toolRequests` and as a tool start) and then `session.task_complete`. The event "
     "alone means the call was lost, or the completion did not come from the model.",
 )
-def without_tool(ctx: Context) -> pl.DataFrame:
+def without_tool(ctx: Context) -> pl.LazyFrame:
     requested = (
         pl.col("tool_requests")
         .list.eval(pl.element().struct.field("name") == "task_complete")
@@ -48,10 +48,8 @@ def without_tool(ctx: Context) -> pl.DataFrame:
         | ((TYPE == "assistant.message") & requested)
     )
     lonely = ctx.events.filter(
-        (TYPE == "session.task_complete")
-        & pl.col("in_turn")
-        & ~called.any().over(*SESSION, "turn_index")
-    )
+        pl.col("in_turn") & TYPE.is_in([TOOL_START, "assistant.message", "session.task_complete"])
+    ).filter((TYPE == "session.task_complete") & ~called.any().over(LOG, "turn_index"))
     return found(
         lonely,
         pl.lit("session.task_complete in a turn that made no task_complete tool call"),

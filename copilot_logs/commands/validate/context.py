@@ -3,7 +3,9 @@ the reader's diagnostics, and the small helpers that turn a frame into findings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import wraps
 
 import polars as pl
 
@@ -19,6 +21,10 @@ SUBAGENT_KEY = pl.coalesce("tool_call_id", "agent_id")
 
 LOCATION = ("file", "line", "event_id", "session_id")
 
+LOG = "_log"
+"""One integer per session log (file and session id): the key the checks window, group and join
+by (cheaper than the two strings of :data:`SESSION`)."""
+
 
 def text(expr: pl.Expr) -> pl.Expr:
     """A column as text for a message, with a visible placeholder for null."""
@@ -29,7 +35,7 @@ def timestamp(expr: pl.Expr) -> pl.Expr:
     return expr.dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ")
 
 
-def found(frame: pl.DataFrame, message: pl.Expr) -> pl.DataFrame:
+def found(frame: pl.LazyFrame, message: pl.Expr) -> pl.LazyFrame:
     """The findings of a check: each row's location and its message."""
     return frame.select(*LOCATION, message=message)
 
@@ -48,48 +54,66 @@ def prepare(events: pl.DataFrame) -> pl.DataFrame:
     """The annotated events plus the per-session neighbours and turn facts the rules compare
     (a file holding two sessions is checked as two logs: the second's first line is a first
     line, whatever its time)."""
-    annotated = derive.annotate(events)
+    annotated = (
+        derive.annotate(events).lazy().with_columns(pl.struct(*SESSION).rank("dense").alias(LOG))
+    )
     is_start = MAIN & (TYPE == TURN_START)
     is_end = MAIN & (TYPE == TURN_END)
     marker = pl.when(is_start).then(pl.lit("start")).when(is_end).then(pl.lit("end"))
-    turn_key = [*SESSION, "turn_index"]
+    turn_key = [LOG, "turn_index"]
     frame = annotated.with_columns(
-        _row=pl.int_range(pl.len()).over(*SESSION),
-        _prev_id=pl.col("event_id").shift(1).over(*SESSION),
-        _prev_line=pl.col("line").shift(1).over(*SESSION),
-        _prev_ts=pl.col("timestamp").shift(1).over(*SESSION),
-        _marker=marker.forward_fill().over(*SESSION),
-        _marker_line=pl.when(is_start | is_end).then(pl.col("line")).forward_fill().over(*SESSION),
+        _row=pl.int_range(pl.len()).over(LOG),
+        _prev_id=pl.col("event_id").shift(1).over(LOG),
+        _prev_line=pl.col("line").shift(1).over(LOG),
+        _prev_ts=pl.col("timestamp").shift(1).over(LOG),
+        _prev_type=TYPE.shift(1).over(LOG),
+        _next_type=TYPE.shift(-1).over(LOG),
+        _next_line=pl.col("line").shift(-1).over(LOG),
+        _marker=marker.forward_fill().over(LOG),
+        _marker_line=pl.when(is_start | is_end).then(pl.col("line")).forward_fill().over(LOG),
         _open_turn_id=pl.col("turn_id").filter(is_start).first().over(turn_key),
         _shutdown_after=pl.when(TYPE == "session.shutdown")
         .then(pl.col("line"))
         .backward_fill()
-        .over(*SESSION),
+        .over(LOG),
         _shutdown_type=pl.when(TYPE == "session.shutdown")
         .then(pl.col("detail").str.json_path_match("$.shutdownType").fill_null("routine"))
         .backward_fill()
-        .over(*SESSION),
+        .over(LOG),
         _turn_end_line=pl.col("line").filter(pl.col("closes_turn")).first().over(turn_key),
     )
     return frame.with_columns(
-        _prev_marker=pl.col("_marker").shift(1).over(*SESSION),
-        _prev_marker_line=pl.col("_marker_line").shift(1).over(*SESSION),
-    )
+        _prev_marker=pl.col("_marker").shift(1).over(LOG),
+        _prev_marker_line=pl.col("_marker_line").shift(1).over(LOG),
+    ).collect(engine="in-memory")
 
 
 @dataclass
 class Context:
     """The prepared events and the reader's diagnostics of one batch, with the frames several
-    checks share computed once."""
+    checks share (see :func:`shared`)."""
 
-    events: pl.DataFrame
-    diagnostics: pl.DataFrame
-    cache: dict[str, pl.DataFrame] = field(default_factory=dict)
+    events: pl.LazyFrame
+    diagnostics: pl.LazyFrame
+    frames: dict[Callable[[Context], pl.LazyFrame], pl.LazyFrame] = field(default_factory=dict)
 
-    def tool_starts(self) -> pl.DataFrame:
-        """The first start of each toolCallId per session."""
-        if "starts" not in self.cache:
-            self.cache["starts"] = self.events.filter(
-                (TYPE == TOOL_START) & pl.col("tool_call_id").is_not_null()
-            ).unique(subset=[*SESSION, "tool_call_id"], keep="first", maintain_order=True)
-        return self.cache["starts"]
+
+def shared(build: Callable[[Context], pl.LazyFrame]) -> Callable[[Context], pl.LazyFrame]:
+    """Decorate a frame several checks start from: it is built once per batch, and marked to be
+    planned and computed once in the query that evaluates every check."""
+
+    @wraps(build)
+    def once(ctx: Context) -> pl.LazyFrame:
+        if build not in ctx.frames:
+            ctx.frames[build] = build(ctx).cache()
+        return ctx.frames[build]
+
+    return once
+
+
+@shared
+def tool_starts(ctx: Context) -> pl.LazyFrame:
+    """The first start of each toolCallId per session."""
+    return ctx.events.filter((TYPE == TOOL_START) & pl.col("tool_call_id").is_not_null()).unique(
+        subset=[LOG, "tool_call_id"], keep="first", maintain_order=True
+    )

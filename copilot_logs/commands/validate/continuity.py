@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import LOCATION, Context, found
+from copilot_logs.commands.validate.context import LOCATION, LOG, Context, found
 from copilot_logs.commands.validate.rule import Family
 from copilot_logs.derive import SESSION, TURN_END, TYPE
 from copilot_logs.ingest.decode import cli_format
@@ -27,7 +27,7 @@ def _number(path: str) -> pl.Expr:
     "more means lines were added. Counted: the events read before the line, duplicates "
     "included.",
 )
-def event_count(ctx: Context) -> pl.DataFrame:
+def event_count(ctx: Context) -> pl.LazyFrame:
     resumes = ctx.events.filter(TYPE == "session.resume").with_columns(
         _claimed=_number("$.eventCount")
     )
@@ -55,20 +55,21 @@ def event_count(ctx: Context) -> pl.DataFrame:
     )
 
 
-def _sizes(ctx: Context) -> pl.DataFrame:
+def _sizes(ctx: Context) -> pl.LazyFrame:
     """The resume and shutdown lines, with the size each claims and the byte offset the CLI
     wrote it at."""
     # A later session in the same file (two logs spliced, `cat a b`) counts its bytes from its
     # own first line: the file it was written to began there.
     later_session = pl.col("session_id") != pl.col("session_id").first().over("file")
-    base = pl.when(later_session).then(pl.col("offset").min().over(*SESSION)).otherwise(0)
+    base = pl.when(later_session).then(pl.col("offset").min().over(LOG)).otherwise(0)
     # A byte order mark (E124) was added in front of what the CLI wrote: not counted.
     marks = ctx.diagnostics.filter(pl.col("kind") == "bom").select("file").unique()
     shift = pl.when(pl.col("_base") > 0).then(pl.col("_base")).otherwise(pl.col("_mark"))
     return (
-        _with_interrupt_start(ctx.events)
-        .with_columns(_base=base)
-        .filter(TYPE.is_in(["session.resume", "session.shutdown"]))
+        ctx.events.with_columns(_base=base)
+        .filter(TYPE.is_in([*_INTERRUPT, *_SIZED]))
+        .with_columns(_interrupted_at=_interrupt_start())
+        .filter(TYPE.is_in(_SIZED))
         .join(marks.with_columns(_mark=pl.lit(3, pl.Int64)), on="file", how="left")
         .with_columns(
             _claimed=_number("$.eventsFileSizeBytes"),
@@ -80,31 +81,29 @@ def _sizes(ctx: Context) -> pl.DataFrame:
     )
 
 
-def _with_interrupt_start(events: pl.DataFrame) -> pl.DataFrame:
-    """``_interrupted_at`` on each line: the byte offset where the lines an interrupt writes
-    (``abort`` and ``assistant.turn_end``) begin, when a run of them holding an abort ends
-    just before the line; else null. On Ctrl-C the CLI takes the file's size for its
-    shutdown before it writes them (seen in the recordings of 1.0.70 to 1.0.102).
+_INTERRUPT = ("abort", TURN_END)
+"""The lines an interrupt (Ctrl-C) writes."""
+_SIZED = ("session.resume", "session.shutdown")
+"""The lines that claim the file's size."""
 
-    Told by running sums over each session, not by a window per run: a log has about as many
-    runs as lines, and a window over that many groups grew faster than the batch."""
-    interrupt = TYPE.is_in(["abort", TURN_END])
-    aborts = (TYPE == "abort").cast(pl.Int64)
-    begins = interrupt & ~interrupt.shift(1).fill_null(False).over(*SESSION)
-    since_begin = pl.when(begins).then(pl.col("_aborts") - aborts).forward_fill().over(*SESSION)
-    return (
-        events.with_columns(
-            _aborts=aborts.cum_sum().over(*SESSION),
-            _begin=pl.when(begins).then(pl.col("offset")).forward_fill().over(*SESSION),
-        )
-        .with_columns(
-            _interrupted_at=pl.when(interrupt & (pl.col("_aborts") > since_begin))
-            .then(pl.col("_begin"))
-            .shift(1)
-            .over(*SESSION)
-        )
-        .drop("_aborts", "_begin")
-    )
+
+def _interrupt_start() -> pl.Expr:
+    """On a line that is not one an interrupt writes: the byte offset where the lines of an
+    interrupt (``abort`` and ``assistant.turn_end``) just before it begin, when that run of
+    them holds an abort; else null. On Ctrl-C the CLI takes the file's size for its shutdown
+    before it writes them (seen in the recordings of 1.0.70 to 1.0.102).
+
+    Over the interrupt lines and the line itself only (the frame filtered to them), by running
+    sums in reading order: ``_prev_type`` tells where a run begins, the count of aborts so far
+    whether one came since."""
+    interrupt = TYPE.is_in(_INTERRUPT)
+    after_interrupt = pl.col("_prev_type").is_in(_INTERRUPT).fill_null(False)
+    abort = (TYPE == "abort").cast(pl.Int64)
+    aborts = abort.cum_sum()
+    begins = interrupt & ~after_interrupt
+    before_run = pl.when(begins).then(aborts - abort).forward_fill()
+    run_start = pl.when(begins).then(pl.col("offset")).forward_fill()
+    return pl.when(after_interrupt & (aborts > before_run)).then(run_start).over(LOG)
 
 
 @CONTINUITY.rule(
@@ -119,7 +118,7 @@ def _with_interrupt_start(events: pl.DataFrame) -> pl.DataFrame:
     "interrupt (`abort`, and the `assistant.turn_end` it closes) begin, just before it: on "
     "Ctrl-C the CLI takes the size before it writes them.",
 )
-def file_size(ctx: Context) -> pl.DataFrame:
+def file_size(ctx: Context) -> pl.LazyFrame:
     interrupted = (TYPE == "session.shutdown") & (pl.col("_claimed") == pl.col("_interrupted_at"))
     wrong = _sizes(ctx).filter(
         pl.col("_claimed").is_not_null()
@@ -154,7 +153,7 @@ def file_size(ctx: Context) -> pl.DataFrame:
     "the parent chain and the timestamp order again). The finding points at the "
     "session.start where the next session begins.",
 )
-def several_sessions(ctx: Context) -> pl.DataFrame:
+def several_sessions(ctx: Context) -> pl.LazyFrame:
     later = ctx.events.with_columns(
         _first=pl.col("session_id").first().over("file"),
         _sessions=pl.col("session_id").n_unique().over("file"),
@@ -182,7 +181,7 @@ def several_sessions(ctx: Context) -> pl.DataFrame:
     "version does not know yet. The figures are likely right; this note says they were not "
     "verified for that version. Reported on the session.start line.",
 )
-def newer_cli(ctx: Context) -> pl.DataFrame:
+def newer_cli(ctx: Context) -> pl.LazyFrame:
     version = pl.col("detail").str.json_path_match("$.copilotVersion")
     starts = ctx.events.filter(TYPE == "session.start").with_columns(_version=version)
     newer = starts.filter(

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import Context, found, text, timestamp
+from copilot_logs.commands.validate.context import LOG, Context, found, text, timestamp
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive import TYPE
 from copilot_logs.ingest.decode.cli_format import EPHEMERAL_TYPES, KNOWN_TYPES
 
 ENVELOPE = Family("E")
@@ -64,8 +64,8 @@ ENVELOPE.reported(
     "finding points at the first line after the break. Files with no parentId at all "
     "(a writer that does not chain) are not checked.",
 )
-def parent_chain(ctx: Context) -> pl.DataFrame:
-    chained = pl.col("parent_id").is_not_null().any().over(*SESSION)
+def parent_chain(ctx: Context) -> pl.LazyFrame:
+    chained = pl.col("parent_id").is_not_null().any().over(LOG)
     broken = ctx.events.filter(chained & ~pl.col("parent_id").eq_missing(pl.col("_prev_id")))
     message = (
         pl.when(pl.col("_prev_id").is_null() & (pl.col("_row") == 0))
@@ -93,7 +93,7 @@ def parent_chain(ctx: Context) -> pl.DataFrame:
     "and durations computed from the log (turns, tools, sessions) would be wrong or "
     "negative.",
 )
-def timestamps(ctx: Context) -> pl.DataFrame:
+def timestamps(ctx: Context) -> pl.LazyFrame:
     backwards = ctx.events.filter(pl.col("timestamp") < pl.col("_prev_ts"))
     return found(
         backwards,
@@ -106,9 +106,9 @@ def timestamps(ctx: Context) -> pl.DataFrame:
     )
 
 
-def _first_of_type(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.with_columns(_lines=pl.len().over(*SESSION, "type")).unique(
-        subset=[*SESSION, "type"], keep="first", maintain_order=True
+def _first_of_type(frame: pl.LazyFrame) -> pl.LazyFrame:
+    return frame.with_columns(_lines=pl.len().over(LOG, "type")).unique(
+        subset=[LOG, "type"], keep="first", maintain_order=True
     )
 
 
@@ -124,7 +124,7 @@ def _first_of_type(frame: pl.DataFrame) -> pl.DataFrame:
     "figures such as per-call usage may be counted twice. Reported once per type and "
     "file, on its first line.",
 )
-def ephemeral(ctx: Context) -> pl.DataFrame:
+def ephemeral(ctx: Context) -> pl.LazyFrame:
     return found(
         _first_of_type(ctx.events.filter(EPHEMERAL)),
         pl.format(
@@ -145,7 +145,7 @@ def ephemeral(ctx: Context) -> pl.DataFrame:
     "this note says which ones appeared so a reader can check whether they matter. "
     "Reported once per type and file, on its first line.",
 )
-def unknown_type(ctx: Context) -> pl.DataFrame:
+def unknown_type(ctx: Context) -> pl.LazyFrame:
     unknown = ctx.events.filter(~TYPE.is_in(list(KNOWN_TYPES)) & ~EPHEMERAL)
     return found(
         _first_of_type(unknown),
@@ -162,7 +162,7 @@ def unknown_type(ctx: Context) -> pl.DataFrame:
     "the first line of every log. A log that begins with anything else lost its head, "
     "so the session's identity, start time and context are unknown.",
 )
-def first_event(ctx: Context) -> pl.DataFrame:
+def first_event(ctx: Context) -> pl.LazyFrame:
     first = ctx.events.filter((pl.col("_row") == 0) & (TYPE != "session.start"))
     return found(first, pl.format("the first event is {}, not session.start", "type"))
 
@@ -177,7 +177,7 @@ def first_event(ctx: Context) -> pl.DataFrame:
     "means the file was moved or copied over another session. Checked only when the "
     "folder (or the file's stem) is a UUID: other names are copies that claim nothing.",
 )
-def session_id(ctx: Context) -> pl.DataFrame:
+def session_id(ctx: Context) -> pl.LazyFrame:
     folder = pl.col("file").str.extract(r"([^/\\]+)[/\\]events\.jsonl$")
     stem = pl.col("file").str.extract(r"([^/\\]+)\.jsonl$")
     named = pl.when(pl.col("file").str.contains(r"(^|[/\\])events\.jsonl$")).then(folder)
@@ -304,7 +304,7 @@ ENVELOPE.reported(
     "1000 to 9998 (`0001-01-01`, `+10000-01-01`), which no CLI writes and no date type of "
     "every tool holds. Either is read as no time; the rest of the event is kept.",
 )
-def timestamp_format(ctx: Context) -> pl.DataFrame:
+def timestamp_format(ctx: Context) -> pl.LazyFrame:
     missing = ctx.diagnostics.filter(
         (pl.col("kind") == "incomplete-envelope") & pl.col("message").str.contains("timestamp")
     ).select("file", "line")

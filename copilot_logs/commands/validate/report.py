@@ -31,7 +31,8 @@ FINDINGS_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def _diagnostic_findings(diagnostics: pl.DataFrame) -> pl.DataFrame:
+def _diagnostic_findings(diagnostics: pl.LazyFrame, chosen: Sequence[Rule]) -> pl.LazyFrame:
+    """The reader's diagnostics as findings of the chosen rules that report them."""
     code = pl.col("kind").replace_strict(
         DIAGNOSTIC_RULES, default=OTHER_DAMAGE, return_dtype=pl.String
     )
@@ -40,6 +41,11 @@ def _diagnostic_findings(diagnostics: pl.DataFrame) -> pl.DataFrame:
         .then(pl.format("{}: {}", "kind", "message"))
         .otherwise(pl.col("message"))
     )
+    names = pl.LazyFrame(
+        [(rule.code, rule.name, rule.severity) for rule in chosen],
+        schema={"code": pl.String, "name": pl.String, "severity": pl.String},
+        orient="row",
+    )
     return diagnostics.select(
         "file",
         line=pl.when(pl.col("line") > 0).then(pl.col("line")),
@@ -47,12 +53,20 @@ def _diagnostic_findings(diagnostics: pl.DataFrame) -> pl.DataFrame:
         session_id="session_id",
         message=message,
         code=code,
-    )
+    ).join(names, on="code", how="inner", maintain_order="left")
 
 
-def _tag(frame: pl.DataFrame, rule: Rule) -> pl.DataFrame:
-    return frame.with_columns(
-        code=pl.lit(rule.code), name=pl.lit(rule.name), severity=pl.lit(rule.severity)
+def _tagged(findings: pl.LazyFrame, rule: Rule) -> pl.LazyFrame:
+    """A check's findings as FINDINGS_SCHEMA's columns, in its order, tagged with the rule."""
+    return findings.select(
+        "file",
+        "line",
+        "event_id",
+        code=pl.lit(rule.code),
+        name=pl.lit(rule.name),
+        severity=pl.lit(rule.severity),
+        message="message",
+        session_id="session_id",
     )
 
 
@@ -72,22 +86,15 @@ def check(
     ``ignore`` take codes, code prefixes, names or ``ALL`` (see :func:`matching`).
     """
     chosen = resolve(select, ignore)
-    codes = {rule.code for rule in chosen}
-    ctx = Context(prepare(result.events), result.diagnostics)
-    parts = [_tag(rule.check(ctx), rule) for rule in chosen if rule.check is not None]
-    from_reader = _diagnostic_findings(result.diagnostics).filter(pl.col("code").is_in(codes))
-    if not from_reader.is_empty():
-        names = pl.DataFrame(
-            [(rule.code, rule.name, rule.severity) for rule in chosen],
-            schema={"code": pl.String, "name": pl.String, "severity": pl.String},
-            orient="row",
-        )
-        parts.append(from_reader.join(names, on="code", how="left"))
-    columns = list(FINDINGS_SCHEMA)
-    schema = pl.Schema(FINDINGS_SCHEMA)
-    frames = [empty_findings(), *(part.select(columns).cast(schema) for part in parts)]
-    return pl.concat(frames, how="vertical").sort(
-        "file", "line", "code", "event_id", nulls_last=False, maintain_order=True
+    # Every check starts from these two: each is planned once and read once.
+    ctx = Context(prepare(result.events).lazy().cache(), result.diagnostics.lazy().cache())
+    parts = [_tagged(rule.check(ctx), rule) for rule in chosen if rule.check is not None]
+    from_reader = _diagnostic_findings(ctx.diagnostics, chosen).select(list(FINDINGS_SCHEMA))
+    # The checks give their columns in the schema's types: the frames stack as they are.
+    return (
+        pl.concat([empty_findings().lazy(), *parts, from_reader], how="vertical")
+        .sort("file", "line", "code", "event_id", nulls_last=False, maintain_order=True)
+        .collect(engine="in-memory")
     )
 
 

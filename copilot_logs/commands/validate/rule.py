@@ -31,7 +31,7 @@ FAMILIES = {
     "R": "continuity",
 }
 
-Check = Callable[["Context"], "pl.DataFrame"]
+Check = Callable[["Context"], "pl.LazyFrame"]
 """A check: the prepared events in, one row per breach out (file, line, event_id,
 session_id, message)."""
 

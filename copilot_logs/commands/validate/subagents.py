@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import SUBAGENT_END, SUBAGENT_KEY, Context, found, text
+from copilot_logs.commands.validate.context import (
+    LOG,
+    SUBAGENT_END,
+    SUBAGENT_KEY,
+    Context,
+    found,
+    shared,
+    text,
+)
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive import TYPE
 
 SUBAGENTS = Family("S")
 
 
-def _spans(ctx: Context) -> pl.DataFrame:
+@shared
+def _spans(ctx: Context) -> pl.LazyFrame:
     """Per session and sub-agent (the task's toolCallId): the line of its first start."""
     return (
         ctx.events.filter(TYPE == "subagent.started")
-        .group_by(*SESSION, _agent=SUBAGENT_KEY)
+        .group_by(LOG, _agent=SUBAGENT_KEY)
         .agg(_started_line=pl.col("line").min())
     )
 
@@ -29,14 +38,12 @@ def _spans(ctx: Context) -> pl.DataFrame:
     "same `toolCallId`. With neither, the log ends while the sub-agent runs: the session "
     "was cut off or is still running. Reported at the start's line.",
 )
-def unfinished(ctx: Context) -> pl.DataFrame:
+def unfinished(ctx: Context) -> pl.LazyFrame:
     agent = SUBAGENT_KEY
-    ends = ctx.events.filter(TYPE.is_in(SUBAGENT_END)).select(
-        *SESSION, _agent=agent, _end_line="line"
-    )
+    ends = ctx.events.filter(TYPE.is_in(SUBAGENT_END)).select(LOG, _agent=agent, _end_line="line")
     started = ctx.events.filter(TYPE == "subagent.started").with_columns(_agent=agent)
     finished = (
-        started.join(ends, on=[*SESSION, "_agent"])
+        started.join(ends, on=[LOG, "_agent"])
         .filter(pl.col("_end_line") > pl.col("line"))
         .select("file", "line")
     )
@@ -60,11 +67,11 @@ def unfinished(ctx: Context) -> pl.DataFrame:
     "A sub-agent's end names the `toolCallId` of its start. With no start, the start was "
     "lost, and the sub-agent's name and model are unknown.",
 )
-def orphan_finish(ctx: Context) -> pl.DataFrame:
+def orphan_finish(ctx: Context) -> pl.LazyFrame:
     ends = (
         ctx.events.filter(TYPE.is_in(SUBAGENT_END))
         .with_columns(_agent=SUBAGENT_KEY)
-        .join(_spans(ctx), on=[*SESSION, "_agent"], how="left")
+        .join(_spans(ctx), on=[LOG, "_agent"], how="left")
         .filter(pl.col("_started_line").is_null() | (pl.col("_started_line") > pl.col("line")))
     )
     return found(
@@ -85,18 +92,18 @@ def orphan_finish(ctx: Context) -> pl.DataFrame:
     "sub-agent calls and tools would be counted against nothing. Reported once per mark, "
     "on its first line.",
 )
-def unknown_agent(ctx: Context) -> pl.DataFrame:
+def unknown_agent(ctx: Context) -> pl.LazyFrame:
     lines = (
         ctx.events.filter(pl.col("agent_id").is_not_null())
         .join(
             _spans(ctx).rename({"_agent": "agent_id"}),
-            on=[*SESSION, "agent_id"],
+            on=[LOG, "agent_id"],
             how="left",
         )
         .filter(pl.col("_started_line").is_null() | (pl.col("line") < pl.col("_started_line")))
-        .with_columns(_lines=pl.len().over(*SESSION, "agent_id"))
+        .with_columns(_lines=pl.len().over(LOG, "agent_id"))
         .sort("file", "line")
-        .unique(subset=[*SESSION, "agent_id"], keep="first", maintain_order=True)
+        .unique(subset=[LOG, "agent_id"], keep="first", maintain_order=True)
     )
     return found(
         lines,

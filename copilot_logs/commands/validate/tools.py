@@ -7,17 +7,20 @@ import polars as pl
 
 from copilot_logs.commands.validate.context import (
     LOCATION,
+    LOG,
     SUBAGENT_END,
     SUBAGENT_KEY,
     TOOL_COMPLETE,
     TOOL_START,
     Context,
     found,
+    shared,
     text,
+    tool_starts,
     why_shut_down,
 )
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import MAIN, SESSION, TYPE
+from copilot_logs.derive import MAIN, TYPE
 
 TOOLS = Family("X")
 
@@ -32,9 +35,9 @@ TOOLS = Family("X")
     "shell escape writes a complete with `isUserRequested: true` and no start: that is "
     "not a fault and not reported.",
 )
-def orphan_complete(ctx: Context) -> pl.DataFrame:
-    keys = [*SESSION, "tool_call_id"]
-    starts = ctx.tool_starts().select(*keys, _start_line="line")
+def orphan_complete(ctx: Context) -> pl.LazyFrame:
+    keys = [LOG, "tool_call_id"]
+    starts = tool_starts(ctx).select(*keys, _start_line="line")
     completes = (
         ctx.events.filter((TYPE == TOOL_COMPLETE) & ~pl.col("is_user_requested").fill_null(False))
         .unique(subset=keys, keep="first", maintain_order=True)
@@ -61,13 +64,12 @@ def orphan_complete(ctx: Context) -> pl.DataFrame:
     return found(orphans, message)
 
 
-def _runs(ctx: Context) -> pl.DataFrame:
+@shared
+def _runs(ctx: Context) -> pl.LazyFrame:
     """Each tool start with the line of its first complete after it, and its deadline: the
     turn_end of its turn (main agent) or its sub-agent's end (sub-agent tools)."""
-    if "runs" in ctx.cache:
-        return ctx.cache["runs"]
-    keys = [*SESSION, "tool_call_id"]
-    starts = ctx.tool_starts()
+    keys = [LOG, "tool_call_id"]
+    starts = tool_starts(ctx)
     completes = ctx.events.filter(TYPE == TOOL_COMPLETE).select(*keys, _done_line="line")
     done = (
         starts.select(*keys, "line")
@@ -78,13 +80,13 @@ def _runs(ctx: Context) -> pl.DataFrame:
     )
     finishes = (
         ctx.events.filter(TYPE.is_in(SUBAGENT_END))
-        .group_by(*SESSION, agent_id=SUBAGENT_KEY)
+        .group_by(LOG, agent_id=SUBAGENT_KEY)
         .agg(_agent_end_line=pl.col("line").min())
     )
-    runs = (
+    return (
         starts.join(done, on=keys, how="left")
-        .join(finishes, on=[*SESSION, "agent_id"], how="left")
-        .join(_interrupted_turns(ctx), on=[*SESSION, "_turn_end_line"], how="left")
+        .join(finishes, on=[LOG, "agent_id"], how="left")
+        .join(_interrupted_turns(ctx), on=[LOG, "_turn_end_line"], how="left")
         .with_columns(
             _deadline=pl.when(MAIN)
             .then(pl.when(pl.col("in_turn")).then(pl.col("_turn_end_line")))
@@ -97,24 +99,22 @@ def _runs(ctx: Context) -> pl.DataFrame:
             _interrupted=MAIN & pl.col("in_turn") & pl.col("_abort_line").is_not_null(),
         )
     )
-    ctx.cache["runs"] = runs
-    return runs
 
 
-def _interrupted_turns(ctx: Context) -> pl.DataFrame:
+def _interrupted_turns(ctx: Context) -> pl.LazyFrame:
     """The turn_end lines written next to an ``abort`` (just before or after it): the user
     interrupted that turn (Ctrl-C), and its tools were stopped, never completed."""
-    kind = TYPE.shift(1).over(*SESSION), TYPE.shift(-1).over(*SESSION)
-    line = pl.col("line").shift(1).over(*SESSION), pl.col("line").shift(-1).over(*SESSION)
+    abort_line = (
+        pl.when(pl.col("_prev_type") == "abort")
+        .then(pl.col("_prev_line"))
+        .when(pl.col("_next_type") == "abort")
+        .then(pl.col("_next_line"))
+    )
     return (
-        ctx.events.with_columns(
-            _abort_line=pl.when(kind[0] == "abort")
-            .then(line[0])
-            .when(kind[1] == "abort")
-            .then(line[1])
-        )
-        .filter(pl.col("closes_turn") & pl.col("_abort_line").is_not_null())
-        .select(*SESSION, _turn_end_line="line", _abort_line="_abort_line")
+        ctx.events.filter(pl.col("closes_turn"))
+        .with_columns(_abort_line=abort_line)
+        .filter(pl.col("_abort_line").is_not_null())
+        .select(LOG, _turn_end_line="line", _abort_line="_abort_line")
     )
 
 
@@ -129,7 +129,7 @@ def _interrupted_turns(ctx: Context) -> pl.DataFrame:
     "the start's line. A tool of a turn the user interrupted (an `abort` next to its "
     "`turn_end`) is X308 instead.",
 )
-def not_completed_in_turn(ctx: Context) -> pl.DataFrame:
+def not_completed_in_turn(ctx: Context) -> pl.LazyFrame:
     runs = _unfinished_by_deadline(ctx).filter(~pl.col("_interrupted").fill_null(False))
     message = pl.format(
         "{} ({}) was not completed before {} (line {}){}",
@@ -154,7 +154,7 @@ def not_completed_in_turn(ctx: Context) -> pl.DataFrame:
     "is still running. Reported at the start's line. A tool left running at a shutdown "
     "is X307 instead.",
 )
-def never_completed(ctx: Context) -> pl.DataFrame:
+def never_completed(ctx: Context) -> pl.LazyFrame:
     runs = _runs(ctx).filter(
         pl.col("_deadline").is_null()
         & pl.col("_done_line").is_null()
@@ -179,17 +179,18 @@ def never_completed(ctx: Context) -> pl.DataFrame:
     "id cannot be paired: one of them was replayed or the ids collided. The finding "
     "points at the second one.",
 )
-def duplicate_id(ctx: Context) -> pl.DataFrame:
+def duplicate_id(ctx: Context) -> pl.LazyFrame:
+    key = (LOG, "type", "tool_call_id")
     repeated = ctx.events.filter(
         TYPE.is_in([TOOL_START, TOOL_COMPLETE]) & pl.col("tool_call_id").is_not_null()
-    ).filter(pl.int_range(pl.len()).over(*SESSION, "type", "tool_call_id") > 0)
+    ).filter(~pl.struct(*key).is_first_distinct())
     return found(
         repeated,
         pl.format(
             "{} repeats toolCallId {}, already seen on line {}",
             "type",
             "tool_call_id",
-            pl.col("line").min().over(*SESSION, "type", "tool_call_id"),
+            pl.col("line").min().over(key),
         ),
     )
 
@@ -204,7 +205,7 @@ def duplicate_id(ctx: Context) -> pl.DataFrame:
     "`!cmd` shell escapes (`isUserRequested: true`) run between turns and are not "
     "reported; sub-agent tools are checked against their sub-agent instead.",
 )
-def outside_turn(ctx: Context) -> pl.DataFrame:
+def outside_turn(ctx: Context) -> pl.LazyFrame:
     outside = ctx.events.filter(
         MAIN
         & TYPE.is_in([TOOL_START, TOOL_COMPLETE])
@@ -226,10 +227,10 @@ def outside_turn(ctx: Context) -> pl.DataFrame:
     "`toolCallId`. One that never starts was lost, or the turn was aborted before the "
     "tool ran. Reported at the message's line, once per missing call.",
 )
-def requested_not_started(ctx: Context) -> pl.DataFrame:
+def requested_not_started(ctx: Context) -> pl.LazyFrame:
     requests = (
         ctx.events.filter((TYPE == "assistant.message") & (pl.col("tool_requests").list.len() > 0))
-        .select(*LOCATION, _request=pl.col("tool_requests"))
+        .select(*LOCATION, LOG, _request=pl.col("tool_requests"))
         .explode("_request")
         .with_columns(
             tool_call_id=pl.col("_request").struct.field("tool_call_id"),
@@ -237,7 +238,7 @@ def requested_not_started(ctx: Context) -> pl.DataFrame:
         )
         .filter(pl.col("tool_call_id").is_not_null())
     )
-    keys = [*SESSION, "tool_call_id"]
+    keys = [LOG, "tool_call_id"]
     started = ctx.events.filter(TYPE == TOOL_START).select(keys).unique()
     missing = requests.join(started, on=keys, how="anti")
     return found(
@@ -259,7 +260,7 @@ def requested_not_started(ctx: Context) -> pl.DataFrame:
     "the user quit while the tool waited or ran, typically at a `permission.requested` "
     "prompt for it. The log is whole (X303 does not fire); the tool never ran to its end.",
 )
-def open_at_shutdown(ctx: Context) -> pl.DataFrame:
+def open_at_shutdown(ctx: Context) -> pl.LazyFrame:
     runs = _runs(ctx).filter(
         pl.col("_deadline").is_null()
         & pl.col("_done_line").is_null()
@@ -277,7 +278,7 @@ def open_at_shutdown(ctx: Context) -> pl.DataFrame:
     )
 
 
-def _unfinished_by_deadline(ctx: Context) -> pl.DataFrame:
+def _unfinished_by_deadline(ctx: Context) -> pl.LazyFrame:
     """The tool runs with no complete before their turn ended (or their sub-agent finished)."""
     return _runs(ctx).filter(
         pl.col("_deadline").is_not_null()
@@ -295,7 +296,7 @@ def _unfinished_by_deadline(ctx: Context) -> pl.DataFrame:
     "is whole; the tool never ran to its end. Older CLIs write no `turn_end` then: the "
     "turn and the tool are open at the shutdown (T205, X307).",
 )
-def interrupted(ctx: Context) -> pl.DataFrame:
+def interrupted(ctx: Context) -> pl.LazyFrame:
     runs = _unfinished_by_deadline(ctx).filter(pl.col("_interrupted").fill_null(False))
     return found(
         runs,

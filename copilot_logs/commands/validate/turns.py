@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import Context, found, text, why_shut_down
+from copilot_logs.commands.validate.context import (
+    LOG,
+    Context,
+    found,
+    shared,
+    text,
+    why_shut_down,
+)
 from copilot_logs.commands.validate.rule import Family
-from copilot_logs.derive import MAIN, SESSION, TURN_START, TYPE
+from copilot_logs.derive import MAIN, TURN_END, TURN_START, TYPE
 
 TURNS = Family("T")
 
@@ -20,7 +27,7 @@ TURNS = Family("T")
     "One with no open turn means its `turn_start` was lost, or a line was duplicated or "
     "moved. Turn counts built on pairs are off by one.",
 )
-def orphan_end(ctx: Context) -> pl.DataFrame:
+def orphan_end(ctx: Context) -> pl.LazyFrame:
     return found(
         ctx.events.filter(pl.col("stray_end")),
         pl.format("assistant.turn_end (turnId {}) with no open turn", text(pl.col("turn_id"))),
@@ -36,7 +43,7 @@ def orphan_end(ctx: Context) -> pl.DataFrame:
     "`turn_end`. A new start while a turn is open means that turn's `turn_end` was lost. "
     "The finding points at the new `turn_start`; the message names the open turn's line.",
 )
-def start_while_open(ctx: Context) -> pl.DataFrame:
+def start_while_open(ctx: Context) -> pl.LazyFrame:
     nested = ctx.events.filter(MAIN & (TYPE == TURN_START) & (pl.col("_prev_marker") == "start"))
     return found(
         nested,
@@ -56,7 +63,7 @@ def start_while_open(ctx: Context) -> pl.DataFrame:
     "`turn_end` carries the `turnId` of the `turn_start` it closes. A different id means "
     "the two are not a pair: lines were lost or reordered between them.",
 )
-def id_mismatch(ctx: Context) -> pl.DataFrame:
+def id_mismatch(ctx: Context) -> pl.LazyFrame:
     wrong = ctx.events.filter(
         pl.col("closes_turn")
         & pl.col("turn_id").is_not_null()
@@ -74,13 +81,14 @@ def id_mismatch(ctx: Context) -> pl.DataFrame:
     )
 
 
-def _open_last_turn(ctx: Context) -> pl.DataFrame:
+@shared
+def _open_last_turn(ctx: Context) -> pl.LazyFrame:
     """The turn_start of a session's last turn when no turn_end closed it."""
-    return ctx.events.filter(
-        MAIN
-        & (TYPE == TURN_START)
-        & (pl.col("_marker").last().over(*SESSION) == "start")
-        & (pl.col("turn_index") == pl.col("turn_index").max().over(*SESSION))
+    marks = ctx.events.filter(MAIN & TYPE.is_in([TURN_START, TURN_END]))
+    return marks.filter(
+        (TYPE == TURN_START)
+        & (pl.col("_marker").last().over(LOG) == "start")
+        & (pl.col("turn_index") == pl.col("turn_index").max().over(LOG))
     )
 
 
@@ -94,7 +102,7 @@ def _open_last_turn(ctx: Context) -> pl.DataFrame:
     "counted, as an open turn. The finding points at the open turn's `turn_start`. A turn "
     "left open at a shutdown is T205 instead.",
 )
-def unclosed(ctx: Context) -> pl.DataFrame:
+def unclosed(ctx: Context) -> pl.LazyFrame:
     open_at_end = _open_last_turn(ctx).filter(pl.col("_shutdown_after").is_null())
     return found(
         open_at_end,
@@ -117,7 +125,7 @@ def unclosed(ctx: Context) -> pl.DataFrame:
     "message). The log is whole: it was neither cut off nor is it still running (T204 "
     "does not fire). Reported so the open turn is not mistaken for damage.",
 )
-def open_at_shutdown(ctx: Context) -> pl.DataFrame:
+def open_at_shutdown(ctx: Context) -> pl.LazyFrame:
     left_open = _open_last_turn(ctx).filter(pl.col("_shutdown_after").is_not_null())
     return found(
         left_open,
