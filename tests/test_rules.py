@@ -951,6 +951,17 @@ def test_near_miss_does_not_fire(code: str, case: Callable[[], ReadResult]) -> N
     assert lines_of(case(), code) == []
 
 
+def test_a_repeated_tool_call_id_names_the_line_of_its_first_use() -> None:
+    # x304's log, read by hand: start and complete of call_same at lines 7 and 8, again at 9
+    # and 10.
+    result, _ = x304()
+    found = validate.check(result, select=["X304"])
+    assert found.select("line", "message").rows() == [
+        (9, "tool.execution_start repeats toolCallId call_same, already seen on line 7"),
+        (10, "tool.execution_complete repeats toolCallId call_same, already seen on line 8"),
+    ]
+
+
 # --- the findings frame ------------------------------------------------------------------------
 
 

@@ -181,16 +181,17 @@ def never_completed(ctx: Context) -> pl.LazyFrame:
 )
 def duplicate_id(ctx: Context) -> pl.LazyFrame:
     key = (LOG, "type", "tool_call_id")
-    repeated = ctx.events.filter(
+    uses = ctx.events.filter(
         TYPE.is_in([TOOL_START, TOOL_COMPLETE]) & pl.col("tool_call_id").is_not_null()
-    ).filter(~pl.struct(*key).is_first_distinct())
+    ).with_columns(_first_line=pl.col("line").min().over(key))
+    repeated = uses.filter(~pl.struct(*key).is_first_distinct())
     return found(
         repeated,
         pl.format(
             "{} repeats toolCallId {}, already seen on line {}",
             "type",
             "tool_call_id",
-            pl.col("line").min().over(key),
+            "_first_line",
         ),
     )
 
