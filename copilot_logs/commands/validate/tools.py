@@ -183,8 +183,10 @@ def duplicate_id(ctx: Context) -> pl.LazyFrame:
     key = (LOG, "type", "tool_call_id")
     uses = ctx.events.filter(
         TYPE.is_in([TOOL_START, TOOL_COMPLETE]) & pl.col("tool_call_id").is_not_null()
-    ).with_columns(_first_line=pl.col("line").min().over(key))
-    repeated = uses.filter(~pl.struct(*key).is_first_distinct())
+    ).with_columns(
+        _first_line=pl.col("line").min().over(key), _use=pl.int_range(pl.len()).over(key)
+    )
+    repeated = uses.filter(pl.col("_use") > 0)
     return found(
         repeated,
         pl.format(
