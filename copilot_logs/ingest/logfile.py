@@ -41,9 +41,8 @@ def open_log(path: Path) -> BinaryIO:
     if display_name(path) != str(path):
         raise NotALogFile(errno.EILSEQ, "its path is not valid UTF-8")
     _regular(os.stat(path).st_mode)  # a socket cannot even be opened: say what it is
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    descriptor = _open_regular(path)
     try:
-        _regular(os.fstat(descriptor).st_mode)  # what was opened, if it changed since
         os.set_blocking(descriptor, True)
         return os.fdopen(descriptor, "rb")
     except BaseException:
@@ -51,17 +50,28 @@ def open_log(path: Path) -> BinaryIO:
         raise
 
 
+def _open_regular(path: str | Path) -> int:
+    """A descriptor of the regular file at ``path``, opened without blocking (a named pipe
+    nobody writes to is refused, not waited on); raises OSError (NotALogFile for a file that
+    is not a regular one)."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        _regular(os.fstat(descriptor).st_mode)  # what was opened, if it changed since
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
 def read_spans(path: str | Path, spans: Sequence[tuple[int, int]]) -> list[bytes] | None:
     """The bytes of a regular log at each (offset, length) of ``spans``, read without a
     buffered stream (two small reads of each log are all a run from the store needs); None
     when it cannot be read, is not a regular file, or is shorter than a span."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        descriptor = _open_regular(path)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return None
         got = [os.pread(descriptor, length, offset) for offset, length in spans]
     except OSError:
         return None
