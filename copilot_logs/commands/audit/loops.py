@@ -145,22 +145,22 @@ def _tool_calls(tasks: pl.DataFrame) -> pl.DataFrame:
 
 def _stalled(tasks: pl.DataFrame, tools: pl.DataFrame) -> pl.DataFrame:
     """Runs of nudges each followed by no progress, per task."""
-    segment = _NUDGE.cum_sum().over(*TASK).cast(pl.Int64)
+    after_nudge = _NUDGE.cum_sum().over(*TASK).cast(pl.Int64)
     nudges = (
-        tasks.with_columns(segment=segment)
+        tasks.with_columns(after_nudge=after_nudge)
         .filter(_NUDGE)
-        .select(*TASK, "segment", "task_end", nudge_line="line")
+        .select(*TASK, "after_nudge", "task_end", nudge_line="line")
     )
-    segments = tasks.select(*SESSION, start_line="line", segment=segment)
+    after_nudges = tasks.select(*SESSION, start_line="line", after_nudge=after_nudge)
     progress = (
-        tools.join(segments, on=[*SESSION, "start_line"])
+        tools.join(after_nudges, on=[*SESSION, "start_line"])
         .filter(pl.col("new") & (pl.col("success") == True))  # noqa: E712
-        .group_by(*TASK, "segment")
+        .group_by(*TASK, "after_nudge")
         .agg(progressed=pl.lit(True))
     )
     marked = (
-        nudges.join(progress, on=[*TASK, "segment"], how="left")
-        .sort(*TASK, "segment")
+        nudges.join(progress, on=[*TASK, "after_nudge"], how="left")
+        .sort(*TASK, "after_nudge")
         .with_columns(
             stalled=pl.col("progressed").is_null(),
             next_nudge=pl.col("nudge_line").shift(-1).over(*TASK),

@@ -1,27 +1,14 @@
-"""Derived frames over the events frame: turns, tools, sub-agent runs, sessions and counts.
-
-Everything here is polars in, polars out. A session log is one session of a file, keyed by
-:data:`SESSION` (a file, or stdin, can hold several sessions: the reader gives each event the
-sessionId of the session.start it follows); sequences (which turn an event belongs to, which
-interaction) are computed per session in reading order.
-"""
+"""The agent loop of each session, from the annotated events: one row per main-agent turn (one
+LLM call), per tool run, per sub-agent run and per sub-agent LLM call, and the per-event flags
+``count`` sums. Each row carries its segment, and something left open says what became of it
+(:func:`copilot_logs.derive.events.open_state`)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
-from copilot_logs.ingest.calls import TURN_START as TURN_START
+from copilot_logs.derive.events import MAIN, SESSION, TURN_END, TURN_START, TYPE, open_state
 from copilot_logs.ingest.decode import cli_format
-from copilot_logs.ingest.schema import log_times
-
-MAIN = pl.col("agent_id").is_null()
-TYPE = pl.col("type")
-
-SESSION = ("file", "session_id")
-"""The key of one session log: group, join and window by it, never by ``file`` alone."""
-
-TURN_END = "assistant.turn_end"
 
 COUNT_FIELDS = (
     "llm_calls",
@@ -36,89 +23,6 @@ COUNT_FIELDS = (
     "subagent_tool_calls",
     "fusion_calls",
 )
-
-
-def annotate(events: pl.DataFrame) -> pl.DataFrame:
-    """Add the per-session sequence columns every derived frame uses.
-
-    - ``agent_id``: the key of the sub-agent that wrote the line (its task call's toolCallId),
-      whatever scheme the CLI version marks it by; null for the main agent.
-      ``agent_instance``: the envelope agentId as written (see
-      :func:`copilot_logs.ingest.decode.cli_format.keyed`).
-    - ``turn_index``: 1-based index of the main-agent turn the event falls in (0 before any);
-      an event belongs to it only while ``in_turn`` is true.
-    - ``during_turn``: the event (of any agent) sits inside an open main-agent turn, or is the
-      turn_end closing it; ``in_turn``: the same, for main-agent events only.
-    - ``closes_turn`` / ``stray_end``: a turn_end that closes the open turn, or that has none.
-    - ``turn_closed``: on every row of a turn, whether a turn_end closed it.
-    - ``is_queued``: a main-agent user message typed while a turn ran: it carries the
-      interactionId of the interaction under way (its last prompt's or turn's), so it joins
-      that interaction instead of starting one (see :func:`queued_message`).
-    - ``interaction_index``: 1-based count of main-agent user messages that start an
-      interaction (queued ones excluded) so far (0 before any).
-    - ``session_model``: the model the session's model events named last (``auto`` skipped).
-    - ``llm_call``: the line is an LLM call of either agent, as :class:`copilot_logs.ingest.calls.
-      CallCounter` decides it (the one rule); ``subagent_call``: a sub-agent's LLM call.
-    """
-    is_start = MAIN & (TYPE == TURN_START)
-    is_end = MAIN & (TYPE == TURN_END)
-    marker = pl.when(is_start).then(pl.lit("start")).when(is_end).then(pl.lit("end"))
-    named_model = (
-        pl.when(
-            TYPE.is_in(["session.model_change", "session.auto_mode_resolved", "session.start"])
-            & (pl.col("model") != "auto")
-        )
-        .then(pl.col("model"))
-        .otherwise(None)
-    )
-    frame = cli_format.keyed(events.sort("file", "line")).with_columns(
-        turn_index=is_start.cum_sum().over(*SESSION).cast(pl.Int64),
-        _marker=marker.forward_fill().over(*SESSION),
-        is_queued=queued_message().over(*SESSION),
-        session_model=named_model.forward_fill().over(*SESSION),
-    )
-    frame = frame.with_columns(
-        interaction_index=(MAIN & (TYPE == "user.message") & ~pl.col("is_queued"))
-        .cum_sum()
-        .over(*SESSION)
-        .cast(pl.Int64),
-    )
-    frame = frame.with_columns(
-        _previous=pl.col("_marker").shift(1).over(*SESSION),
-    ).with_columns(
-        closes_turn=is_end & (pl.col("_previous") == "start"),
-        stray_end=is_end & (pl.col("_previous").is_null() | (pl.col("_previous") == "end")),
-    )
-    frame = frame.with_columns(llm_call=_call_flags(frame)).with_columns(
-        subagent_call=pl.col("llm_call") & pl.col("agent_id").is_not_null(),
-        during_turn=(pl.col("_marker") == "start") | pl.col("closes_turn"),
-        in_turn=MAIN & ((pl.col("_marker") == "start") | pl.col("closes_turn")),
-        turn_closed=pl.col("closes_turn").any().over(*SESSION, "turn_index"),
-    )
-    return frame.drop("_marker", "_previous")
-
-
-def queued_message() -> pl.Expr:
-    """Per event: a main-agent ``user.message`` (not a nudge) whose interactionId is the one
-    of the interaction under way, i.e. of the last main-agent prompt or turn_start before it.
-    The CLI queues a message typed while a turn runs and writes it into that turn with the
-    running interaction's id: it is a prompt, but it starts no new interaction (or task).
-    A window in reading order: use it ``.over(*SESSION)`` on a frame sorted by file and line.
-    """
-    user = MAIN & (TYPE == "user.message")
-    carries = pl.when(user | (MAIN & (TYPE == TURN_START))).then(pl.col("interaction_id"))
-    under_way = carries.shift(1).forward_fill()
-    return (
-        user
-        & ~pl.col("is_nudge").fill_null(False)
-        & pl.col("interaction_id").is_not_null()
-        & (pl.col("interaction_id") == under_way)
-    ).fill_null(False)
-
-
-_USER = MAIN & (TYPE == "user.message")
-TASK_START = _USER & ~pl.col("is_nudge").fill_null(False) & ~pl.col("is_queued").fill_null(False)
-"""A typed prompt that starts a task (not a nudge, nor queued into a run): audit's and usage's."""
 
 
 def session_model() -> pl.Expr:
@@ -161,6 +65,11 @@ def turns(annotated: pl.DataFrame) -> pl.DataFrame:
         rows.group_by(*SESSION, "turn_index", maintain_order=True)
         .agg(
             interaction_index=pl.col("interaction_index").first(),
+            prompt_index=pl.col("prompt_index").first(),
+            task_index=pl.col("task_index").first(),
+            segment=pl.col("segment").first(),
+            segment_end=pl.col("segment_end").first(),
+            segment_shutdown_line=pl.col("segment_shutdown_line").first(),
             turn_id=pl.col("turn_id").filter(TYPE == TURN_START).first(),
             interaction_id=pl.col("interaction_id").filter(TYPE == TURN_START).first(),
             event_id=pl.col("event_id").first(),
@@ -184,7 +93,9 @@ def turns(annotated: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             duration_ms=(pl.col("ended_at") - pl.col("started_at")).dt.total_milliseconds(),
             ended_loop=(pl.col("messages") > 0) & (pl.col("requested_tools").list.len() == 0),
+            state=open_state(pl.col("open")),
         )
+        .drop("segment_end", "segment_shutdown_line")
     )
 
 
@@ -199,6 +110,9 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
         *keys,
         "agent_id",
         "tool_name",
+        "segment",
+        "segment_end",
+        "segment_shutdown_line",
         start_line=pl.col("line"),
         start_event_id=pl.col("event_id"),
         started_at=pl.col("timestamp"),
@@ -217,6 +131,7 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
         is_user_requested=pl.col("is_user_requested").fill_null(False),
         result=pl.col("text"),
         complete_turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")),
+        complete_segment=pl.col("segment"),
     )
     # Keep the first complete per call: a duplicated complete is a validate finding, not a
     # second execution.
@@ -227,11 +142,24 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
         joined.with_columns(
             agent_id=pl.coalesce("agent_id", "complete_agent_id"),
             turn_index=pl.coalesce("turn_index", "complete_turn_index"),
+            segment=pl.coalesce("segment", "complete_segment"),
             is_user_requested=pl.col("is_user_requested").fill_null(False),
             duration_ms=(pl.col("completed_at") - pl.col("started_at")).dt.total_milliseconds(),
             line=pl.coalesce("start_line", "complete_line"),
         )
-        .drop("complete_agent_id", "complete_turn_index")
+        .with_columns(
+            state=open_state(
+                pl.col("started_at").is_not_null() & pl.col("completed_at").is_null(),
+                "start_line",
+            ),
+        )
+        .drop(
+            "complete_agent_id",
+            "complete_turn_index",
+            "complete_segment",
+            "segment_end",
+            "segment_shutdown_line",
+        )
         .select("file", "tool_call_id", "session_id", pl.exclude(*keys))
         .sort(*SESSION, "line")
     )
@@ -309,6 +237,11 @@ def subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
         .agg(
             turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")).first(),
             interaction_index=pl.col("interaction_index").first(),
+            prompt_index=pl.col("prompt_index").first(),
+            task_index=pl.col("task_index").first(),
+            segment=pl.col("segment").first(),
+            segment_end=pl.col("segment_end").first(),
+            segment_shutdown_line=pl.col("segment_shutdown_line").first(),
             turn_id=pl.col("turn_id").first(),
             interaction_id=pl.col("interaction_id").first(),
             event_id=pl.col("event_id").first(),
@@ -327,32 +260,10 @@ def subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             duration_ms=(pl.col("ended_at") - pl.col("timestamp")).dt.total_milliseconds(),
             ended_loop=(pl.col("messages") > 0) & (pl.col("requested_tools").list.len() == 0),
+            state=open_state(pl.col("open")),
         )
+        .drop("segment_end", "segment_shutdown_line")
     )
-
-
-def _call_flags(frame: pl.DataFrame) -> pl.Series:
-    """Whether each row (in reading order) is an LLM call: the kernel's verdict on the turn
-    starts and sub-agent messages, per session log."""
-    candidates = (
-        frame.with_row_index("_row")
-        .filter(TYPE.is_in(list(CALL_TYPES)))
-        .select(
-            "_row",
-            *SESSION,
-            "type",
-            "agent_instance",
-            "parent_tool_call_id",
-            "message_id",
-            "chunk_index",
-        )
-    )
-    counters: dict[tuple[str, str], CallCounter] = {}
-    flags = [False] * frame.height
-    for row, file, session, kind, agent, parent, message_id, chunk in candidates.iter_rows():
-        counter = counters.setdefault((file, session), CallCounter())
-        flags[row] = counter.add(kind, cli_format.writer(agent, parent), message_id, chunk)
-    return pl.Series("llm_call", flags, dtype=pl.Boolean)
 
 
 def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
@@ -376,25 +287,3 @@ def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
         subagent_tool_calls=pl.col("agent_id").is_not_null() & (TYPE == "tool.execution_start"),
         fusion_calls=cli_format.fusion_calls().over(*SESSION),
     ).with_columns(pl.col(name).cast(pl.Int64) for name in COUNT_FIELDS)
-
-
-def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per session: what session.start says (start, cwd, repository, branch, CLI version)."""
-    start = pl.col("detail").filter(TYPE == "session.start").first()
-    facts = annotated.group_by(*SESSION, maintain_order=True).agg(
-        _start_detail=start,
-        first_at=pl.col("timestamp").min(),
-        last_at=pl.col("timestamp").max(),
-        events=pl.len().cast(pl.Int64),
-    )
-    detail = pl.col("_start_detail")
-    return facts.with_columns(
-        started_at=pl.coalesce(
-            log_times(detail.str.json_path_match("$.startTime")),
-            pl.col("first_at"),
-        ),
-        cwd=detail.str.json_path_match("$.context.cwd"),
-        repository=detail.str.json_path_match("$.context.repository"),
-        branch=detail.str.json_path_match("$.context.branch"),
-        copilot_version=detail.str.json_path_match("$.copilotVersion"),
-    ).drop("_start_detail")

@@ -1,0 +1,146 @@
+"""Per session and per segment, what a session is: when it started and ended, how each run of
+the CLI ended, its CLI version, mode, model and repository. Every command reads these facts;
+none decides them again."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+
+from copilot_logs.derive.events import (
+    ENDED_BY_SHUTDOWN,
+    KILLED,
+    MAIN,
+    OPEN,
+    SEGMENT,
+    SEGMENT_STARTS,
+    SESSION,
+    SHUTDOWN,
+    TURN_START,
+    TYPE,
+    WORK,
+    start_times,
+)
+from copilot_logs.derive.loop import session_model
+
+RUNNING = "running"
+CUT_OFF = "cut-off"
+"""What an :data:`~copilot_logs.derive.events.OPEN` last segment is, judged at a time ``now``
+(:func:`running`): still running when its last event is recent, else cut off."""
+
+DEFAULT_RUNNING_WITHIN = timedelta(minutes=10)
+
+
+def segments(annotated: pl.DataFrame) -> pl.DataFrame:
+    """One row per segment (one run of the CLI) of each session log, in order: how it began
+    (``session.start``, ``session.resume``, or null when the log lost its first line), its
+    lines and times, its last shutdown and that shutdown's type, how it ended
+    (``end``: shutdown, killed, open), and the LLM calls counted in it (``llm_calls`` of the
+    main agent, ``subagent_calls``) and the main-agent turns it left open."""
+    shutdown = TYPE == SHUTDOWN
+    first_type = pl.col("type").first()
+    return annotated.group_by(*SEGMENT, maintain_order=True).agg(
+        start_type=pl.when(first_type.is_in(SEGMENT_STARTS)).then(first_type),
+        first_line=pl.col("line").first(),
+        last_line=pl.col("line").last(),
+        started_at=pl.col("timestamp").min(),
+        last_event_at=pl.col("timestamp").max(),
+        shutdown_line=pl.col("segment_shutdown_line").first(),
+        shutdown_type=pl.col("shutdown_type")
+        .filter(shutdown)
+        .last()
+        .fill_null(pl.when(shutdown.any()).then(pl.lit("routine"))),
+        last_work_line=pl.col("line").filter(TYPE.is_in(WORK)).max(),
+        end=pl.col("segment_end").first(),
+        llm_calls=(MAIN & pl.col("llm_call")).sum().cast(pl.Int64),
+        subagent_calls=pl.col("subagent_call").sum().cast(pl.Int64),
+        turns_left_open=(MAIN & (TYPE == TURN_START) & ~pl.col("turn_closed")).sum().cast(pl.Int64),
+    )
+
+
+def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
+    """Per session log: what session.start says (start, cwd, repository, branch, CLI version),
+    its first and last event, its segments, and whether it ended: ``ended`` when its last run
+    shut down after its last work; ``end`` is how that last run ended (see :func:`segments`),
+    ``shutdown_type`` its shutdown's type; ``mode`` and ``model`` as the session is listed."""
+    start = TYPE == "session.start"
+    facts = annotated.group_by(*SESSION, maintain_order=True).agg(
+        started_at=pl.coalesce(start_times().filter(start).first(), pl.col("timestamp").min()),
+        first_at=pl.col("timestamp").min(),
+        last_at=pl.col("timestamp").max(),
+        last_line=pl.col("line").max(),
+        events=pl.len().cast(pl.Int64),
+        cwd=pl.col("cwd").filter(start).first(),
+        repository=pl.col("repository").filter(start).first(),
+        branch=pl.col("branch").filter(start).first(),
+        copilot_version=pl.col("copilot_version").filter(start).first(),
+        segments=pl.col("segment").max(),
+        end=pl.col("segment_end").last(),
+        shutdown_line=pl.col("line").filter(TYPE == SHUTDOWN).max(),
+        shutdown_type=pl.col("shutdown_type").filter(TYPE == SHUTDOWN).last(),
+        last_work_line=pl.col("line").filter(TYPE.is_in(WORK)).max(),
+        mode=session_mode(),
+        model=session_model(),
+    )
+    return facts.with_columns(
+        ended=pl.col("end") == ENDED_BY_SHUTDOWN,
+        shutdown_type=pl.when(pl.col("shutdown_line").is_not_null()).then(
+            pl.col("shutdown_type").fill_null("routine")
+        ),
+    )
+
+
+def session_mode() -> pl.Expr:
+    """``autopilot`` when the log shows autopilot work (a nudge, or a prompt or LLM call while
+    autopilot is the mode in effect: :func:`copilot_logs.derive.events.autopilot_work`), else
+    ``interactive``. An aggregation over annotated events: use it per session."""
+    return (
+        pl.when(pl.col("autopilot_work").any())
+        .then(pl.lit("autopilot"))
+        .otherwise(pl.lit("interactive"))
+    )
+
+
+def recent(
+    last_event_at: pl.Expr, now: datetime | None = None, within: timedelta = DEFAULT_RUNNING_WITHIN
+) -> pl.Expr:
+    """Whether a last event is recent at ``now`` (default: the time now): within ``within``
+    of it, before or after. A log whose clock runs a little ahead of ours still counts as
+    recent; a last event days in the future never does (else a log with a clock ahead, or a
+    forged time, would be running for ever and pass every gate)."""
+    now = now or datetime.now(UTC)
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    return last_event_at.is_between(pl.lit(now - within), pl.lit(now + within)).fill_null(False)
+
+
+def running(
+    end: pl.Expr,
+    last_event_at: pl.Expr,
+    now: datetime | None = None,
+    within: timedelta = DEFAULT_RUNNING_WITHIN,
+) -> pl.Expr:
+    """How a session's last run stands at ``now``: its ``end`` (shutdown, killed) when it
+    ended, else :data:`RUNNING` when its last event is :func:`recent`, else :data:`CUT_OFF`."""
+    return (
+        pl.when(end != OPEN)
+        .then(end)
+        .when(recent(last_event_at, now, within))
+        .then(pl.lit(RUNNING))
+        .otherwise(pl.lit(CUT_OFF))
+    )
+
+
+__all__ = [
+    "CUT_OFF",
+    "DEFAULT_RUNNING_WITHIN",
+    "ENDED_BY_SHUTDOWN",
+    "KILLED",
+    "OPEN",
+    "RUNNING",
+    "recent",
+    "running",
+    "segments",
+    "session_facts",
+    "session_mode",
+]
