@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.derive import MAIN, SESSION, TYPE
+from copilot_logs.derive import SESSION, TYPE
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.ingest.schema import damaged_line_count
 
@@ -39,31 +39,6 @@ SESSION_COLUMNS = (
 )
 
 
-def autopilot_work() -> pl.Expr:
-    """Per event: main-agent work done in autopilot, i.e. a nudge, or a prompt or LLM call
-    (turn_start) while the mode in effect is autopilot.
-
-    The mode in effect is the last ``session.mode_changed`` newMode or ``user.message``
-    agentMode before the event. A switch to autopilot with no work after it (flipped and back,
-    or at the very end) does not make a session autopilot. The expression forward-fills in
-    reading order: use it inside ``group_by(*SESSION).agg`` or as
-    ``autopilot_work().over(*SESSION)`` on a frame sorted by file and line.
-    """
-    in_effect = pl.when(MAIN).then(pl.col("agent_mode")).forward_fill()
-    work = MAIN & TYPE.is_in(["user.message", derive.TURN_START])
-    nudge = MAIN & (TYPE == "user.message") & pl.col("is_nudge").fill_null(False)
-    return (work & (in_effect == "autopilot")).fill_null(False) | nudge
-
-
-def session_mode() -> pl.Expr:
-    """``autopilot`` when the log shows autopilot work (see :func:`autopilot_work`: a nudge, or
-    a prompt or LLM call while the mode set by ``session.mode_changed`` or a message's
-    agentMode is autopilot), else ``interactive``. An aggregation: use it per session."""
-    return (
-        pl.when(autopilot_work().any()).then(pl.lit("autopilot")).otherwise(pl.lit("interactive"))
-    )
-
-
 def damaged_lines(diagnostics: pl.DataFrame) -> pl.DataFrame:
     """Per session, the number of distinct physical lines that carry damage."""
     return diagnostics.group_by(*SESSION).agg(damaged_lines=damaged_line_count())
@@ -75,18 +50,16 @@ def newest_first(parts: list[pl.DataFrame]) -> pl.DataFrame:
 
 
 def summarize(result: ReadResult) -> pl.DataFrame:
-    """One row per session log read, newest first."""
+    """One row per session log read, newest first: its facts from the session model, and its
+    counts. ``status`` is ``ended`` when its last run shut down after its last work (a turn
+    left open at that shutdown, the user quitting, still ended: it stays in ``open_turns``),
+    else ``open`` (running, or cut off)."""
     annotated = derive.annotate(result.events)
     flags = derive.count_flags(annotated)
     per_file = flags.group_by(*SESSION, maintain_order=True).agg(
         *[pl.col(name).sum() for name in derive.COUNT_FIELDS],
-        model=derive.session_model(),
-        mode=session_mode(),
         subagent_runs=(TYPE == "subagent.started").sum().cast(pl.Int64),
         errors=(TYPE == "session.error").sum().cast(pl.Int64),
-        task_complete=(TYPE == "session.task_complete").any(),
-        _last_start=pl.col("line").filter(MAIN & (TYPE == derive.TURN_START)).max(),
-        _last_shutdown=pl.col("line").filter(TYPE == "session.shutdown").max(),
     )
     facts = derive.session_facts(annotated)
     table = (
@@ -96,15 +69,10 @@ def summarize(result: ReadResult) -> pl.DataFrame:
             damaged_lines=pl.col("damaged_lines").fill_null(0),
             ended_at=pl.col("last_at"),
             duration_ms=(pl.col("last_at") - pl.col("started_at")).dt.total_milliseconds(),
-            task_complete=pl.col("task_complete").fill_null(False),
+            task_complete=pl.col("completed").fill_null(False),
             status=pl.when(pl.col("events").is_null())
             .then(pl.lit("unreadable"))
-            # A turn left open at the shutdown (the user quit, e.g. at a permission prompt)
-            # still ended: it stays counted in open_turns.
-            .when(
-                pl.col("_last_shutdown").is_not_null()
-                & (pl.col("_last_shutdown") > pl.col("_last_start").fill_null(0))
-            )
+            .when(pl.col("ended"))
             .then(pl.lit("ended"))
             .otherwise(pl.lit("open")),
         )

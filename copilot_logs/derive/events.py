@@ -77,6 +77,7 @@ LIFECYCLE: dict[str, tuple[tuple[str, ...], str, pl.DataType]] = {
     "event_count": ((RESUME,), "$.eventCount", pl.Int64()),
     "file_size": ((RESUME, SHUTDOWN), "$.eventsFileSizeBytes", pl.Float64()),
     "summary": ((TASK_COMPLETE,), "$.summary", pl.String()),
+    "blocker": ((TASK_COMPLETE,), "$.blocker", pl.String()),
     "blocker_kind": ((TASK_COMPLETE,), "$.blocker.kind", pl.String()),
     "blocker_reason": ((TASK_COMPLETE,), "$.blocker.reason", pl.String()),
     "stop_reason": (("session.completion_receipt",), "$.stopReason", pl.String()),

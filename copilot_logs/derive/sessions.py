@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 
 from copilot_logs.derive.events import (
+    ACCEPTED,
     ENDED_BY_SHUTDOWN,
     KILLED,
     MAIN,
@@ -59,11 +60,64 @@ def segments(annotated: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def after(column: str, *others: str) -> pl.Expr:
+    """``column`` is set and lies after every one of ``others`` (a missing one counts as 0):
+    on rows of line positions, such as :func:`prompt_positions`'."""
+    return pl.col(column).is_not_null() & pl.all_horizontal(
+        pl.col(column) > pl.col(other).fill_null(0) for other in others
+    )
+
+
+_NUDGE = MAIN & (TYPE == "user.message") & pl.col("is_nudge").fill_null(False)
+
+
+def prompt_positions() -> dict[str, pl.Expr]:
+    """Aggregations over one task's events (a typed prompt and all it caused: its nudges, its
+    sub-agents, a message queued into its run): where its last completion (``tc_line``, and
+    what it decided: ``last_completion``), main-agent error, nudge and turn_start sit."""
+    completions = pl.col("completion").is_not_null()
+    return {
+        "tc_line": pl.col("line").filter(completions).max(),
+        "last_completion": pl.col("completion").filter(completions).last(),
+        "error_line": pl.col("line").filter(MAIN & (TYPE == "session.error")).max(),
+        "nudge_line": pl.col("line").filter(_NUDGE).max(),
+        "turn_line": pl.col("line").filter(MAIN & (TYPE == TURN_START)).max(),
+    }
+
+
+def completion_is_last() -> pl.Expr:
+    """On a task's :func:`prompt_positions`: its last completion decides the task, since no
+    error, nudge or main-agent LLM call came after it (every CLI recorded, 1.0.20 to 1.0.102,
+    ends the loop at task_complete: a call after it means the task was taken up again)."""
+    return after("tc_line", "error_line", "nudge_line", "turn_line")
+
+
+def prompts(annotated: pl.DataFrame) -> pl.DataFrame:
+    """One row per task (``prompt_index``) of each session log: its positions
+    (:func:`prompt_positions`), whether it holds autopilot work, and ``completed``: its last
+    completion was accepted and decides it (:func:`completion_is_last`)."""
+    return (
+        annotated.group_by(*SESSION, "prompt_index", maintain_order=True)
+        .agg(**prompt_positions(), autopilot=pl.col("autopilot_work").any())
+        .with_columns(completed=completion_is_last() & (pl.col("last_completion") == ACCEPTED))
+    )
+
+
+def judged_prompt(autopilot: str = "autopilot") -> pl.Expr:
+    """The task a session is judged on: its last one with autopilot work, else its last one.
+    An aggregation per session, over its :func:`prompts` (or, with ``autopilot_work``, its
+    annotated events)."""
+    index = pl.col("prompt_index")
+    return pl.coalesce(index.filter(pl.col(autopilot)).max(), index.max())
+
+
 def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
     """Per session log: what session.start says (start, cwd, repository, branch, CLI version),
     its first and last event, its segments, and whether it ended: ``ended`` when its last run
     shut down after its last work; ``end`` is how that last run ended (see :func:`segments`),
-    ``shutdown_type`` its shutdown's type; ``mode`` and ``model`` as the session is listed."""
+    ``shutdown_type`` its shutdown's type; ``mode`` and ``model`` as the session is listed;
+    ``completed`` when the task it is judged on (:func:`judged_prompt`) is completed
+    (:func:`prompts`): audit's ``completed`` verdict."""
     start = TYPE == "session.start"
     facts = annotated.group_by(*SESSION, maintain_order=True).agg(
         started_at=pl.coalesce(start_times().filter(start).first(), pl.col("timestamp").min()),
@@ -83,7 +137,14 @@ def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
         mode=session_mode(),
         model=session_model(),
     )
-    return facts.with_columns(
+    judged = (
+        prompts(annotated)
+        .with_columns(_judged=judged_prompt().over(*SESSION))
+        .filter(pl.col("prompt_index") == pl.col("_judged"))
+        .select(*SESSION, "completed")
+    )
+    return facts.join(judged, on=SESSION, how="left").with_columns(
+        completed=pl.col("completed").fill_null(False),
         ended=pl.col("end") == ENDED_BY_SHUTDOWN,
         shutdown_type=pl.when(pl.col("shutdown_line").is_not_null()).then(
             pl.col("shutdown_type").fill_null("routine")
@@ -138,6 +199,11 @@ __all__ = [
     "KILLED",
     "OPEN",
     "RUNNING",
+    "after",
+    "completion_is_last",
+    "judged_prompt",
+    "prompt_positions",
+    "prompts",
     "recent",
     "running",
     "segments",

@@ -63,7 +63,6 @@ from copilot_logs.commands.audit.verdict import (
     INTERRUPTED,
     MISSING_TASK_COMPLETE,
     NUDGE_CAP,
-    REJECTED_OUTCOMES,
     RUNNING,
     USER_QUIT,
     VERDICTS,
@@ -86,7 +85,6 @@ __all__ = [
     "LOOPING",
     "MISSING_TASK_COMPLETE",
     "NUDGE_CAP",
-    "REJECTED_OUTCOMES",
     "RUNNING",
     "USER_QUIT",
     "VERDICTS",
@@ -97,7 +95,6 @@ __all__ = [
     "judged",
     "verdict_counts",
 ]
-from copilot_logs.commands.sessions import autopilot_work, session_mode
 from copilot_logs.derive import MAIN, SESSION, TYPE
 from copilot_logs.ingest.reader import ReadResult
 
@@ -109,7 +106,7 @@ LOOPING = "looping"
 
 DEFAULT_FAIL_ON = (MISSING_TASK_COMPLETE, NUDGE_CAP, ERRORED, INTERRUPTED, USER_QUIT)
 DEFAULT_NUDGE_CAP = 5
-DEFAULT_RUNNING_WITHIN = timedelta(minutes=10)
+DEFAULT_RUNNING_WITHIN = derive.DEFAULT_RUNNING_WITHIN
 AUDIT_COLUMNS = (
     "session_id",
     "mode",
@@ -146,16 +143,12 @@ AUDIT_COLUMNS = (
 _USER = MAIN & (TYPE == "user.message")
 _NUDGE = _USER & pl.col("is_nudge").fill_null(False)
 # A message queued while a turn ran joins the task under way: it starts none.
-_PROMPT = derive.TASK_START
 _TURN = MAIN & (TYPE == derive.TURN_START)
-_TASK_COMPLETE = TYPE == "session.task_complete"
+_TASK_COMPLETE = pl.col("completion").is_not_null()
 # The CLI's own word on why a run stopped: a completion receipt (1.0.83+, written when it
 # accepts an end) or autopilot_stopped (ephemeral: only in a --output-format json stream).
 _STOP = TYPE.is_in(["session.completion_receipt", "session.autopilot_stopped"])
-_STOP_REASON = pl.coalesce(
-    pl.col("detail").str.json_path_match("$.stopReason"),
-    pl.col("detail").str.json_path_match("$.reason"),
-)
+_STOP_REASON = pl.coalesce("stop_reason", "stopped_reason")
 _ERROR = MAIN & (TYPE == "session.error")
 _SHUTDOWN = TYPE == "session.shutdown"
 
@@ -179,25 +172,33 @@ def audit(result: ReadResult, **judging: Unpack[Judging]) -> pl.DataFrame:
 def facts(result: ReadResult) -> pl.DataFrame:
     """Per session read, what its verdict is decided from (where its judged task's last
     task_complete, error, nudge, LLM call, abort and shutdown sit, and its counts). Nothing in
-    it depends on the options or the time, so a batch's facts can be cached."""
-    annotated = derive.annotate(result.events).with_columns(
-        task_index=_PROMPT.cum_sum().over(*SESSION).cast(pl.Int64),
-        autopilot_work=autopilot_work().over(*SESSION),
-    )
+    it depends on the options or the time, so a batch's facts can be cached.
+
+    The task audit judges is a typed prompt and all it caused (the model's ``prompt_index``)."""
+    annotated = derive.annotate(result.events)
     tasks = _tasks(annotated)
     per_file = _per_file(annotated)
     judged = tasks.join(
-        per_file.select(*SESSION, task_index="judged_task"),
-        on=[*SESSION, "task_index"],
+        per_file.select(*SESSION, prompt_index="judged_task"),
+        on=[*SESSION, "prompt_index"],
         how="inner",
     )
+    # The loops are found per task as audit judges it: a typed prompt and all it caused.
+    tasks_by_prompt = annotated.with_columns(task_index=pl.col("prompt_index"))
     return (
         derive.session_facts(annotated)
-        .select(*SESSION, "started_at", "repository")
+        .select(
+            *SESSION,
+            "started_at",
+            "repository",
+            "mode",
+            last_event_at="last_at",
+            file_open=~pl.col("ended"),
+        )
         .join(per_file, on=SESSION, how="left")
         .join(judged, on=SESSION, how="left")
         .join(_last_failed_tools(annotated), on=SESSION, how="left")
-        .join(loops.loop_spans(annotated), on=SESSION, how="left")
+        .join(loops.loop_spans(tasks_by_prompt), on=SESSION, how="left")
     )
 
 
@@ -227,7 +228,7 @@ def judge(
     verdict = verdict_of(
         interactive=(pl.col("mode") == INTERACTIVE) & pl.lit(not require_task_complete),
         nudge_cap=nudge_cap,
-        recent=pl.col("last_event_at") >= pl.lit(now - running_within),
+        recent=derive.recent(pl.col("last_event_at"), now, running_within),
     )
     table = pl.concat(parts, how="vertical_relaxed")
     found = loops.looping(table, loop_thresholds or {})
@@ -254,51 +255,40 @@ def judge(
 def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
     """Per session and task: where its last task_complete, error, nudge, LLM call, abort and
     shutdown sit, and what the last task_complete said."""
-    summary = pl.coalesce(pl.col("detail").str.json_path_match("$.summary"), pl.col("text"))
-    return annotated.group_by(*SESSION, "task_index", maintain_order=True).agg(
+    summary = pl.coalesce("summary", "text")
+    return annotated.group_by(*SESSION, "prompt_index", maintain_order=True).agg(
         task_nudges=_NUDGE.sum().cast(pl.Int64),
-        tc_line=pl.col("line").filter(_TASK_COMPLETE).max(),
+        **derive.prompt_positions(),
         task_complete_summary=summary.filter(_TASK_COMPLETE).last(),
         task_complete_success=pl.col("success").filter(_TASK_COMPLETE).last(),
         task_complete_outcome=pl.col("outcome").filter(_TASK_COMPLETE).last(),
         task_complete_blocker=_blocker().filter(_TASK_COMPLETE).last(),
         stop_reason=_STOP_REASON.filter(_STOP).last(),
         stop_line=pl.col("line").filter(_STOP).max(),
-        error_line=pl.col("line").filter(_ERROR).max(),
-        nudge_line=pl.col("line").filter(_NUDGE).max(),
-        turn_line=pl.col("line").filter(_TURN).max(),
         turn_open=~pl.col("turn_closed").filter(_TURN).last().fill_null(True),
         abort_line=pl.col("line").filter(MAIN & (TYPE == "abort")).max(),
         shutdown_line=pl.col("line").filter(_SHUTDOWN).max(),
-        shutdown_type=pl.col("detail")
-        .filter(_SHUTDOWN)
-        .last()
-        .str.json_path_match("$.shutdownType")
-        .fill_null("routine"),
+        shutdown_type=pl.col("shutdown_type").filter(_SHUTDOWN).last().fill_null("routine"),
     )
 
 
 def _blocker() -> pl.Expr:
     """``kind: reason`` of a task_complete's ``blocker`` (outcome ``blocked``)."""
-    blocker = pl.col("detail").str.json_path_match("$.blocker")
     described = pl.concat_str(
-        blocker.str.json_path_match("$.kind").fill_null("blocked"),
-        blocker.str.json_path_match("$.reason"),
+        pl.col("blocker_kind").fill_null("blocked"),
+        pl.col("blocker_reason"),
         separator=": ",
         ignore_nulls=True,
     )
-    return pl.when(blocker.is_not_null()).then(described)
+    return pl.when(pl.col("blocker").is_not_null()).then(described)
 
 
 def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per session: mode, counts, the cost after the first nudge, the task to judge, and whether
-    the session is still open (no shutdown after its last work)."""
+    """Per session: counts, the cost after the first nudge, and the task to judge."""
     flags = derive.count_flags(annotated)
     first_nudge = pl.col("line").filter(_NUDGE).min()
     after_first_nudge = (pl.col("line") > first_nudge).fill_null(False)
-    last_work = pl.col("line").filter(_TURN | _USER).max()
     return flags.group_by(*SESSION, maintain_order=True).agg(
-        mode=session_mode(),
         user_prompts=pl.col("user_prompts").sum(),
         autopilot_nudges=pl.col("autopilot_nudges").sum(),
         llm_calls=pl.col("llm_calls").sum(),
@@ -312,14 +302,8 @@ def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
         session_error=pl.col("error").filter(_ERROR).last(),
         session_error_type=pl.col("error_code").filter(_ERROR).last(),
         last_line=pl.col("line").max(),
-        last_event_at=pl.col("timestamp").max(),
-        last_task=pl.col("task_index").max(),
-        judged_task=pl.coalesce(
-            pl.col("task_index").filter(pl.col("autopilot_work")).max(),
-            pl.col("task_index").max(),
-        ),
-        file_open=(pl.col("line").filter(_SHUTDOWN).max().fill_null(0) < last_work.fill_null(0))
-        | ~pl.col("turn_closed").filter(_TURN).last().fill_null(True),
+        last_task=pl.col("prompt_index").max(),
+        judged_task=derive.judged_prompt("autopilot_work"),
     )
 
 

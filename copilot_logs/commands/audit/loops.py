@@ -64,10 +64,10 @@ SPAN = pl.Struct(
 )
 TASK = (*SESSION, "task_index")
 _NUDGE = MAIN & (TYPE == "user.message") & pl.col("is_nudge").fill_null(False)
-_TASK_COMPLETE = MAIN & (TYPE == "session.task_complete")
-_REJECTED = (pl.col("success") == False).fill_null(False) | (  # noqa: E712
-    pl.col("outcome") == "continue"
-).fill_null(False)
+# The model's one definition of what a completion decided: a blocked one is neither accepted
+# (calls after it are the task taken up again) nor rejected by the CLI.
+_REJECTED = pl.col("completion") == derive.REJECTED
+_ACCEPTED = derive.ACCEPTED_COMPLETION
 
 
 def loop_spans(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -201,7 +201,7 @@ def _repeated(tools: pl.DataFrame) -> pl.DataFrame:
 
 def _rejected(tasks: pl.DataFrame) -> pl.DataFrame:
     """Rejected completions, per task: from the first to the next accepted completion."""
-    completions = tasks.filter(_TASK_COMPLETE).with_columns(rejected=_REJECTED)
+    completions = tasks.filter(_REJECTED | _ACCEPTED).with_columns(rejected=_REJECTED)
     first = (
         completions.filter("rejected")
         .group_by(*TASK)
@@ -234,7 +234,7 @@ def _rejected(tasks: pl.DataFrame) -> pl.DataFrame:
 def _after_completion(tasks: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     """LLM calls after the last accepted completion of each task."""
     accepted = (
-        tasks.filter(_TASK_COMPLETE & ~_REJECTED)
+        tasks.filter(_ACCEPTED)
         .group_by(*TASK)
         .agg(start_line=pl.col("line").max(), end_line=pl.col("task_end").first())
     )

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from copilot_logs import derive
+from copilot_logs.derive import after as _after
+
 COMPLETED = "completed"
 COMPLETION_REJECTED = "completion-rejected"
 BLOCKED = "blocked"
@@ -30,28 +33,17 @@ VERDICTS = (
 )
 """Every verdict, in the order summaries list them."""
 
-REJECTED_OUTCOMES = ("continue", "blocked")
 CAP_STOPS = ("cap_reached", "agent_stop_block_limit")
 """Stop reasons that say the CLI's continuation limit ended the run (autopilot_stopped,
 completion receipt)."""
 
 
-def _after(column: str, *others: str) -> pl.Expr:
-    """``column`` is set and lies after every one of ``others`` (a missing one counts as 0)."""
-    return pl.col(column).is_not_null() & pl.all_horizontal(
-        pl.col(column) > pl.col(other).fill_null(0) for other in others
-    )
-
-
 def verdict_of(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Expr:
-    outcome = pl.col("task_complete_outcome")
-    rejected = (pl.col("task_complete_success") == False).fill_null(False) | outcome.is_in(  # noqa: E712
-        REJECTED_OUTCOMES
-    ).fill_null(False)
+    decided = pl.col("last_completion")
     # A completion, accepted or rejected, decides only when no nudge and no LLM call of the
     # main agent came after it: every CLI recorded ends the loop at task_complete, so a call
     # after it means the task was taken up again (nudged, or a message queued into the run).
-    completion_is_last = _after("tc_line", "error_line", "nudge_line", "turn_line")
+    completion_is_last = derive.completion_is_last()
     error_is_last = _after("error_line", "tc_line", "nudge_line", "turn_line")
     # The CLI's own word on the stop, when the log has it and nothing ran after it.
     stopped = pl.when(_after("stop_line", "turn_line")).then(pl.col("stop_reason"))
@@ -71,9 +63,9 @@ def verdict_of(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.E
         .then(pl.lit(INTERACTIVE))
         .when(completion_is_last)
         .then(
-            pl.when(outcome == "blocked")
+            pl.when(decided == derive.BLOCKED)
             .then(pl.lit(BLOCKED))
-            .when(rejected)
+            .when(decided == derive.REJECTED)
             .then(pl.lit(COMPLETION_REJECTED))
             .otherwise(pl.lit(COMPLETED))
         )

@@ -105,7 +105,7 @@ def state(follower: Follower) -> SessionState | None:
     return SessionState(
         session_id=str(last["session_id"] or follower.session_hint),
         file=follower.name,
-        mode=str(annotated.select(session_mode=_mode()).item()),
+        mode=str(annotated.select(session_mode=derive.session_mode()).item()),
         ended=_ended(annotated),
         interaction=int(last["interaction_index"]),
         turns_in_interaction=in_interaction.height,
@@ -145,12 +145,6 @@ def _running_tools(annotated: pl.DataFrame) -> tuple[RunningTool, ...]:
         RunningTool(str(row["tool_name"] or "?"), row["agent_id"], row["started_at"])
         for row in tools.iter_rows(named=True)
     )
-
-
-def _mode() -> pl.Expr:
-    from copilot_logs.commands.sessions import session_mode
-
-    return session_mode()
 
 
 # --- until done ------------------------------------------------------------------------------
