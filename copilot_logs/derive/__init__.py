@@ -38,6 +38,7 @@ from copilot_logs.derive.events import (
     annotate,
     autopilot_work,
     completion,
+    last_run_ended,
     open_state,
     queued_message,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "completion_is_last",
     "count_flags",
     "judged_prompt",
+    "last_run_ended",
     "open_state",
     "prompt_positions",
     "prompts",

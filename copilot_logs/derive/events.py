@@ -175,12 +175,9 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
         .then(pl.col("model"))
         .otherwise(None)
     )
-    first_row = pl.int_range(pl.len()).over(*SESSION) == 0
     frame = cli_format.keyed(events.sort("file", "line")).with_columns(
         *_lifecycle_fields(),
-        segment=((TYPE.is_in(SEGMENT_STARTS) & ~first_row).cum_sum().over(*SESSION) + 1).cast(
-            pl.Int64
-        ),
+        segment=segment_number(),
         turn_index=is_start.cum_sum().over(*SESSION).cast(pl.Int64),
         is_queued=queued_message().over(*SESSION),
         session_model=named_model.forward_fill().over(*SESSION),
@@ -213,6 +210,25 @@ def annotate(events: pl.DataFrame) -> pl.DataFrame:
         turn_closed=pl.col("closes_turn").any().over(*SESSION, "turn_index"),
     )
     return frame.drop("_marker", "_previous")
+
+
+def segment_number() -> pl.Expr:
+    """Per event, in reading order: its segment, from 1 (see :func:`annotate`)."""
+    first_row = pl.int_range(pl.len()).over(*SESSION) == 0
+    starts = TYPE.is_in(SEGMENT_STARTS) & ~first_row
+    return (starts.cum_sum().over(*SESSION) + 1).cast(pl.Int64)
+
+
+def last_run_ended(events: pl.DataFrame) -> bool:
+    """Whether the last run of the last session of ``events`` (the events frame of one file,
+    not annotated) shut down after its last work: ``segment_end`` of its last line, for what
+    asks at every poll without annotating (watch)."""
+    if events.is_empty():
+        return False
+    ends = (
+        events.sort("line").with_columns(segment=segment_number()).with_columns(**_segment_ends())
+    )
+    return bool(ends["segment_end"][-1] == ENDED_BY_SHUTDOWN)
 
 
 def _segment_ends() -> dict[str, pl.Expr]:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
+from copilot_logs import derive
 from copilot_logs.commands.doctor import checks, resumes
 from copilot_logs.derive import SESSION
 from copilot_logs.ingest.reader import ReadResult
@@ -201,7 +202,11 @@ def _verdicts(
         pl.col("severity").replace_strict(rank, return_dtype=pl.Int8).max().alias("worst"),
         (pl.col("severity") != INFO).sum().alias("problems"),
     )
-    recent = pl.col("last_event_at") >= now - running_within if running_within else pl.lit(False)
+    recent = (
+        derive.recent(pl.col("last_event_at"), now, running_within)
+        if running_within
+        else pl.lit(False)
+    )
     verdict = (
         pl.when(~pl.col("shut_down") & recent)
         .then(pl.lit(RUNNING))

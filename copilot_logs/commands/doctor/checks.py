@@ -14,8 +14,9 @@ from pathlib import Path
 
 import polars as pl
 
+from copilot_logs import derive
 from copilot_logs.commands.validate import check
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive import SESSION, TYPE, WORK
 from copilot_logs.ingest.reader import ReadResult
 
 FINDINGS_SCHEMA: dict[str, pl.DataType] = {
@@ -97,10 +98,6 @@ def _structure(result: ReadResult) -> pl.DataFrame:
         code=pl.col("code").replace_strict(codes, return_dtype=pl.String),
         message=pl.format("{} {}: {}", "code", "name", "message"),
     )
-
-
-WORK = ("user.message", "assistant.turn_start", "assistant.message", "tool.execution_start")
-"""Events that mean the session worked (and used the model) after them."""
 
 
 def _unsaved(events: pl.DataFrame) -> pl.DataFrame:
@@ -252,17 +249,21 @@ FIGURES_SCHEMA: dict[str, pl.DataType] = {
 def figures(events: pl.DataFrame) -> pl.DataFrame:
     """One row per session: the CLI version that started it (``session.start``'s
     copilotVersion: a later resume by another version is not written down), its first and
-    last event times, its lines and the bytes of its events."""
-    start = TYPE == "session.start"
-    version = pl.col("detail").filter(start).first().str.json_path_match("$.copilotVersion")
-    frame = events.group_by(SESSION, maintain_order=True).agg(
-        version.alias("cli_version"),
-        pl.col("timestamp").min().alias("started_at"),
-        pl.col("timestamp").max().alias("last_event_at"),
+    last event times, its lines and the bytes of its events, and whether its last run shut
+    down (the session model's ``ended``)."""
+    facts = derive.session_facts(derive.annotate(events))
+    read = events.group_by(SESSION, maintain_order=True).agg(
         pl.len().alias("events"),
-        pl.col("line").max().alias("last_line"),
         (pl.col("offset") + pl.col("length")).max().alias("bytes_read"),
     )
-    saved = _unsaved(events).select(*SESSION, shut_down=pl.col("unsaved_line").is_null())
-    frame = frame.join(saved, on=list(SESSION), how="left")
+    frame = facts.join(read, on=list(SESSION), how="left").select(
+        *SESSION,
+        cli_version="copilot_version",
+        started_at="first_at",
+        last_event_at="last_at",
+        events="events",
+        last_line="last_line",
+        bytes_read="bytes_read",
+        shut_down="ended",
+    )
     return frame.select(*FIGURES_SCHEMA).cast(pl.Schema(FIGURES_SCHEMA))

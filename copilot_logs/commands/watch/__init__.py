@@ -106,7 +106,7 @@ def state(follower: Follower) -> SessionState | None:
         session_id=str(last["session_id"] or follower.session_hint),
         file=follower.name,
         mode=str(annotated.select(session_mode=derive.session_mode()).item()),
-        ended=_ended(annotated),
+        ended=last["segment_end"] == derive.ENDED_BY_SHUTDOWN,
         interaction=int(last["interaction_index"]),
         turns_in_interaction=in_interaction.height,
         turn_open=bool(last["during_turn"]) and not bool(last["closes_turn"]),
@@ -121,20 +121,12 @@ def state(follower: Follower) -> SessionState | None:
         ),
         errors=errors.height,
         last_error=next(iter(errors["error"].drop_nulls().tail(1).to_list()), None),
-        task_complete=bool(annotated.select((TYPE == "session.task_complete").any()).item()),
+        task_complete=bool(derive.session_facts(annotated)["completed"][-1]),
         last_event_at=annotated["timestamp"].max(),  # type: ignore[arg-type]
         running_tools=_running_tools(annotated),
         damaged_lines=follower.result.diagnostics.select(damaged_line_count()).item(),
         pending_bytes=follower.pending_bytes,
     )
-
-
-def _ended(annotated: pl.DataFrame) -> bool:
-    """Whether a shutdown came after the last prompt, turn or tool start."""
-    work = TYPE.is_in([derive.TURN_START, "user.message", "tool.execution_start"])
-    last_work = annotated.filter(work)["line"].max()
-    shutdown = annotated.filter(TYPE == "session.shutdown")["line"].max()
-    return bool(shutdown is not None and (last_work is None or shutdown > last_work))  # type: ignore[operator,unused-ignore]
 
 
 def _running_tools(annotated: pl.DataFrame) -> tuple[RunningTool, ...]:

@@ -27,7 +27,6 @@ import polars as pl
 
 from copilot_logs import derive
 from copilot_logs.commands.watch.records import record, records
-from copilot_logs.derive import TYPE
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
 from copilot_logs.ingest.reader import ReadResult, ReadState
@@ -303,8 +302,6 @@ def root_entries(root: Path) -> Iterator[tuple[str, tuple[Path, ...]]]:
 
 
 def shut_down(result: ReadResult) -> bool:
-    """Whether the log's last session.shutdown comes after its last prompt or turn."""
-    events = result.events
-    work = events.filter(TYPE.is_in([derive.TURN_START, "user.message"]))["line"].max()
-    shutdown = events.filter(TYPE == "session.shutdown")["line"].max()
-    return bool(shutdown is not None and (work is None or shutdown > work))  # type: ignore[operator,unused-ignore]
+    """Whether the log's last run shut down after its last work (the session model's
+    ``ended``)."""
+    return derive.last_run_ended(result.events)
