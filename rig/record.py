@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -64,7 +65,11 @@ def record(binary: Path, version: str, scenario: Scenario, out: Path) -> dict[st
             args = [str(binary), "-p", prompt, *scenario.flags]
             if index > 0 and session_id:
                 args.insert(1, f"--resume={session_id}")
-            runs.append(_run(args, work, env, scenario.interrupt, home))
+            stop = signal.SIGINT if scenario.interrupt else None
+            if scenario.kill and index == 0:
+                stop = signal.SIGKILL
+            server.truth.run = index
+            runs.append(_run(args, work, env, stop, home))
             session_id = session_id or _session_id(home)
         truth: dict[str, Any] = {
             "version": version,
@@ -91,8 +96,10 @@ def record(binary: Path, version: str, scenario: Scenario, out: Path) -> dict[st
 
 
 def _run(
-    args: list[str], work: Path, env: dict[str, str], interrupt: bool, home: Path
+    args: list[str], work: Path, env: dict[str, str], stop: signal.Signals | None, home: Path
 ) -> dict[str, Any]:
+    """One CLI run in its own process group; with ``stop``, SIGINT to the CLI (or SIGKILL to
+    its whole group) once a tool has started. What it did, and what it left beside the log."""
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(
@@ -104,10 +111,10 @@ def _run(
             stderr=err,
             start_new_session=True,
         )
-        interrupted = False
+        stopped = False
         try:
-            if interrupt:
-                interrupted = _interrupt_when_tool_starts(child, home)
+            if stop is not None:
+                stopped = stop_when_tool_starts(child, home, stop)
             code = child.wait(timeout=RUN_SECONDS)
         except subprocess.TimeoutExpired:
             code = None
@@ -120,24 +127,59 @@ def _run(
     log = _log(home)
     return {
         "exit_code": code,
-        "interrupted": interrupted,
+        "interrupted": stopped and stop == signal.SIGINT,
+        "killed": stopped and stop == signal.SIGKILL,
         "seconds": round(time.monotonic() - started, 1),
         "stdout": stdout,
         "error": _error_line(stderr) if code else None,
         "log": str(log) if log else None,
+        **beside_log(log, child.pid),
     }
 
 
-def _interrupt_when_tool_starts(child: subprocess.Popen[bytes], home: Path) -> bool:
-    deadline = time.monotonic() + RUN_SECONDS
+def stop_when_tool_starts(
+    child: subprocess.Popen[bytes], home: Path, stop: signal.Signals, seconds: float = RUN_SECONDS
+) -> bool:
+    """One second after the log first holds a ``tool.execution_start``: SIGINT to the CLI, or
+    SIGKILL to its whole process group (the tool's processes too). Whether it was sent."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and child.poll() is None:
         log = _log(home)
         if log and b'"tool.execution_start"' in log.read_bytes():
             time.sleep(1.0)
-            child.send_signal(signal.SIGINT)
+            if stop == signal.SIGKILL:
+                os.killpg(child.pid, signal.SIGKILL)
+            else:
+                child.send_signal(stop)
             return True
-        time.sleep(0.2)
+        time.sleep(0.1)
     return False
+
+
+INUSE_LOCK = re.compile(r"inuse\.(\d+)\.lock")
+
+
+def beside_log(log: Path | None, pid: int) -> dict[str, Any]:
+    """The log and what sits beside it once a run has ended: the log's size and lines (where
+    the run's part of the log ends), the run's pid, the session folder's entries, the pids of
+    its ``inuse.<pid>.lock`` files, and whether ``.session-operation-locks/<id>.lock`` is
+    there (beside the session folders)."""
+    if log is None:
+        return {}
+    data = log.read_bytes()
+    folder = log.parent
+    names = sorted(entry.name for entry in folder.iterdir())
+    operation_lock = folder.parent / ".session-operation-locks" / f"{folder.name}.lock"
+    return {
+        "log_bytes": len(data),
+        "log_lines": data.count(b"\n"),
+        "pid": pid,
+        "session_folder": names,
+        "inuse_lock_pids": sorted(
+            int(found.group(1)) for name in names if (found := INUSE_LOCK.fullmatch(name))
+        ),
+        "operation_lock": operation_lock.is_file(),
+    }
 
 
 def _end_group(child: subprocess.Popen[bytes]) -> None:

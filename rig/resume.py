@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pprint
 import re
 import shutil
@@ -25,7 +24,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +136,9 @@ def run(
         killed = False
         try:
             if kill_on_tool is not None:
-                killed = _kill_when_tool_starts(child, kill_on_tool)
+                killed = record.stop_when_tool_starts(
+                    child, kill_on_tool, signal.SIGKILL, RUN_SECONDS
+                )
             code = child.wait(timeout=RUN_SECONDS)
         except subprocess.TimeoutExpired:
             code = None
@@ -152,18 +152,6 @@ def _tail(stream: Any) -> list[str]:
     stream.seek(0)
     text = stream.read().decode("utf-8", "replace")
     return [line.strip()[:300] for line in text.splitlines() if line.strip()][-3:]
-
-
-def _kill_when_tool_starts(child: subprocess.Popen[bytes], home: Path) -> bool:
-    deadline = time.monotonic() + RUN_SECONDS
-    while time.monotonic() < deadline and child.poll() is None:
-        log = record._log(home)
-        if log and b'"tool.execution_start"' in log.read_bytes():
-            time.sleep(1.0)
-            os.killpg(child.pid, signal.SIGKILL)
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def base_log(version: str, scenario: str, recordings: Path) -> bytes:

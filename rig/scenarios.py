@@ -30,6 +30,9 @@ class Scenario:
     """The reply past an agent's steps (default: the text "Done.")."""
     interrupt: bool = False
     """SIGINT to the CLI once a tool has started (the tool sleeps)."""
+    kill: bool = False
+    """SIGKILL to the CLI's whole process group once the first run's tool has started (the
+    tool sleeps); the next prompt resumes the killed session (``--resume``)."""
     json_stream: bool = False
     expect: dict[str, Any] = field(default_factory=dict)
 
@@ -236,6 +239,23 @@ SCENARIOS: tuple[Scenario, ...] = (
         "SIGINT while a tool runs",
         {"main": (tools(bash("sleep 30")), text("Not reached."))},
         interrupt=True,
+    ),
+    Scenario(
+        "kill-resume",
+        "autopilot: SIGKILL to the CLI's process group while a tool runs, then --resume with a "
+        "second prompt, which runs a tool and completes",
+        {
+            "main": (
+                tools(bash("sleep 30")),
+                tools(bash("echo resumed")),
+                tools(DONE),
+                text("Finished."),
+            )
+        },
+        flags=AUTOPILOT,
+        prompts=("[rig:main] Do the rig's task.", "[rig:main] Go on."),
+        kill=True,
+        expect={"verdict": "completed", "looping": False},
     ),
 )
 

@@ -59,11 +59,14 @@ class Truth:
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.calls = 0
+        self.run = 0
+        """The index of the CLI run being served (the recorder sets it before each run)."""
 
     def take(self, agent: str, step: int, reply: Reply, headers: dict[str, str]) -> dict[str, Any]:
         with self.lock:
             entry: dict[str, Any] = {
                 "request": len(self.requests) + 1,
+                "run": self.run,
                 "agent": agent,
                 "step": step,
                 "status": reply.status,

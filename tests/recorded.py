@@ -4,6 +4,11 @@
 ``COPILOT_LOGS_RECORDINGS`` points at another folder of recordings (``make record-live`` sets
 it to the logs the newest CLI has just written); by default the committed ones.
 
+``ALL`` leaves out the scenarios of :data:`HELD_APART` (a CLI run killed and resumed:
+``kill-resume``), whose log is several runs of the CLI; tests/test_kill_resume.py holds those,
+from ``KILLED_AND_RESUMED``, until the session model (issue 32) lets every conformance test read
+them.
+
 Conformance tests of other commands (audit's verdicts, usage's figures) take the same
 ``recording`` fixture: ``from tests.recorded import Recording, recording`` and a test per
 figure, each comparing the command's output with :class:`Recording`'s truth.
@@ -63,6 +68,17 @@ class Recording:
     def served(self) -> list[dict[str, Any]]:
         """The requests the server answered with a reply (status 200): the LLM calls."""
         return [r for r in self.truth["requests"] if r["status"] == 200]
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        """One per CLI run, in order (a resume is a second run): how it ended, and the log's
+        size and lines and what sat beside it once it had (``killed``, ``log_lines``, ...)."""
+        runs: list[dict[str, Any]] = self.truth["runs"]
+        return runs
+
+    def served_in(self, run: int) -> list[dict[str, Any]]:
+        """The LLM calls the server answered during that run (its index in :attr:`runs`)."""
+        return [r for r in self.served if r.get("run", 0) == run]
 
     @property
     def autopilot(self) -> bool:
@@ -129,7 +145,11 @@ def recordings(root: Path = RECORDINGS) -> list[Recording]:
     ]
 
 
-ALL = recordings()
+HELD_APART = frozenset({"kill-resume"})
+"""Scenarios whose log holds a killed CLI run and its resume (tests/test_kill_resume.py)."""
+_EVERY = recordings()
+ALL = [r for r in _EVERY if r.scenario not in HELD_APART]
+KILLED_AND_RESUMED = [r for r in _EVERY if r.scenario in HELD_APART]
 
 
 @pytest.fixture(params=ALL, ids=[r.id for r in ALL])

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rig.record import record
+from rig.record import beside_log, record
 from rig.replies import Call, arguments, error, text, tools
 from rig.scenarios import BY_NAME, SCENARIOS, Scenario, Script
 from rig.server import ModelServer, agent_of
@@ -133,6 +133,44 @@ def test_every_scenario_script_answers_every_step_it_is_asked() -> None:
     owed = Script(BY_NAME["provider-errors"])
     assert [owed("main", 0, {}).status for _ in range(3)] == [500, 429, 200]
     assert error(429).kind == "http-429"
+
+
+def test_each_request_is_kept_with_the_run_the_recorder_said_was_being_served() -> None:
+    scenario = Scenario("t", "test", {"main": (text("one"), text("two"))})
+    with ModelServer(Script(scenario)) as server:
+        post(server, [{"role": "user", "content": "[rig:main] go"}])
+        server.truth.run = 1
+        post(server, [{"role": "user", "content": "[rig:main] again"}])
+    assert [r["run"] for r in server.truth.requests] == [0, 1]
+
+
+def test_beside_log_keeps_the_locks_a_run_left(tmp_path: Path) -> None:
+    """A session folder as a killed 1.0.102 leaves it (event-format.md): the inuse lock of
+    its pid, and the operation lock beside the session folders."""
+    state = tmp_path / "session-state"
+    folder = state / "abc"
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_bytes(b'{"type":"a"}\n{"type":"b"}\n')
+    for name in ("inuse.4242.lock", "inuse.4242.hold", "workspace.yaml"):
+        (folder / name).write_text("")
+    assert beside_log(folder / "events.jsonl", 4242) == {
+        "log_bytes": 26,
+        "log_lines": 2,
+        "pid": 4242,
+        "session_folder": [
+            "events.jsonl",
+            "inuse.4242.hold",
+            "inuse.4242.lock",
+            "workspace.yaml",
+        ],
+        "inuse_lock_pids": [4242],
+        "operation_lock": False,
+    }
+    (state / ".session-operation-locks").mkdir()
+    (state / ".session-operation-locks" / "abc.lock").write_text("")
+    (folder / "inuse.4242.lock").unlink()
+    kept = beside_log(folder / "events.jsonl", 4243)
+    assert (kept["inuse_lock_pids"], kept["operation_lock"]) == ([], True)
 
 
 @pytest.mark.live
