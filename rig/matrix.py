@@ -191,11 +191,11 @@ def page(root: Path = RECORDINGS) -> str:
         "lines end cleanly after the `tool.execution_start`, no version writes a `turn_end` for "
         "the killed turn, only 1.0.102 closes the killed tool on resume (a "
         "`tool.execution_complete` with error code `interrupted`, and a `session.warning`), and "
-        "before 1.0.102 the resumed run's shutdown does not count the killed call. validate "
-        "takes the resumed run's first turn for one started inside an open turn (T202, an "
-        "error) and, before 1.0.102, the killed tool for one left running at the shutdown "
-        "(X307): both are false alarms, which the session model of issue 32 is to end "
-        "(`tests/test_kill_resume.py` holds them as expected failures until then).",
+        "before 1.0.102 the resumed run's shutdown does not count the killed call. copilot-logs "
+        "reads each run of the CLI as a segment of the session: validate notes the killed turn "
+        "(T206) and, before 1.0.102, the killed tool (X309) as interrupted by the resume (info, "
+        "no error or warning), `timeline` shows them interrupted, and `usage` says which "
+        "segment's calls no shutdown holds (`tests/test_kill_resume.py`).",
         "",
         *_findings(root, versions),
         "",

@@ -207,7 +207,9 @@ class SessionBuilder(Turns):
         }
 
     def resume(self, *, after_ms: int = 60_000) -> None:
-        """``session.resume`` with ``eventCount``/``eventsFileSizeBytes`` of the file before it."""
+        """``session.resume`` with ``eventCount``/``eventsFileSizeBytes`` of the file before it.
+        A turn still open (the run before was killed: the real CLI writes nothing then) stays
+        open: no CLI version closes it on resume (tests/recordings/*/kill-resume)."""
         if after_ms < 1:
             raise ValueError("after_ms must be >= 1")
         self.event(
@@ -221,6 +223,7 @@ class SessionBuilder(Turns):
             },
             after_ms=after_ms,
         )
+        self._open_turn = None
 
     def user_requested_shell(self, command: str, output: str, *, exit_code: int = 0) -> str:
         """A ``!cmd`` shell escape: ``tool.user_requested`` + a complete with no start."""

@@ -211,21 +211,22 @@ def test_timeline_puts_each_call_and_tool_in_the_run_that_made_it(recording: Rec
             ]
 
 
-@pytest.mark.parametrize("recording", cases(lambda r: True))
+@pytest.mark.parametrize("recording", cases())
 def test_validate_finds_no_error_or_warning(recording: Recording) -> None:
-    """The CLI's own shape after a kill and a resume is no damage (today: T202, an error)."""
+    """The CLI's own shape after a kill and a resume is no damage (before the session model:
+    T202, an error)."""
     recording = recorded(recording)
     report = cli_json("validate", "--strict", str(recording.log))
     failing = [(f["code"], f["line"]) for f in report["findings"] if f["severity"] != "info"]
     assert failing == []
 
 
-@pytest.mark.parametrize("recording", cases(lambda r: not closes_the_killed_tool(r)))
+@pytest.mark.parametrize("recording", cases())
 def test_validate_never_says_the_killed_run_was_left_open_at_a_shutdown(
     recording: Recording,
 ) -> None:
     """The shutdown is the resumed run's: no turn or tool of the killed run was open at it
-    (today, X307 on the versions that write no interrupted completion)."""
+    (before the session model, X307 on the versions that write no interrupted completion)."""
     recording = recorded(recording)
     report = cli_json("validate", "--strict", str(recording.log))
     at_shutdown = [
@@ -236,7 +237,7 @@ def test_validate_never_says_the_killed_run_was_left_open_at_a_shutdown(
     assert at_shutdown == []
 
 
-@pytest.mark.parametrize("recording", cases(lambda r: True))
+@pytest.mark.parametrize("recording", cases())
 def test_timeline_never_says_open_at_shutdown(recording: Recording) -> None:
     recording = recorded(recording)
     turns = main_turns(recording)
@@ -247,7 +248,7 @@ def test_timeline_never_says_open_at_shutdown(recording: Recording) -> None:
     assert "open at shutdown" not in text
 
 
-@pytest.mark.parametrize("recording", cases(lambda r: True))
+@pytest.mark.parametrize("recording", cases())
 def test_timeline_shows_the_killed_turn_and_tool_as_interrupted(recording: Recording) -> None:
     recording = recorded(recording)
     turns = main_turns(recording)

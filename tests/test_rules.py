@@ -757,6 +757,42 @@ def open_at_end() -> ReadResult:
     return read(b.to_bytes())
 
 
+def killed_and_resumed() -> ReadResult:
+    """The real CLI's shape after a kill and a resume (tests/recordings/*/kill-resume): the
+    killed run's turn (line 5) and tool (line 7) stay open, the resumed run (line 8) starts
+    and closes its own turn, then shuts down."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("run", [bash("sleep 30", never_completes=True)], end=False)
+    b.resume()
+    b.user_message("go on")
+    b.turn("ok")
+    b.shutdown()
+    return read(b.to_bytes())
+
+
+def t206() -> tuple[ReadResult, list[int | None]]:
+    return killed_and_resumed(), [5]
+
+
+def x309() -> tuple[ReadResult, list[int | None]]:
+    return killed_and_resumed(), [7]
+
+
+def quit_then_resumed() -> ReadResult:
+    """T205's log (the user quit with the turn and the tool open), then resumed: the open
+    turn and tool were left at a shutdown of their own run (T205, X307), not by a kill."""
+    b = builder()
+    b.user_message("hi")
+    b.turn("run", [bash("rm -rf build", never_completes=True)], end=False)
+    b.shutdown()
+    b.resume()
+    b.user_message("again")
+    b.turn("ok")
+    b.shutdown()
+    return read(b.to_bytes())
+
+
 def x307() -> tuple[ReadResult, list[int | None]]:
     result, _ = t205()
     return result, [7]
@@ -871,6 +907,8 @@ TRIGGERS: dict[str, list[Callable[..., tuple[ReadResult, list[int | None]]]]] = 
     "X307": [x307],
     "X308": [x308],
     "R604": [r604],
+    "T206": [t206],
+    "X309": [x309],
 }
 
 MISSES: dict[str, list[Callable[[], ReadResult]]] = {
@@ -900,12 +938,12 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "E119": [e119_miss],
     "E120": [e120_miss],
     "T201": [t201_miss],
-    "T202": [t201_miss],
+    "T202": [t201_miss, killed_and_resumed],
     "T203": [t203_miss],
-    "T204": [t204_miss, quit_at_permission_prompt],
+    "T204": [t204_miss, quit_at_permission_prompt, killed_and_resumed],
     "X301": [x301_miss],
     "X302": [x302_miss, r602_interrupt_miss],
-    "X303": [x303_miss, quit_at_permission_prompt],
+    "X303": [x303_miss, quit_at_permission_prompt, killed_and_resumed],
     "X304": [x302_miss],
     "X305": [x301_miss],
     "X306": [x306_miss],
@@ -917,10 +955,12 @@ MISSES: dict[str, list[Callable[[], ReadResult]]] = {
     "R601": [continuity_miss],
     "R602": [continuity_miss, r602_interrupt_miss],
     "R603": [r603_miss, continuity_miss],
-    "T205": [open_at_shutdown_miss, open_at_end],
-    "X307": [open_at_shutdown_miss, open_at_end],
+    "T205": [open_at_shutdown_miss, open_at_end, killed_and_resumed],
+    "X307": [open_at_shutdown_miss, open_at_end, killed_and_resumed],
     "X308": [x302_miss, interrupted_x302_miss],
     "R604": [r604_miss, clean_result],
+    "T206": [open_at_end, quit_then_resumed, open_at_shutdown_miss],
+    "X309": [open_at_end, quit_then_resumed, open_at_shutdown_miss],
 }
 
 
@@ -1089,13 +1129,13 @@ def test_every_reader_kind_maps_to_its_own_rule() -> None:
     ("select", "ignore", "expected"),
     [
         (None, [], [rule.code for rule in RULES]),
-        (["T2"], [], ["T201", "T202", "T203", "T204", "T205"]),
+        (["T2"], [], ["T201", "T202", "T203", "T204", "T205", "T206"]),
         (["t201,orphan-tool-complete"], [], ["T201", "X301"]),
         (["ALL"], ["E", "X", "S", "C", "R", "T20"], []),
         (
             ["X30"],
             ["tool-never-completed"],
-            ["X301", "X302", "X304", "X305", "X306", "X307", "X308"],
+            ["X301", "X302", "X304", "X305", "X306", "X307", "X308", "X309"],
         ),
     ],
 )

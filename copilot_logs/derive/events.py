@@ -74,7 +74,7 @@ LIFECYCLE: dict[str, tuple[tuple[str, ...], str, pl.DataType]] = {
     "branch": (("session.start", RESUME), "$.context.branch", pl.String()),
     "claimed_session_id": (("session.start",), "$.sessionId", pl.String()),
     "shutdown_type": ((SHUTDOWN,), "$.shutdownType", pl.String()),
-    "event_count": ((RESUME,), "$.eventCount", pl.Int64()),
+    "event_count": ((RESUME,), "$.eventCount", pl.Float64()),
     "file_size": ((RESUME, SHUTDOWN), "$.eventsFileSizeBytes", pl.Float64()),
     "summary": ((TASK_COMPLETE,), "$.summary", pl.String()),
     "blocker": ((TASK_COMPLETE,), "$.blocker", pl.String()),

@@ -7,8 +7,20 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.derive.events import MAIN, SESSION, TURN_END, TURN_START, TYPE, open_state
+from copilot_logs.derive.events import (
+    INTERRUPTED,
+    MAIN,
+    SESSION,
+    TURN_END,
+    TURN_START,
+    TYPE,
+    open_state,
+)
 from copilot_logs.ingest.decode import cli_format
+
+INTERRUPTED_CODE = "interrupted"
+"""The error code of the ``tool.execution_complete`` CLI 1.0.102 writes on resume for a tool its
+killed run left running."""
 
 COUNT_FIELDS = (
     "llm_calls",
@@ -128,6 +140,7 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
         completed_at=pl.col("timestamp"),
         success="success",
         error="error",
+        error_code="error_code",
         is_user_requested=pl.col("is_user_requested").fill_null(False),
         result=pl.col("text"),
         complete_turn_index=pl.when(pl.col("during_turn")).then(pl.col("turn_index")),
@@ -148,10 +161,20 @@ def tools(annotated: pl.DataFrame) -> pl.DataFrame:
             line=pl.coalesce("start_line", "complete_line"),
         )
         .with_columns(
-            state=open_state(
-                pl.col("started_at").is_not_null() & pl.col("completed_at").is_null(),
-                "start_line",
+            # CLI 1.0.102 closes a tool its killed run left running when the session is resumed,
+            # with the error code `interrupted` (tests/recordings/1.0.102/kill-resume): the
+            # CLI's own word that its run was killed. Its time to that note is no run time.
+            state=pl.when((pl.col("error_code") == INTERRUPTED_CODE).fill_null(False))
+            .then(pl.lit(INTERRUPTED))
+            .otherwise(
+                open_state(
+                    pl.col("started_at").is_not_null() & pl.col("completed_at").is_null(),
+                    "start_line",
+                )
             ),
+        )
+        .with_columns(
+            duration_ms=pl.when(pl.col("state") != INTERRUPTED).then(pl.col("duration_ms")),
         )
         .drop(
             "complete_agent_id",
@@ -260,7 +283,10 @@ def subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             duration_ms=(pl.col("ended_at") - pl.col("timestamp")).dt.total_milliseconds(),
             ended_loop=(pl.col("messages") > 0) & (pl.col("requested_tools").list.len() == 0),
-            state=open_state(pl.col("open")),
+            # Where the agent writes no turn pair (``open`` null), what became of the call
+            # had it been left open (its run's end decides: the timeline asks it of the last
+            # call of a sub-agent still running).
+            state=open_state(pl.col("open").fill_null(True)),
         )
         .drop("segment_end", "segment_shutdown_line")
     )

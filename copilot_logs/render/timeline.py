@@ -171,8 +171,7 @@ def _summary(session: Node) -> Text:
     parts = [
         where,
         session["model"] or "model unknown",
-        plural(session["llm_calls"], "LLM call", grouped=True)
-        + (f" ({session['open_turns']} open)" if session["open_turns"] else ""),
+        plural(session["llm_calls"], "LLM call", grouped=True) + _open_note(session),
         plural(session["tool_calls"], "tool call", grouped=True)
         + (f" ({session['failed_tool_calls']} failed)" if session["failed_tool_calls"] else ""),
     ]
@@ -237,7 +236,10 @@ def _interaction_line(interaction: Node, session_model: str | None, show_tools: 
 def _turn_line(turn: Node, session_model: str | None, show_tools: bool) -> Line:
     label = Text.assemble((f"#{turn['turn_index']}", "bold"))
     label.append(f" t{turn['turn_id']}" if turn["turn_id"] is not None else "", style="dim")
-    if turn.get("open_at_shutdown"):
+    if turn.get("interrupted"):
+        # Its run of the CLI was killed or crashed, and a later run resumed the session.
+        label.append(" [interrupted]", style="bold yellow")
+    elif turn.get("open_at_shutdown"):
         label.append(" [open at shutdown]", style="bold yellow")
     elif turn["open"]:
         label.append(" [open]", style="bold yellow")
@@ -312,6 +314,9 @@ def _tool_line(tool: Node, *, parent_open: bool = False) -> Line:
         label.append(" failed", style="bold red")
         if tool["error"]:
             label.append(": " + _preview(tool["error"]), style="red")
+    elif status == "interrupted":
+        # Its run of the CLI was killed or crashed while it ran; the session was resumed.
+        label.append(" interrupted", style="bold yellow")
     elif tool.get("open_at_shutdown"):
         # The user ended the session while it waited or ran (e.g. at a permission prompt).
         label.append(" open at shutdown", style="bold yellow")
@@ -384,3 +389,13 @@ def _spanning(label: Text, node: Node, style: str, children: list[Line] | None =
 def _in_order(children: list[tuple[int, Line]]) -> list[Line]:
     """The lines by the log line each stands for."""
     return [line for _, line in sorted(children, key=lambda pair: pair[0])]
+
+
+def _open_note(session: Node) -> str:
+    """How many of the session's turns are open: left open at the end or at a shutdown, and
+    interrupted by a kill the session was resumed from."""
+    interrupted = session.get("interrupted_turns", 0)
+    still_open = session["open_turns"] - interrupted
+    notes = [f"{still_open} open"] if still_open else []
+    notes += [f"{interrupted} interrupted"] if interrupted else []
+    return f" ({', '.join(notes)})" if notes else ""

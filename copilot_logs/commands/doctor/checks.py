@@ -53,6 +53,7 @@ VALID_JSON_KINDS = frozenset({"out-of-range-number", "lone-surrogate"})
 DAMAGE_OF_RULE = {
     "X303": (OPEN_TOOL, "orphan-start"),
     "X307": (OPEN_TOOL, "orphan-start"),
+    "X309": (OPEN_TOOL, "orphan-start"),
     "X306": (OPEN_TOOL, "orphan-request"),
     "X302": (OPEN_TOOL, "orphan-mid"),
     "S401": (OUT_OF_PLACE, None),

@@ -140,6 +140,7 @@ def subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
         "previous_at",
         "ended_at",
         "open",
+        "state",
         "turn_id",
         "model",
         "text",
@@ -169,8 +170,16 @@ def events_frame(annotated: pl.DataFrame) -> pl.DataFrame:
         "agent_mode",
         "success",
         "outcome",
-        "detail",
         "stray_end",
+        "info_type",
+        "warning_type",
+        "event_count",
+        "shutdown_type",
+        "tokens_removed",
+        "compaction_success",
+        "compaction_error",
+        "previous_mode",
+        "previous_model",
     )
 
 

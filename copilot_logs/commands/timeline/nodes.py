@@ -13,7 +13,6 @@ from typing import Any
 
 from copilot_logs import derive
 from copilot_logs.commands.timeline.frames import CALL_FIGURES
-from copilot_logs.ingest.decode.event_structs import parse_detail
 
 Node = dict[str, Any]
 Row = dict[str, Any]
@@ -36,9 +35,9 @@ def ms_between(later: datetime | None, earlier: datetime | None) -> int | None:
 
 
 def event_text(row: Row) -> str:
-    """A short line saying what a lifecycle event did."""
+    """A short line saying what a lifecycle event did (its payload fields as the session model
+    reads them: :data:`copilot_logs.derive.events.LIFECYCLE`)."""
     kind = row["type"]
-    data = parse_detail(row.get("detail"))
     text = row.get("text") or ""
     if row.get("stray_end") or kind == derive.TURN_END:
         return f"turn_end with no open turn (turn id {row.get('turn_id')})"
@@ -49,17 +48,19 @@ def event_text(row: Row) -> str:
         message = row.get("error") or text
         return f"{code}: {message}" if code else message
     if kind in ("session.warning", "session.info"):
-        label = data.get("infoType") or data.get("warningType")
+        label = row.get("info_type") or row.get("warning_type")
         return f"{label}: {text}" if label else text
     if kind in ("session.compaction_start", "session.compaction_complete"):
-        return _compaction_text(kind, data)
+        return _compaction_text(kind, row)
     if kind == "session.resume":
-        count = data.get("eventCount")
-        return f"resumed after {count:,} events" if isinstance(count, int) else "resumed"
+        count = row.get("event_count")
+        return f"resumed after {count:,.0f} events" if count is not None else "resumed"
     if kind == "session.shutdown":
-        return f"shutdown ({data.get('shutdownType') or 'unknown'})"
-    if kind in ("session.mode_changed", "session.model_change"):
-        return _change_text(kind, row, data)
+        return f"shutdown ({row.get('shutdown_type') or 'unknown'})"
+    if kind == "session.mode_changed":
+        return _change_text("mode", row.get("agent_mode"), row.get("previous_mode"))
+    if kind == "session.model_change":
+        return _change_text("model", row.get("model"), row.get("previous_model"))
     if kind == "session.auto_mode_resolved":
         return f"auto model resolved to {row.get('model')}"
     if kind == "session.task_complete":
@@ -69,21 +70,16 @@ def event_text(row: Row) -> str:
     return text or kind
 
 
-def _compaction_text(kind: str, data: dict[str, Any]) -> str:
+def _compaction_text(kind: str, row: Row) -> str:
     if kind == "session.compaction_start":
         return "compaction started"
-    if data.get("success") is False:
-        return f"compaction failed: {data.get('error') or 'no reason given'}"
-    removed = data.get("tokensRemoved")
-    return f"compaction removed {removed:,} tokens" if isinstance(removed, int) else "compacted"
+    if row.get("compaction_success") is False:
+        return f"compaction failed: {row.get('compaction_error') or 'no reason given'}"
+    removed = row.get("tokens_removed")
+    return f"compaction removed {removed:,} tokens" if removed is not None else "compacted"
 
 
-def _change_text(kind: str, row: Row, data: dict[str, Any]) -> str:
-    if kind == "session.mode_changed":
-        label, new, old = "mode", data.get("newMode") or row.get("agent_mode"), "previousMode"
-    else:
-        label, new, old = "model", data.get("newModel") or row.get("model"), "previousModel"
-    previous = data.get(old)
+def _change_text(label: str, new: str | None, previous: str | None) -> str:
     return f"{label} {previous} -> {new}" if previous else f"{label} {new}"
 
 
@@ -105,13 +101,6 @@ class SessionNodes:
         self.facts = facts
         self.start: datetime | None = facts["started_at"]
         self.include_tools = include_tools
-        self.shutdown_line: int | None = None
-        """The line of the session's last session.shutdown: what is open before it was left
-        open when the user ended the session, not cut off."""
-
-    def left_open(self, line: int | None) -> bool:
-        """Whether something still open that began on ``line`` was open at a shutdown."""
-        return self.shutdown_line is not None and line is not None and line < self.shutdown_line
 
     def offset(self, moment: datetime | None) -> int | None:
         return ms_between(moment, self.start)
@@ -139,7 +128,9 @@ class SessionNodes:
         }
 
     def tool(self, row: Row) -> Node:
-        if row["completed_at"] is None:
+        if row["state"] == derive.INTERRUPTED:
+            status = "interrupted"
+        elif row["completed_at"] is None:
             status = "open"
         else:
             status = "failed" if row["success"] is False else "ok"
@@ -152,7 +143,7 @@ class SessionNodes:
             "completed_at": iso(row["completed_at"]),
             "duration_ms": row["duration_ms"],
             "status": status,
-            "open_at_shutdown": status == "open" and self.left_open(row["line"]),
+            "open_at_shutdown": row["state"] == derive.OPEN_AT_SHUTDOWN,
             "error": row["error"],
             "error_code": row["error_code"] if status == "failed" else None,
             "user_requested": row["is_user_requested"],
@@ -175,7 +166,8 @@ class SessionNodes:
                 "duration_ms": row["duration_ms"],
                 "elapsed_ms": ms_between(ended_at or row["last_event_at"], row["started_at"]),
                 "open": row["open"],
-                "open_at_shutdown": row["open"] and self.left_open(row["line"]),
+                "open_at_shutdown": row["state"] == derive.OPEN_AT_SHUTDOWN,
+                "interrupted": row["state"] == derive.INTERRUPTED,
                 "model": row["model"],
                 "text": row["text"],
                 "messages": row["messages"],
@@ -247,7 +239,8 @@ class SessionNodes:
                 **self.placed(call, started_at),
                 "duration_ms": ms_between(ended_at, started_at),
                 "open": is_open,
-                "open_at_shutdown": is_open and self.left_open(call["line"]),
+                "open_at_shutdown": is_open and call["state"] == derive.OPEN_AT_SHUTDOWN,
+                "interrupted": is_open and call["state"] == derive.INTERRUPTED,
                 "model": call["model"] or run["model"],
                 "text": call["text"],
                 "output_tokens": _output_tokens(call),

@@ -89,9 +89,6 @@ class _Placement:
 
 def build_session(nodes: SessionNodes, rows: SessionRows, prompts: Prompts) -> Node:
     """The tree of one session log (see :func:`copilot_logs.commands.timeline.timeline`)."""
-    nodes.shutdown_line = max(
-        (e["line"] for e in rows.events if e["type"] == "session.shutdown"), default=None
-    )
     place = _Placement(rows)
     _place_subagents(nodes, rows, place, prompts)
     heads = _interaction_heads(nodes, rows.messages)
@@ -227,6 +224,7 @@ def _session(
         "model": facts["model"],
         "llm_calls": len(main_turns),
         "open_turns": sum(1 for t in main_turns if t["open"]),
+        "interrupted_turns": sum(1 for t in main_turns if t["interrupted"]),
         "tool_calls": sum(t["tool_calls"] for t in main_turns),
         "failed_tool_calls": sum(t["failed_tool_calls"] for t in main_turns),
         "subagent_calls": len(rows.calls),

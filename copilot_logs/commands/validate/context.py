@@ -61,6 +61,7 @@ def prepare(events: pl.DataFrame) -> pl.DataFrame:
     is_end = MAIN & (TYPE == TURN_END)
     marker = pl.when(is_start).then(pl.lit("start")).when(is_end).then(pl.lit("end"))
     turn_key = [LOG, "turn_index"]
+    segment = (LOG, "segment")
     frame = annotated.with_columns(
         _row=pl.int_range(pl.len()).over(LOG),
         _prev_id=pl.col("event_id").shift(1).over(LOG),
@@ -69,22 +70,24 @@ def prepare(events: pl.DataFrame) -> pl.DataFrame:
         _prev_type=TYPE.shift(1).over(LOG),
         _next_type=TYPE.shift(-1).over(LOG),
         _next_line=pl.col("line").shift(-1).over(LOG),
-        _marker=marker.forward_fill().over(LOG),
-        _marker_line=pl.when(is_start | is_end).then(pl.col("line")).forward_fill().over(LOG),
+        # A turn left open when its run ended (killed, then resumed) is not the turn a later
+        # run's lines continue: the markers and shutdowns are read per segment.
+        _marker=marker.forward_fill().over(*segment),
+        _marker_line=pl.when(is_start | is_end).then(pl.col("line")).forward_fill().over(*segment),
         _open_turn_id=pl.col("turn_id").filter(is_start).first().over(turn_key),
         _shutdown_after=pl.when(TYPE == "session.shutdown")
         .then(pl.col("line"))
         .backward_fill()
-        .over(LOG),
+        .over(*segment),
         _shutdown_type=pl.when(TYPE == "session.shutdown")
-        .then(pl.col("detail").str.json_path_match("$.shutdownType").fill_null("routine"))
+        .then(pl.col("shutdown_type").fill_null("routine"))
         .backward_fill()
-        .over(LOG),
+        .over(*segment),
         _turn_end_line=pl.col("line").filter(pl.col("closes_turn")).first().over(turn_key),
     )
     return frame.with_columns(
-        _prev_marker=pl.col("_marker").shift(1).over(LOG),
-        _prev_marker_line=pl.col("_marker_line").shift(1).over(LOG),
+        _prev_marker=pl.col("_marker").shift(1).over(*segment),
+        _prev_marker_line=pl.col("_marker_line").shift(1).over(*segment),
     ).collect(engine="in-memory")
 
 

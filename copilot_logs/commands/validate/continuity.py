@@ -13,10 +13,6 @@ from copilot_logs.ingest.decode import cli_format
 CONTINUITY = Family("R")
 
 
-def _number(path: str) -> pl.Expr:
-    return pl.col("detail").str.json_path_match(path).cast(pl.Float64, strict=False)
-
-
 @CONTINUITY.rule(
     "R601",
     "event-count-mismatch",
@@ -29,7 +25,7 @@ def _number(path: str) -> pl.Expr:
 )
 def event_count(ctx: Context) -> pl.LazyFrame:
     resumes = ctx.events.filter(TYPE == "session.resume").with_columns(
-        _claimed=_number("$.eventCount")
+        _claimed=pl.col("event_count")
     )
     duplicates = ctx.diagnostics.filter(pl.col("kind") == "duplicate-id").select(
         *SESSION, _dup_line="line"
@@ -72,7 +68,7 @@ def _sizes(ctx: Context) -> pl.LazyFrame:
         .filter(TYPE.is_in(_SIZED))
         .join(marks.with_columns(_mark=pl.lit(3, pl.Int64)), on="file", how="left")
         .with_columns(
-            _claimed=_number("$.eventsFileSizeBytes"),
+            _claimed=pl.col("file_size"),
             # A later session's bytes count from its own first line, the first's from the
             # file's start (after a byte order mark).
             offset=pl.col("offset") - shift.fill_null(0),
@@ -182,8 +178,7 @@ def several_sessions(ctx: Context) -> pl.LazyFrame:
     "verified for that version. Reported on the session.start line.",
 )
 def newer_cli(ctx: Context) -> pl.LazyFrame:
-    version = pl.col("detail").str.json_path_match("$.copilotVersion")
-    starts = ctx.events.filter(TYPE == "session.start").with_columns(_version=version)
+    starts = ctx.events.filter(TYPE == "session.start").with_columns(_version="copilot_version")
     newer = starts.filter(
         pl.col("_version").map_elements(cli_format.newer_than_verified, return_dtype=pl.Boolean)
     )

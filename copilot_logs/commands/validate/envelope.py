@@ -186,7 +186,7 @@ def session_id(ctx: Context) -> pl.LazyFrame:
         .unique(subset=["file"], keep="first", maintain_order=True)
         .with_columns(
             _expected=named.otherwise(stem),
-            _claimed=pl.col("detail").str.json_path_match("$.sessionId"),
+            _claimed=pl.col("claimed_session_id"),
         )
     )
     wrong = starts.filter(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from copilot_logs import derive
 from copilot_logs.commands.validate.context import (
     LOCATION,
     LOG,
@@ -97,6 +98,8 @@ def _runs(ctx: Context) -> pl.LazyFrame:
             .then(pl.lit("its turn ended"))
             .otherwise(pl.lit("its sub-agent finished")),
             _interrupted=MAIN & pl.col("in_turn") & pl.col("_abort_line").is_not_null(),
+            # What became of a start never completed, from how its run ended.
+            _state=derive.open_state(pl.lit(True)),
         )
     )
 
@@ -152,14 +155,10 @@ def not_completed_in_turn(ctx: Context) -> pl.LazyFrame:
     "The start's turn (or sub-agent) is still open at the end of the log and no "
     "`session.shutdown` follows the start: the session was cut off while the tool ran, or "
     "is still running. Reported at the start's line. A tool left running at a shutdown "
-    "is X307 instead.",
+    "is X307 instead, one left running by a run the CLI later resumed X309.",
 )
 def never_completed(ctx: Context) -> pl.LazyFrame:
-    runs = _runs(ctx).filter(
-        pl.col("_deadline").is_null()
-        & pl.col("_done_line").is_null()
-        & pl.col("_shutdown_after").is_null()
-    )
+    runs = _left_running(ctx, derive.STILL_OPEN)
     return found(
         runs,
         pl.format(
@@ -264,11 +263,7 @@ def requested_not_started(ctx: Context) -> pl.LazyFrame:
     "prompt for it. The log is whole (X303 does not fire); the tool never ran to its end.",
 )
 def open_at_shutdown(ctx: Context) -> pl.LazyFrame:
-    runs = _runs(ctx).filter(
-        pl.col("_deadline").is_null()
-        & pl.col("_done_line").is_null()
-        & pl.col("_shutdown_after").is_not_null()
-    )
+    runs = _left_running(ctx, derive.OPEN_AT_SHUTDOWN)
     return found(
         runs,
         pl.format(
@@ -278,6 +273,14 @@ def open_at_shutdown(ctx: Context) -> pl.LazyFrame:
             "_shutdown_after",
             why_shut_down(),
         ),
+    )
+
+
+def _left_running(ctx: Context, state: str) -> pl.LazyFrame:
+    """The tool runs with no deadline (no turn_end or sub-agent end after them) and no
+    complete, whose run of the CLI left them ``state``."""
+    return _runs(ctx).filter(
+        pl.col("_deadline").is_null() & pl.col("_done_line").is_null() & (pl.col("_state") == state)
     )
 
 
@@ -308,6 +311,30 @@ def interrupted(ctx: Context) -> pl.LazyFrame:
             text(pl.col("tool_name")),
             "tool_call_id",
             "_abort_line",
+        ),
+    )
+
+
+@TOOLS.rule(
+    "X309",
+    "tool-interrupted-by-resume",
+    "info",
+    "A tool was still running when its run of the CLI ended, and a later run resumed the session.",
+    "The run that started the tool was killed or crashed, and `--resume` took the session up "
+    "again. CLI 1.0.102 then writes a `tool.execution_complete` with the error code "
+    "`interrupted` for it (no finding); older versions write nothing, and the tool stays "
+    "open: the shape the real CLI writes on every such resume "
+    "(tests/recordings/*/kill-resume), not damage. The tool never ran to its end.",
+)
+def interrupted_by_resume(ctx: Context) -> pl.LazyFrame:
+    runs = _left_running(ctx, derive.INTERRUPTED)
+    return found(
+        runs,
+        pl.format(
+            "{} ({}) was still running when its run ended (killed or crashed) and the session "
+            "was resumed",
+            text(pl.col("tool_name")),
+            "tool_call_id",
         ),
     )
 

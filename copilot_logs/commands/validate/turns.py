@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from copilot_logs import derive
 from copilot_logs.commands.validate.context import (
     LOG,
     Context,
@@ -83,13 +84,15 @@ def id_mismatch(ctx: Context) -> pl.LazyFrame:
 
 @shared
 def _open_last_turn(ctx: Context) -> pl.LazyFrame:
-    """The turn_start of a session's last turn when no turn_end closed it."""
+    """The turn_start of each run's last turn when no turn_end closed it, with what became of
+    it (:func:`copilot_logs.derive.open_state`)."""
     marks = ctx.events.filter(MAIN & TYPE.is_in([TURN_START, TURN_END]))
+    run = (LOG, "segment")
     return marks.filter(
         (TYPE == TURN_START)
-        & (pl.col("_marker").last().over(LOG) == "start")
-        & (pl.col("turn_index") == pl.col("turn_index").max().over(LOG))
-    )
+        & (pl.col("_marker").last().over(*run) == "start")
+        & (pl.col("turn_index") == pl.col("turn_index").max().over(*run))
+    ).with_columns(_state=derive.open_state(pl.lit(True)))
 
 
 @TURNS.rule(
@@ -100,10 +103,11 @@ def _open_last_turn(ctx: Context) -> pl.LazyFrame:
     "The last `assistant.turn_start` has no `turn_end` and no `session.shutdown` follows "
     "it: the session was cut off (killed, crashed) or is still running. The LLM call is "
     "counted, as an open turn. The finding points at the open turn's `turn_start`. A turn "
-    "left open at a shutdown is T205 instead.",
+    "left open at a shutdown is T205 instead, one left open by a run the CLI later resumed "
+    "T206.",
 )
 def unclosed(ctx: Context) -> pl.LazyFrame:
-    open_at_end = _open_last_turn(ctx).filter(pl.col("_shutdown_after").is_null())
+    open_at_end = _open_last_turn(ctx).filter(pl.col("_state") == derive.STILL_OPEN)
     return found(
         open_at_end,
         pl.format(
@@ -126,7 +130,7 @@ def unclosed(ctx: Context) -> pl.LazyFrame:
     "does not fire). Reported so the open turn is not mistaken for damage.",
 )
 def open_at_shutdown(ctx: Context) -> pl.LazyFrame:
-    left_open = _open_last_turn(ctx).filter(pl.col("_shutdown_after").is_not_null())
+    left_open = _open_last_turn(ctx).filter(pl.col("_state") == derive.OPEN_AT_SHUTDOWN)
     return found(
         left_open,
         pl.format(
@@ -134,6 +138,34 @@ def open_at_shutdown(ctx: Context) -> pl.LazyFrame:
             text(pl.col("turn_id")),
             "_shutdown_after",
             why_shut_down(),
+        ),
+    )
+
+
+@TURNS.rule(
+    "T206",
+    "interrupted-by-resume",
+    "info",
+    "A turn was still open when its run of the CLI ended, and a later run resumed the session.",
+    "The run that wrote the turn was killed or crashed (the CLI writes nothing on SIGKILL: "
+    "its log ends after the last line it wrote, often a `tool.execution_start`), and "
+    "`--resume` took the session up again. No CLI version closes the killed turn: this is "
+    "the shape the real CLI writes on every such resume (tests/recordings/*/kill-resume), "
+    "not damage. The LLM call is counted, as an open turn; the next `turn_start` belongs to "
+    "the new run (T202 does not fire).",
+)
+def interrupted_by_resume(ctx: Context) -> pl.LazyFrame:
+    killed = _open_last_turn(ctx).filter(pl.col("_state") == derive.INTERRUPTED)
+    resumes = ctx.events.filter(TYPE == "session.resume").select(
+        LOG, segment=pl.col("segment") - 1, _resume_line="line"
+    )
+    return found(
+        killed.join(resumes, on=[LOG, "segment"], how="left"),
+        pl.format(
+            "the turn (turnId {}) was still open when its run ended (killed or crashed); the "
+            "session was resumed on line {}",
+            text(pl.col("turn_id")),
+            text(pl.col("_resume_line")),
         ),
     )
 

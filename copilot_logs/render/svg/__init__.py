@@ -117,13 +117,18 @@ def _pack(tools: list[Node], span: int) -> list[tuple[int, Node]]:
 
 
 def _tool_end(tool: Node, span: int) -> int:
+    if tool["status"] == "interrupted":
+        # When its killed run stopped is not in the log: a mark where it started.
+        return int(tool["offset_ms"] or 0)
     if tool["status"] == "open" or tool.get("duration_ms") is None:
         return span
     return int(tool["offset_ms"] + tool["duration_ms"])
 
 
 def _draw_tool(canvas: Canvas, tool: Node, y: float, height: float, where: str) -> None:
-    kind = {"failed": "tool_failed", "open": "tool_open"}.get(tool["status"], "tool_ok")
+    kind = {"failed": "tool_failed", "open": "tool_open", "interrupted": "tool_failed"}.get(
+        tool["status"], "tool_ok"
+    )
     fill, stroke = COLOURS[kind]
     start = tool["offset_ms"]
     canvas.bar(

@@ -35,6 +35,8 @@ def interaction_tip(node: Node) -> str:
 def turn_tip(turn: Node, interaction: int) -> str:
     left = " at shutdown" if turn.get("open_at_shutdown") else ""  # the user quit while it ran
     state = f"open{left} (no turn_end)" if turn["open"] else f"took {duration(turn['duration_ms'])}"
+    if turn.get("interrupted"):
+        state = "interrupted: its run was killed or crashed, and the session resumed later"
     lines = [
         f"Turn {turn['turn_index']} (turn id {turn['turn_id']}), interaction #{interaction}",
         f"at {offset(turn['offset_ms'])}, {state}",
