@@ -17,7 +17,6 @@ from typing import Any
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs import usage_records as _usage_records
 from copilot_logs.commands import audit as _audit
 from copilot_logs.commands import count as count_core
 from copilot_logs.commands import export as _export
@@ -25,6 +24,7 @@ from copilot_logs.commands import sessions as sessions_core
 from copilot_logs.commands import timeline as _timeline
 from copilot_logs.commands import usage as _usage
 from copilot_logs.commands import validate as validate_core
+from copilot_logs.derive import records as _records
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import Selection, find_sources, parse_when
 from copilot_logs.ingest.reader import ReadResult
@@ -126,7 +126,7 @@ def subagent_runs(result: ReadResult) -> pl.DataFrame:
 def usage_records(result: ReadResult) -> pl.DataFrame:
     """One row per LLM call, from the CLI's ``session.usage_record`` lines (CLI 1.0.102 on;
     empty for older logs): model, tokens, cost, duration, who initiated it."""
-    return _usage_records.usage_records(derive.annotate(result.events))
+    return _records.usage_records(derive.annotate(result.events))
 
 
 def timeline(result: ReadResult, *, include_tools: bool = True) -> list[dict[str, Any]]:

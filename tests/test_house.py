@@ -66,7 +66,6 @@ LAYERS = {
     "durations": 0,
     "ingest": 1,
     "derive": 2,
-    "usage_records": 2,
     "store": 2,
     "commands": 3,
     "render": 4,

@@ -4,16 +4,15 @@ and completes. What the recordings hold, and what every command says of them, ag
 truth: which run (segment) each call the server answered belongs to, where each run's part of the
 log ends (``runs[i].log_lines``), and what sat beside the log after each run.
 
-The facts of the CLI checked first are those /work/shared/event-format.md states ("A run that was
-killed, a retry, and what sits beside the log"). The tests that today's code fails because the
-session model (segments) does not exist yet are ``xfail(strict=True)``: when the model lands they
-pass, and the marks go. The names they read that no command has yet (a turn's ``interrupted``, a
-tool's status ``interrupted``, a usage row's ``segments``) are a proposal for the model.
+The facts of the CLI checked first are those ../shared/event-format.md states ("A run that was
+killed, a retry, and what sits beside the log"). Then what the session model makes of them:
+no error or warning from validate (T206, X309 are info), the killed turn and tool
+``interrupted`` in the timeline, never "open at shutdown", and a usage row that is complete
+only when a shutdown holds every call, with its ``segments`` saying which run lost a call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -27,7 +26,6 @@ from .recorded import COMMITTED, KILLED_AND_RESUMED, Recording
 
 pytestmark = pytest.mark.live
 
-SEGMENTS = pytest.mark.xfail(strict=True, reason="issue 32: session model (segments)")
 INTERRUPTED_COMPLETION = (1, 0, 102)
 """The first CLI that closes the killed tool on resume (and whose shutdown keeps the killed
 call's usage)."""
@@ -40,12 +38,9 @@ def closes_the_killed_tool(recording: Recording) -> bool:
     return (version_key(recording.version) or ()) >= INTERRUPTED_COMPLETION
 
 
-def cases(fails_today: Callable[[Recording], bool] = lambda r: False) -> list[Any]:
-    """Every kill-resume recording; xfail (segments) where ``fails_today``."""
-    return [
-        pytest.param(r, id=r.id, marks=SEGMENTS if fails_today(r) else ())
-        for r in KILLED_AND_RESUMED
-    ]
+def cases() -> list[Any]:
+    """Every kill-resume recording."""
+    return [pytest.param(r, id=r.id) for r in KILLED_AND_RESUMED]
 
 
 def recorded(recording: Recording) -> Recording:
@@ -269,11 +264,11 @@ def test_usage_counts_the_calls_of_both_runs(recording: Recording) -> None:
     assert (row["llm_calls"], row["subagent_calls"]) == (len(recording.served), 0)
 
 
-@pytest.mark.parametrize("recording", cases(lambda r: not closes_the_killed_tool(r)))
+@pytest.mark.parametrize("recording", cases())
 def test_usage_is_complete_only_when_a_shutdown_holds_every_call(recording: Recording) -> None:
     """1.0.102's shutdown holds the killed call: complete, reconciled, the server's sums. The
-    older ones hold the resumed run's calls only: the row is not complete (today it says
-    complete, with a reconciliation that says mismatch)."""
+    older ones hold the resumed run's calls only: the row is not complete (before the session
+    model it said complete, with a reconciliation that said mismatch)."""
     recording = recorded(recording)
     (row,) = cli_json("usage", str(recording.log))["rows"]
     held = recording.served if closes_the_killed_tool(recording) else recording.served_in(1)
@@ -286,7 +281,7 @@ def test_usage_is_complete_only_when_a_shutdown_holds_every_call(recording: Reco
     assert (row["reconciliation"] == "exact") is every_call
 
 
-@pytest.mark.parametrize("recording", cases(lambda r: True))
+@pytest.mark.parametrize("recording", cases())
 def test_usage_names_the_segment_that_lost_a_call(recording: Recording) -> None:
     """One segment per run: its LLM calls, and those whose usage no shutdown holds (the
     killed run's call before 1.0.102)."""

@@ -31,8 +31,8 @@ from collections.abc import Mapping
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.usage.calls import call_usage
 from copilot_logs.derive import MAIN, SESSION, TYPE
+from copilot_logs.derive.calls import call_usage
 
 STALLED_NUDGES = "stalled-nudges"
 REPEATED_CALL = "repeated-call"

@@ -15,8 +15,8 @@ from typing import Any
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.usage.calls import call_usage
 from copilot_logs.derive import MAIN, SESSION, TYPE
+from copilot_logs.derive.calls import call_usage
 
 Row = dict[str, Any]
 
@@ -84,7 +84,7 @@ CALL_FIGURES = (
     "api_call_id",
     "usage_source",
 )
-"""What a call node shows of its usage (:mod:`copilot_logs.commands.usage.calls`)."""
+"""What a call node shows of its usage (:mod:`copilot_logs.derive.calls`)."""
 
 
 def call_figures(annotated: pl.DataFrame) -> pl.DataFrame:

@@ -23,8 +23,8 @@ from typing import Any
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.usage import lifecycle, session_rows
-from copilot_logs.commands.usage.calls import (
+from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive.calls import (
     CALL_SCHEMA,
     EXACT,
     FROM_TOTALS,
@@ -33,8 +33,8 @@ from copilot_logs.commands.usage.calls import (
     call_usage,
     credits,
 )
-from copilot_logs.commands.usage.shutdown import TOKEN_FIELDS, agent_figures
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive.shutdowns import TOKEN_FIELDS, agent_figures
+from copilot_logs.derive.usage import lifecycle, session_rows
 from copilot_logs.ingest.reader import ReadResult
 
 CALL_GROUPINGS = ("call", "prompt", "agent", "task")

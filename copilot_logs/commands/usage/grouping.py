@@ -14,8 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from copilot_logs.commands.usage.shutdown import MODEL_FIGURES, MODEL_USAGE, NANO_PER_CREDIT, SUMMED
 from copilot_logs.derive import SESSION
+from copilot_logs.derive.shutdowns import MODEL_FIGURES, MODEL_USAGE, NANO_PER_CREDIT, SUMMED
 
 GROUPINGS = ("session", "day", "week", "month", "model", "repository")
 

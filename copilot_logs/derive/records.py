@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive.events import SESSION, TYPE
+from copilot_logs.derive.shutdowns import MAX_FIGURE
 
 USAGE_RECORD = "session.usage_record"
 
@@ -62,7 +63,7 @@ def usage_records(annotated: pl.DataFrame) -> pl.DataFrame:
     :func:`copilot_logs.derive.annotate`), in file order, with :data:`USAGE_RECORD_SCHEMA`."""
     usage = pl.col("detail")
     columns = [
-        usage.str.json_path_match(f"$.usage.{path}").cast(dtype, strict=False).alias(name)
+        _field(usage.str.json_path_match(f"$.usage.{path}"), dtype).alias(name)
         for name, (path, dtype) in FIELDS.items()
     ]
     return (
@@ -70,3 +71,15 @@ def usage_records(annotated: pl.DataFrame) -> pl.DataFrame:
         .select(*SESSION, "line", "event_id", "timestamp", "agent_id", "agent_instance", *columns)
         .sort(*SESSION, "line")
     )
+
+
+def _field(text: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A field's JSON text in its column's type. A number must be one a log may hold as a
+    figure: finite, from 0 to :data:`~copilot_logs.derive.shutdowns.MAX_FIGURE` (a string such
+    as ``"NaN"`` or ``"Infinity"``, a negative or an absurd amount is null, never a figure that
+    prints ``nan`` or wraps a sum around)."""
+    value = text.cast(dtype, strict=False)
+    if dtype == pl.String():
+        return value
+    number = value.cast(pl.Float64)
+    return pl.when(number.is_finite() & number.is_between(0, MAX_FIGURE)).then(value)

@@ -1,4 +1,4 @@
-"""One session log's usage, from the payloads of its ``session.shutdown`` events.
+"""One session log's usage figures, from the payloads of its ``session.shutdown`` events.
 
 Decisions, each kept where it is applied:
 
@@ -78,10 +78,25 @@ SUMMED = (
 )
 
 
+MAX_FIGURE = 1 << 50
+"""The largest count or amount taken as a figure (about 10^15 tokens, or a million credits in
+nano-AIU): no CLI writes more for a session, and sums of figures below it cannot overflow the
+64-bit columns. A larger, negative or non-finite value is no figure (None), never a wrapped or
+infinite total (issue 34)."""
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    number = float(value)
+    return number if 0 <= number <= MAX_FIGURE else None
+
+
+def as_count(value: Any) -> int | None:
+    """A count or amount from a payload: an integer (an integral float too, never a bool)
+    from 0 to :data:`MAX_FIGURE`, else None."""
+    number = as_int(value)
+    return number if number is not None and 0 <= number <= MAX_FIGURE else None
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -104,14 +119,14 @@ def _model_figures(name: str, metrics: Any) -> dict[str, Any]:
     metrics = as_dict(metrics)
     requests = as_dict(metrics.get("requests"))
     usage = as_dict(metrics.get("usage"))
-    nano = as_int(metrics.get("totalNanoAiu"))
+    nano = as_count(metrics.get("totalNanoAiu"))
     return {
         "model": name,
-        "requests": as_int(requests.get("count")),
+        "requests": as_count(requests.get("count")),
         "premium_requests": _number(requests.get("cost")),
         "nano_aiu": nano,
         "ai_credits": None,
-        **{ours: as_int(usage.get(theirs)) for theirs, ours in TOKEN_FIELDS.items()},
+        **{ours: as_count(usage.get(theirs)) for theirs, ours in TOKEN_FIELDS.items()},
     }
 
 
@@ -134,7 +149,7 @@ def agent_figures(data: Mapping[str, Any]) -> list[dict[str, Any]]:
         models = [
             _model_figures(name, m) for name, m in as_dict(metrics.get("modelMetrics")).items()
         ]
-        nano = as_int(metrics.get("totalNanoAiu"))
+        nano = as_count(metrics.get("totalNanoAiu"))
         if nano is None:
             nano = _strict_sum(m["nano_aiu"] for m in models)
         found.append(
@@ -143,7 +158,7 @@ def agent_figures(data: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "requests": _strict_sum(m["requests"] for m in models),
                 **{name: _strict_sum(m[name] for m in models) for name in TOKEN_FIELDS.values()},
                 "nano_aiu": None if unavailable else nano,
-                "api_duration_ms": as_int(metrics.get("totalApiDurationMs")),
+                "api_duration_ms": as_count(metrics.get("totalApiDurationMs")),
             }
         )
     return found
@@ -171,7 +186,7 @@ def _token_details(data: Mapping[str, Any]) -> tuple[int | None, int | None]:
             return None, None
 
     def count(kind: str) -> int:
-        return sum(as_int(as_dict(as_dict(p).get(kind)).get("tokenCount")) or 0 for p in parts)
+        return sum(as_count(as_dict(as_dict(p).get(kind)).get("tokenCount")) or 0 for p in parts)
 
     return count("input") + count("cache_read") + count("cache_write"), count("output")
 
@@ -227,7 +242,7 @@ def _told_by_counts(
     counted up to each (or in each segment) and not the other; else None."""
     if calls_before is None or len(calls_before) != len(shutdowns):
         return None
-    counts = [_segment(s)["requests"] for s in shutdowns]
+    counts = [figures_of(s)["requests"] for s in shutdowns]
     if any(count is None for count in counts):
         return None
     segments = [b - a for a, b in pairwise([0, *calls_before])]
@@ -238,14 +253,14 @@ def _told_by_counts(
     return None
 
 
-def _segment(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The figures of one shutdown."""
+def figures_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures of one shutdown payload."""
     metrics = as_dict(data.get("modelMetrics"))
     models = {name: _model_figures(name, m) for name, m in metrics.items()}
     premium = _number(data.get("totalPremiumRequests"))
     if premium is None:
         premium = _strict_fsum(m["premium_requests"] for m in models.values())
-    nano = as_int(data.get("totalNanoAiu"))
+    nano = as_count(data.get("totalNanoAiu"))
     if nano is None:
         nano = _strict_sum(m["nano_aiu"] for m in models.values())
     status = credits_status(data)
@@ -262,9 +277,9 @@ def _segment(data: Mapping[str, Any]) -> dict[str, Any]:
         "credits_status": status,
         "requests": _strict_sum(m["requests"] for m in models.values()),
         **{name: _strict_sum(m[name] for m in models.values()) for name in TOKEN_FIELDS.values()},
-        "api_duration_ms": as_int(data.get("totalApiDurationMs")),
-        "lines_added": as_int(changes.get("linesAdded")),
-        "lines_removed": as_int(changes.get("linesRemoved")),
+        "api_duration_ms": as_count(data.get("totalApiDurationMs")),
+        "lines_added": as_count(changes.get("linesAdded")),
+        "lines_removed": as_count(changes.get("linesRemoved")),
         "files": {str(path) for path in files} if isinstance(files, list) else None,
         "detail_in": detail_in,
         "detail_out": detail_out,
@@ -310,8 +325,8 @@ def _compaction_tokens(events: Sequence[Mapping[str, Any]]) -> tuple[int | None,
     total_out: int | None = 0
     for data in events:
         used = as_dict(data.get("compactionTokensUsed"))
-        spent_in = as_int(used.get("input", used.get("inputTokens")))
-        spent_out = as_int(used.get("output", used.get("outputTokens")))
+        spent_in = as_count(used.get("input", used.get("inputTokens")))
+        spent_out = as_count(used.get("output", used.get("outputTokens")))
         total_in = None if total_in is None or spent_in is None else total_in + spent_in
         total_out = None if total_out is None or spent_out is None else total_out + spent_out
     return total_in, total_out
@@ -336,7 +351,7 @@ def file_usage(
     common = {"accounting": kind, "shutdowns": len(shutdowns), "compactions": len(compactions)}
     if kind == "none":
         return _without_shutdown(common, (event_in, event_out), message_tokens or {})
-    segments = [_segment(s) for s in shutdowns]
+    segments = [figures_of(s) for s in shutdowns]
     total = segments[-1] if kind in ("single", "cumulative") else _combine(segments)
     compaction_in = compaction_out = None
     if total["detail_in"] is not None and total["input_tokens"] is not None:

@@ -3,24 +3,25 @@ of ``--by prompt``, ``agent`` and ``task`` (docs/usage.md, "Per call, prompt, ag
 
 A call is what every command counts as one (:mod:`copilot_logs.ingest.calls`): a main-agent
 turn, or a sub-agent's call. Its figures are *exact* where the CLI wrote a
-``session.usage_record`` for it (1.0.102 on; read by :mod:`copilot_logs.usage_records`): the
+``session.usage_record`` for it (1.0.102 on; read by :mod:`copilot_logs.derive.records`): the
 record is matched to the call its agent made last before it. Where it wrote none, only the
 output tokens of the call's ``assistant.message`` lines are known (``source`` ``messages``);
 every other figure is null, never 0. A record that matches no call (two records after one
 call, or one before any) is kept as a call of its own, so no usage the log reports is lost.
 
-Each call is placed in its *prompt* (a typed prompt and everything it caused: its nudges, its
-sub-agents, a message queued into its run) and its *task* (from the prompt, or from the
-accepted task_complete before, to the accepted task_complete that ends it).
+Each call is placed, as the session model places its events, in its *prompt* (a typed prompt
+and everything it caused: its nudges, its sub-agents, a message queued into its run), its
+*task* (from the prompt, or from the accepted task_complete before, to the accepted
+task_complete that ends it) and its *segment* (the run of the CLI that made it).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs import derive
-from copilot_logs.derive import MAIN, SESSION, TASK_START, TYPE
-from copilot_logs.usage_records import usage_records
+from copilot_logs.derive.events import MAIN, SESSION, TASK_START, TYPE
+from copilot_logs.derive.loop import subagent_calls, turns
+from copilot_logs.derive.records import usage_records
 
 EXACT = "exact"
 FROM_TOTALS = "from totals"
@@ -42,6 +43,7 @@ CALL_SCHEMA: dict[str, pl.DataType] = {
     "prompt_index": pl.Int64(),
     "prompt": pl.String(),
     "task_index": pl.Int64(),
+    "segment": pl.Int64(),
     "model": pl.String(),
     "api_call_id": pl.String(),
     "input_tokens": pl.Int64(),
@@ -57,12 +59,6 @@ CALL_SCHEMA: dict[str, pl.DataType] = {
 }
 """The columns of :func:`call_usage`; the figures are documented in docs/usage.md."""
 
-_ACCEPTED = (
-    (TYPE == "session.task_complete")
-    & (pl.col("success") != False).fill_null(True)  # noqa: E712
-    & ~pl.col("outcome").is_in(["continue", "blocked"]).fill_null(False)
-)
-
 
 def credits(nano: pl.Expr) -> pl.Expr:
     """AI credits from nano-AIU. Polars divides by multiplying with the reciprocal; a credit
@@ -70,21 +66,11 @@ def credits(nano: pl.Expr) -> pl.Expr:
     return (nano / NANO_PER_CREDIT).round(9)
 
 
-def placed(annotated: pl.DataFrame) -> pl.DataFrame:
-    """The annotated events with ``prompt_index`` (1-based; 0 before the first prompt) and
-    ``task_index`` (a new task at each prompt and after each accepted task_complete)."""
-    after_completion = _ACCEPTED.shift(1).over(*SESSION).fill_null(False)
-    return annotated.with_columns(
-        prompt_index=TASK_START.cum_sum().over(*SESSION).cast(pl.Int64),
-        task_index=(TASK_START | after_completion).cum_sum().over(*SESSION).cast(pl.Int64),
-    )
-
-
 def call_usage(annotated: pl.DataFrame) -> pl.DataFrame:
     """One row per LLM call of the annotated events (:data:`CALL_SCHEMA`), in file order."""
     if annotated.is_empty():
         return pl.DataFrame(schema=CALL_SCHEMA)
-    events = placed(annotated)
+    events = annotated
     calls = _calls(events)
     records = _records(events)
     matched = _matched(calls, records)
@@ -94,7 +80,11 @@ def call_usage(annotated: pl.DataFrame) -> pl.DataFrame:
         matched.join(names, on=[*SESSION, "agent_id"], how="left")
         .join(prompts, on=[*SESSION, "prompt_index"], how="left")
         .with_columns(
-            agent=pl.coalesce("agent", pl.lit(MAIN_AGENT)),
+            # A sub-agent whose subagent.started was lost is still a sub-agent: named by its
+            # key, never taken for the main agent (issue 34).
+            agent=pl.when(pl.col("agent_id").is_null())
+            .then(pl.lit(MAIN_AGENT))
+            .otherwise(pl.coalesce("agent", pl.format("sub-agent {}", "agent_id"))),
             # Numbered 1, 2, ... over the tasks that made calls.
             task_index=pl.col("task_index").rank("dense").over(*SESSION).cast(pl.Int64),
         )
@@ -107,10 +97,10 @@ def call_usage(annotated: pl.DataFrame) -> pl.DataFrame:
 def _calls(events: pl.DataFrame) -> pl.DataFrame:
     """The calls counted from the events: main turns and sub-agent calls, with their line,
     time, model, output tokens (from their messages) and place."""
-    where = events.select(*SESSION, "line", "prompt_index", "task_index")
+    where = events.select(*SESSION, "line", "prompt_index", "task_index", "segment")
     main_lines = events.filter(MAIN & pl.col("llm_call")).select(*SESSION, "line")
     main = (
-        derive.turns(events)
+        turns(events)
         .join(main_lines, on=[*SESSION, "line"])
         .select(
             *SESSION,
@@ -121,7 +111,7 @@ def _calls(events: pl.DataFrame) -> pl.DataFrame:
             agent_id=pl.lit(None, pl.String),
         )
     )
-    subs = derive.subagent_calls(events).select(
+    subs = subagent_calls(events).select(
         *SESSION, "line", "model", "output_tokens", "agent_id", started_at="timestamp"
     )
     # A log whose messages carry no outputTokens (BYOK providers, some versions) knows none:
@@ -141,7 +131,7 @@ def _calls(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def _records(events: pl.DataFrame) -> pl.DataFrame:
-    where = events.select(*SESSION, "line", "prompt_index", "task_index")
+    where = events.select(*SESSION, "line", "prompt_index", "task_index", "segment")
     return (
         usage_records(events)
         .join(where, on=[*SESSION, "line"], how="left")
@@ -190,6 +180,7 @@ def _matched(calls: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
         "agent_id",
         "prompt_index",
         "task_index",
+        "segment",
         *figures[:-1],
         line="record_line",
         started_at="timestamp",
