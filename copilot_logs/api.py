@@ -24,6 +24,8 @@ from copilot_logs.commands import sessions as sessions_core
 from copilot_logs.commands import timeline as _timeline
 from copilot_logs.commands import usage as _usage
 from copilot_logs.commands import validate as validate_core
+from copilot_logs.commands.usage import breakdown as _breakdown
+from copilot_logs.commands.usage import grouping as _grouping
 from copilot_logs.derive import records as _records
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import Selection, find_sources, parse_when
@@ -155,8 +157,19 @@ def validate(
     return validate_core.validate(result, select=select, ignore=ignore, strict=strict)
 
 
-def usage(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> _usage.UsageReport:
-    """What the sessions used and cost (``.rows``, ``.sessions``, ``.totals``)."""
+def usage(
+    result: ReadResult, *, by: str = "session", zone: str = "UTC"
+) -> _usage.UsageReport | _breakdown.CallReport:
+    """What the sessions used and cost, grouped ``by`` any grouping ``usage --by`` takes:
+    per session, day, week, month, model or repository (``repo``) a ``UsageReport``
+    (``.rows``, ``.sessions``, ``.totals``); per call, prompt, agent or task a ``CallReport``
+    (``.rows``, ``.totals``)."""
+    by = "repository" if by == "repo" else by
+    if by in _breakdown.CALL_GROUPINGS:
+        return _breakdown.call_report([_breakdown.breakdown(result, by)], by)
+    if by not in _grouping.GROUPINGS:
+        choices = ", ".join([*_grouping.GROUPINGS, "repo", *_breakdown.CALL_GROUPINGS])
+        raise ValueError(f"unknown grouping {by!r}: choose one of {choices}")
     return _usage.usage(result, by=by, zone=zone)
 
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 import click
 
 from copilot_logs.cli.options import HUMAN_FORMATS, Loaded, Picked, exit_code, load, read_each
 from copilot_logs.cli.options.declare import reading_command
+
+if TYPE_CHECKING:
+    import polars as pl
 
 GROUPINGS = (
     *("session", "day", "week", "month", "model", "repository", "repo"),
@@ -35,6 +41,18 @@ GROUPINGS = (
     help="Per-model rows under each row (table, markdown, csv; json always carries `models`).",
 )
 @click.option(
+    "--sort",
+    metavar="FIELD",
+    help="Rows by FIELD (a field of --format json's rows), biggest first; FIELD:asc for "
+    "smallest first. The totals stay those of every row.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only the first N rows (after --sort). The totals stay those of every row.",
+)
+@click.option(
     "-v",
     "--verbose",
     is_flag=True,
@@ -47,6 +65,8 @@ def usage(
     by: str,
     tz: str | None,
     breakdown: bool,
+    sort: str | None,
+    top: int | None,
     verbose: bool,
     fmt: str,
 ) -> None:
@@ -85,7 +105,7 @@ def usage(
     loaded = load(picked, zone=zone)
     by = "repository" if by == "repo" else by
     if by in ("call", "prompt", "agent", "task"):
-        _by_call(ctx, loaded, by, fmt)
+        _by_call(ctx, loaded, by, fmt, sort, top)
         return
     from copilot_logs.commands.usage import report as usage_report
     from copilot_logs.commands.usage import session_usage
@@ -94,13 +114,16 @@ def usage(
     if loaded is None and fmt in HUMAN_FORMATS:
         return
     report = usage_report(read_each(loaded, session_usage), by=by, zone=zone)
+    report = replace(report, rows=_ordered(report.rows, sort, top))
     if verbose:
         write_reconciliation(report.sessions)
     write_report(report, fmt, breakdown=breakdown)
     ctx.exit(exit_code(loaded))
 
 
-def _by_call(ctx: click.Context, loaded: Loaded | None, by: str, fmt: str) -> None:
+def _by_call(
+    ctx: click.Context, loaded: Loaded | None, by: str, fmt: str, sort: str | None, top: int | None
+) -> None:
     from functools import partial
 
     from copilot_logs.commands.usage.breakdown import breakdown, call_report
@@ -109,5 +132,15 @@ def _by_call(ctx: click.Context, loaded: Loaded | None, by: str, fmt: str) -> No
     if loaded is None and fmt in HUMAN_FORMATS:
         return
     report = call_report(read_each(loaded, partial(breakdown, by=by)), by)
-    write_call_report(report, fmt)
+    write_call_report(replace(report, rows=_ordered(report.rows, sort, top)), fmt)
     ctx.exit(exit_code(loaded))
+
+
+def _ordered(rows: pl.DataFrame, sort: str | None, top: int | None) -> pl.DataFrame:
+    from copilot_logs.commands.usage import ordered
+    from copilot_logs.errors import CopilotLogsError
+
+    try:
+        return ordered(rows, sort, top)
+    except CopilotLogsError as error:
+        raise click.UsageError(str(error)) from None

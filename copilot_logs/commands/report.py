@@ -174,7 +174,7 @@ def where_the_credits_went(parts: list[Part], by: str, zone: str) -> list[Row]:
     rows = []
     for row in _rows(biggest, zone):
         mine = by_group.get(tuple(row[k] for k in keys), [])
-        shown = sorted(mine[:CALLS_SHOWN], key=lambda call: (call["file"], call["line"]))
+        shown = sorted(mine[:CALLS_SHOWN], key=lambda call: (call["file"], call["line"] or 0))
         rows.append({**row, "calls": shown, "more_calls": len(mine) - len(shown)})
     return rows
 

@@ -133,10 +133,21 @@ def _model_figures(name: str, metrics: Any) -> dict[str, Any]:
 def credits_status(data: Mapping[str, Any]) -> str | None:
     """What a shutdown says of its credits (CLI 1.0.102, ``aiCreditsStatus``): ``complete``,
     ``partial`` or ``unavailable`` (none reported: BYOK, or not billed in credits); None when
-    it says nothing."""
+    it says nothing.
+
+    Before 1.0.102 the CLI writes no status, and a session whose credits were never reported
+    (bring-your-own-key: every recording of 1.0.60 to 1.0.92) has ``totalNanoAiu: 0`` beside
+    requests that were made: that zero is ``unavailable`` too, as 1.0.102 says of the same
+    runs. A zero with no request made (the provider never answered) is a real zero."""
     snapshot = as_dict(data.get("accountingSnapshot"))
     status = snapshot.get("aiCreditsStatus", data.get("aiCreditsStatus"))
-    return status if isinstance(status, str) else None
+    if isinstance(status, str):
+        return status
+    made = any(
+        (as_count(as_dict(as_dict(m).get("requests")).get("count")) or 0) > 0
+        for m in as_dict(data.get("modelMetrics")).values()
+    )
+    return "unavailable" if made and as_count(data.get("totalNanoAiu")) == 0 else None
 
 
 def agent_figures(data: Mapping[str, Any]) -> list[dict[str, Any]]:

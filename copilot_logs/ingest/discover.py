@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import orjson
 
+from copilot_logs.durations import parse_duration
 from copilot_logs.errors import SelectionError, UnreadableError, UnsupportedFormatError
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.decode.json_limits import held_time
@@ -43,27 +45,60 @@ class Selection:
         return self.root if self.root is not None else default_root()
 
 
-def parse_when(text: str, *, end_of_day: bool = False, zone: tzinfo | None = None) -> datetime:
-    """A date (``2026-08-05``) or ISO time (``2026-08-05T09:00``, ``...Z``) as UTC.
+def parse_when(
+    text: str,
+    *,
+    end_of_day: bool = False,
+    zone: tzinfo | None = None,
+    now: datetime | None = None,
+) -> datetime:
+    """A moment the user names, as UTC: a date (``2026-08-05``), an ISO time
+    (``2026-08-05T09:00``, ``...Z``), an ISO week (``2026-W48``: Monday to Sunday), ``today``,
+    ``yesterday``, or an age (``7d``, ``12h``, ``90m``: that long before ``now``).
 
-    A bare date means the start of that day in ``zone`` (local time by default), or its end when
-    ``end_of_day`` (so ``--until 2026-08-05`` includes that whole day). A time before the
-    earliest a datetime holds (``0001-01-01T00:00+05:00``) is the earliest, one after the
-    latest (the end of ``9999-12-31``) the latest: no session starts beyond either.
+    A day or week means its start in ``zone`` (local time by default), or its end when
+    ``end_of_day`` (so ``--until 2026-08-05`` includes that whole day, ``--until 2026-W48``
+    that whole week). A time before the earliest a datetime holds
+    (``0001-01-01T00:00+05:00``) is the earliest, one after the latest (the end of
+    ``9999-12-31``) the latest: no session starts beyond either.
     """
+    moment = now or datetime.now(UTC)
+    word = text.strip().lower()
     try:
+        if word in ("today", "yesterday"):
+            local = moment.astimezone(zone) if zone else moment.astimezone()
+            day = local.date() - timedelta(days=int(word == "yesterday"))
+            return _day(day, end_of_day, zone)
+        week = _WEEK.fullmatch(word.upper())
+        if week:
+            monday = date.fromisocalendar(int(week[1]), int(week[2]), 1)
+            return (
+                _day(monday + timedelta(days=6), True, zone)
+                if end_of_day
+                else _day(monday, False, zone)
+            )
+        if _AGE.fullmatch(word):
+            return max(EARLIEST, moment.astimezone(UTC) - parse_duration(word))
         if len(text) == 10:
-            day = date.fromisoformat(text)
-            if end_of_day and day == date.max:
-                return LATEST
-            moment = datetime.combine(day + timedelta(days=int(end_of_day)), time.min)
-        else:
-            moment = datetime.fromisoformat(text)
+            return _day(date.fromisoformat(text), end_of_day, zone)
+        return _as_utc(datetime.fromisoformat(text), zone)
     except ValueError:
         raise SelectionError(
-            f"'{text}' is not a date or time: use YYYY-MM-DD or an ISO time like 2026-08-05T09:30"
+            f"'{text}' is not a date or time: use YYYY-MM-DD, an ISO time like 2026-08-05T09:30, "
+            "an ISO week like 2026-W48, today, yesterday, or an age like 7d or 12h"
         ) from None
-    return _as_utc(moment, zone)
+
+
+_WEEK = re.compile(r"(\d{4})-W(\d{2})")
+_AGE = re.compile(r"(?:\d+(?:\.\d*)?[smhd])+")
+
+
+def _day(day: date, end_of_day: bool, zone: tzinfo | None) -> datetime:
+    """The start of ``day`` in ``zone``, or its end (the start of the next) when
+    ``end_of_day``."""
+    if end_of_day and day == date.max:
+        return LATEST
+    return _as_utc(datetime.combine(day + timedelta(days=int(end_of_day)), time.min), zone)
 
 
 EARLIEST = datetime.min.replace(tzinfo=UTC)

@@ -166,13 +166,16 @@ def print_table(
     title: str | None = None,
     totals: dict[str, Any] | None = None,
     width: int | None = None,
+    notes: Sequence[str] = (),
 ) -> None:
     """A rich table that fits the terminal: low-priority columns go first when it is narrow,
     and a caption names them. Every cell is one line of plain text (no markup is read from
-    it)."""
+    it). ``notes`` are lines said under the table (what a row's label cannot hold)."""
     with output.rich_console(width=width) as console:
         table, hidden = _table(frame, columns, title, totals, console.width)
         console.print(table)
+        for note in notes:
+            console.print(one_line(note), overflow="fold", markup=False)
         if hidden:
             console.print(
                 f"{plural(len(hidden), 'column')} hidden to fit {console.width} columns: "

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from copilot_logs.render import output
 from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import (
@@ -18,8 +20,6 @@ from copilot_logs.render.humanize import (
 )
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from copilot_logs.commands.usage import UsageReport
     from copilot_logs.commands.usage.breakdown import CallReport
 
@@ -135,17 +135,32 @@ def _display(report: UsageReport, breakdown: bool) -> tuple[pl.DataFrame, dict[s
     if report.by == "session":  # start times shown in --tz, like the buckets
         local = local.with_columns(pl.col("started_at").dt.convert_time_zone(report.zone))
     for row in local.iter_rows(named=True):
-        rows.append(_cells(columns, {**row, "label": _label(report.by, row)}))
+        rows.append(_known(_cells(columns, {**row, "label": _label(report.by, row)}), row))
         if breakdown and report.by != "model":
             rows.extend(
                 _cells(columns, {**m, "label": f"  └ {m['model']}"}, model_fields)
                 for m in row["models"]
             )
-    totals = _cells(columns, {**report.totals, "label": "total"})
+    totals = _known(_cells(columns, {**report.totals, "label": "total"}), report.totals)
     if report.by == "session":
         totals["started_at"] = totals["accounting"] = ""
     schema = {c.field: pl.String() for c in columns}
     return pl.DataFrame(rows, schema=schema), totals
+
+
+KNOWN_CELLS = {"ai_credits": "sessions_with_credits", "input_tokens": "sessions_with_tokens"}
+"""The cells of a row of several sessions that say how many of them have the figure."""
+
+
+def _known(cells: dict[str, str], row: dict[str, Any]) -> dict[str, str]:
+    """``cells`` with ``(k of n known)`` after a sum that only k of the row's n sessions
+    have a figure for."""
+    sessions = row.get("sessions")
+    for field, count in KNOWN_CELLS.items():
+        known = row.get(count)
+        if field in cells and sessions is not None and known is not None and known < sessions:
+            cells[field] = f"{cells[field]} ({known:,} of {sessions:,} known)"
+    return cells
 
 
 def _flat_rows(report: UsageReport, breakdown: bool) -> tuple[list[dict[str, Any]], list[str]]:
@@ -279,8 +294,22 @@ def write_call_report(report: CallReport, fmt: str) -> None:
         }
     )
     plain = [replace(c, format=None) for c in columns]
+    notes = remainder_notes(report.rows)
     if fmt == "markdown":
         table = pl.concat([frame, pl.DataFrame([totals], schema=frame.schema)])
         output.echo(formats.markdown_table(table, plain), nl=False)
+        for note in notes:
+            output.echo(f"\n{note}")
     else:
-        formats.print_table(frame, plain, totals=totals)
+        formats.print_table(frame, plain, totals=totals, notes=notes)
+
+
+def remainder_notes(rows: pl.DataFrame) -> list[str]:
+    """Why the sessions with a ``not attributable`` row have one: a line per reason."""
+    if "reason" not in rows.columns:
+        return []
+    reasons = rows.filter(pl.col("reason").is_not_null()).group_by("reason", maintain_order=True)
+    return [
+        f"not attributable ({plural(n, 'session')}): {reason}"
+        for reason, n in reasons.agg(pl.len()).iter_rows()
+    ]

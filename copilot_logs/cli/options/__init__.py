@@ -115,12 +115,15 @@ def selection_options(function: F, *, stdin: bool = True) -> F:
             "~/.copilot/session-state].",
         ),
         click.option(
-            "--since", metavar="WHEN", help="Sessions started at or after WHEN (date or ISO time)."
+            "--since",
+            metavar="WHEN",
+            help="Sessions started at or after WHEN: a date, an ISO time, an ISO week "
+            "(2026-W48), today, yesterday, or an age (7d, 12h).",
         ),
         click.option(
             "--until",
             metavar="WHEN",
-            help="Sessions started before WHEN (a date includes that day).",
+            help="Sessions started before WHEN (a date or week includes that day or week).",
         ),
         click.option(
             "--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."

@@ -1,8 +1,8 @@
 """``OUT/_manifest.json``: what an export wrote from which log, so that the next one into the same
 folder writes only what changed (docs/export.md, "Exporting again").
 
-Version 4 (version 3 kept a fingerprint of its own) records each source log as the store keys it
-(``sources``: a :class:`~copilot_logs.store.key.Seen`, flat), so that a log is unchanged or changed
+Version 5 (4 before the session model's columns in turns, tools and usage; 3 kept a
+fingerprint of its own) records each source log as the store keys it (``sources``: a :class:`~copilot_logs.store.key.Seen`, flat), so that a log is unchanged or changed
 by the one growth check (:func:`copilot_logs.store.key.growth`); and the parts written: each part
 is a batch of logs and the files holding their rows (``parts``). While an export moves its new
 files into place the manifest also holds the moves (``commit``): an export that was interrupted
@@ -34,7 +34,7 @@ MANIFEST = "_manifest.json"
 LOCK = ".copilot-logs-export.lock"
 """Held while an export writes into OUT (:mod:`copilot_logs.commands.export.folder`)."""
 FORMAT = "copilot-logs-export"
-VERSION = 4
+VERSION = 5
 """Bumped when a table's columns or the manifest change: an export of another version is
 rewritten whole."""
 

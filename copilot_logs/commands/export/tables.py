@@ -30,6 +30,10 @@ def events_table(events: pl.DataFrame) -> pl.DataFrame:
     return renamed.select(*EVENT_LEAD, *(name for name in rest if name not in EVENT_LEAD))
 
 
+LATER = ["prompt_index", "task_index", "segment", "state"]
+"""The session model's columns of a turn, after those of export versions before 5."""
+
+
 def turns_table(annotated: pl.DataFrame) -> pl.DataFrame:
     """One row per LLM call: the main agent's turns, then the sub-agents' calls.
 
@@ -47,7 +51,8 @@ def turns_table(annotated: pl.DataFrame) -> pl.DataFrame:
     )
     sub = _subagent_calls(annotated)
     columns = ["file", "session_id", "agent_id", "turn_index", "call_index"]
-    columns += [name for name in main.columns if name not in columns]
+    columns += [name for name in main.columns if name not in columns and name not in LATER]
+    columns += LATER
     return pl.concat(
         [main.select(columns), sub.select(columns).cast(main.select(columns).schema)],
         how="vertical",
@@ -65,6 +70,14 @@ def _subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def tools_table(annotated: pl.DataFrame) -> pl.DataFrame:
+    """One row per tool execution (:func:`copilot_logs.derive.tools`), the session model's
+    columns after those of export versions before 5."""
+    tools = derive.tools(annotated)
+    later = ["segment", "error_code", "state"]
+    return tools.select(*(c for c in tools.columns if c not in later), *later)
+
+
 def frames(result: ReadResult) -> dict[str, pl.DataFrame]:
     """The tables ``export`` writes, for the logs of ``result``, each with its ``date``
     partition column (the start day, UTC, of the row's session) last."""
@@ -73,7 +86,7 @@ def frames(result: ReadResult) -> dict[str, pl.DataFrame]:
     tables = {
         "events": events_table(result.events),
         "turns": turns_table(annotated),
-        "tools": derive.tools(annotated),
+        "tools": tools_table(annotated),
         "sessions": sessions,
         "findings": validate.check(result),
         "usage": usage.session_usage(result),

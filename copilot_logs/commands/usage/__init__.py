@@ -16,6 +16,7 @@ import polars as pl
 from copilot_logs import derive
 from copilot_logs.commands.usage.grouping import group, totals
 from copilot_logs.derive import usage as derive_usage
+from copilot_logs.errors import CopilotLogsError
 from copilot_logs.ingest.reader import ReadResult
 
 SESSION_SCHEMA = derive_usage.SESSION_SCHEMA
@@ -57,3 +58,25 @@ def report(parts: list[pl.DataFrame], *, by: str = "session", zone: str = "UTC")
         sessions=sessions,
         totals=totals(sessions),
     )
+
+
+def ordered(rows: pl.DataFrame, sort: str | None = None, top: int | None = None) -> pl.DataFrame:
+    """``rows`` sorted by ``sort`` and cut to the first ``top``. ``sort`` is a field of the
+    rows, biggest first (``FIELD`` or ``FIELD:desc``; a missing figure last), or smallest first
+    (``FIELD:asc``); a tie keeps the rows' own order. Raises :class:`CopilotLogsError` (a
+    usage error) for a field the rows do not have or cannot be sorted by."""
+    if sort:
+        field, _, direction = sort.partition(":")
+        sortable = [
+            name
+            for name, dtype in rows.schema.items()
+            if not isinstance(dtype, pl.List | pl.Struct)
+        ]
+        if field not in sortable:
+            raise CopilotLogsError(
+                f"--sort {field}: no such field to sort by; choose one of {', '.join(sortable)}"
+            )
+        if direction not in ("", "asc", "desc"):
+            raise CopilotLogsError(f"--sort {sort}: write FIELD, FIELD:desc or FIELD:asc")
+        rows = rows.sort(field, descending=direction != "asc", nulls_last=True, maintain_order=True)
+    return rows.head(top) if top is not None else rows

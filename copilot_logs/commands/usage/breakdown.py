@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.derive import SESSION, TYPE
+from copilot_logs.derive import SESSION
 from copilot_logs.derive.calls import (
     CALL_SCHEMA,
     EXACT,
@@ -36,6 +36,18 @@ from copilot_logs.derive.calls import (
 from copilot_logs.derive.shutdowns import TOKEN_FIELDS, agent_figures
 from copilot_logs.derive.usage import lifecycle, session_rows
 from copilot_logs.ingest.reader import ReadResult
+
+NOT_ATTRIBUTABLE = "not attributable"
+"""The ``source`` (and label) of the row that holds what a session's groups do not."""
+LOST_REASON = (
+    "figures of calls the shutdowns leave out (a run killed before CLI 1.0.102, or /rewind): "
+    "the session's own totals are lower"
+)
+NO_CALL_RECORDS = "no per-call records before CLI 1.0.102"
+NO_AGENT_FIGURES = "no per-agent figures before CLI 1.0.85 (nor per-call records)"
+BEYOND_RECORDS = (
+    "usage the shutdowns hold beyond the calls' own records (compaction, calls with no record)"
+)
 
 CALL_GROUPINGS = ("call", "prompt", "agent", "task")
 
@@ -62,8 +74,10 @@ def call_report(parts: list[pl.DataFrame], by: str) -> CallReport:
     """The report over the :func:`breakdown` rows of several batches. A total sums the rows
     where the figure is known (null when it is known for none); ``rows_without_figures``
     says how many rows have only their messages' output tokens."""
-    rows = pl.concat(parts, how="vertical_relaxed") if parts else _empty(by)
-    counted = rows if "llm_calls" in rows.columns else rows.with_columns(llm_calls=pl.lit(1))
+    rows = pl.concat(parts, how="diagonal_relaxed") if parts else _empty(by)
+    # The same rows in the same order whatever batches the store made of the logs.
+    rows = rows.sort(*SESSION, maintain_order=True)
+    counted = rows if "llm_calls" in rows.columns else rows.with_columns(llm_calls=_one_call())
     summed = counted.select(
         pl.len().cast(pl.Int64).alias("rows"),
         *(
@@ -76,6 +90,11 @@ def call_report(parts: list[pl.DataFrame], by: str) -> CallReport:
     statuses = set(rows["credits_status"].drop_nulls().to_list())
     totals["credits_status"] = "unavailable" if "unavailable" in statuses else None
     return CallReport(by=by, rows=rows, totals=totals)
+
+
+def _one_call() -> pl.Expr:
+    """The LLM calls of a ``--by call`` row: one, but none in a not-attributable row."""
+    return pl.when(pl.col("source") == NOT_ATTRIBUTABLE).then(0).otherwise(1).cast(pl.Int64)
 
 
 def breakdown(result: ReadResult, by: str) -> pl.DataFrame:
@@ -93,10 +112,17 @@ def breakdowns(result: ReadResult, groupings: tuple[str, ...]) -> dict[str, pl.D
         return {by: _empty(by) for by in groupings}
     annotated = derive.annotate(result.events)
     calls = call_usage(annotated)
-    return {by: calls if by == "call" else _grouped(annotated, calls, by) for by in groupings}
+    sessions = session_rows(annotated)
+    found = {}
+    for by in groupings:
+        rows = calls if by == "call" else _grouped(annotated, calls, sessions, by)
+        found[by] = _with_remainder(rows, calls, sessions, by)
+    return found
 
 
-def _grouped(annotated: pl.DataFrame, calls: pl.DataFrame, by: str) -> pl.DataFrame:
+def _grouped(
+    annotated: pl.DataFrame, calls: pl.DataFrame, sessions: pl.DataFrame, by: str
+) -> pl.DataFrame:
     if calls.is_empty():
         return _empty(by)
     grouped = _group(calls, by)
@@ -104,14 +130,79 @@ def _grouped(annotated: pl.DataFrame, calls: pl.DataFrame, by: str) -> pl.DataFr
         done = _completions(annotated, calls)
         grouped = grouped.join(done, on=[*SESSION, "task_index"], how="left")
         grouped = grouped.with_columns(completed=pl.col("completed").fill_null(False))
-    totals = _totals(annotated, by)
+    totals = _totals(annotated, sessions, by)
     filled = _filled(grouped, totals, by).sort(*SESSION, "first_line")
-    return filled.select(_empty(by).columns)
+    return filled.select(c for c in _empty(by).columns if c != "reason")
+
+
+ADDED_UP = ("nano_aiu", *TOKENS, "model_time_ms", "llm_calls")
+"""The figures every grouping's rows add up to, per session: the session's own (``usage``)."""
+
+
+def _with_remainder(
+    rows: pl.DataFrame, calls: pl.DataFrame, sessions: pl.DataFrame, by: str
+) -> pl.DataFrame:
+    """``rows`` and, per session whose rows do not add up to its own figures, one row
+    ``not attributable`` holding the difference, with why (``reason``): so every grouping's
+    rows sum to the session's credits, tokens, model time and calls wherever those are known.
+    A difference below zero is usage the rows hold and no shutdown does (a killed run's calls
+    before CLI 1.0.102)."""
+    counted = rows if "llm_calls" in rows.columns else rows.with_columns(llm_calls=_one_call())
+    held = counted.group_by(*SESSION).agg(
+        pl.col(name).cast(pl.Float64).fill_null(0).sum().alias(f"_rows_{name}") for name in ADDED_UP
+    )
+    has_records = calls.group_by(*SESSION).agg(_records=(pl.col("source") == EXACT).any())
+    whole = sessions.select(
+        *SESSION,
+        "started_at",
+        "nano_aiu",
+        *TOKENS,
+        "credits_status",
+        model_time_ms="api_duration_ms",
+        llm_calls=pl.col("llm_calls") + pl.col("subagent_calls"),
+    )
+    left = whole.join(held, on=SESSION, how="left").join(has_records, on=SESSION, how="left")
+    differences = {
+        name: (pl.col(name).cast(pl.Float64) - pl.col(f"_rows_{name}").fill_null(0))
+        for name in ADDED_UP
+    }
+    remainder = left.with_columns(**differences).filter(
+        pl.any_horizontal((pl.col(name).fill_null(0) != 0) for name in ADDED_UP)
+    )
+    rows = rows.with_columns(reason=pl.lit(None, pl.String))
+    if remainder.is_empty():
+        return rows
+    negative = pl.any_horizontal((pl.col(name).fill_null(0) < 0) for name in ADDED_UP)
+    missing = NO_AGENT_FIGURES if by == "agent" else NO_CALL_RECORDS
+    reason = (
+        pl.when(negative)
+        .then(pl.lit(LOST_REASON))
+        .when(~pl.col("_records").fill_null(False))
+        .then(pl.lit(missing))
+        .otherwise(pl.lit(BEYOND_RECORDS))
+    )
+    label = "agent" if by in ("agent", "call") else "prompt"
+    extra = remainder.select(
+        *SESSION,
+        "started_at",
+        pl.col("nano_aiu").cast(pl.Float64),
+        ai_credits=credits(pl.col("nano_aiu")),
+        credits_status="credits_status",
+        **{name: pl.col(name).cast(pl.Int64) for name in (*TOKENS, "model_time_ms", "llm_calls")},
+        source=pl.lit(NOT_ATTRIBUTABLE),
+        reason=reason,
+        **{label: pl.lit(NOT_ATTRIBUTABLE)},
+    )
+    if by == "call":
+        extra = extra.drop("llm_calls")
+    return pl.concat(
+        [rows.with_columns(reason=pl.lit(None, pl.String)), extra], how="diagonal_relaxed"
+    )
 
 
 def _empty(by: str) -> pl.DataFrame:
     if by == "call":
-        return pl.DataFrame(schema=CALL_SCHEMA)
+        return pl.DataFrame(schema={**CALL_SCHEMA, "reason": pl.String()})
     keys = {name: CALL_SCHEMA[name] for name in KEYS[by]}
     extra = {"completed": pl.Boolean(), "summary": pl.String()} if by == "task" else {}
     schema = {
@@ -123,6 +214,7 @@ def _empty(by: str) -> pl.DataFrame:
         "llm_calls": pl.Int64(),
         **{name: CALL_SCHEMA[name] for name in FIGURES},
         "source": pl.String(),
+        "reason": pl.String(),
     }
     return pl.DataFrame(schema=schema)
 
@@ -171,16 +263,15 @@ def _status() -> pl.Expr:
 
 
 def _completions(annotated: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
-    """Per task, whether an accepted task_complete ended it, and its summary: a completion
-    belongs to the task of the main-agent call it was made in (the last one before it)."""
-    accepted = (
-        (TYPE == "session.task_complete")
-        & (pl.col("success") != False).fill_null(True)  # noqa: E712
-        & ~pl.col("outcome").is_in(["continue", "blocked"]).fill_null(False)
-        & pl.col("agent_id").is_null()
+    """Per task, whether an accepted task_complete (the session model's) ended it, and its
+    summary: a completion belongs to the task of the main-agent call it was made in (the last
+    one before it)."""
+    summary = pl.coalesce("summary", "text")
+    done = (
+        annotated.filter(derive.ACCEPTED_COMPLETION)
+        .select(*SESSION, "line", summary=summary)
+        .sort("line")
     )
-    summary = pl.coalesce(pl.col("detail").str.json_path_match("$.summary"), pl.col("text"))
-    done = annotated.filter(accepted).select(*SESSION, "line", summary=summary).sort("line")
     main = calls.filter(pl.col("agent_id").is_null()).select(*SESSION, "line", "task_index")
     return (
         done.join_asof(main.sort("line"), on="line", by=list(SESSION), check_sortedness=False)
@@ -190,10 +281,10 @@ def _completions(annotated: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _totals(annotated: pl.DataFrame, by: str) -> pl.DataFrame:
+def _totals(annotated: pl.DataFrame, sessions: pl.DataFrame, by: str) -> pl.DataFrame:
     """The figures the log gives for whole groups: per session (keyed like a lone group), or
     per agent from agentMetrics."""
-    sessions = session_rows(annotated).filter("complete")
+    sessions = sessions.filter("complete")
     figures = sessions.select(
         *SESSION,
         "nano_aiu",

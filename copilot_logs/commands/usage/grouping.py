@@ -64,7 +64,20 @@ def _aggregates() -> list[pl.Expr]:
     return [
         pl.len().cast(pl.Int64).alias("sessions"),
         (~pl.col("complete")).sum().cast(pl.Int64).alias("incomplete_sessions"),
+        *_known_counts(),
         *(_known_sum(name) for name in SUMMED),
+    ]
+
+
+KNOWN = {"sessions_with_credits": "nano_aiu", "sessions_with_tokens": "input_tokens"}
+"""How many of a row's sessions have a figure at all: its credits, its tokens. A sum over
+fewer than all of them says so (``0.00 (88 of 140 known)``), never a bare 0.00."""
+
+
+def _known_counts() -> list[pl.Expr]:
+    return [
+        pl.col(figure).is_not_null().sum().cast(pl.Int64).alias(name)
+        for name, figure in KNOWN.items()
     ]
 
 
@@ -85,10 +98,18 @@ def _by_model(sessions: pl.DataFrame) -> pl.DataFrame:
             .n_unique()
             .cast(pl.Int64)
             .alias("incomplete_sessions"),
+            *(
+                pl.col("_session")
+                .filter(pl.col(figure).is_not_null())
+                .n_unique()
+                .cast(pl.Int64)
+                .alias(name)
+                for name, figure in KNOWN.items()
+            ),
             *(_known_sum(name) for name in MODEL_FIGURES if name != "ai_credits"),
         )
         .with_columns(_credits())
-        .select("model", "sessions", "incomplete_sessions", *MODEL_FIGURES)
+        .select("model", "sessions", "incomplete_sessions", *KNOWN, *MODEL_FIGURES)
         .sort("model")
     )
 
@@ -110,6 +131,7 @@ def group(sessions: pl.DataFrame, by: str, zone: str) -> pl.DataFrame:
         *keys,
         "sessions",
         "incomplete_sessions",
+        *KNOWN,
         "premium_requests",
         "nano_aiu",
         "ai_credits",
