@@ -420,4 +420,5 @@ def test_relative_change_from_zero_is_infinite_and_json_says_null(tmp_path: Path
     )
     failed = rows["failed_tool_calls"]
     assert failed["change"] == 2 and failed["relative"] is None and failed["status"] == "fail"
-    assert math.isclose(rows["tool_failure_rate"]["candidate"]["median"], 2 / 2)
+    # Two bash calls failed, of three tool calls (the two and task_complete).
+    assert math.isclose(rows["tool_failure_rate"]["candidate"]["median"], 2 / 3)
