@@ -1,8 +1,9 @@
 """Settings a repository pins in ``[tool.copilot-logs]`` of a ``pyproject.toml``.
 
 The nearest ``pyproject.toml`` holding that table, found upward from the current folder, gives
-``select``, ``ignore`` and ``strict`` for ``copilot-logs validate``, and its ``[tool.copilot-logs.diff]``
-table the gate of ``copilot-logs diff`` (see docs/diff.md). Command-line options win:
+``select``, ``ignore`` and ``strict`` for ``copilot-logs validate``, and its
+``[tool.copilot-logs.diff]`` table the gate of ``copilot-logs diff`` (docs/diff.md). Command-line
+options win:
 ``--select`` replaces the file's select, ``--ignore`` adds to its ignore, ``--strict`` /
 ``--no-strict`` override its strict. Other keys in the table are left to other commands.
 """
@@ -174,7 +175,9 @@ def load_diff_settings(start: Path | None = None) -> DiffSettings:
         raise ConfigError(f"{where} must be a table")
     unknown = sorted(set(table) - set(DIFF_KEYS))
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(DIFF_KEYS)}")
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(DIFF_KEYS)}"
+        )
     from copilot_logs.commands.diff import KEYS
     from copilot_logs.commands.diff.metrics import ThresholdError, parse_threshold
     from copilot_logs.commands.diff.runs import UNITS

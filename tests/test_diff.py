@@ -39,9 +39,7 @@ def as_json(result: Result) -> Any:
 
 
 def rows_by_metric(document: Any, case: str | None = None) -> dict[str, Any]:
-    return {
-        row["metric"]: row for row in document["rows"] if case is None or row["case"] == case
-    }
+    return {row["metric"]: row for row in document["rows"] if case is None or row["case"] == case}
 
 
 def recordings(tmp_path: Path, scenario: str, versions: Sequence[str] = VERSIONS) -> Path:
@@ -135,7 +133,12 @@ def test_thresholds_are_read_or_refused() -> None:
     assert (threshold.relative, threshold.absolute) == (0.25, 1.0)
     assert threshold.fires(1.5, 0.30) and not threshold.fires(0.9, 0.30)
     assert not threshold.fires(1.5, 0.20)
-    for bad in ("ai_credits > 1", "nope.median > +1", "completed.median < -1", "llm_calls.p90 < +1"):
+    for bad in (
+        "ai_credits > 1",
+        "nope.median > +1",
+        "completed.median < -1",
+        "llm_calls.p90 < +1",
+    ):
         with pytest.raises(ThresholdError):
             parse_threshold(bad)
 
@@ -360,7 +363,7 @@ def test_two_periods_of_one_root(tmp_path: Path) -> None:
 def test_sessions_pair_by_name_from_the_workspace_file(tmp_path: Path) -> None:
     for side, seed in (("base", 1), ("candidate", 2)):
         log = autopilot_run(tmp_path / side, seed, prompt=f"prompt {side}")
-        (log.parent / "workspace.yaml").write_text(f'id: x\nname: "nightly fix"\ncwd: /w\n')
+        (log.parent / "workspace.yaml").write_text('id: x\nname: "nightly fix"\ncwd: /w\n')
     by_prompt = as_json(run(tmp_path / "base", tmp_path / "candidate", "--format", "json"))
     assert len(by_prompt["cases"]) == 2
     by_name = as_json(

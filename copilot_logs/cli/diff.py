@@ -37,10 +37,14 @@ def _options(function: Callable[..., None]) -> Callable[..., None]:
             help="Folder of sessions that ids, prefixes and the periods are looked up in "
             "[default: $COPILOT_HOME/session-state or ~/.copilot/session-state].",
         ),
-        click.option("--base-since", metavar="WHEN", help="Base: sessions started at or after WHEN."),
+        click.option(
+            "--base-since", metavar="WHEN", help="Base: sessions started at or after WHEN."
+        ),
         click.option("--base-until", metavar="WHEN", help="Base: sessions started before WHEN."),
         click.option(
-            "--candidate-since", metavar="WHEN", help="Candidate: sessions started at or after WHEN."
+            "--candidate-since",
+            metavar="WHEN",
+            help="Candidate: sessions started at or after WHEN.",
         ),
         click.option(
             "--candidate-until", metavar="WHEN", help="Candidate: sessions started before WHEN."
@@ -98,7 +102,7 @@ def _options(function: Callable[..., None]) -> Callable[..., None]:
     wrapped: Any = click.pass_context(function)
     for decorator in reversed(decorators):
         wrapped = decorator(wrapped)
-    return click.command(cls=Command)(wrapped)  # type: ignore[no-any-return]
+    return click.command(cls=Command)(wrapped)
 
 
 @_options

@@ -282,8 +282,9 @@ def _metric_row(
     change = _change(mine, theirs, main_stat)
     relative = relative_change(mine.stat(main_stat), theirs.stat(main_stat))
     p_value, p_method = _p(metric, before, after, mine, theirs)
+    fired: tuple[str, ...] = ()
     if not before or not after:
-        status, fired = UNKNOWN, ()
+        status = UNKNOWN
     else:
         fired = tuple(
             t.text

@@ -69,7 +69,9 @@ def save(path: Path, runs: pl.DataFrame, *, unit: str, side: str, version: str) 
     except OSError as error:
         reason = error.strerror or str(error)
         if error.errno in FULL:
-            raise WriteError(f"{path}: cannot write the baseline ({reason}); free some space") from None
+            raise WriteError(
+                f"{path}: cannot write the baseline ({reason}); free some space"
+            ) from None
         raise CopilotLogsError(
             f"{path}: cannot write the baseline there ({reason}); name a file in a writable folder"
         ) from None
@@ -90,7 +92,7 @@ def load(path: Path, *, unit: str) -> pl.DataFrame:
         raise BaselineError(f"{path}: not a baseline (not JSON: {error})") from None
     if not isinstance(found, dict) or found.get("schema") != SCHEMA:
         raise BaselineError(
-            f"{path}: not a copilot-logs baseline (no \"schema\": \"{SCHEMA}\"); "
+            f'{path}: not a copilot-logs baseline (no "schema": "{SCHEMA}"); '
             "write one with --save-baseline"
         )
     version = found.get("metrics_version")
@@ -106,7 +108,7 @@ def load(path: Path, *, unit: str) -> pl.DataFrame:
         )
     rows = found.get("runs")
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-        raise BaselineError(f"{path}: its \"runs\" is not a list of runs; save it again")
+        raise BaselineError(f'{path}: its "runs" is not a list of runs; save it again')
     try:
         return _frame(rows)
     except (pl.exceptions.PolarsError, TypeError, ValueError) as error:
@@ -121,7 +123,7 @@ def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
         raise ValueError(f"missing {', '.join(missing)}")
     frame = pl.DataFrame(
         [{name: row[name] for name in RUN_SCHEMA} for row in rows],
-        schema=text_schema,  # type: ignore[arg-type]
+        schema=text_schema,
         strict=True,
     )
     return frame.with_columns(

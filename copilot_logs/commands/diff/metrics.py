@@ -99,13 +99,13 @@ class Threshold:
         passes every amount."""
         if change is None:
             return False
-        past = (lambda value, bound: value > bound) if self.op == ">" else (lambda v, b: v < b)
+
+        def past(value: float, bound: float) -> bool:
+            return value > bound if self.op == ">" else value < bound
+
         if self.absolute is not None and not past(change, self.absolute):
             return False
-        if self.relative is not None:
-            if relative is None or not past(relative, self.relative):
-                return False
-        return True
+        return self.relative is None or (relative is not None and past(relative, self.relative))
 
 
 _THRESHOLD = re.compile(

@@ -15,7 +15,7 @@ Each run also carries what pairs it with runs of the other side: its first typed
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -114,9 +114,13 @@ def task_part(result: ReadResult) -> pl.DataFrame:
     """One batch's figures per task, from ``usage --by task`` (and its calls: which are the
     main agent's, which a sub-agent's)."""
     found = breakdowns(result, ("call", "task"))
-    calls = found["call"].group_by(*SESSION, "task_index").agg(
-        llm_calls=pl.col("agent_id").is_null().sum().cast(pl.Int64),
-        subagent_calls=pl.col("agent_id").is_not_null().sum().cast(pl.Int64),
+    calls = (
+        found["call"]
+        .group_by(*SESSION, "task_index")
+        .agg(
+            llm_calls=pl.col("agent_id").is_null().sum().cast(pl.Int64),
+            subagent_calls=pl.col("agent_id").is_not_null().sum().cast(pl.Int64),
+        )
     )
     return (
         found["task"]
@@ -156,10 +160,7 @@ def runs(
     """The runs (:data:`RUN_SCHEMA`) of the batches' parts, oldest first; ``names`` gives each
     log's session name (default: none)."""
     parts = list(parts)
-    if unit == "task":
-        table = _task_runs(parts)
-    else:
-        table = _session_runs(parts, now)
+    table = _task_runs(parts) if unit == "task" else _session_runs(parts, now)
     files = table["file"].unique().to_list()
     named = {file: (names(file) if names else None) for file in files}
     keyed = _keyed(table).with_columns(
@@ -172,7 +173,9 @@ def runs(
     )
 
 
-def _session_runs(parts: list[tuple[pl.DataFrame, pl.DataFrame]], now: datetime | None) -> pl.DataFrame:
+def _session_runs(
+    parts: list[tuple[pl.DataFrame, pl.DataFrame]], now: datetime | None
+) -> pl.DataFrame:
     if not parts:
         return _empty_with_prompt()
     figures = pl.concat([p[0] for p in parts], how="vertical_relaxed")
@@ -227,10 +230,3 @@ def prompt_key(text: str | None) -> tuple[str | None, str | None]:
     digest = hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS]
     preview = normal if len(normal) <= PREVIEW_CHARS else normal[: PREVIEW_CHARS - 1] + "…"
     return digest, preview
-
-
-def with_names(table: pl.DataFrame, names: Mapping[str, str | None]) -> pl.DataFrame:
-    """The runs with each log's name from ``names`` (by file)."""
-    return table.with_columns(
-        name=pl.col("file").replace_strict(dict(names), default=None, return_dtype=pl.String)
-    )
