@@ -502,10 +502,47 @@ def plan(
             skip="" if capabilities(cli, "export", env).exists else "no `export` command yet",
         )
     )
+    benches.append(_diff_bench(cli, root, files, env))
     quick = Target(max_seconds=QUICK_SECONDS)
     benches.append(Bench("version", "--version", [*cli, "--version"], "copilot-logs", target=quick))
     benches.append(Bench("help", "--help", [*cli, "--help"], "copilot-logs", target=quick))
     return benches
+
+
+DIFF_SIDE = 1_000
+"""Sessions a side of the ``diff`` row (issue 37: 1,000 a side from a warm store in < 10 s)."""
+
+
+def _diff_bench(cli: list[str], root: str, files: list[Path], env: dict[str, str]) -> Bench:
+    """``diff`` of two periods of the corpus, each of up to :data:`DIFF_SIDE` sessions (the
+    oldest, then the next), from a warm store, every run pooled (``--key none``)."""
+    from copilot_logs.ingest.decode.envelope import Source
+    from copilot_logs.ingest.discover import peek_start
+
+    starts = sorted(
+        {start for start in (peek_start(Source(f, f.parent.name)) for f in files) if start}
+    )
+    side = min(DIFF_SIDE, len(starts) // 2)
+    label = f"diff ({side:,} sessions a side)"
+    if not capabilities(cli, "diff", env).exists or side < 1:
+        return Bench("diff", label, [], "copilot-logs", skip="no `diff` command yet")
+    cut = starts[side].isoformat()
+    periods = ["--base-until", cut, "--candidate-since", cut]
+    if 2 * side < len(starts):
+        periods += ["--candidate-until", starts[2 * side].isoformat()]
+    return Bench(
+        "diff",
+        f"{label} (warm)",
+        [*cli, "diff", "--root", root, *periods, "--key", "none", "--format", "json"],
+        "copilot-logs",
+        mode="warm",
+        prime=True,
+        # The corpus holds damaged and killed sessions: the gate may fail (1), a file may
+        # give no event (3).
+        ok_codes=(0, 1, 3),
+        target=Target(max_seconds=10.0),
+        note="two periods of the corpus's root, --key none",
+    )
 
 
 def run_bench(bench: Bench, repeat: int, env: dict[str, str]) -> Result:
@@ -794,6 +831,7 @@ IDS = (
     "audit",
     "timeline",
     "usage",
+    "diff",
     "export",
     "version",
     "help",
