@@ -502,10 +502,51 @@ def plan(
             skip="" if capabilities(cli, "export", env).exists else "no `export` command yet",
         )
     )
+    benches.append(_diff_bench(cli, files, env))
     quick = Target(max_seconds=QUICK_SECONDS)
     benches.append(Bench("version", "--version", [*cli, "--version"], "copilot-logs", target=quick))
     benches.append(Bench("help", "--help", [*cli, "--help"], "copilot-logs", target=quick))
     return benches
+
+
+DIFF_SIDE = 1_000
+"""Sessions a side of the ``diff`` row (issue 37: 1,000 a side from a warm store in < 10 s)."""
+
+
+def _diff_bench(cli: list[str], files: list[Path], env: dict[str, str]) -> Bench:
+    """``diff`` of two folders of :data:`DIFF_SIDE` sessions each (links to the corpus's first
+    and last sessions: they overlap where the corpus holds fewer than twice as many), from a
+    warm store, every run pooled (``--key none``)."""
+    side = min(DIFF_SIDE, len(files))
+    label = f"diff ({side:,} sessions a side)"
+    if not capabilities(cli, "diff", env).exists:
+        return Bench("diff", label, [], "copilot-logs", skip="no `diff` command yet")
+    work = Path(env["XDG_CACHE_HOME"]).parent
+    folders = []
+    for name, chosen in (("diff-base", files[:side]), ("diff-candidate", files[-side:])):
+        folder = work / name
+        folder.mkdir(exist_ok=True)
+        for number, log in enumerate(chosen):
+            # A session folder, or a flat <id>.jsonl: linked under a name of its own.
+            target = log.parent if log.name == "events.jsonl" else log
+            link = folder / (f"{number:05d}" + ("" if target.is_dir() else ".jsonl"))
+            if not link.exists():
+                link.symlink_to(target)
+        folders.append(str(folder))
+    overlap = max(0, 2 * side - len(files))
+    return Bench(
+        "diff",
+        f"{label} (warm)",
+        [*cli, "diff", *folders, "--key", "none", "--format", "json"],
+        "copilot-logs",
+        mode="warm",
+        prime=True,
+        # The corpus holds damaged and killed sessions: the gate may fail (1), a file may
+        # give no event (3).
+        ok_codes=(0, 1, 3),
+        target=Target(max_seconds=10.0),
+        note=f"two folders of the corpus's sessions, --key none ({overlap:,} on both sides)",
+    )
 
 
 def run_bench(bench: Bench, repeat: int, env: dict[str, str]) -> Result:
@@ -794,6 +835,7 @@ IDS = (
     "audit",
     "timeline",
     "usage",
+    "diff",
     "export",
     "version",
     "help",

@@ -1,7 +1,9 @@
 """Settings a repository pins in ``[tool.copilot-logs]`` of a ``pyproject.toml``.
 
 The nearest ``pyproject.toml`` holding that table, found upward from the current folder, gives
-``select``, ``ignore`` and ``strict`` for ``copilot-logs validate``. Command-line options win:
+``select``, ``ignore`` and ``strict`` for ``copilot-logs validate``, and its
+``[tool.copilot-logs.diff]`` table the gate of ``copilot-logs diff`` (docs/diff.md). Command-line
+options win:
 ``--select`` replaces the file's select, ``--ignore`` adds to its ignore, ``--strict`` /
 ``--no-strict`` override its strict. Other keys in the table are left to other commands.
 """
@@ -134,5 +136,90 @@ def load_settings(start: Path | None = None) -> Settings:
         select=_codes(path, "select", table["select"]) if "select" in table else None,
         ignore=_codes(path, "ignore", table.get("ignore", [])),
         strict=strict,
+        path=path,
+    )
+
+
+DIFF_TABLE = "diff"
+DIFF_KEYS = ("fail-if", "min-runs", "alpha", "key", "unit", "fail-on-missing")
+
+
+@dataclass(frozen=True)
+class DiffSettings:
+    """The ``diff`` gate pinned in ``[tool.copilot-logs.diff]``: each field None where the file
+    says nothing (the command's default then applies)."""
+
+    fail_if: tuple[str, ...] | None = None
+    min_runs: int | None = None
+    alpha: float | None = None
+    key: str | None = None
+    unit: str | None = None
+    fail_on_missing: bool | None = None
+    path: Path | None = None
+
+
+def load_diff_settings(start: Path | None = None) -> DiffSettings:
+    """The ``diff`` settings pinned for ``start`` (default: the current folder): the
+    ``[tool.copilot-logs.diff]`` table of the nearest pyproject.toml with a
+    ``[tool.copilot-logs]`` table, each value checked (ConfigError naming the file and key)."""
+    try:
+        found = find_pyproject((start or Path.cwd()).resolve())
+    except FileNotFoundError:
+        raise ConfigError(CWD_GONE) from None
+    if found is None or DIFF_TABLE not in found[1]:
+        return DiffSettings()
+    path, outer = found
+    table = outer[DIFF_TABLE]
+    where = f"{path}: [tool.{TABLE}.{DIFF_TABLE}]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    unknown = sorted(set(table) - set(DIFF_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(DIFF_KEYS)}"
+        )
+    from copilot_logs.commands.diff import KEYS
+    from copilot_logs.commands.diff.metrics import ThresholdError, parse_threshold
+    from copilot_logs.commands.diff.runs import UNITS
+
+    fail_if = table.get("fail-if")
+    if fail_if is not None:
+        if isinstance(fail_if, str):
+            fail_if = [fail_if]
+        if not isinstance(fail_if, list) or not all(isinstance(t, str) for t in fail_if):
+            raise ConfigError(f"{where} fail-if must be a list of thresholds")
+        if not fail_if:  # an empty gate would never fail
+            raise ConfigError(
+                f"{where} fail-if is empty: name the thresholds, or leave it out for the defaults"
+            )
+        for text in fail_if:
+            try:
+                parse_threshold(text)
+            except ThresholdError as error:
+                raise ConfigError(f"{where} fail-if: {error}") from None
+    min_runs = table.get("min-runs")
+    if min_runs is not None and (
+        isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1
+    ):
+        raise ConfigError(f"{where} min-runs must be a whole number of at least 1")
+    alpha = table.get("alpha")
+    if alpha is not None and (
+        isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha <= 1
+    ):
+        raise ConfigError(f"{where} alpha must be a number above 0 and at most 1")
+    for name, choices in (("key", KEYS), ("unit", UNITS)):
+        value = table.get(name)
+        if value is not None and value not in choices:
+            raise ConfigError(f"{where} {name} must be one of {', '.join(choices)}")
+    missing = table.get("fail-on-missing")
+    if missing is not None and not isinstance(missing, bool):
+        raise ConfigError(f"{where} fail-on-missing must be true or false")
+    return DiffSettings(
+        fail_if=tuple(fail_if) if fail_if is not None else None,
+        min_runs=min_runs,
+        alpha=float(alpha) if alpha is not None else None,
+        key=table.get("key"),
+        unit=table.get("unit"),
+        fail_on_missing=missing,
         path=path,
     )

@@ -169,6 +169,8 @@ WRITERS = {
 def run_everything(command: str, selectors: list[str]) -> None:
     """``command`` in every format; json also without the cache, and from it (twice: the
     second read is a cache hit), which must all give the same answer."""
+    if command == "diff":  # two sides: the hostile folder against itself
+        selectors = [*selectors, *selectors]
     if command == "watch":
         # watch follows until Ctrl-C: --until-done with a short --timeout makes it end (0 or 1
         # with the verdict, 124 when the log's run never ended, 2 for several sessions).
@@ -294,7 +296,9 @@ def _good_part(command: str, payload: Any, good_root: Path) -> Any:
     return sorted(good, key=lambda row: json.dumps(row, sort_keys=True))
 
 
-GOOD_COMMANDS = [c for c in LOG_COMMANDS if "json" in _formats(c)]
+#: diff is left out: each of its sides is one selector, so a bad file cannot sit beside the good
+#: ones in a side given as two selectors (run_everything gives it hostile folders).
+GOOD_COMMANDS = [c for c in LOG_COMMANDS if "json" in _formats(c) and c != "diff"]
 
 
 #: Options that make a command show every session (audit judges only autopilot ones).

@@ -142,6 +142,8 @@ OWN_JSON = {
     "copilot_logs/commands/export/manifest.py",
     # the store reads the dtypes it wrote into its own entries' headers
     "copilot_logs/store/rows.py",
+    # diff reads the baseline it wrote itself (--save-baseline), not a log
+    "copilot_logs/commands/diff/baseline.py",
 }
 """Modules outside ``ingest/`` that decode JSON that is not an event line: each says why."""
 

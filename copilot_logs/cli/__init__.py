@@ -37,6 +37,7 @@ COMMANDS = {
     "export": "copilot_logs.cli.export:export",
     "watch": "copilot_logs.cli.watch:watch",
     "doctor": "copilot_logs.cli.doctor:doctor",
+    "diff": "copilot_logs.cli.diff:diff",
 }
 
 

@@ -400,3 +400,35 @@ def _mtime(path: Path) -> datetime:
         return datetime.fromtimestamp(path.stat().st_mtime, UTC)
     except OSError:
         return datetime.max.replace(tzinfo=UTC)
+
+
+WORKSPACE_FILE = "workspace.yaml"
+_NAME_BYTES = 64 * 1024
+
+
+def workspace_name(file: str) -> str | None:
+    """The session's name, as the CLI keeps it in ``workspace.yaml`` beside ``events.jsonl``
+    (its top-level ``name:``); None for a log in another layout, or a folder without one.
+    Only that one line is read (a double-quoted value is unquoted as JSON, a single-quoted one
+    as YAML does), so no YAML library is needed."""
+    path = Path(file)
+    if path.name != EVENTS_FILE:
+        return None
+    try:
+        with (path.parent / WORKSPACE_FILE).open("rb") as stream:
+            head = stream.read(_NAME_BYTES)
+    except OSError:
+        return None
+    for line in head.decode("utf-8", "replace").splitlines():
+        if not line.startswith("name:"):
+            continue
+        value = line[len("name:") :].strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            try:
+                value = str(orjson.loads(value))
+            except orjson.JSONDecodeError:
+                value = value[1:-1]
+        elif len(value) >= 2 and value[0] == value[-1] == "'":
+            value = value[1:-1].replace("''", "'")
+        return value or None
+    return None

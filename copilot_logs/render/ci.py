@@ -1,5 +1,8 @@
 """A validate report as text for people and CI: text, json, GitHub annotations, JUnit, SARIF.
 
+The JUnit and SARIF documents are built by :func:`junit_document` and :func:`sarif_document`,
+which ``diff`` uses too.
+
 Every function returns a string; the command decides where it goes. Paths are shown relative
 to the current folder when they lie under it (what CI annotations and code scanning expect).
 """
@@ -8,6 +11,8 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +22,7 @@ import orjson
 
 from copilot_logs.render.formats import github_annotation
 from copilot_logs.render.humanize import display_path, plural
-from copilot_logs.render.output import json_text, one_line
+from copilot_logs.render.output import json_text, multiline, one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.validate import Report, Rule
@@ -140,52 +145,81 @@ def junit(report: Report) -> str:
     """JUnit XML: one test case per session log, failed when it has a failing finding. Valid
     XML 1.0 for any log: the control characters it forbids are written as visible escapes."""
     # One case per session log: a file holding two sessions is two cases.
-    failing = set(report.failing.select("file", "session_id").iter_rows())
     per_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in report.findings.iter_rows(named=True):
         per_file.setdefault((row["file"], row["session_id"]), []).append(row)
     fail_levels = {"error", "warning"} if report.strict else {"error"}
-    total = report.files.height
-    counts = {
-        "tests": str(total),
-        "failures": str(len(failing)),
-        "errors": "0",
-        "skipped": "0",
-    }
-    suites = ET.Element("testsuites", {"name": "copilot-logs validate", **counts})
-    suite = ET.SubElement(suites, "testsuite", {"name": "copilot-logs validate", **counts})
+    cases = []
     for file, session_id in report.files.select("file", "session_id").iter_rows():
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {
-                "classname": one_line(display_path(file)),
-                "name": one_line(session_id or file),
-                "file": one_line(file),
-            },
-        )
         rows = per_file.get((file, session_id), [])
         bad = [row for row in rows if row["severity"] in fail_levels]
         other = [row for row in rows if row["severity"] not in fail_levels]
+        failure = None
         if bad:
-            failure = ET.SubElement(
-                case,
-                "failure",
-                {
-                    "message": f"{plural(len(bad), 'failing finding')}: "
-                    + ", ".join(sorted({row["code"] for row in bad})),
-                    "type": "copilot-logs.validate",
-                },
+            failure = (
+                f"{plural(len(bad), 'failing finding')}: "
+                + ", ".join(sorted({row["code"] for row in bad})),
+                "\n".join(finding_line(row) for row in bad),
             )
-            failure.text = "\n".join(finding_line(row) for row in bad)
-        if other:
-            out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(finding_line(row) for row in other)
+        cases.append(
+            JUnitCase(
+                classname=display_path(file),
+                name=session_id or file,
+                file=file,
+                failure=failure,
+                output="\n".join(finding_line(row) for row in other) if other else None,
+            )
+        )
+    return junit_document("copilot-logs validate", "copilot-logs.validate", cases)
+
+
+@dataclass(frozen=True)
+class JUnitCase:
+    """One test case of a JUnit report: failed when ``failure`` (its message and text) is
+    given, skipped when ``skipped`` (why) is."""
+
+    classname: str
+    name: str
+    file: str | None = None
+    failure: tuple[str, str] | None = None
+    output: str | None = None
+    skipped: str | None = None
+
+
+def junit_document(suite: str, failure_type: str, cases: Sequence[JUnitCase]) -> str:
+    """JUnit XML of one suite of ``cases`` (the ``testsuites`` element CI systems read), every
+    text one line where an attribute, control characters as visible escapes."""
+    counts = {
+        "tests": str(len(cases)),
+        "failures": str(sum(case.failure is not None for case in cases)),
+        "errors": "0",
+        "skipped": str(sum(case.skipped is not None for case in cases)),
+    }
+    suites = ET.Element("testsuites", {"name": suite, **counts})
+    element = ET.SubElement(suites, "testsuite", {"name": suite, **counts})
+    for case in cases:
+        attributes = {"classname": one_line(case.classname), "name": one_line(case.name)}
+        if case.file is not None:
+            attributes["file"] = one_line(case.file)
+        node = ET.SubElement(element, "testcase", attributes)
+        if case.failure is not None:
+            message, text = case.failure
+            failure = ET.SubElement(
+                node, "failure", {"message": one_line(message), "type": failure_type}
+            )
+            failure.text = multiline(text)
+        if case.skipped is not None:
+            ET.SubElement(node, "skipped", {"message": one_line(case.skipped)})
+        if case.output:
+            out = ET.SubElement(node, "system-out")
+            out.text = multiline(case.output)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _uri(file: str) -> str:
+def artifact_uri(file: str) -> str:
+    """A log's path as a SARIF artifact location: relative to the current folder when under
+    it (as code scanning resolves it against the checkout), else a file URI."""
     shown = display_path(file)
     path = Path(shown)
     if path.is_absolute():
@@ -212,7 +246,7 @@ def sarif(report: Report) -> str:
     index = {rule.code: position for position, rule in enumerate(RULES)}
     results = []
     for row in report.findings.iter_rows(named=True):
-        location: dict[str, Any] = {"artifactLocation": {"uri": _uri(row["file"])}}
+        location: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(row["file"])}}
         if row["line"] is not None:
             location["region"] = {"startLine": row["line"]}
         result: dict[str, Any] = {
@@ -226,6 +260,12 @@ def sarif(report: Report) -> str:
         if properties:
             result["properties"] = properties
         results.append(result)
+    return sarif_document([_sarif_rule(rule) for rule in RULES], results)
+
+
+def sarif_document(rules: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+    """SARIF 2.1.0 text of one run of copilot-logs: its ``rules`` (reportingDescriptors) and
+    ``results``."""
     document = {
         "$schema": SARIF_SCHEMA,
         "version": SARIF_VERSION,
@@ -235,7 +275,7 @@ def sarif(report: Report) -> str:
                     "driver": {
                         "name": "copilot-logs",
                         "version": tool_version(),
-                        "rules": [_sarif_rule(rule) for rule in RULES],
+                        "rules": rules,
                     }
                 },
                 "results": results,

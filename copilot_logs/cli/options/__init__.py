@@ -63,7 +63,7 @@ def quiet() -> bool:
     return bool(ctx is not None and ctx.meta.get(QUIET))
 
 
-def _reading_flags() -> list[Callable[[F], F]]:
+def reading_flags() -> list[Callable[[F], F]]:
     """--no-cache and --quiet, which every command keeps in its context's meta."""
     no_cache = click.option(
         "--no-cache",
@@ -128,7 +128,7 @@ def selection_options(function: F, *, stdin: bool = True) -> F:
         click.option(
             "--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."
         ),
-        *_reading_flags(),
+        *reading_flags(),
     ]
     wrapped: Any = command
     for decorator in reversed(decorators):

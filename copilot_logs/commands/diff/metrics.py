@@ -1,0 +1,176 @@
+"""What ``diff`` measures of each run, and the thresholds that make a change fail the gate.
+
+Each metric is taken from what a command already computes (see
+:mod:`copilot_logs.commands.diff.runs`), has a stable code in its family (cost D1xx, calls
+D2xx, tools D3xx, outcome D4xx, time D5xx, coverage D6xx), and is a number (compared by its
+median, P90 or mean; tested with Mann-Whitney) or a yes/no of each run (compared by its rate;
+tested with Fisher's exact test). A threshold is written ``METRIC.STAT OP AMOUNT [and AMOUNT]``,
+e.g. ``ai_credits.median > +25% and +1.0``: it fires when the statistic moved past every amount
+given, a percent relative to the base, a bare number absolute.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+METRICS_VERSION = 1
+"""The version of the metric definitions below, written into every saved baseline: bumped
+whenever a metric's meaning changes, so that an old baseline is refused, never compared."""
+
+NUMBER = "number"
+RATE = "rate"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure of a run."""
+
+    name: str
+    code: str
+    family: str
+    kind: str
+    """:data:`NUMBER` or :data:`RATE` (a yes/no of each run)."""
+    summary: str
+    source: str
+    """The command (and its field) the figure comes from."""
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("ai_credits", "D101", "cost", NUMBER, "AI credits", "usage ai_credits"),
+    Metric("input_tokens", "D102", "cost", NUMBER, "input tokens", "usage input_tokens"),
+    Metric("output_tokens", "D103", "cost", NUMBER, "output tokens", "usage output_tokens"),
+    Metric("llm_calls", "D201", "calls", NUMBER, "main-agent LLM calls", "count llm_calls"),
+    Metric("subagent_calls", "D202", "calls", NUMBER, "sub-agent calls", "count subagent_calls"),
+    Metric("fusion_calls", "D203", "calls", NUMBER, "fusion calls", "count fusion_calls"),
+    Metric("nudges", "D204", "calls", NUMBER, "autopilot nudges", "count autopilot_nudges"),
+    Metric("wasted_calls", "D205", "calls", NUMBER, "calls spent looping", "audit wasted_calls"),
+    Metric("tool_calls", "D301", "tools", NUMBER, "tool calls", "count tool_calls"),
+    Metric(
+        "failed_tool_calls", "D302", "tools", NUMBER, "failed tool calls", "count failed_tool_calls"
+    ),
+    Metric(
+        "tool_failure_rate",
+        "D303",
+        "tools",
+        NUMBER,
+        "failed / tool calls (no tool call: unknown)",
+        "count failed_tool_calls / tool_calls",
+    ),
+    Metric("completed", "D401", "outcome", RATE, "completed its task", "audit verdict completed"),
+    Metric("looping", "D402", "outcome", RATE, "looping", "audit looping"),
+    Metric("wall_time_ms", "D501", "time", NUMBER, "wall time (ms)", "sessions duration_ms"),
+    Metric("model_time_ms", "D502", "time", NUMBER, "model time (ms)", "usage api_duration_ms"),
+    Metric("damaged_lines", "D601", "coverage", NUMBER, "damaged lines", "sessions damaged_lines"),
+)
+BY_NAME = {metric.name: metric for metric in METRICS}
+
+GONE = Metric("gone", "D602", "coverage", RATE, "a case the candidate no longer has", "")
+NEW = Metric("new", "D603", "coverage", RATE, "a case only the candidate has", "")
+CASE_ROWS = (GONE, NEW)
+"""The rows of a case on one side only: shown always, failing only with --fail-on-missing."""
+
+FAMILIES = ("cost", "calls", "tools", "outcome", "time", "coverage")
+
+STATS = {NUMBER: ("median", "p90", "mean"), RATE: ("rate",)}
+"""The statistics a threshold may name, by kind of metric."""
+
+
+class ThresholdError(ValueError):
+    """A threshold that cannot be read (the CLI says why, as a usage error)."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """``metric.stat op amounts``: fires when the statistic moved past every amount given."""
+
+    metric: str
+    stat: str
+    op: str
+    relative: float | None
+    """A share (0.25 for +25%)."""
+    absolute: float | None
+    text: str
+
+    def fires(self, change: float | None, relative: float | None) -> bool:
+        """Whether a move of ``change`` (absolute) and ``relative`` (a share; +-inf from 0)
+        passes every amount."""
+        if change is None:
+            return False
+
+        def past(value: float, bound: float) -> bool:
+            return value > bound if self.op == ">" else value < bound
+
+        if self.absolute is not None and not past(change, self.absolute):
+            return False
+        return self.relative is None or (relative is not None and past(relative, self.relative))
+
+
+_THRESHOLD = re.compile(
+    r"^\s*(?P<metric>[a-z_]+)\.(?P<stat>[a-z0-9]+)\s*(?P<op>[<>])\s*(?P<first>[^\s]+)"
+    r"(?:\s+and\s+(?P<second>[^\s]+))?\s*$"
+)
+_AMOUNT = re.compile(r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d+)?|\.\d+)(?P<percent>%?)$")
+
+
+def parse_threshold(text: str) -> Threshold:
+    """A threshold from its text (ThresholdError saying what is wrong and what is expected)."""
+    form = "write it as METRIC.STAT > +25% and +1.0 (or < -10% and -0.1)"
+    found = _THRESHOLD.match(text)
+    if found is None:
+        raise ThresholdError(f"{text!r} is not a threshold: {form}")
+    metric = BY_NAME.get(found["metric"])
+    if metric is None:
+        names = ", ".join(m.name for m in METRICS)
+        raise ThresholdError(f"{text!r}: unknown metric {found['metric']!r}; choose from {names}")
+    if found["stat"] not in STATS[metric.kind]:
+        allowed = ", ".join(STATS[metric.kind])
+        raise ThresholdError(
+            f"{text!r}: {metric.name} is compared by {allowed}, not {found['stat']!r}"
+        )
+    relative = absolute = None
+    for amount in filter(None, (found["first"], found["second"])):
+        parsed = _AMOUNT.match(amount)
+        if parsed is None:
+            raise ThresholdError(f"{text!r}: {amount!r} is not an amount ({form})")
+        value = float(parsed["number"]) * (-1 if parsed["sign"] == "-" else 1)
+        if value and (value < 0) != (found["op"] == "<"):
+            raise ThresholdError(
+                f"{text!r}: a rise is written > +AMOUNT, a drop < -AMOUNT ({amount} given)"
+            )
+        if parsed["percent"]:
+            if relative is not None:
+                raise ThresholdError(f"{text!r}: two relative amounts; give one, and one number")
+            relative = value / 100
+        else:
+            if absolute is not None:
+                raise ThresholdError(f"{text!r}: two absolute amounts; give one, and one percent")
+            absolute = value
+    return Threshold(metric.name, found["stat"], found["op"], relative, absolute, text.strip())
+
+
+DEFAULT_THRESHOLDS = (
+    "ai_credits.median > +25% and +1.0",
+    "llm_calls.median > +25% and +2",
+    "failed_tool_calls.median > +50% and +1",
+    "completed.rate < -10% and -0.1",
+    "looping.rate > +0% and +0",
+)
+"""The gate when none is given or pinned: more credits, more calls, more failed tools, fewer
+completions, any new looping run."""
+
+
+def parse_thresholds(texts: Sequence[str]) -> tuple[Threshold, ...]:
+    return tuple(parse_threshold(text) for text in texts)
+
+
+def relative_change(base: float | None, candidate: float | None) -> float | None:
+    """(candidate - base) / |base|; +-inf from a base of 0 (0 when both are 0); None when
+    either is unknown."""
+    if base is None or candidate is None:
+        return None
+    if base == 0:
+        return 0.0 if candidate == 0 else math.copysign(math.inf, candidate)
+    return (candidate - base) / abs(base)
