@@ -25,8 +25,8 @@ from copilot_logs import derive
 from copilot_logs.commands import audit as audit_core
 from copilot_logs.commands import count as count_core
 from copilot_logs.commands import sessions as sessions_core
-from copilot_logs.commands.usage import session_rows
-from copilot_logs.commands.usage.breakdown import breakdowns
+from copilot_logs.derive.usage import session_rows
+from copilot_logs.commands.usage.breakdown import NOT_ATTRIBUTABLE, breakdowns
 from copilot_logs.derive import SESSION
 from copilot_logs.ingest.reader import ReadResult
 
@@ -112,8 +112,11 @@ def _first_prompts(annotated: pl.DataFrame) -> pl.DataFrame:
 
 def task_part(result: ReadResult) -> pl.DataFrame:
     """One batch's figures per task, from ``usage --by task`` (and its calls: which are the
-    main agent's, which a sub-agent's)."""
-    found = breakdowns(result, ("call", "task"))
+    main agent's, which a sub-agent's); a session's ``not attributable`` row is no task."""
+    found = {
+        by: rows.filter(pl.col("source") != NOT_ATTRIBUTABLE)
+        for by, rows in breakdowns(result, ("call", "task")).items()
+    }
     calls = (
         found["call"]
         .group_by(*SESSION, "task_index")
