@@ -25,9 +25,9 @@ from copilot_logs import derive
 from copilot_logs.commands import audit as audit_core
 from copilot_logs.commands import count as count_core
 from copilot_logs.commands import sessions as sessions_core
-from copilot_logs.derive.usage import session_rows
 from copilot_logs.commands.usage.breakdown import NOT_ATTRIBUTABLE, breakdowns
 from copilot_logs.derive import SESSION
+from copilot_logs.derive.usage import session_rows
 from copilot_logs.ingest.reader import ReadResult
 
 UNITS = ("session", "task")
