@@ -94,7 +94,6 @@ def records(events: pl.DataFrame) -> pl.DataFrame:
     )
     runs = derive.subagent_runs(annotated).select(*keys, "tool_call_id", _agent_name="agent_name")
     turns = derive.turns(annotated).select(*keys, "turn_index", _turn_ms="duration_ms")
-    detail = pl.col("detail")
     return (
         running.with_columns(kind=_kind())
         .filter(pl.col("kind").is_not_null())
@@ -115,12 +114,9 @@ def records(events: pl.DataFrame) -> pl.DataFrame:
             .then(pl.col("_turn_ms"))
             .otherwise(pl.col("_tool_ms")),
             user_requested=pl.col("is_user_requested").fill_null(False),
-            summary=pl.coalesce(detail.str.json_path_match("$.summary"), pl.col("text")),
+            summary=pl.coalesce("summary", "text"),
             error_type=pl.col("error_code"),
             message=pl.col("error"),
-            shutdown_type=detail.str.json_path_match("$.shutdownType"),
-            copilot_version=detail.str.json_path_match("$.copilotVersion"),
-            cwd=detail.str.json_path_match("$.context.cwd"),
         )
     )
 
