@@ -88,7 +88,8 @@ _FREE_TEXT_VALUE = (
     '"(?:' + "|".join(map(re.escape, FREE_TEXT_ARGUMENTS)) + r')":"(?:[^"\\]|\\.)*(?:"|$)'
 )
 """A free-text argument and its string value in the arguments' JSON preview (to its end when
-the preview cuts it)."""
+the preview cuts it); what closes the arguments after it is stripped too, so that a preview
+cut inside the free text compares equal to a whole one."""
 
 
 def loop_spans(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -159,7 +160,10 @@ def _tool_calls(tasks: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             identity=pl.concat_str(
                 "tool_name",
-                pl.col("arguments").fill_null("").str.replace_all(_FREE_TEXT_VALUE, ""),
+                pl.col("arguments")
+                .fill_null("")
+                .str.replace_all(_FREE_TEXT_VALUE, "")
+                .str.strip_chars_end(",}"),
                 pl.col("success").cast(pl.String).fill_null("open"),
                 separator=" ",
             ),
