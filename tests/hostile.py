@@ -437,6 +437,20 @@ def known_logs() -> dict[str, bytes]:
             {"user.message": {("data", "content"): b'"\xe9t\xe9 \xff \\ud800 \xed\xa0\x80"'}},
         ),
     }
+    # A cut line before an event whose numbers and escapes a re-serialised line would change:
+    # --repair relinks that event's parentId, and must change those bytes alone.
+    at = next(
+        i for i, line in enumerate(lines) if orjson.loads(line)["type"] == "assistant.message"
+    )
+    odd = with_raw(
+        lines[at],
+        {
+            ("data", "outputTokens"): HOSTILE_NUMBERS[7],
+            ("data", "chunkIndex"): b"1E2",
+            ("data", "content"): '"a\u2028b \\/ \\u00e9"'.encode(),
+        },
+    )
+    logs["cut-before-raw-values"] = [*lines[: at - 1], lines[at - 1][:20], odd, *lines[at + 1 :]]
     known = {name: b"".join(line + b"\n" for line in damaged) for name, damaged in logs.items()}
     known["utf-16"] = known["bom-on-every-line"].decode("utf-8").encode("utf-16")
     known["nul-tail-crlf-blank"] = b"".join(line + b"\r\n\n" for line in lines) + b"\x00" * 64

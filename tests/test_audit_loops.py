@@ -396,3 +396,25 @@ def test_polling_that_never_ends_in_completion_is_a_loop() -> None:
     row = judge(b)
     assert row["loop_signals"] == ["repeated-call"]
     assert row["wasted_calls"] == 4
+
+
+def test_a_description_the_preview_cuts_compares_equal_to_a_whole_one() -> None:
+    """The arguments are kept to their first 160 characters: a long description is cut, a
+    short one is whole; the same command is still the same call."""
+    b = autopilot()
+    for words in ("Run it", "R" * 300, "Run it once more", "S" * 300):
+        b.turn("Testing.", [reworded("make test", words, "1 failed")])
+    b.turn("Still failing.")
+    b.shutdown()
+    assert judge(b)["loop_signals"] == ["repeated-call"]
+
+
+def test_the_same_command_failing_then_succeeding_is_two_calls() -> None:
+    """`make test` failed twice, then passed: two runs of the same call (two, then one), under
+    the threshold of three."""
+    b = autopilot()
+    for success in (False, False, True):
+        b.turn("Testing.", [ToolCall("bash", {"command": "make test"}, success=success)])
+    task_complete(b)
+    b.shutdown()
+    assert judge(b)["looping"] is False

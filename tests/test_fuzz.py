@@ -400,6 +400,36 @@ def _kept(original: bytes, pieces: list[dict[str, Any]]) -> bytes:
     return b"".join([*kept, original[cursor:]])
 
 
+SEPARATOR_ESCAPES = {
+    "U+2028": ("\u2028".encode(), b"\\u2028"),
+    "U+2029": ("\u2029".encode(), b"\\u2029"),
+}
+
+
+def _as_listed(line: bytes, changes: list[str]) -> bytes | None:
+    """An original line with the listed changes of values and escapes made by hand, or None
+    when one of them is of another kind (joined, added, not UTF-8) or not found once."""
+    for what in changes:
+        words = what.split(" ")
+        if words[0] == "parentId":
+            was, now = what[len("parentId ") :].split(" -> ")
+            old = b'"parentId":' + (b"null" if was == "None" else json.dumps(was).encode())
+            new = b'"parentId":' + json.dumps(now).encode()
+        elif what.startswith("wrote the raw U+"):
+            old, new = SEPARATOR_ESCAPES[words[3]]
+            line = line.replace(old, new)
+            continue
+        elif words[0] in ("session.resume", "session.shutdown") and len(words) == 5:
+            old = f'"{words[1]}":{words[2]}'.encode()
+            new = f'"{words[1]}":{words[4]}'.encode()
+        else:
+            return None
+        if line.count(old) != 1:
+            return None
+        line = line.replace(old, new)
+    return line
+
+
 def check_repair(original: bytes, record: dict[str, Any], out: Path) -> None:
     """One repaired copy: inside ``out``, the sidecar as its pieces say, and every line of the
     copy either a line of the original (less what was set aside) or one a listed change
@@ -421,6 +451,18 @@ def check_repair(original: bytes, record: dict[str, Any], out: Path) -> None:
     rewritten = {c["line"] for c in record["changes"] if c["what"].startswith(REWRITES)}
     added = [c for c in record["changes"] if c["what"].startswith("added a")]
     assert len(unexplained) <= len(rewritten) + len(added), (unexplained, record["changes"])
+    # A line whose changes are values and escapes: the copy holds it with those bytes alone
+    # changed, as made here by hand from the original line.
+    physical = original.split(b"\n")
+    by_line: dict[int, list[str]] = {}
+    for change in record["changes"]:
+        if change["what"].startswith(REWRITES):
+            by_line.setdefault(change["line"], []).append(change["what"])
+    for number, whats in by_line.items():
+        line = physical[number - 1].strip(b"\x00").rstrip(b"\r")
+        expected = _as_listed(line, whats)
+        if expected is not None:
+            assert expected in copy.split(b"\n"), (number, whats, line)
 
 
 @FUZZ_SETTINGS
