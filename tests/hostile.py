@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -436,6 +437,20 @@ def known_logs() -> dict[str, bytes]:
             {"user.message": {("data", "content"): b'"\xe9t\xe9 \xff \\ud800 \xed\xa0\x80"'}},
         ),
     }
+    # A cut line before an event whose numbers and escapes a re-serialised line would change:
+    # --repair relinks that event's parentId, and must change those bytes alone.
+    at = next(
+        i for i, line in enumerate(lines) if orjson.loads(line)["type"] == "assistant.message"
+    )
+    odd = with_raw(
+        lines[at],
+        {
+            ("data", "outputTokens"): HOSTILE_NUMBERS[7],
+            ("data", "chunkIndex"): b"1E2",
+            ("data", "content"): '"a\u2028b \\/ \\u00e9"'.encode(),
+        },
+    )
+    logs["cut-before-raw-values"] = [*lines[: at - 1], lines[at - 1][:20], odd, *lines[at + 1 :]]
     known = {name: b"".join(line + b"\n" for line in damaged) for name, damaged in logs.items()}
     known["utf-16"] = known["bom-on-every-line"].decode("utf-8").encode("utf-16")
     known["nul-tail-crlf-blank"] = b"".join(line + b"\r\n\n" for line in lines) + b"\x00" * 64
@@ -450,3 +465,84 @@ def damaged_sessions(draw: st.DrawFn, text: st.SearchStrategy[str] = HOSTILE_TEX
     for damage in draw(st.lists(st.sampled_from(LINE_DAMAGES), max_size=4), label="damages"):
         rest = damage(draw, rest) if rest else rest
     return b"".join(line + b"\n" for line in [first, *rest])
+
+
+# --- autopilot runs whose loops are known ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoopRun:
+    """A generated autopilot run and its truth, counted while it was written: whether a loop
+    sign fires (with the default thresholds) and how many LLM calls it wastes."""
+
+    builder: SessionBuilder
+    looping: bool
+    wasted_calls: int
+    episodes: tuple[str, ...]
+
+
+REPEAT_AT = 3
+"""The default threshold of ``repeated-call`` (docs/audit.md), as the truth counts it."""
+
+
+@st.composite
+def loop_runs(draw: st.DrawFn, text: st.SearchStrategy[str] = HOSTILE_TEXT) -> LoopRun:
+    """An autopilot task of episodes, no nudge: ``work`` (different commands), ``repeat`` (one
+    command again and again, its description worded anew each time, the free text drawn from
+    ``text`` and sometimes long enough that the arguments' preview cuts it), ``poll``
+    (read_agent with the same arguments, still running until the last answer); a text turn may
+    follow any episode; the run ends with an accepted task_complete or a final answer.
+
+    The truth, by docs/audit.md: a run of the same call (tool, arguments but the description,
+    success) ``REPEAT_AT`` times or more is a loop, unless it is polling and the task then
+    completes; its wasted calls run from the call that asked for the second to the call that
+    asked for another tool (or the end of the task)."""
+    b = SessionBuilder(seed=draw(st.integers(0, 1 << 16)))
+    b.mode_changed("autopilot")
+    b.user_message("Do the work.")
+    calls = 0
+    asks: list[tuple[int, str, str]] = []  # (the call that asked, the call's identity, episode)
+    kinds = draw(st.lists(st.sampled_from(["work", "repeat", "poll"]), min_size=1, max_size=4))
+    for index, kind in enumerate(kinds):
+        count = draw(st.integers(1, 3) if kind == "work" else st.integers(2, 5), label=kind)
+        failing = draw(st.booleans(), label="fails")
+        for step in range(count):
+            calls += 1
+            if kind == "work":
+                tool = ToolCall("bash", {"command": f"make step{index}-{step}"}, result="ok")
+                identity = f"work {index} {step}"
+            elif kind == "repeat":
+                words = draw(text) + "x" * draw(st.sampled_from([0, 200]))
+                arguments = {"command": f"make check{index}", "description": words}
+                tool = ToolCall("bash", arguments, result="1 failed", success=not failing)
+                identity = f"repeat {index}"
+            else:
+                answer = "still running" if step < count - 1 else "The answer."
+                tool = ToolCall("read_agent", {"agent_id": f"agent-{index}", "wait": True}, answer)
+                identity = f"poll {index}"
+            b.turn("Working.", [tool])
+            asks.append((calls, identity, kind))
+        if draw(st.booleans(), label="text turn"):
+            calls += 1
+            b.turn("Progress so far.")
+    completed = draw(st.booleans(), label="completed")
+    calls += 1
+    if completed:
+        b.turn("", [ToolCall("task_complete", {"summary": "Done."}, result="Done.")], end=False)
+        b.event("session.task_complete", {"summary": "Done.", "success": True}, after_ms=1)
+        b.end_turn()
+    else:
+        b.turn("I believe this is done.")
+    b.shutdown()
+    wasted: set[int] = set()
+    at = 0
+    while at < len(asks):
+        end = at
+        while end + 1 < len(asks) and asks[end + 1][1] == asks[at][1]:
+            end += 1
+        strength, kind = end - at + 1, asks[at][2]
+        if strength >= REPEAT_AT and not (kind == "poll" and completed):
+            until = asks[end + 1][0] if end + 1 < len(asks) else calls + 1
+            wasted.update(range(asks[at + 1][0], until))
+        at = end + 1
+    return LoopRun(b, bool(wasted), len(wasted), tuple(kinds))

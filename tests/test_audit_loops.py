@@ -18,7 +18,7 @@ from copilot_logs.api import read_file
 from copilot_logs.cli import audit as audit_cli
 from copilot_logs.cli import main
 from copilot_logs.commands.audit import audit, loops
-from synth import SessionBuilder, bash, edit
+from synth import SessionBuilder, ToolCall, bash, edit
 
 from .test_audit import LATER, autopilot, judge, lines_of, loop, task_complete
 
@@ -336,3 +336,85 @@ def test_the_wasted_credits_are_the_wasted_calls_credits_where_each_call_has_the
     assert row["wasted_calls"] == 6
     # 0.01 + 0.02 + 0.03 for the repeated `ls`, and 3 x 0.001 for the texts after them.
     assert row["wasted_credits"] == pytest.approx(0.063, abs=1e-12)
+
+
+# --- a call is judged by what it does (issue 34) ---------------------------------------------
+
+
+def reworded(command: str, description: str, result: str = "ok") -> ToolCall:
+    """bash as the CLI's model calls it: the command, then a description in its own words."""
+    return ToolCall("bash", {"command": command, "description": description}, result=result)
+
+
+def test_the_same_command_reworded_each_time_is_still_the_same_call() -> None:
+    """`make test` four times in a row, its description worded anew each time: a loop (on the
+    calls from the one that asked for the second to the final answer: 4 of the 5 calls)."""
+    b = autopilot()
+    for words in ("Run the tests", "Run the test suite again", "Re-run tests", "Tests, once more"):
+        b.turn("Testing.", [reworded("make test", words, "1 failed")])
+    b.turn("The tests still fail.")
+    b.shutdown()
+    row = judge(b)
+    assert row["loop_signals"] == ["repeated-call"]
+    assert row["wasted_calls"] == 4
+    assert row["repeated_call"].startswith('bash {"command":"make test"')
+
+
+def test_other_commands_with_one_description_are_other_calls() -> None:
+    b = autopilot()
+    for step in range(4):
+        b.turn("Working.", [reworded(f"make step{step}", "Run the next step")])
+    task_complete(b)
+    b.shutdown()
+    assert judge(b)["looping"] is False
+
+
+def poll(agent: str, result: str) -> ToolCall:
+    return ToolCall("read_agent", {"agent_id": agent, "wait": True, "timeout": 120}, result=result)
+
+
+def test_polling_a_background_agent_that_ends_in_completion_is_no_loop() -> None:
+    """A run that starts a background agent and reads it four times with the same arguments
+    (waiting), then completes: it waited, it did not loop."""
+    b = autopilot()
+    b.turn("Starting a helper.", [ToolCall("task", {"prompt": "explain", "mode": "background"})])
+    for answer in ("still running", "still running", "still running", "The answer."):
+        b.turn("Waiting for the helper.", [poll("helper", answer)])
+    task_complete(b)
+    b.shutdown()
+    row = judge(b)
+    assert row["verdict"] == "completed"
+    assert row["looping"] is False, row["loop_signals"]
+
+
+def test_polling_that_never_ends_in_completion_is_a_loop() -> None:
+    b = autopilot()
+    for _ in range(4):
+        b.turn("Waiting for the helper.", [poll("helper", "still running")])
+    b.turn("The helper has not answered.")
+    b.shutdown()
+    row = judge(b)
+    assert row["loop_signals"] == ["repeated-call"]
+    assert row["wasted_calls"] == 4
+
+
+def test_a_description_the_preview_cuts_compares_equal_to_a_whole_one() -> None:
+    """The arguments are kept to their first 160 characters: a long description is cut, a
+    short one is whole; the same command is still the same call."""
+    b = autopilot()
+    for words in ("Run it", "R" * 300, "Run it once more", "S" * 300):
+        b.turn("Testing.", [reworded("make test", words, "1 failed")])
+    b.turn("Still failing.")
+    b.shutdown()
+    assert judge(b)["loop_signals"] == ["repeated-call"]
+
+
+def test_the_same_command_failing_then_succeeding_is_two_calls() -> None:
+    """`make test` failed twice, then passed: two runs of the same call (two, then one), under
+    the threshold of three."""
+    b = autopilot()
+    for success in (False, False, True):
+        b.turn("Testing.", [ToolCall("bash", {"command": "make test"}, success=success)])
+    task_complete(b)
+    b.shutdown()
+    assert judge(b)["looping"] is False

@@ -21,6 +21,7 @@ import traceback
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,11 @@ from .hostile import (
     CONTROLS,
     EVERYTHING,
     FILE_NAMES,
+    LoopRun,
     damaged_sessions,
     hostile_logs,
     known_logs,
+    loop_runs,
 )
 
 EXIT_CODES = {int(code) for code in ExitCode}
@@ -373,3 +376,155 @@ def test_one_bad_session_in_a_stream_never_hides_the_others(bad: bytes) -> None:
             assert len(alone) == len(GOOD_IDS), (command, alone)
             path.write_bytes(good[0] + bad + good[1])
             assert _good_figures(command, [str(path)], path) == alone, command
+
+
+# --- doctor --repair on hostile logs ---------------------------------------------------------
+
+#: What a listed change does to a line of the copy: a line it names is written anew (joined,
+#: an escape written, a value changed) or added.
+REWRITES = ("joined ", "wrote ", "parentId ", "session.resume ", "session.shutdown ")
+
+
+def _tree(folder: Path) -> dict[str, bytes | None]:
+    """Every path under ``folder`` (links not followed) and a file's bytes."""
+    return {
+        str(path.relative_to(folder)): path.read_bytes() if path.is_file() else None
+        for path in sorted(folder.rglob("*"))
+        if not path.is_symlink()
+    }
+
+
+def _kept(original: bytes, pieces: list[dict[str, Any]]) -> bytes:
+    """``original`` without the pieces set aside (their offsets are into the original)."""
+    kept, cursor = [], 0
+    for piece in sorted(pieces, key=lambda p: p["offset"]):
+        assert piece["offset"] >= cursor, pieces  # pieces never overlap
+        kept.append(original[cursor : piece["offset"]])
+        cursor = piece["offset"] + piece["length"]
+    return b"".join([*kept, original[cursor:]])
+
+
+SEPARATOR_ESCAPES = {
+    "U+2028": ("\u2028".encode(), b"\\u2028"),
+    "U+2029": ("\u2029".encode(), b"\\u2029"),
+}
+
+
+def _as_listed(line: bytes, changes: list[str]) -> bytes | None:
+    """An original line with the listed changes of values and escapes made by hand, or None
+    when one of them is of another kind (joined, added, not UTF-8) or not found once."""
+    for what in changes:
+        words = what.split(" ")
+        if words[0] == "parentId":
+            was, now = what[len("parentId ") :].split(" -> ")
+            old = b'"parentId":' + (b"null" if was == "None" else json.dumps(was).encode())
+            new = b'"parentId":' + json.dumps(now).encode()
+        elif what.startswith("wrote the raw U+"):
+            old, new = SEPARATOR_ESCAPES[words[3]]
+            line = line.replace(old, new)
+            continue
+        elif words[0] in ("session.resume", "session.shutdown") and len(words) == 5:
+            old = f'"{words[1]}":{words[2]}'.encode()
+            new = f'"{words[1]}":{words[4]}'.encode()
+        else:
+            return None
+        if line.count(old) != 1:
+            return None
+        line = line.replace(old, new)
+    return line
+
+
+def check_repair(original: bytes, record: dict[str, Any], out: Path) -> None:
+    """One repaired copy: inside ``out``, the sidecar as its pieces say, and every line of the
+    copy either a line of the original (less what was set aside) or one a listed change
+    names."""
+    folder = Path(record["events"]).parent
+    assert folder.parent == out and folder.name == record["session_id"], record["events"]
+    assert record["original_bytes"] == len(original)
+    sidecar = Path(record["sidecar"]).read_bytes() if record["sidecar"] else b""
+    for piece in record["set_aside"]:
+        at, length = piece["sidecar_offset"], piece["length"]
+        assert sidecar[at : at + length] == original[piece["offset"] : piece["offset"] + length]
+    assert len(sidecar) == sum(piece["length"] for piece in record["set_aside"])
+    report = json.loads((folder / "repair.json").read_text())
+    assert report == record
+    lines = set(_kept(original, record["set_aside"]).split(b"\n"))
+    copy = Path(record["events"]).read_bytes()
+    assert copy.endswith(b"\n") or copy == b""
+    unexplained = [line for line in copy.split(b"\n")[:-1] if line not in lines]
+    rewritten = {c["line"] for c in record["changes"] if c["what"].startswith(REWRITES)}
+    added = [c for c in record["changes"] if c["what"].startswith("added a")]
+    assert len(unexplained) <= len(rewritten) + len(added), (unexplained, record["changes"])
+    # A line whose changes are values and escapes: the copy holds it with those bytes alone
+    # changed, as made here by hand from the original line.
+    physical = original.split(b"\n")
+    by_line: dict[int, list[str]] = {}
+    for change in record["changes"]:
+        if change["what"].startswith(REWRITES):
+            by_line.setdefault(change["line"], []).append(change["what"])
+    for number, whats in by_line.items():
+        line = physical[number - 1].strip(b"\x00").rstrip(b"\r")
+        expected = _as_listed(line, whats)
+        if expected is not None:
+            assert expected in copy.split(b"\n"), (number, whats, line)
+
+
+@FUZZ_SETTINGS
+@given(log=hostile_logs(), flat=st.booleans())
+def test_repair_of_a_hostile_log(log: bytes, flat: bool) -> None:
+    """The copy stays inside --out, the original is byte-identical, every changed byte is
+    listed, and the command exits 0 only when doctor calls every copy resumable; a refusal
+    (exit 2) writes nothing."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        path = root / "state" / ("session.jsonl" if flat else "session/events.jsonl")
+        path.parent.mkdir(parents=True)
+        path.write_bytes(log)
+        out = root / "home" / "repaired"
+        before = _tree(root)
+        args = ("doctor", str(path), "--repair", "--out", str(out), "--format", "json")
+        result = invoke(*args)
+        check(result, "json", args)
+        assert path.read_bytes() == log
+        after = _tree(root)
+        outside = {k: v for k, v in after.items() if not k.startswith("home")}
+        assert outside == before, sorted(set(outside) ^ set(before))
+        if result.exit_code not in (0, 1):
+            assert not out.exists() or list(out.iterdir()) == [], result.stderr
+            return
+        records = _json(result.stdout)
+        assert sorted(p.name for p in out.iterdir()) == sorted(r["session_id"] for r in records)
+        for record in records:
+            check_repair(log, record, out)
+            judged = invoke(
+                "doctor", str(Path(record["events"])), "--format", "json", "--running-within", "0"
+            )
+            [verdict] = [row["verdict"] for row in _json(judged.stdout)]
+            assert verdict == record["verdict"]
+        resumable = all(record["verdict"] != "cannot-resume" for record in records)
+        assert result.exit_code == (0 if resumable else 1), records
+
+
+KNOWN_REPAIRS = sorted(KNOWN)
+
+
+@pytest.mark.parametrize("name", KNOWN_REPAIRS)
+def test_repair_of_a_known_hostile_log(name: str) -> None:
+    test_repair_of_a_hostile_log.hypothesis.inner_test(log=KNOWN[name], flat=False)  # type: ignore[attr-defined]
+
+
+# --- audit's loop signs on runs whose truth is known -----------------------------------------
+
+
+@FUZZ_SETTINGS
+@given(run=loop_runs())
+def test_loop_signs_on_generated_runs(run: LoopRun) -> None:
+    from copilot_logs.api import read_bytes as read_log
+    from copilot_logs.commands.audit import audit
+
+    later = datetime(2030, 1, 1, tzinfo=UTC)
+    [row] = audit(read_log(run.builder.to_bytes()), now=later).to_dicts()
+    assert row["looping"] is run.looping, (run.episodes, row["loop_signals"])
+    assert (row["wasted_calls"] or 0) == run.wasted_calls, run.episodes
+    if run.looping:
+        assert row["loop_signals"] == ["repeated-call"]

@@ -32,6 +32,12 @@ DEFAULT_FAIL_ON = "running,at-risk,cannot-resume"
     type=click.Path(path_type=Path, file_okay=False),
     help="With --repair: the folder (a session-state folder) the copies go to, as OUT/<id>/.",
 )
+@click.option(
+    "--even-if-running",
+    is_flag=True,
+    help="With --repair: copy a session doctor calls running too (what it writes after the "
+    "copy is in neither file).",
+)
 def doctor(
     ctx: click.Context,
     picked: Picked,
@@ -39,6 +45,7 @@ def doctor(
     running_within: timedelta,
     repair: bool,
     out: Path | None,
+    even_if_running: bool,
     fmt: str,
 ) -> None:
     """Find the sessions the Copilot CLI can no longer resume, say why, and repair a copy.
@@ -51,9 +58,11 @@ def doctor(
 
     More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/doctor.md
 
-    Exit codes: 0 no session got a --fail-on verdict (or --repair wrote its copies); 1 one did;
-    2 bad usage (--repair without --out or a session, an --out that holds that session
-    already); 3 a selected file could not be read at all.
+    Exit codes: 0 no session got a --fail-on verdict (or --repair wrote copies doctor calls
+    resumable); 1 one did (or a copy is still cannot-resume); 2 bad usage (--repair without
+    --out or a session, an --out that holds that session already, a running session, an id
+    that is not a folder name: nothing is written); 3 a selected file could not be read at
+    all, or a copy could not be written.
 
     \b
     Examples:
@@ -62,10 +71,12 @@ def doctor(
       copilot-logs doctor 3fa --repair --out ./repaired
     """
     if repair:
-        _repair(picked, out, fmt)
+        _repair(ctx, picked, out, fmt, running_within, even_if_running)
         return
     if out is not None:
         raise click.UsageError("--out goes with --repair")
+    if even_if_running:
+        raise click.UsageError("--even-if-running goes with --repair")
     loaded = load(picked, report=False)  # the damage is in the reasons
     from copilot_logs.commands import doctor as core
     from copilot_logs.ingest.reader import ReadResult
@@ -83,7 +94,14 @@ def doctor(
     ctx.exit(exit_code(loaded))
 
 
-def _repair(picked: Picked, out: Path | None, fmt: str) -> None:
+def _repair(
+    ctx: click.Context,
+    picked: Picked,
+    out: Path | None,
+    fmt: str,
+    running_within: timedelta,
+    even_if_running: bool,
+) -> None:
     if out is None:
         raise click.UsageError("--repair needs --out DIR: the copy never replaces the original")
     if not picked.selectors:
@@ -91,4 +109,13 @@ def _repair(picked: Picked, out: Path | None, fmt: str) -> None:
     from copilot_logs.commands.doctor import repair
     from copilot_logs.render.doctor import write_repairs
 
-    write_repairs([repair.repair(source, out) for source in find(picked)], fmt)
+    repairs = repair.repair_all(
+        find(picked),
+        out,
+        now=datetime.now(UTC),
+        running_within=running_within,
+        even_if_running=even_if_running,
+    )
+    write_repairs(repairs, fmt)
+    if not all(done.resumable for done in repairs):
+        ctx.exit(int(ExitCode.FAILED))

@@ -7,9 +7,14 @@ strength reaches its threshold makes the session ``looping``:
   successful tool call (task_complete aside) that the task had not already made with the same
   arguments. Strength: how many in a row; the span runs from the first of them to the next
   nudge that was followed by progress (or the end of the task).
-- ``repeated-call``: the main agent's same tool call (name and arguments) made again and again
-  with no other tool call between. Strength: how many in a row; the span runs from the LLM call
-  that asked for the second to the call that asked for something else (or the end of the task).
+- ``repeated-call``: the main agent's same tool call made again and again with no other tool
+  call between. Strength: how many in a row; the span runs from the LLM call that asked for the
+  second to the call that asked for something else (or the end of the task). A call is judged
+  by what it does: its tool, its arguments less the free text the model words anew each time
+  (:data:`FREE_TEXT_ARGUMENTS`, such as bash's ``description``), and whether it succeeded (not
+  its output, which holds clocks and the CLI's own shell numbers). Polling
+  (:data:`POLLING_TOOLS`, such as ``read_agent`` waiting on a background agent) is no loop when
+  the task goes on to an accepted completion.
 - ``rejected-completions``: task_complete rejected (``success: false`` or outcome
   ``continue``). Strength: how many in the task; the span runs from the first rejection to the
   next accepted completion (or the end of the task).
@@ -17,8 +22,9 @@ strength reaches its threshold makes the session ``looping``:
 
 The *wasted calls* are the LLM calls (main agent and sub-agents) inside the spans that reached
 their threshold, each counted once. Tool calls are compared by name and by the first
-characters of their arguments that the events frame keeps (``PREVIEW_CHARS``): two calls whose
-arguments differ only after that are taken for the same call.
+characters of their arguments that the events frame keeps (``PREVIEW_CHARS``): two calls that
+differ only after that are taken for the same call. Which completion is accepted is
+decided in one place, :data:`_ACCEPTED`.
 
 :func:`loop_spans` finds the spans (nothing in them depends on the thresholds, so they can be
 kept with the other audit facts); :func:`looping` applies the thresholds.
@@ -26,6 +32,7 @@ kept with the other audit facts); :func:`looping` applies the thresholds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import polars as pl
@@ -68,6 +75,20 @@ _NUDGE = MAIN & (TYPE == "user.message") & pl.col("is_nudge").fill_null(False)
 # (calls after it are the task taken up again) nor rejected by the CLI.
 _REJECTED = pl.col("completion") == derive.REJECTED
 _ACCEPTED = derive.ACCEPTED_COMPLETION
+"""The one test of an accepted completion the signs rely on: the session model's."""
+
+FREE_TEXT_ARGUMENTS = ("description",)
+"""Arguments that say what a call is for, in words the model may change on every call (bash's
+``description``): left out when calls are compared."""
+POLLING_TOOLS = ("read_agent", "read_bash")
+"""Tools that wait on work running apart (a background agent, a detached shell): the same call
+again and again is waiting, not a loop, when the task then completes."""
+_FREE_TEXT_VALUE = (
+    '"(?:' + "|".join(map(re.escape, FREE_TEXT_ARGUMENTS)) + r')":"(?:[^"\\]|\\.)*(?:"|$)'
+)
+"""A free-text argument and its string value in the arguments' JSON preview (to its end when
+the preview cuts it); what closes the arguments after it is stripped too, so that a preview
+cut inside the free text compares equal to a whole one."""
 
 
 def loop_spans(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -88,7 +109,7 @@ def loop_spans(tasks: pl.DataFrame) -> pl.DataFrame:
     tools = _tool_calls(tasks)
     found = [
         _stalled(tasks, tools),
-        _repeated(tools),
+        _repeated(tools, tasks),
         _rejected(tasks),
         _after_completion(tasks, calls),
     ]
@@ -136,7 +157,16 @@ def _tool_calls(tasks: pl.DataFrame) -> pl.DataFrame:
         .join(turn_lines, on=[*SESSION, "turn_index"], how="left")
         .sort(*SESSION, "start_line")
         .with_columns(
-            identity=pl.concat_str("tool_name", pl.col("arguments").fill_null(""), separator=" "),
+            identity=pl.concat_str(
+                "tool_name",
+                pl.col("arguments")
+                .fill_null("")
+                .str.replace_all(_FREE_TEXT_VALUE, "")
+                .str.strip_chars_end(",}"),
+                pl.col("success").cast(pl.String).fill_null("open"),
+                separator=" ",
+            ),
+            label=pl.concat_str("tool_name", pl.col("arguments").fill_null(""), separator=" "),
             asked_at=pl.coalesce("turn_line", "start_line"),
         )
         .with_columns(new=pl.col("identity").is_first_distinct().over(*TASK))
@@ -180,21 +210,29 @@ def _stalled(tasks: pl.DataFrame, tools: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _repeated(tools: pl.DataFrame) -> pl.DataFrame:
-    """Runs of the same tool call with no other tool call between, per task."""
+def _repeated(tools: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
+    """Runs of the same tool call with no other tool call between, per task; polling that
+    the task's accepted completion follows is left out."""
     runs = tools.with_columns(
         changed=pl.col("identity") != pl.col("identity").shift(1).over(*TASK),
         next_asked=pl.col("asked_at").shift(-1).over(*TASK),
     ).with_columns(run=pl.col("changed").fill_null(True).cum_sum().over(*TASK))
+    completed = tasks.filter(_ACCEPTED).group_by(*TASK).agg(completed_at=pl.col("line").max())
+    waited = pl.col("tool_name").is_in(POLLING_TOOLS) & (
+        pl.col("completed_at") > pl.col("last_start")
+    ).fill_null(False)
     return (
         runs.group_by(*TASK, "run")
         .agg(
             strength=pl.len().cast(pl.Int64),
             start_line=pl.col("asked_at").get(1, null_on_oob=True),
             end_line=pl.coalesce(pl.col("next_asked").last(), pl.col("task_end").last()),
-            label=pl.col("identity").first(),
+            label=pl.col("label").first(),
+            tool_name=pl.col("tool_name").first(),
+            last_start=pl.col("start_line").last(),
         )
-        .filter(pl.col("strength") > 1)
+        .join(completed, on=TASK, how="left")
+        .filter((pl.col("strength") > 1) & ~waited)
         .with_columns(signal=pl.lit(REPEATED_CALL))
     )
 

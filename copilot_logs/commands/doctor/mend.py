@@ -12,6 +12,10 @@ a lost turn end added, the parent chain and the resume and shutdown counters kep
   event) names the event before it;
 - ``session.resume``'s ``eventCount`` and ``eventsFileSizeBytes`` and
   ``session.shutdown``'s ``eventsFileSizeBytes`` are set to what the copy holds before them.
+
+A value is changed in place (:func:`~copilot_logs.ingest.decode.value_span.with_value`): every
+other byte of the line stays as written (numbers, escapes, key order), and each changed value
+is listed with what it was and what it became.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from copilot_logs.commands.doctor import evidence
 from copilot_logs.commands.doctor.repair import Change, Repair, Unit
 from copilot_logs.commands.validate import check
 from copilot_logs.ingest.decode.event_structs import parse_line
+from copilot_logs.ingest.decode.value_span import value_span, with_value
 from copilot_logs.ingest.reader import ReadResult
 
 Insert = tuple[int, Unit, Change]
@@ -32,6 +37,9 @@ Insert = tuple[int, Unit, Change]
 CLOSE = "tool.execution_complete"
 TURN_START = "assistant.turn_start"
 TURN_END = "assistant.turn_end"
+SHUTDOWN = "session.shutdown"
+SUBAGENT_STARTED = "subagent.started"
+SUBAGENT_ENDS = ("subagent.completed", "subagent.failed")
 ENDS = {
     "X302": "assistant.turn_end",  # the turn ended without the tool's result
     "X307": "session.shutdown",  # the session shut down while it ran
@@ -52,16 +60,23 @@ def _close_open_tools(units: list[Unit], result: ReadResult, done: Repair) -> li
     session) ended, else at the end."""
     found = check(result, select=sorted(ENDS)).sort("line")
     by_id = {unit.event_id: index for index, unit in enumerate(units) if unit.event_id}
+    tasks = {u.agent_id: u.tool_call_id for u in units if u.type == SUBAGENT_STARTED}
     inserts: list[Insert] = []
     for code, event_id in found.select("code", "event_id").iter_rows():
         start = by_id.get(event_id)
         if start is None:
             continue
-        at = _closing_place(units, start, ENDS[code])
+        at = _closing_place(units, start, ENDS[code], tasks)
         opened = units[start]
         line = units[at].line if at < len(units) else units[-1].line + 1
         closing = Unit(
-            line, b"", _id_closing(event_id), CLOSE, opened.agent_id, opened.tool_call_id
+            line,
+            b"",
+            _id_closing(event_id),
+            CLOSE,
+            opened.agent_id,
+            opened.tool_call_id,
+            marks=_marks(opened),
         )
         change = Change(
             line,
@@ -122,13 +137,39 @@ def _id_closing(start_id: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"copilot-logs:doctor:close:{start_id}"))
 
 
-def _closing_place(units: list[Unit], start: int, end_type: str | None) -> int:
+def _closing_place(
+    units: list[Unit], start: int, end_type: str | None, tasks: dict[str | None, str | None]
+) -> int:
+    """Where the tool started at ``start`` is closed: before ``end_type`` of its own agent;
+    a sub-agent's tool also before its sub-agent ends (its ``task`` call completes, or
+    ``subagent.completed`` / ``failed``) and before the main agent's turn ends or the
+    session shuts down; else at the end."""
     opened = units[start]
+    task = tasks.get(opened.agent_id, opened.agent_id) if opened.agent_id else None
     for index in range(start + 1, len(units)):
         unit = units[index]
         if end_type and unit.type == end_type and unit.agent_id == opened.agent_id:
             return index
+        if task is not None and (
+            (unit.type in (*SUBAGENT_ENDS, CLOSE) and unit.tool_call_id == task)
+            or (unit.type == TURN_END and unit.agent_id is None)
+            or unit.type == SHUTDOWN
+        ):
+            return index
     return len(units)
+
+
+def _marks(opened: Unit) -> dict[str, Any]:
+    """The sub-agent marks of the event ``opened`` as it carries them: the envelope
+    ``agentId`` (1.0.3x on) and ``data.parentToolCallId`` (1.0.2x has only this one)."""
+    event = parse_line(opened.data) or {}
+    data = event.get("data")
+    marks: dict[str, Any] = {}
+    if "agentId" in event:
+        marks["agentId"] = event["agentId"]
+    if isinstance(data, dict) and "parentToolCallId" in data:
+        marks["parentToolCallId"] = data["parentToolCallId"]
+    return marks
 
 
 def _relink(units: list[Unit], done: Repair) -> None:
@@ -139,10 +180,14 @@ def _relink(units: list[Unit], done: Repair) -> None:
             unit.data = orjson.dumps(_closing_event(unit, previous))
         elif unit.after_gap and previous is not None:
             event = parse_line(unit.data)
-            if event is not None and event.get("parentId") != previous.get("id"):
+            relinked = with_value(unit.data, ("parentId",), orjson.dumps(previous.get("id")))
+            if (
+                event is not None
+                and event.get("parentId") != previous.get("id")
+                and relinked is not None
+            ):
                 was = event.get("parentId")
-                event["parentId"] = previous.get("id")
-                unit.data = orjson.dumps(event)
+                unit.data = relinked
                 done.changes.append(
                     Change(
                         unit.line,
@@ -162,9 +207,11 @@ def _closing_event(unit: Unit, previous: dict[str, Any] | None) -> dict[str, Any
         if unit.type == CLOSE
         else {"turnId": unit.turn_id}
     )
+    if "parentToolCallId" in unit.marks:
+        data["parentToolCallId"] = unit.marks["parentToolCallId"]
     event: dict[str, Any] = {"type": unit.type, "data": data}
-    if unit.agent_id:
-        event["agentId"] = unit.agent_id
+    if "agentId" in unit.marks:
+        event["agentId"] = unit.marks["agentId"]
     event["id"] = unit.event_id
     event["timestamp"] = (previous or {}).get("timestamp")
     event["parentId"] = (previous or {}).get("id")
@@ -191,15 +238,18 @@ def _count(units: list[Unit], done: Repair) -> None:
                 for name in fields
                 if isinstance(data, dict) and name in data and data[name] != truth[name]
             ]
-            if wrong and isinstance(data, dict):
-                for name in wrong:
-                    done.changes.append(
-                        Change(
-                            unit.line,
-                            f"{unit.type} {name} {data[name]} -> {truth[name]}",
-                            "what the copy holds before this line",
-                        )
+            for name in wrong:
+                span = value_span(unit.data, ("data", name))
+                counted = with_value(unit.data, ("data", name), str(truth[name]).encode())
+                if span is None or counted is None:
+                    continue
+                was = unit.data[span[0] : span[1]].decode("utf-8", "replace")
+                unit.data = counted
+                done.changes.append(
+                    Change(
+                        unit.line,
+                        f"{unit.type} {name} {was} -> {truth[name]}",
+                        "what the copy holds before this line",
                     )
-                    data[name] = truth[name]
-                unit.data = orjson.dumps(event)
+                )
         offset += len(unit.data) + 1

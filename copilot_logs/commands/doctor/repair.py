@@ -1,30 +1,40 @@
 """``doctor --repair``: a repaired copy of a session's folder under another folder, the
 original never touched.
 
-The copy keeps every event the reader recovers, one to a line, and nothing else: the bytes
-around them that are not an event (a cut last line, a NUL tail, the truncated event a glued
-line begins with, a line that is not JSON, a replayed line) go to a sidecar file, byte for
-byte, so nothing is lost. An event split by raw newlines is joined (each raw newline written
-as the ``\\n`` escape it stood for), a raw U+2028 or U+2029 is written as its escape (some
-versions refuse the raw character), and then :mod:`~copilot_logs.commands.doctor.mend` closes
-open tool calls the way the CLI closes them and keeps the parent chain and the resume and
-shutdown counters true. Every change is listed: the line of the original, what, why.
+The log is first copied as it is (a snapshot: what is read, repaired and hashed is the same
+bytes, whatever is appended meanwhile); a session doctor calls ``running`` is refused unless the
+caller insists. The copy keeps every event the reader recovers, one to a line, and nothing else:
+the bytes around them that are not an event (a cut last line, a NUL tail, the truncated event a
+glued line begins with, a line that is not JSON, a replayed line) go to a sidecar file, byte for
+byte, so nothing is lost. An event split by raw newlines is joined (each raw newline written as
+the ``\\n`` escape it stood for, a CR before it as ``\\r``), a raw U+2028 or U+2029 is written
+as its escape (some versions refuse the raw character), and then
+:mod:`~copilot_logs.commands.doctor.mend` closes open tool calls the way the CLI closes them and
+keeps the parent chain and the resume and shutdown counters true, changing only the bytes of
+the values it lists. Every change is listed: the line of the original, what, why. The copy is
+then judged as doctor judges any log; every selected session is prepared before any copy is
+moved into place, so a refusal leaves nothing written.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import polars as pl
 
-from copilot_logs.errors import SelectionError
+from copilot_logs.errors import SelectionError, WriteError
+from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store.collect import read_files
@@ -33,6 +43,8 @@ EVENTS = "events.jsonl"
 SIDECAR = "events.jsonl.set-aside"
 REPORT = "repair.json"
 SEPARATORS = {b"\xe2\x80\xa8": b"\\u2028", b"\xe2\x80\xa9": b"\\u2029"}
+IN_USE = re.compile(r"inuse\.\d+\.lock")
+"""The lock a running CLI keeps in its session's folder (``inuse.<pid>.lock``)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,9 @@ class Unit:
     """Bytes were set aside (or an event added) right before it: its parentId may name them."""
     offset: int = -1
     """Its byte offset in the original (-1: added by the repair)."""
+    marks: dict[str, Any] = field(default_factory=dict)
+    """An added event's sub-agent marks, as the event it closes carries them
+    (``agentId`` on the envelope, ``parentToolCallId`` in its data)."""
 
 
 @dataclass
@@ -69,6 +84,15 @@ class Repair:
     folder: Path
     changes: list[Change] = field(default_factory=list)
     set_aside: list[dict[str, Any]] = field(default_factory=list)
+    not_copied: list[dict[str, str]] = field(default_factory=list)
+    original_bytes: int = 0
+    original_sha256: str = ""
+    verdict: str = ""
+    """doctor's verdict of the copy (judged as a log that is no longer written)."""
+    blockers: list[dict[str, Any]] = field(default_factory=list)
+    """The copy's reasons that make it ``cannot-resume`` (line, message)."""
+    scratch: Path | None = None
+    """Where the copy is prepared, until it is moved into place."""
 
     @property
     def events(self) -> Path:
@@ -82,35 +106,168 @@ class Repair:
     def set_aside_bytes(self) -> int:
         return sum(int(piece["length"]) for piece in self.set_aside)
 
+    @property
+    def resumable(self) -> bool:
+        from copilot_logs.commands.doctor import CANNOT_RESUME
+
+        return self.verdict != CANNOT_RESUME
+
     def record(self) -> dict[str, Any]:
         """The json of ``--format json`` and of the copy's ``repair.json``."""
         return {
             "session_id": self.session_id,
             "source": str(self.source),
+            "original_bytes": self.original_bytes,
+            "original_sha256": self.original_sha256,
             "events": str(self.events),
             "sidecar": str(self.sidecar) if self.set_aside else None,
+            "verdict": self.verdict,
+            "resumable": self.resumable,
+            "blockers": self.blockers,
             "changes": [asdict(change) for change in self.changes],
             "set_aside": self.set_aside,
+            "not_copied": self.not_copied,
         }
 
 
-def repair(source: Source, out: Path) -> Repair:
+def repair(
+    source: Source,
+    out: Path,
+    *,
+    now: datetime | None = None,
+    running_within: timedelta = timedelta(0),
+    even_if_running: bool = False,
+) -> Repair:
     """Write the repaired copy of ``source``'s session as ``out/<sessionId>/``."""
+    return repair_all(
+        [source],
+        out,
+        now=now,
+        running_within=running_within,
+        even_if_running=even_if_running,
+    )[0]
+
+
+def repair_all(
+    sources: Sequence[Source],
+    out: Path,
+    *,
+    now: datetime | None = None,
+    running_within: timedelta = timedelta(0),
+    even_if_running: bool = False,
+) -> list[Repair]:
+    """The repaired copy of each session as ``out/<sessionId>/``: every one prepared (and
+    every refusal raised) before the first is moved into place."""
+    if any(source.path is None for source in sources):
+        raise SelectionError("--repair reads a session's file, not standard input")
+    out = Path(os.path.abspath(out))
+    made = _made_folders(out)
+    prepared: list[Repair] = []
+    try:
+        for source in sources:
+            taken = {done.folder for done in prepared}
+            prepared.append(
+                _prepare(source, out, taken, now, running_within if not even_if_running else None)
+            )
+    except BaseException:
+        _discard(prepared, made)
+        raise
+    return _placed(prepared)
+
+
+def _made_folders(out: Path) -> list[Path]:
+    """``out`` made (with its parents): the folders that did not exist before, deepest first."""
+    missing = [folder for folder in (out, *out.parents) if not os.path.lexists(folder)]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise WriteError(f"--out {out}: {error.strerror or error}") from error
+    return missing
+
+
+def _discard(prepared: Iterable[Repair], made: list[Path]) -> None:
+    for done in prepared:
+        if done.scratch is not None:
+            shutil.rmtree(done.scratch, ignore_errors=True)
+    for folder in made:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
+
+
+def _placed(prepared: list[Repair]) -> list[Repair]:
+    """Each prepared copy moved into place; a failure names the copies already written."""
+    for index, done in enumerate(prepared):
+        assert done.scratch is not None
+        try:
+            _refuse_to_overwrite(done.folder, done.source)
+            done.scratch.rename(done.folder)
+        except (OSError, SelectionError) as error:
+            _discard(prepared[index:], [])
+            written = ", ".join(str(d.folder) for d in prepared[:index]) or "none"
+            what = error.strerror if isinstance(error, OSError) else str(error)
+            raise WriteError(
+                f"{done.folder}: {what}; copies written before it: {written}"
+            ) from error
+        done.scratch = None
+    return prepared
+
+
+def _prepare(
+    source: Source,
+    out: Path,
+    taken: set[Path],
+    now: datetime | None,
+    running_within: timedelta | None,
+) -> Repair:
+    """The repaired copy of one session, written in a scratch folder of ``out``. Refused
+    (SelectionError) when its id is not a folder name, its folder exists, another selected log
+    holds it, or (``running_within`` given) doctor calls it running."""
     from copilot_logs.commands.doctor import mend
 
-    if source.path is None:
-        raise SelectionError("--repair reads a session's file, not standard input")
-    result = read_files([(source, None)])[0]
-    session_id = _session_of(result, source)
-    target = out / session_id
-    _refuse_to_overwrite(target, source.path)
-    done = Repair(session_id, source.path, target)
-    with open(source.path, "rb") as log:
-        units, pieces = _salvage(log, result, done)
+    assert source.path is not None
+    scratch = Path(tempfile.mkdtemp(prefix=".repair.", dir=out))
+    snapshot = Path(tempfile.mkstemp(prefix=".repair.", suffix=".log", dir=out)[1])
+    try:
+        size, digest, mode = _snapshot(source.path, snapshot)
+        result = read_files([(Source(snapshot, source.session_hint), None)])[0]
+        session_id = _session_of(result, source)
+        _refuse_bad_name(session_id, source)
+        target = out / session_id
+        if target in taken:
+            raise SelectionError(
+                f"{source.name}: session {session_id} is selected twice: repair it once"
+            )
+        _refuse_to_overwrite(target, source.path)
+        if running_within is not None:
+            _refuse_running(result, snapshot, source, now, running_within)
+        done = Repair(session_id, Path(os.path.abspath(source.path)), target, scratch=scratch)
+        done.original_bytes, done.original_sha256 = size, digest
+        with open(snapshot, "rb") as log:
+            units, pieces = _salvage(log, result, done)
         units = mend.mended(units, result, done)
         done.changes.sort(key=lambda change: change.line)
-        _write(target, source.path, units, pieces, done)
-    return done
+        _write(scratch, source.path, out, units, pieces, done, mode)
+        return done
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    finally:
+        snapshot.unlink(missing_ok=True)
+
+
+def _snapshot(original: Path, into: Path) -> tuple[int, str, int]:
+    """``original``'s bytes copied to ``into``: (their count, their sha256, the log's mode)."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(original, "rb") as log, open(into, "wb") as copy:
+        mode = stat.S_IMODE(os.fstat(log.fileno()).st_mode)
+        for block in iter(lambda: log.read(1 << 20), b""):
+            digest.update(block)
+            copy.write(block)
+            size += len(block)
+    return size, digest.hexdigest(), mode
 
 
 def _session_of(result: ReadResult, source: Source) -> str:
@@ -127,11 +284,67 @@ def _session_of(result: ReadResult, source: Source) -> str:
     return str(sessions[0])
 
 
+def _refuse_bad_name(session_id: str, source: Source) -> None:
+    """The copy's folder is named after the session: the id must be one plain folder name
+    (no separator, no NUL, not ``.`` or ``..``), so the copy stays inside ``--out``."""
+    separators = {"/", "\x00", os.sep, *([os.altsep] if os.altsep else [])}
+    if (
+        session_id in ("", ".", "..")
+        or any(mark in session_id for mark in separators)
+        or len(os.fsencode(session_id)) > 255
+    ):
+        raise SelectionError(
+            f"{source.name}: its sessionId {session_id!r} is not a folder name (a separator, "
+            "a NUL, '..', or too long): the copy would not stay inside --out; nothing written"
+        )
+
+
 def _refuse_to_overwrite(target: Path, original: Path) -> None:
-    if target.exists() or target.resolve() == original.parent.resolve():
+    if os.path.lexists(target) or target.resolve() == original.parent.resolve():
         raise SelectionError(
             f"{target} exists already: --repair never writes over a session; choose another --out"
         )
+
+
+def _refuse_running(
+    result: ReadResult, snapshot: Path, source: Source, now: datetime | None, within: timedelta
+) -> None:
+    """A session doctor calls ``running`` (being written now) is not copied: what is appended
+    after the copy would be in neither file."""
+    from copilot_logs.commands import doctor
+
+    judged = doctor.judge(
+        [doctor.facts(result)],
+        files={Source(snapshot, "").name: snapshot},
+        now=now or datetime.now().astimezone(),
+        running_within=within,
+    )
+    if doctor.RUNNING in judged.sessions["verdict"].to_list():
+        raise SelectionError(
+            f"{source.name}: doctor calls this session running (no shutdown, its last event "
+            f"within {within}): a copy would miss what is written next. Repair it once it "
+            "ends, or add --even-if-running"
+        )
+
+
+def _judge_copy(done: Repair, copy: Path) -> None:
+    """doctor's verdict of the copy, as a log no longer written; its fatal reasons."""
+    from copilot_logs.commands import doctor
+
+    result = read_files([(Source(copy, done.session_id), None)])[0]
+    judged = doctor.judge(
+        [doctor.facts(result)],
+        files={Source(copy, "").name: copy},
+        now=datetime.now().astimezone(),
+        running_within=timedelta(0),
+    )
+    verdicts = judged.sessions["verdict"].to_list()
+    done.verdict = verdicts[0] if verdicts else doctor.CANNOT_RESUME
+    fatal = judged.reasons.filter(pl.col("severity") == doctor.FATAL)
+    done.blockers = [
+        {"line": line, "message": message}
+        for line, message in fatal.select("line", "message").iter_rows()
+    ]
 
 
 def _salvage(log: BinaryIO, result: ReadResult, done: Repair) -> tuple[list[Unit], list[bytes]]:
@@ -222,9 +435,10 @@ def _unit(
         ):
             if piece:
                 _set_aside(piece, at, line, why, pieces, done)
+    as_it_was = core
     if b"\n" in core:
         count = core.count(b"\n")
-        core = core.replace(b"\r\n", b"\\n").replace(b"\n", b"\\n")
+        core = core.replace(b"\r\n", b"\\r\\n").replace(b"\n", b"\\n")
         done.changes.append(
             Change(
                 line,
@@ -232,7 +446,7 @@ def _unit(
                 why.get(line, "raw newlines inside a string"),
             )
         )
-    core = _valid_utf8(core, row["offset"] + lead, line, pieces, done)
+    core = _valid_utf8(core, as_it_was, row["offset"] + lead, line, pieces, done)
     for raw, escape in SEPARATORS.items():
         if raw in core:
             core = core.replace(raw, escape)
@@ -248,7 +462,7 @@ def _unit(
         core,
         row["event_id"],
         row["type"],
-        row["agent_id"],
+        cli_format.writer(row["agent_id"], row["parent_tool_call_id"]),
         row["tool_call_id"],
         row["turn_id"],
         after_gap or bool(lead),
@@ -268,14 +482,17 @@ def _refusing(damage: str) -> str:
     return f"CLI {', '.join(versions)} did not resume a log holding it (recorded)"
 
 
-def _valid_utf8(core: bytes, offset: int, line: int, pieces: list[bytes], done: Repair) -> bytes:
+def _valid_utf8(
+    core: bytes, as_it_was: bytes, offset: int, line: int, pieces: list[bytes], done: Repair
+) -> bytes:
     """``core`` with bytes that are not UTF-8 written as U+FFFD (as the reader reads them);
-    the line as it was goes to the sidecar."""
+    the line as it was (``as_it_was``: its bytes in the original, at ``offset``) goes to the
+    sidecar."""
     try:
         core.decode("utf-8")
     except UnicodeDecodeError:
         _set_aside(
-            core,
+            as_it_was,
             offset,
             line,
             {line: "the line as it was, before its bytes that are not UTF-8 were replaced"},
@@ -294,50 +511,76 @@ def _valid_utf8(core: bytes, offset: int, line: int, pieces: list[bytes], done: 
 
 
 def _write(
-    target: Path, original: Path, units: list[Unit], pieces: list[bytes], done: Repair
+    scratch: Path,
+    original: Path,
+    out: Path,
+    units: list[Unit],
+    pieces: list[bytes],
+    done: Repair,
+    mode: int,
 ) -> None:
-    """The copy, written in a temporary folder beside it and moved into place whole."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        if original.name == EVENTS:
-            shutil.copymode(original.parent, scratch)
-            _copy_siblings(original.parent, scratch)
-        else:
-            scratch.chmod(0o755)
-        with open(scratch / EVENTS, "wb") as out:
-            for unit in units:
-                out.write(unit.data + b"\n")
-        if pieces:
-            (scratch / SIDECAR).write_bytes(b"".join(pieces))
-        record = {**done.record(), "original_sha256": _sha256(original)}
-        (scratch / REPORT).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-        scratch.rename(target)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
+    """The copy, written in ``scratch`` (moved into place once every session is ready): the
+    log, the sidecar and repair.json with the log's mode, the folder's other files as they
+    are; then judged."""
+    if original.name == EVENTS:
+        shutil.copymode(original.parent, scratch)
+        _copy_siblings(original.parent, scratch, out, done)
+    else:
+        scratch.chmod(_folder_mode(mode))
+    _written_like_the_log(scratch / EVENTS, (unit.data + b"\n" for unit in units), mode)
+    if pieces:
+        _written_like_the_log(scratch / SIDECAR, pieces, mode)
+    _judge_copy(done, scratch / EVENTS)
+    report = json.dumps(done.record(), indent=1, ensure_ascii=False) + "\n"
+    _written_like_the_log(scratch / REPORT, [report.encode()], mode)
 
 
-def _copy_siblings(folder: Path, into: Path) -> None:
+def _written_like_the_log(path: Path, blocks: Iterable[bytes], mode: int) -> None:
+    """A new file holding ``blocks``, with the log's permission bits ``mode``: created
+    readable by its owner alone, then given the log's mode (a 0600 log's copy is never,
+    even for a moment, readable by others)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(descriptor, "wb") as written:
+        for block in blocks:
+            written.write(block)
+    path.chmod(mode)
+
+
+def _folder_mode(log_mode: int) -> int:
+    """A folder for a log of ``log_mode``: searchable by whoever may read the log."""
+    readers = log_mode & (stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    return stat.S_IRWXU | readers | (readers >> 2)
+
+
+def _copy_siblings(folder: Path, into: Path, out: Path, done: Repair, below: str = "") -> None:
     """What else the session's folder holds (workspace.yaml, checkpoints/, ...), copied as it
-    is; the log itself is written apart."""
-    for entry in folder.iterdir():
-        if entry.name == EVENTS:
+    is; the log itself is written apart. Not copied, and listed: the CLI's ``inuse.<pid>.lock``
+    (the copy would look held by that process), ``--out`` when it is inside the folder, and
+    what is not a file, a folder or a link (a named pipe, a socket, a device)."""
+    for entry in sorted(folder.iterdir()):
+        name = f"{below}{entry.name}"
+        if not below and entry.name == EVENTS:
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.copytree(entry, into / entry.name, symlinks=True)
-        elif entry.is_file() or entry.is_symlink():
+        info = entry.lstat()
+        if stat.S_ISDIR(info.st_mode) and entry.resolve() == out:
+            done.not_copied.append({"path": name, "why": "the --out folder the copy is written to"})
+        elif not below and IN_USE.fullmatch(entry.name):
+            done.not_copied.append(
+                {"path": name, "why": "the lock of the CLI that held the session"}
+            )
+        elif stat.S_ISLNK(info.st_mode) or stat.S_ISREG(info.st_mode):
             shutil.copy2(entry, into / entry.name, follow_symlinks=False)
+        elif stat.S_ISDIR(info.st_mode):
+            (into / entry.name).mkdir()
+            _copy_siblings(entry, into / entry.name, out, done, f"{name}/")
+            shutil.copystat(entry, into / entry.name)
+        else:
+            done.not_copied.append({"path": name, "why": f"{_kind(info.st_mode)}, not a file"})
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as log:
-        for block in iter(lambda: log.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def chunks(path: Path, size: int = 1 << 20) -> Iterator[bytes]:
-    with open(path, "rb") as log:
-        yield from iter(lambda: log.read(size), b"")
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"

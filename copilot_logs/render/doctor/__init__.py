@@ -110,3 +110,11 @@ def write_repairs(repairs: list[Repair], fmt: str) -> None:
                 f"  {plural(repair.set_aside_bytes, 'damaged byte')} set aside in "
                 f"{display_path(str(repair.sidecar))}"
             )
+        for skipped in repair.not_copied:
+            output.echo(f"  not copied: {one_line(skipped['path'])}: {one_line(skipped['why'])}")
+        if repair.resumable:
+            output.echo(f"  doctor calls the copy {repair.verdict}")
+        else:
+            output.echo(f"  the copy is still {repair.verdict}: the CLI may not resume it")
+            for blocker in repair.blockers:
+                output.echo(f"    line {blocker['line']}: {one_line(blocker['message'])}")
