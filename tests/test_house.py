@@ -206,6 +206,60 @@ def test_no_module_outside_ingest_decodes_an_event_line() -> None:
     assert [name for name in OWN_JSON if not (PACKAGE.parent / name).is_file()] == []
 
 
+PAYLOAD_READS = {"json_path_match", "json_decode", "json_extract", "parse_detail", "parse_line"}
+"""What reads a payload's JSON text: polars' JSON expressions, ingest's payload parsers."""
+OWN_PAYLOAD = {
+    # the store's own JSON (its rows of plain values), not a log's payload
+    "copilot_logs/store/rows.py": {"json_decode"},
+    # doctor --repair rewrites whole event lines (through ingest's parse_line): it reads where
+    # a line's parent and counters are, never a figure or a fact of the session
+    "copilot_logs/commands/doctor/mend.py": {"parse_line"},
+}
+
+
+def payload_reads(source: str) -> set[str]:
+    """Each :data:`PAYLOAD_READS` name used in ``source``, as an attribute or a name, and each
+    use of the ``detail`` column by name."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in PAYLOAD_READS:
+            found.add(node.attr)
+        elif isinstance(node, ast.Name) and node.id in PAYLOAD_READS:
+            found.add(node.id)
+        elif isinstance(node, ast.alias) and node.name in PAYLOAD_READS:
+            found.add(node.name)
+        elif isinstance(node, ast.Constant) and node.value == "detail":
+            found.add("detail")
+    return found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'pl.col("detail").str.json_path_match("$.summary")',
+        "from copilot_logs.ingest.decode.event_structs import parse_detail",
+        'frame["detail"]',
+        "texts.str.json_decode(dtype)",
+    ],
+)
+def test_the_payload_check_sees_every_spelling(source: str) -> None:
+    assert payload_reads(source)
+
+
+def test_only_the_reader_and_the_session_model_read_payloads() -> None:
+    # What a session is (when it ended, which completion counts, where a credit went) is read
+    # from the payloads once, by the session model (derive/) over the reader's columns
+    # (ingest/); every command reads the model's columns.
+    offenders = {
+        name: used
+        for path in modules()
+        if path.relative_to(PACKAGE).parts[0] not in ("ingest", "derive")
+        and (used := payload_reads(path.read_text(encoding="utf-8")))
+        - OWN_PAYLOAD.get(name := str(path.relative_to(PACKAGE.parent)), set())
+    }
+    assert offenders == {}
+
+
 READERS = {
     f"copilot_logs.ingest.reader.{name}"
     for name in ("read_many", "read_many_bytes", "read_stream", "read_source", "read_bytes")
