@@ -27,7 +27,8 @@ def _keys(flags: pl.DataFrame, by: str, zone: str) -> tuple[pl.DataFrame, list[s
         facts = derive.session_facts(flags).select(
             *SESSION, repository=pl.coalesce("repository", "cwd", pl.lit(UNKNOWN))
         )
-        return flags.join(facts, on=SESSION, how="left"), ["repository"]
+        keyed = flags.drop("repository").join(facts, on=SESSION, how="left")
+        return keyed, ["repository"]
     if by == "model":
         turn_models = derive.turns(flags).select(*SESSION, "turn_index", turn_model=pl.col("model"))
         keyed = flags.join(turn_models, on=[*SESSION, "turn_index"], how="left").with_columns(

@@ -148,8 +148,9 @@ def _display(report: UsageReport, breakdown: bool) -> tuple[pl.DataFrame, dict[s
     return pl.DataFrame(rows, schema=schema), totals
 
 
-KNOWN_CELLS = {"ai_credits": "sessions_with_credits", "input_tokens": "sessions_with_tokens"}
-"""The cells of a row of several sessions that say how many of them have the figure."""
+KNOWN_CELLS = {"ai_credits": "sessions_with_credits"}
+"""The cells of a row of several sessions that say how many of them have the figure (the
+credits; json and csv give ``sessions_with_tokens`` too)."""
 
 
 def _known(cells: dict[str, str], row: dict[str, Any]) -> dict[str, str]:
