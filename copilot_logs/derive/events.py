@@ -9,6 +9,8 @@ sequences are computed per session in reading order.
 
 from __future__ import annotations
 
+import weakref
+
 import polars as pl
 
 from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
@@ -133,7 +135,22 @@ ACCEPTED_COMPLETION = pl.col("completion") == ACCEPTED
 """An annotated event that is an accepted completion (see :func:`completion`)."""
 
 
+_LAST: list[tuple[weakref.ref[pl.DataFrame], pl.DataFrame]] = []
+"""The last frame annotated and its annotation: a batch that several commands read (``report``,
+``export``, ``diff``) is annotated once."""
+
+
 def annotate(events: pl.DataFrame) -> pl.DataFrame:
+    """:func:`annotated` of ``events``, computed once for the same frame (a frame is never
+    changed in place here)."""
+    if _LAST and _LAST[0][0]() is events:
+        return _LAST[0][1]
+    found = annotated(events)
+    _LAST[:] = [(weakref.ref(events), found)]
+    return found
+
+
+def annotated(events: pl.DataFrame) -> pl.DataFrame:
     """The events frame with the columns of the session model, in reading order per session.
 
     - ``agent_id``: the key of the sub-agent that wrote the line (its task call's toolCallId),
