@@ -19,10 +19,12 @@ import polars as pl
 
 from copilot_logs.derive.events import MAIN, SEGMENT, SESSION, SHUTDOWN, TYPE
 from copilot_logs.derive.loop import count_flags, turns
+from copilot_logs.derive.records import USAGE_RECORD, usage_records
 from copilot_logs.derive.sessions import segments as segment_rows
 from copilot_logs.derive.sessions import session_facts
 from copilot_logs.derive.shutdowns import (
     MODEL_USAGE,
+    NANO_PER_CREDIT,
     TOKEN_FIELDS,
     accounting,
     figures_of,
@@ -178,7 +180,9 @@ def _reconciliation() -> pl.Expr:
     follow the file: the real log shows 1 request with 2 replies left on disk);
     ``mismatch``; ``unknown`` when there is no shutdown request count.
     """
-    counted = pl.col("llm_calls") + pl.col("subagent_calls") - pl.col("calls_after_shutdown")
+    # With no shutdown, the records (one per call the CLI made) are set against every call.
+    unsaved = pl.when(pl.col("accounting") == RECORDS).then(0).otherwise("calls_after_shutdown")
+    counted = pl.col("llm_calls") + pl.col("subagent_calls") - unsaved
     return (
         pl.when(pl.col("requests").is_null())
         .then(pl.lit("unknown"))
@@ -278,6 +282,70 @@ def _requests_added(shutdowns: list[dict[str, Any]], *, has_checkpoints: bool) -
     ]
 
 
+RECORDS = "records"
+"""The ``accounting`` of a session with no shutdown whose calls the CLI recorded one by one
+(``session.usage_record``, CLI 1.0.102): its figures are its records' sums."""
+
+
+def _from_records(annotated: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """``table`` where a session has no shutdown but per-call records: its figures are the
+    records' sums (a run killed, or still running, on CLI 1.0.102 knows what it spent so far);
+    a figure some record lacks stays unknown."""
+    if annotated.filter(TYPE == USAGE_RECORD).is_empty():
+        return table
+    records = usage_records(annotated).filter(pl.col("agent_instance").is_null() | True)
+    if records.is_empty():
+        return table
+    billed = (pl.col("total_nano_aiu") >= 0) & (
+        pl.col("ai_credits_status") != "unavailable"
+    ).fill_null(True)
+
+    def whole(name: str, column: pl.Expr) -> pl.Expr:
+        return pl.when(column.is_not_null().all()).then(column.sum()).alias(name)
+
+    nano = pl.when(billed).then(pl.col("total_nano_aiu"))
+    figures = [
+        pl.len().cast(pl.Int64).alias("requests"),
+        whole("nano_aiu", nano.round(0).cast(pl.Int64)),
+        *(whole(name, pl.col(name)) for name in TOKEN_FIELDS.values()),
+        whole("api_duration_ms", pl.col("duration_ms")),
+    ]
+    status = (
+        pl.when((pl.col("ai_credits_status") == "unavailable").any())
+        .then(pl.lit("unavailable"))
+        .otherwise(pl.col("ai_credits_status").drop_nulls().last())
+        .alias("credits_status")
+    )
+    per_model = (
+        records.with_columns(model=pl.col("model").fill_null(UNKNOWN))
+        .group_by(*SESSION, "model")
+        .agg(*figures)
+        .with_columns(
+            premium_requests=pl.lit(None, pl.Float64),
+            ai_credits=(pl.col("nano_aiu") / NANO_PER_CREDIT).round(9),
+        )
+        .sort(*SESSION, "model")
+        .group_by(*SESSION, maintain_order=True)
+        .agg(models=pl.struct(*(pl.col(n) for n in MODEL_USAGE.to_schema())))
+    )
+    sums = (
+        records.group_by(*SESSION)
+        .agg(*figures, status)
+        .join(per_model, on=SESSION, how="left")
+        .with_columns(
+            ai_credits=(pl.col("nano_aiu") / NANO_PER_CREDIT).round(9),
+            accounting=pl.lit(RECORDS),
+        )
+    )
+    fill = [name for name in sums.columns if name not in SESSION]
+    unsaved = table.filter(pl.col("accounting") == "none").select(*SESSION)
+    taken = unsaved.join(sums, on=SESSION, how="inner")
+    if taken.is_empty():
+        return table
+    updated = table.update(taken.select(*SESSION, *fill), on=list(SESSION), how="left")
+    return updated
+
+
 def session_rows(annotated: pl.DataFrame) -> pl.DataFrame:
     """One row per session log of the annotated events (:data:`SESSION_SCHEMA`), newest
     first."""
@@ -307,15 +375,21 @@ def session_rows(annotated: pl.DataFrame) -> pl.DataFrame:
         for name, dtype in SESSION_SCHEMA.items()
         if name in figures[0] or name == "models"
     }
+    table = _from_records(
+        annotated, facts.join(pl.DataFrame(figures, schema=schema), on=SESSION, how="left")
+    )
     table = (
-        facts.join(pl.DataFrame(figures, schema=schema), on=SESSION, how="left")
-        .join(_call_counts(annotated), on=SESSION, how="left")
+        table.join(_call_counts(annotated), on=SESSION, how="left")
         .join(_segments(annotated, payloads), on=SESSION, how="left")
         .with_columns(reconciliation=_reconciliation())
         .with_columns(
-            complete=(pl.col("accounting") != "none")
-            & (pl.col("calls_after_shutdown") == 0)
-            & pl.col("reconciliation").is_in(RECONCILED),
+            complete=pl.when(pl.col("accounting") == RECORDS)
+            .then(pl.col("reconciliation") == "exact")
+            .otherwise(
+                (pl.col("accounting") != "none")
+                & (pl.col("calls_after_shutdown") == 0)
+                & pl.col("reconciliation").is_in(RECONCILED)
+            ),
         )
     )
     return table.select(list(SESSION_SCHEMA)).sort(

@@ -40,8 +40,8 @@ from copilot_logs.ingest.reader import ReadResult
 NOT_ATTRIBUTABLE = "not attributable"
 """The ``source`` (and label) of the row that holds what a session's groups do not."""
 LOST_REASON = (
-    "figures of calls the shutdowns leave out (a run killed before CLI 1.0.102, or /rewind): "
-    "the session's own totals are lower"
+    "figures of calls the session's own totals leave out (no shutdown or record holds them: a "
+    "run killed before CLI 1.0.102, a /rewind)"
 )
 NO_CALL_RECORDS = "no per-call records before CLI 1.0.102"
 NO_AGENT_FIGURES = "no per-agent figures before CLI 1.0.85 (nor per-call records)"
