@@ -37,6 +37,8 @@ COMMANDS = {
     "export": "copilot_logs.cli.export:export",
     "watch": "copilot_logs.cli.watch:watch",
     "doctor": "copilot_logs.cli.doctor:doctor",
+    "disk": "copilot_logs.cli.disk:disk",
+    "prune": "copilot_logs.cli.prune:prune",
 }
 
 

@@ -63,7 +63,7 @@ def quiet() -> bool:
     return bool(ctx is not None and ctx.meta.get(QUIET))
 
 
-def _reading_flags() -> list[Callable[[F], F]]:
+def reading_flags() -> list[Callable[[F], F]]:
     """--no-cache and --quiet, which every command keeps in its context's meta."""
     no_cache = click.option(
         "--no-cache",
@@ -125,7 +125,7 @@ def selection_options(function: F, *, stdin: bool = True) -> F:
         click.option(
             "--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."
         ),
-        *_reading_flags(),
+        *reading_flags(),
     ]
     wrapped: Any = command
     for decorator in reversed(decorators):
@@ -381,6 +381,18 @@ def parse_duration(ctx: click.Context, param: click.Parameter, value: str) -> ti
     """A duration option's value (see :mod:`copilot_logs.durations`) -> a timedelta."""
     from copilot_logs.durations import parse_duration as parse
 
+    try:
+        return parse(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx, param) from None
+
+
+def parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A size option's value (see :mod:`copilot_logs.sizes`) -> bytes (None when not given)."""
+    from copilot_logs.sizes import parse_size as parse
+
+    if value is None:
+        return None
     try:
         return parse(value)
     except ValueError as error:
