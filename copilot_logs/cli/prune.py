@@ -203,8 +203,10 @@ def _check_usage(
 
 
 def _refuse_roots_without_sessions(found: Survey) -> None:
+    from copilot_logs.commands.disk import TRASH
+
     for place in found.roots:
-        if not place.sessions_seen and place.path.exists():
+        if not place.sessions_seen and TRASH not in place.beside and place.path.exists():
             raise click.UsageError(
                 f"{one_line(str(place.path))} holds no session folder: not a folder of sessions, "
                 "nothing is pruned there"
