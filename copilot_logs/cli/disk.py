@@ -125,6 +125,9 @@ def disk(
     ok. Nothing is changed: `copilot-logs prune` removes what you choose.
 
     \b
+    The categories: https://github.com/copilot-logs/copilot-logs/blob/main/docs/disk.md
+
+    \b
     Examples:
       copilot-logs disk
       copilot-logs disk --by category

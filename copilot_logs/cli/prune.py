@@ -118,7 +118,10 @@ def prune(
     other users' files, other file systems, a folder not read whole. Just before each move
     everything is checked again; a change skips that folder and says why. --apply needs
     --export-to DIR (the usage history is kept there) or --no-export, and writes a record in
-    the trash. See docs/disk.md.
+    the trash.
+
+    \b
+    The categories and the safety rules: https://github.com/copilot-logs/copilot-logs/blob/main/docs/disk.md
 
     \b
     Examples:

@@ -21,7 +21,8 @@ def write_disk(frame: pl.DataFrame, beside: list[dict[str, Any]], fmt: str, *, b
     elif fmt != "table":
         formats.write_frame(frame, fmt)
     elif by == "category":
-        totals = {"category": "total", **_sums(frame, "sessions", "allocated_bytes", "files")}
+        summed = ("sessions", "allocated_bytes", "files_allocated", "files")
+        totals = {"category": "total", **_sums(frame, *summed)}
         formats.print_table(frame, CATEGORY_TABLE, totals=totals)
         _beside(beside)
     else:

@@ -40,7 +40,7 @@ def write_prune(
         frame = pl.DataFrame([_cells(row) for row in shown], orient="row", infer_schema_length=None)
         formats.print_table(frame, PLAN_TABLE if not applied else [*PLAN_TABLE, *DONE_COLUMNS])
     else:
-        output.echo("Nothing matches: nothing to prune.")
+        output.echo("Nothing to prune.")
     for row in kept:
         output.echo(
             f"kept {short_id(row['session_id'])} ({row['category']}, "
@@ -64,15 +64,16 @@ def _summary(
         sum(row["allocated_bytes"] for row in rows) + sum(r["allocated_bytes"] for r in trash)
     )
     if not applied:
+        output.echo(f"{plural(len(rows), 'item')} would go ({size}).")
         output.echo(
-            f"Nothing was removed: a dry run of {plural(len(rows), 'item')} ({size}). Add --apply "
-            "with --export-to DIR (or --no-export) to do it."
+            "Nothing was removed: a dry run. Add --apply with --export-to DIR (or --no-export) to "
+            "do it."
         )
         return
     done = [row for row in rows if row["status"] == "done"]
     skipped = [row for row in rows if row["status"] == "skipped"]
     freed = human_bytes(sum(row["allocated_bytes"] for row in done))
-    output.echo(f"Done: {plural(len(done), 'item')} ({freed}); skipped: {len(skipped)}.")
+    output.echo(f"{plural(len(done), 'item')} done ({freed}), {len(skipped)} skipped.")
     for row in skipped:
         output.echo(f"skipped {short_id(row['session_id'])}: {one_line(row['skipped'] or '')}")
     for record in records:
@@ -107,10 +108,10 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
 PLAN_TABLE = [
     Column("session_id", "session", 1, format=short_id),
     Column("category", "category", 1),
-    Column("action", "removes", 1),
+    Column("action", "what", 1),
     Column("allocated_bytes", "size", 1, numeric=True, format=human_bytes),
     Column("age_ms", "quiet for", 2, numeric=True, format=human_duration),
-    Column("why", "why", 2, max_width=40),
+    Column("why", "why", 1, max_width=30),
 ]
 DONE_COLUMNS = [
     Column("status", "status", 1),
