@@ -206,14 +206,16 @@ def _check_usage(
 
 
 def _refuse_roots_without_sessions(found: Survey) -> None:
+    """A usage error when no root holds a session folder (nor a trash): not a folder of
+    sessions. (A root without one among others is said on stderr by :func:`surveyed`: nothing
+    in it can be picked.)"""
     from copilot_logs.commands.disk import TRASH
 
-    for place in found.roots:
-        if not place.sessions_seen and TRASH not in place.beside and place.path.exists():
-            raise click.UsageError(
-                f"{one_line(str(place.path))} holds no session folder: not a folder of sessions, "
-                "nothing is pruned there"
-            )
+    if all(not place.sessions_seen and TRASH not in place.beside for place in found.roots):
+        where = ", ".join(one_line(str(place.path)) for place in found.roots)
+        raise click.UsageError(
+            f"{where} holds no session folder: not a folder of sessions, nothing is pruned"
+        )
 
 
 def _exported(plan: Plan, out: Path) -> set[str]:
