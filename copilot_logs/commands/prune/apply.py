@@ -478,15 +478,14 @@ def _write_atomic(folder_fd: int, name: str, data: bytes) -> None:
             0o600,
             dir_fd=folder_fd,
         )
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
         os.rename(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
     except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder_fd)
         raise WriteError(f"cannot write the record {name}: {error.strerror or error}") from None
 
 
