@@ -525,3 +525,62 @@ def test_sorting_and_min_size_and_by_category(tmp_path: Path) -> None:
     result = run("--root", str(root), "--format", "json", "--by", "category")
     by = {row["category"]: row["sessions"] for row in json.loads(result.stdout)["rows"]}
     assert by == {"scaffold": 1, "ok": 1}
+
+
+def test_a_lock_written_before_the_boot_is_stale_even_when_its_process_is_hidden(
+    tmp_path: Path,
+) -> None:
+    """A process /proc does not show (hidepid) but alive: its start is unknown, yet a lock
+    written before the boot cannot be its."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    clock = locks.Clock(boot=time.time() - 100, ticks=100, proc=proc)  # no /proc/<pid> here
+    before_boot = int((time.time() - 1000) * 1e9)
+    after_boot = int((time.time() - 10) * 1e9)
+    pid = os.getpid()  # alive
+    judged = locks.judge(
+        f"inuse.{pid}.lock", f"{pid}\n".encode(), 1, before_boot, clock, time.time()
+    )
+    assert (judged.state, judged.why) == ("stale", "written before the last boot")
+    judged = locks.judge(
+        f"inuse.{pid}.lock", f"{pid}\n".encode(), 1, after_boot, clock, time.time()
+    )
+    assert judged.state == "unknown"
+
+
+def test_every_lock_on_a_network_file_system_is_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "session-state"
+    lock(session(root, 1), dead_pid())
+    monkeypatch.setattr(disk.lock_files, "network_file_system", lambda path, device: True)
+    [folder] = disk.survey([(root, None)]).folders
+    assert (folder.lock, folder.lock_why) == ("unknown", "on a network file system")
+
+
+def test_a_folder_swapped_while_it_is_walked_is_never_entered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``files`` becomes a link to a folder elsewhere just before ``files/deep`` is opened: the
+    path then leads elsewhere through a link no O_NOFOLLOW sees (it is not the last part)."""
+
+    root = tmp_path / "session-state"
+    folder = scaffold(root, 1)
+    (folder / "files" / "deep").mkdir()
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "big.bin").write_bytes(b"o" * 100_000)
+    real_open = os.open
+
+    def swapping(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith("files/deep") and not (folder / "files").is_symlink():
+            (folder / "files" / "deep").rmdir()
+            (folder / "files").rmdir()
+            (folder / "files").symlink_to(outside)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", swapping)
+    [found] = disk.survey([(root, None)]).folders
+    assert found.tree.changed == ["files/deep"]
+    assert found.tree.bytes < 100_000
+    assert found.refusal() == "changed while it was read (files/deep)"

@@ -297,8 +297,8 @@ def test_a_marker_outside_the_root_survives_delete(tmp_path: Path) -> None:
     assert not [p for p in (root / TRASH).iterdir() if p.is_dir()]  # the run folder went too
 
 
-def _plan(root: Path, **criteria: Any) -> tuple[disk.Survey, core.Plan]:
-    survey = disk.survey([(root, None)])
+def _plan(root: Path, clock: Any = None, **criteria: Any) -> tuple[disk.Survey, core.Plan]:
+    survey = disk.survey([(root, None)], clock=clock)
     figures = {}
     for folder in survey.folders:
         figures[str(folder.log_path)] = {"user_prompts": 0, "llm_calls": 0, "replies": 0}
@@ -475,3 +475,26 @@ def test_the_dry_run_table_says_what_and_why(tmp_path: Path) -> None:
     assert "--scaffolds" in result.stdout and "--stale-locks" in result.stdout
     assert "Nothing was removed" in result.stdout
     subprocess.run(["true"], check=True)
+
+
+def test_a_lock_is_judged_again_before_it_is_unlinked(tmp_path: Path) -> None:
+    """Planned as stale (a clock that says its process started after it), found held when
+    judged again with this machine's clock: it stays."""
+    from copilot_logs.commands.disk import locks
+
+    root = tmp_path / "session-state"
+    folder = session(root, 1)
+    age(folder)
+    path = lock(folder, os.getpid())  # held by this process
+    fake = tmp_path / "proc"
+    (fake / str(os.getpid())).mkdir(parents=True)
+    fields = ["S", *["0"] * 18, str(10**9)]  # started long after the boot: after the lock
+    (fake / str(os.getpid()) / "stat").write_text(f"{os.getpid()} (python) {' '.join(fields)}\n")
+    clock = locks.Clock(boot=time.time() - 3600, ticks=100, proc=fake)
+    survey, plan = _plan(root, clock, stale_locks=True, quiet_for=timedelta(0))
+    assert [item.action for item in plan.items] == ["locks"]
+    done = applying.apply(plan, survey)
+    assert [skip.why for skip in done.skipped] == [
+        f"its lock is no longer stale: pid {os.getpid()} has run since before the lock was written"
+    ]
+    assert path.exists()
