@@ -265,6 +265,10 @@ def test_a_folder_not_read_whole_is_never_selected(tmp_path: Path) -> None:
 
 
 def test_a_marker_outside_the_root_survives_delete(tmp_path: Path) -> None:
+    # The links lead only to a folder made here, never to / (the issue's `files/x -> /`): a
+    # removal that followed links would then empty the machine running the tests, as a
+    # mutation of this code once did to /etc (docs/development.md, the ledger). The walk
+    # of disk, which only reads, is tested with links to / (tests/test_disk.py).
     outside = tmp_path / "outside"
     outside.mkdir()
     marker = outside / "marker.txt"
@@ -273,7 +277,6 @@ def test_a_marker_outside_the_root_survives_delete(tmp_path: Path) -> None:
     folder = session(root, 1, "empty")
     (folder / "files" / "to-outside").symlink_to(outside)
     (folder / "files" / "to-marker").symlink_to(marker)
-    (folder / "files" / "to-root").symlink_to("/")
     age(folder)
     (root / new_id(2)).symlink_to(outside)  # a session folder that is a link
     before = snapshot(outside)
@@ -385,7 +388,8 @@ def test_stale_locks_are_unlinked_after_judging_them_again(tmp_path: Path) -> No
         dead.name: [dead_lock.name, dead_lock.with_suffix(".hold").name],
         reused.name: [reused_lock.name, reused_lock.with_suffix(".hold").name],
     }
-    assert not dead_lock.exists() and not reused_lock.exists()
+    for path in (dead_lock, reused_lock):
+        assert not path.exists() and not path.with_suffix(".hold").exists()
     assert live_lock.exists()
     assert (dead / "events.jsonl").is_file()  # the sessions stay
 
