@@ -305,7 +305,12 @@ GOOD_COMMANDS = [c for c in LOG_COMMANDS if "json" in _formats(c) and c != "diff
 
 
 #: Options that make a command show every session (audit judges only autopilot ones).
-SHOW_ALL = {"audit": ("--all",), "timeline": ("--latest", "1000")}
+SHOW_ALL = {
+    "audit": ("--all",),
+    "timeline": ("--latest", "1000"),
+    # prune shows the folders it would remove: every one (a dry run changes nothing)
+    "prune": ("--older-than", "0", "--quiet-for", "0", "--keep-newest", "0"),
+}
 
 
 @pytest.fixture(scope="module")

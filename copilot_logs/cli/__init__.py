@@ -38,6 +38,8 @@ COMMANDS = {
     "watch": "copilot_logs.cli.watch:watch",
     "doctor": "copilot_logs.cli.doctor:doctor",
     "diff": "copilot_logs.cli.diff:diff",
+    "disk": "copilot_logs.cli.disk:disk",
+    "prune": "copilot_logs.cli.prune:prune",
 }
 
 

@@ -293,12 +293,9 @@ def _from_records(annotated: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     a figure some record lacks stays unknown."""
     if annotated.filter(TYPE == USAGE_RECORD).is_empty():
         return table
-    records = usage_records(annotated).filter(pl.col("agent_instance").is_null() | True)
-    if records.is_empty():
-        return table
-    billed = (pl.col("total_nano_aiu") >= 0) & (
-        pl.col("ai_credits_status") != "unavailable"
-    ).fill_null(True)
+    records = usage_records(annotated)
+    reported = (pl.col("ai_credits_status") != "unavailable").fill_null(True)
+    billed = (pl.col("total_nano_aiu") >= 0) & reported
 
     def whole(name: str, column: pl.Expr) -> pl.Expr:
         return pl.when(column.is_not_null().all()).then(column.sum()).alias(name)

@@ -46,6 +46,19 @@ def signed_offset(offset_ms: float) -> str:
     return "-" + human_duration(-offset_ms) if offset_ms < 0 else "+" + human_duration(offset_ms)
 
 
+def human_bytes(value: Any) -> str:
+    """``512 B``, ``12.0 KiB``, ``3.4 GiB``: powers of 1024, as ``du -h`` counts; blank when
+    unknown."""
+    if value is None:
+        return ""
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{int(size)} B" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return ""  # pragma: no cover - the loop returns at TiB
+
+
 def local_time(value: Any) -> str:
     """A moment to the minute in this machine's zone; blank when it is not a datetime."""
     if not isinstance(value, datetime):

@@ -388,3 +388,15 @@ def parse_duration(ctx: click.Context, param: click.Parameter, value: str) -> ti
         return parse(value)
     except ValueError as error:
         raise click.BadParameter(str(error), ctx, param) from None
+
+
+def parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A size option's value (see :mod:`copilot_logs.sizes`) -> bytes (None when not given)."""
+    from copilot_logs.sizes import parse_size as parse
+
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx, param) from None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -56,6 +56,7 @@ __all__ = [
     "Summary",
     "Written",
     "batch_writer",
+    "exported_whole",
     "exporting",
     "finish",
     "frames",
@@ -103,12 +104,14 @@ class Plan:
     seen: dict[str, dict[str, Any] | None]
     """Each changed source's manifest entry, taken before it is read."""
     run: str
+    kept: list[str] = field(default_factory=list)
+    """Sources of the last export kept although not selected now (``prepare(keep_others=True)``)."""
 
     @property
     def gone(self) -> list[str]:
-        """Sources of the last export that are not selected now."""
+        """Sources of the last export that are not selected now (nor kept)."""
         selected = {source.name for source in (*self.changed, *self.unchanged)}
-        return sorted(set(self.previous.sources) - selected)
+        return sorted(set(self.previous.sources) - selected - set(self.kept))
 
 
 @dataclass(frozen=True)
@@ -122,9 +125,11 @@ class Summary:
     files: int
 
 
-def prepare(out: Path, sources: Iterable[Source]) -> Plan:
+def prepare(out: Path, sources: Iterable[Source], *, keep_others: bool = False) -> Plan:
     """Check that ``out`` can take an export, finish an export into it that was interrupted
     while moving its files into place, and find which sources changed since the last one.
+    ``keep_others``: what the last export holds of sources not given stays (``prune
+    --export-to`` adds the sessions it removes to an archive, never takes the others out).
 
     Raises :class:`ExportError` when ``out`` is a file, a non-empty folder without our
     manifest, or holds a manifest that is not ours.
@@ -133,14 +138,17 @@ def prepare(out: Path, sources: Iterable[Source]) -> Plan:
     whole = _intact_sources(out, previous)
     changed: list[Source] = []
     same: list[Source] = []
+    sources = list(sources)
     for source in sources:
-        kept = source.name in whole and unchanged(source, previous.sources.get(source.name))
-        (same if kept else changed).append(source)
+        fresh = source.name in whole and unchanged(source, previous.sources.get(source.name))
+        (same if fresh else changed).append(source)
     unreadable = _unreadable_to_narrow(out, previous, {source.name for source in same})
     changed += [source for source in same if source.name in unreadable]
     same = [source for source in same if source.name not in unreadable]
     seen = {source.name: _seen_now(source) for source in changed}
-    return Plan(out, _by_start(changed), same, previous, seen, files.new_run())
+    given = {source.name for source in sources}
+    others = sorted(set(previous.sources) - given) if keep_others else []
+    return Plan(out, _by_start(changed), same, previous, seen, files.new_run(), others)
 
 
 def _seen_now(source: Source) -> dict[str, Any] | None:
@@ -176,6 +184,20 @@ def _recovered(out: Path, manifest: Manifest) -> Manifest:
     orphans = [file for file in files.written_files(out) if file not in listed_files]
     files.delete(out, [file for file in orphans if file not in manifest.stale])
     return manifest
+
+
+def exported_whole(out: Path, sources: Iterable[Source]) -> set[str]:
+    """The names of ``sources`` that the export in ``out`` holds as they are now: listed in its
+    manifest, unchanged by the one growth check, and every file of their part whole."""
+    manifest = load(out)
+    if manifest.commit is not None:
+        return set()
+    whole = _intact_sources(out, manifest)
+    return {
+        source.name
+        for source in sources
+        if source.name in whole and unchanged(source, manifest.sources.get(source.name))
+    }
 
 
 def _intact_sources(out: Path, manifest: Manifest) -> set[str]:
@@ -227,6 +249,7 @@ def _recorded(plan: Plan, written: Iterable[Written]) -> tuple[Manifest, int]:
             new_parts.append(batch.part)
             readable.update(batch.readable)
     sources = {source.name: plan.previous.sources[source.name] for source in plan.unchanged}
+    sources.update((name, plan.previous.sources[name]) for name in plan.kept)
     for source in plan.changed:
         # A source that gave no event (unreadable, empty, not a log) keeps no entry: it is
         # read, and reported, again next time.

@@ -1,6 +1,6 @@
 """``usage --by call|prompt|agent|task``: where the credits and tokens went inside sessions.
 
-Rows are made of the calls of :mod:`copilot_logs.commands.usage.calls`. A group whose every
+Rows are made of the calls of :mod:`copilot_logs.derive.calls`. A group whose every
 call has the CLI's record is ``exact`` (its figures are the records' sums). Otherwise a figure
 is taken from the log's totals only where the log gives it for exactly that group, and the
 row says ``from totals``:

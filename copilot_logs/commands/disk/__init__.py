@@ -1,0 +1,568 @@
+"""Where the bytes of ``~/.copilot/session-state`` went (``copilot-logs disk``): each session
+folder's apparent and allocated bytes split by part, its files, last activity, what its
+``workspace.yaml`` names, its prompts and LLM calls (read through the store), its lock and a
+category (docs/disk.md).
+
+The categories, the first that holds:
+
+- ``active``: a live process that started before the lock was written holds it;
+- ``stale-lock``: a lock no live process of its own holds (the CLI was killed);
+- ``scaffold``: no log and nothing but what the CLI writes before the first event;
+- ``log-missing``: no log, but real content;
+- ``empty``: a log with no prompt and no LLM call;
+- ``abandoned``: prompts, but no reply;
+- ``heavy-files``: ``files/`` holds more than the threshold (allocated bytes);
+- ``ok``.
+
+Only folders named as the CLI names a session (a lowercase UUID) are sessions; the rest of the
+root (``.session-operation-locks``, prune's trash, anything else) and, beside the root,
+``session-store.db*`` and ``logs/`` are totalled, never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from copilot_logs.commands.disk import locks as lock_files
+from copilot_logs.commands.disk import workspace
+from copilot_logs.commands.disk.walk import LOG, PARTS, Identity, Judge, Tree, walk
+from copilot_logs.errors import SelectionError, UnreadableError
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.discover import default_root
+from copilot_logs.ingest.logfile import display_name
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from copilot_logs.ingest.reader import ReadResult
+
+SESSION_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""How the CLI names a session folder."""
+
+ACTIVE, STALE_LOCK, SCAFFOLD, LOG_MISSING = "active", "stale-lock", "scaffold", "log-missing"
+EMPTY, ABANDONED, HEAVY_FILES, OK = "empty", "abandoned", "heavy-files", "ok"
+CATEGORIES = (ACTIVE, STALE_LOCK, SCAFFOLD, LOG_MISSING, EMPTY, ABANDONED, HEAVY_FILES, OK)
+HEAVY = 1 << 30
+"""``files/`` over this many allocated bytes makes a session ``heavy-files`` (``--heavy``)."""
+
+TRASH = ".copilot-logs-trash"
+"""Where ``prune`` moves what it removes, inside the root (docs/disk.md)."""
+OPERATION_LOCKS = ".session-operation-locks"
+BESIDE_ROOT = ("session-store.db", "session-store.db-wal", "session-store.db-shm", "logs")
+"""What the CLI keeps in ``~/.copilot`` beside ``session-state``: totalled, never touched."""
+
+
+@dataclass
+class Folder:
+    """One session folder of a root, as a survey found it."""
+
+    root: Path
+    name: str
+    identity: Identity
+    uid: int
+    link: bool = False
+    """The name is a link (never followed: no tree)."""
+    other_device: bool = False
+    """The folder is on another file system than its root (not entered)."""
+    tree: Tree = field(default_factory=Tree)
+    workspace: dict[str, str | None] = field(default_factory=dict)
+    lock: str = lock_files.NONE
+    lock_why: str = ""
+
+    @property
+    def path(self) -> Path:
+        return self.root / self.name
+
+    @property
+    def log_path(self) -> Path:
+        return self.path / LOG
+
+    @property
+    def last_activity(self) -> datetime | None:
+        ns = self.tree.newest_ns
+        return datetime.fromtimestamp(ns / 1e9, UTC) if ns else None
+
+    def refusal(self) -> str | None:
+        """Why this folder may never be pruned whatever it holds; None when it may be."""
+        if self.link:
+            return "a link, never followed"
+        if self.other_device:
+            return "on another file system than its root"
+        if self.uid != os.geteuid() or self.tree.foreign:
+            where = self.tree.foreign[0] if self.tree.foreign else "."
+            return f"holds files of another user ({display_name(where)})"
+        if self.tree.mounts:
+            return f"holds another file system ({display_name(self.tree.mounts[0])})"
+        if self.tree.unreadable:
+            return f"could not be read whole ({display_name(self.tree.unreadable[0])})"
+        if self.tree.changed:
+            return f"changed while it was read ({display_name(self.tree.changed[0])})"
+        return None
+
+
+@dataclass
+class Root:
+    """One folder of sessions, as a survey found it."""
+
+    path: Path
+    identity: Identity
+    folders: list[Folder] = field(default_factory=list)
+    beside: dict[str, Tree] = field(default_factory=dict)
+    """What is not a session, by name (``other``: everything else in the root together)."""
+    beside_parent: set[str] = field(default_factory=set)
+    """The names of :attr:`beside` that sit in the root's parent (``session-store.db``...)."""
+    sessions_seen: int = 0
+    """Session-shaped names in the root, selected or not."""
+
+
+@dataclass
+class Survey:
+    roots: list[Root]
+    seen: set[Identity] = field(default_factory=set)
+
+    @property
+    def folders(self) -> list[Folder]:
+        return [folder for root in self.roots for folder in root.folders]
+
+    def logs(self) -> list[Source]:
+        """The session logs to read through the store: each regular ``events.jsonl`` of a
+        folder that is not a link and is this user's."""
+        return [
+            Source(folder.log_path, folder.name)
+            for folder in self.folders
+            if folder.tree.log == "file" and not folder.link and folder.uid == os.geteuid()
+        ]
+
+    @property
+    def partial(self) -> bool:
+        return any(folder.tree.partial for folder in self.folders)
+
+
+# --- choosing roots and folders -----------------------------------------------------------
+
+
+def refuse_root(path: Path) -> None:
+    """Raise SelectionError when ``path`` is ``/`` or the home folder: never a folder of
+    sessions, and far too much to walk (or to prune)."""
+    real = os.path.realpath(path)
+    home = os.path.realpath(os.path.expanduser("~"))
+    if real == os.path.realpath(os.sep) or real == home:
+        raise SelectionError(
+            f"{display_name(path)} is {'/' if real == os.sep else 'the home folder'}, not a folder "
+            "of sessions; give --root ~/.copilot/session-state (or where COPILOT_HOME points)"
+        )
+
+
+def choose(selectors: Sequence[str], root: Path | None) -> list[tuple[Path, set[str] | None]]:
+    """The roots to survey, each with the session names chosen in it (None: all of them).
+
+    A selector is a folder of sessions, a session folder (a path whose name is a session's),
+    or an id or id prefix of a session under ``root`` (default: the CLI's)."""
+    base = root if root is not None else default_root()
+    if root is not None and not root.is_dir():
+        raise SelectionError(f"--root {display_name(root)}: no such folder")
+    if not selectors:
+        refuse_root(base)
+        return [(base, None)]
+    chosen: dict[Path, set[str] | None] = {}
+    for selector in selectors:
+        path = Path(selector).expanduser()
+        if os.path.lexists(path):
+            if not path.is_dir():
+                raise SelectionError(f"{display_name(selector)}: not a folder of sessions")
+            if SESSION_NAME.fullmatch(path.name):
+                _add(chosen, path.parent, {path.name})
+            else:
+                refuse_root(path)
+                chosen[path] = None
+        elif os.sep in selector or selector.startswith("."):
+            raise SelectionError(f"{display_name(selector)}: no such folder")
+        else:
+            refuse_root(base)
+            _add(chosen, base, {_by_id(selector, base)})
+    return list(chosen.items())
+
+
+def _add(chosen: dict[Path, set[str] | None], root: Path, names: set[str]) -> None:
+    if root in chosen:
+        held = chosen[root]
+        if held is not None:
+            held.update(names)
+    else:
+        chosen[root] = set(names)
+
+
+def _by_id(selector: str, root: Path) -> str:
+    try:
+        names = sorted(n for n in os.listdir(root) if SESSION_NAME.fullmatch(n))
+    except OSError:
+        names = []
+    matching = [name for name in names if name.startswith(selector)]
+    if selector in matching:
+        return selector
+    if len(matching) == 1:
+        return matching[0]
+    if not matching:
+        raise SelectionError(
+            f"no session folder matches '{display_name(selector)}' under {display_name(root)}; "
+            "run `copilot-logs disk` to list them, or give a path"
+        )
+    raise SelectionError(
+        f"'{display_name(selector)}' is ambiguous: it starts {len(matching)} session folders; "
+        "give more characters"
+    )
+
+
+# --- the survey ---------------------------------------------------------------------------
+
+
+def survey(
+    chosen: Iterable[tuple[Path, set[str] | None]],
+    *,
+    clock: lock_files.Clock | None = None,
+    now: float | None = None,
+) -> Survey:
+    """Walk the chosen session folders of each root, and what else the root (and, for the
+    CLI's ``session-state``, its parent) holds."""
+    judged = clock if clock is not None else lock_files.Clock.here()
+    moment = now if now is not None else datetime.now(UTC).timestamp()
+    found = Survey([])
+    for path, names in chosen:
+        found.roots.append(_survey_root(path, names, judged, moment, found.seen))
+    return found
+
+
+def _survey_root(
+    path: Path, names: set[str] | None, clock: lock_files.Clock, now: float, seen: set[Identity]
+) -> Root:
+    try:
+        own = os.stat(path)
+        with os.scandir(path) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except FileNotFoundError:
+        return Root(path, (0, 0))
+    except OSError as error:
+        raise UnreadableError(
+            f"cannot list {display_name(path)}: {error.strerror or error}; check the folder's "
+            "permissions"
+        ) from None
+    root = Root(path, (own.st_dev, own.st_ino))
+    network = lock_files.network_file_system(str(path), own.st_dev)
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not SESSION_NAME.fullmatch(entry.name) or not (
+            stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)
+        ):
+            _beside(root, entry.name, st, seen)
+            continue
+        root.sessions_seen += 1
+        if names is not None and entry.name not in names:
+            continue
+        root.folders.append(_folder(root, entry.name, st, own.st_dev, network, clock, now, seen))
+    if path.name == "session-state":
+        for name in BESIDE_ROOT:
+            _beside_parent(root, path.parent / name, name, seen)
+    return root
+
+
+def _beside(root: Root, name: str, st: os.stat_result, seen: set[Identity]) -> None:
+    """Count an entry of the root that is not a session, under its own name (the trash, the
+    operation locks) or ``other``."""
+    kind = name if name in (TRASH, OPERATION_LOCKS) else "other"
+    tree = root.beside.setdefault(kind, Tree())
+    if stat.S_ISDIR(st.st_mode) and st.st_dev == root.identity[0]:
+        _merge(tree, walk(str(root.path / name), (st.st_dev, st.st_ino), seen=seen, session=False))
+    else:
+        _merge(tree, _one(st, seen))
+
+
+def _beside_parent(root: Root, path: Path, name: str, seen: set[Identity]) -> None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        tree = walk(str(path), (st.st_dev, st.st_ino), seen=seen, session=False)
+    else:
+        tree = _one(st, seen)
+    root.beside[name] = tree
+    root.beside_parent.add(name)
+
+
+def _one(st: os.stat_result, seen: set[Identity]) -> Tree:
+    tree = Tree(files=1, newest_ns=st.st_mtime_ns)
+    key = (st.st_dev, st.st_ino)
+    if st.st_nlink < 2 or key not in seen:
+        seen.add(key)
+        tree.apparent["other"] = st.st_size
+        tree.allocated["other"] = st.st_blocks * 512
+    return tree
+
+
+def _merge(into: Tree, tree: Tree) -> None:
+    for part in PARTS:
+        into.apparent[part] += tree.apparent[part]
+        into.allocated[part] += tree.allocated[part]
+    into.files += tree.files
+    into.newest_ns = max(into.newest_ns, tree.newest_ns)
+    into.unreadable += tree.unreadable
+
+
+def _folder(
+    root: Root,
+    name: str,
+    st: os.stat_result,
+    device: int,
+    network: bool | None,
+    clock: lock_files.Clock,
+    now: float,
+    seen: set[Identity],
+) -> Folder:
+    folder = Folder(root.path, name, (st.st_dev, st.st_ino), st.st_uid)
+    if stat.S_ISLNK(st.st_mode):
+        folder.link = True
+        return folder
+    if st.st_dev != device:
+        folder.other_device = True
+        return folder
+    folder.tree = walk(
+        str(folder.path), folder.identity, seen=seen, judge=lock_judge(network, clock, now)
+    )
+    folder.lock = lock_files.held(folder.tree.locks)
+    reasons = [lock.why for lock in folder.tree.locks if lock.state == folder.lock]
+    folder.lock_why = reasons[0] if reasons else ""
+    folder.workspace = read_workspace(folder)
+    return folder
+
+
+def lock_judge(network: bool | None, clock: lock_files.Clock, now: float) -> Judge:
+    """How the locks of a root are judged: as :func:`locks.judge` does, but ``unknown`` on a
+    network file system or one that cannot be known (``network`` not False)."""
+
+    def judge(name: str, content: bytes, inode: int, mtime_ns: int) -> lock_files.Lock:
+        if network is not False:
+            why = "on a network file system" if network else "its file system cannot be known"
+            return lock_files.Lock(name, None, lock_files.UNKNOWN, why, inode, mtime_ns)
+        return lock_files.judge(name, content, inode, mtime_ns, clock, now)
+
+    return judge
+
+
+def read_workspace(folder: Folder) -> dict[str, str | None]:
+    """The keys of ``workspace.yaml`` that ``disk`` shows, read from the folder surveyed (its
+    identity checked on the descriptor)."""
+    try:
+        fd = os.open(folder.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return dict.fromkeys(workspace.KEYS)
+    try:
+        own = os.fstat(fd)
+        if (own.st_dev, own.st_ino) != folder.identity:
+            return dict.fromkeys(workspace.KEYS)
+        return workspace.read(fd)
+    finally:
+        os.close(fd)
+
+
+# --- what the logs say, through the store -------------------------------------------------
+
+FIGURES = ("user_prompts", "llm_calls", "replies")
+
+
+def log_figures(result: ReadResult) -> pl.DataFrame:
+    """Per log file of a batch: its prompts, LLM calls and main-agent replies (summed over the
+    sessions a file holds), and whether it could not be read at all."""
+    import polars as pl
+
+    from copilot_logs import derive
+
+    flags = derive.count_flags(derive.annotate(result.events))
+    reply = derive.MAIN & (derive.TYPE == "assistant.message")
+    counted = flags.group_by("file").agg(
+        pl.col("user_prompts").sum(), pl.col("llm_calls").sum(), replies=reply.sum().cast(pl.Int64)
+    )
+    unreadable = (
+        result.diagnostics.filter(pl.col("kind") == "unreadable")
+        .select("file", unreadable=pl.lit(True))
+        .unique()
+    )
+    files = pl.concat(
+        [result.events.select("file").unique(), result.diagnostics.select("file").unique()]
+    ).unique()
+    return (
+        files.join(counted, on="file", how="left")
+        .join(unreadable, on="file", how="left")
+        .with_columns(
+            *[pl.col(name).fill_null(0).cast(pl.Int64) for name in FIGURES],
+            unreadable=pl.col("unreadable").fill_null(False),
+        )
+        .select("file", *FIGURES, "unreadable")
+    )
+
+
+# --- the table --------------------------------------------------------------------------
+
+COLUMNS = (
+    "session_id",
+    "category",
+    "lock",
+    "bytes",
+    "allocated_bytes",
+    *(f"{part}_bytes" for part in PARTS),
+    *(f"{part}_allocated" for part in PARTS),
+    "files",
+    "last_activity",
+    "name",
+    "cwd",
+    "host",
+    "user_prompts",
+    "llm_calls",
+    "replies",
+    "partial",
+    "why",
+    "folder",
+)
+
+
+def content(folder: Folder, figures: dict[str, int] | None) -> str | None:
+    """What a folder holds, as a category (scaffold, log-missing, empty, abandoned), or None
+    when it is none of these. ``figures``: its log's (None when not read)."""
+    if folder.link or folder.other_device:
+        return None
+    if folder.tree.log is None:
+        return SCAFFOLD if folder.tree.scaffold else LOG_MISSING
+    if folder.tree.log != "file":
+        return LOG_MISSING
+    if figures is None:
+        return None
+    if figures["user_prompts"] == 0 and figures["llm_calls"] == 0:
+        return EMPTY
+    if figures["user_prompts"] > 0 and figures["replies"] == 0:
+        return ABANDONED
+    return None
+
+
+def category(folder: Folder, figures: dict[str, int] | None, heavy: int) -> str:
+    """The folder's category: the first of :data:`CATEGORIES` that holds."""
+    if folder.lock == lock_files.ACTIVE:
+        return ACTIVE
+    if folder.lock == lock_files.STALE:
+        return STALE_LOCK
+    held = content(folder, figures)
+    if held is not None:
+        return held
+    if folder.tree.allocated["files"] > heavy:
+        return HEAVY_FILES
+    return OK
+
+
+def figures_by_file(parts: Iterable[pl.DataFrame]) -> dict[str, dict[str, int]]:
+    """The logs' figures (:func:`log_figures` of each batch) by file name; a log that could
+    not be read is left out."""
+    found: dict[str, dict[str, int]] = {}
+    for part in parts:
+        for row in part.iter_rows(named=True):
+            if not row["unreadable"]:
+                found[row["file"]] = {name: row[name] for name in FIGURES}
+    return found
+
+
+def rows(
+    survey_: Survey, figures: dict[str, dict[str, int]], heavy: int = HEAVY
+) -> list[dict[str, Any]]:
+    """One row per session folder (see :data:`COLUMNS`)."""
+    found = []
+    for folder in survey_.folders:
+        log = figures.get(Source(folder.log_path, folder.name).name)
+        tree = folder.tree
+        unread_log = folder.tree.log == "file" and log is None
+        why = folder.refusal() or (folder.lock_why if folder.lock != lock_files.NONE else "")
+        found.append(
+            {
+                "session_id": folder.name,
+                "category": category(folder, log, heavy),
+                "lock": folder.lock,
+                "bytes": tree.bytes,
+                "allocated_bytes": tree.allocated_bytes,
+                **{f"{part}_bytes": tree.apparent[part] for part in PARTS},
+                **{f"{part}_allocated": tree.allocated[part] for part in PARTS},
+                "files": tree.files,
+                "last_activity": folder.last_activity,
+                "name": folder.workspace.get("name"),
+                "cwd": folder.workspace.get("cwd"),
+                "host": folder.workspace.get("client_name"),
+                **{name: (log or {}).get(name) for name in FIGURES},
+                "partial": tree.partial or unread_log,
+                "why": why or ("its log could not be read" if unread_log else ""),
+                "folder": display_name(folder.path),
+            }
+        )
+    return found
+
+
+def table(found: list[dict[str, Any]]) -> pl.DataFrame:
+    """The rows as a frame with an explicit schema."""
+    import polars as pl
+
+    schema: dict[str, pl.DataType] = {name: pl.Int64() for name in COLUMNS}
+    for name in ("session_id", "category", "lock", "name", "cwd", "host", "why", "folder"):
+        schema[name] = pl.String()
+    schema["last_activity"] = pl.Datetime("us", "UTC")
+    schema["partial"] = pl.Boolean()
+    return pl.DataFrame(found, schema=schema, orient="row")
+
+
+def arranged(frame: pl.DataFrame, *, sort: str, min_size: int | None) -> pl.DataFrame:
+    """The rows at least ``min_size`` allocated bytes, largest (``sort="size"``) or oldest
+    (``age``) first; ties by session id."""
+    if min_size is not None:
+        frame = frame.filter(frame["allocated_bytes"] >= min_size)
+    if sort == "age":
+        return frame.sort("last_activity", "session_id", nulls_last=False)
+    return frame.sort("allocated_bytes", "session_id", descending=[True, False])
+
+
+def by_category(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per category found, in :data:`CATEGORIES` order: sessions, bytes, files."""
+    import polars as pl
+
+    order = {name: index for index, name in enumerate(CATEGORIES)}
+    return (
+        frame.group_by("category")
+        .agg(
+            sessions=pl.len().cast(pl.Int64),
+            bytes=pl.col("bytes").sum(),
+            allocated_bytes=pl.col("allocated_bytes").sum(),
+            files_allocated=pl.col("files_allocated").sum(),
+            files=pl.col("files").sum(),
+        )
+        .with_columns(_order=pl.col("category").replace_strict(order, default=len(order)))
+        .sort("_order")
+        .drop("_order")
+    )
+
+
+def beside(survey_: Survey) -> list[dict[str, Any]]:
+    """What is not a session, per root: its name, the folder it is in, bytes, allocated bytes
+    and files."""
+    return [
+        {
+            "name": name,
+            "folder": display_name(root.path.parent if name in root.beside_parent else root.path),
+            "bytes": tree.bytes,
+            "allocated_bytes": tree.allocated_bytes,
+            "files": tree.files,
+        }
+        for root in survey_.roots
+        for name, tree in sorted(root.beside.items())
+    ]
