@@ -116,6 +116,7 @@ def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
     its first and last event, its segments, and whether it ended: ``ended`` when its last run
     shut down after its last work; ``end`` is how that last run ended (see :func:`segments`),
     ``shutdown_type`` its shutdown's type; ``mode`` and ``model`` as the session is listed;
+    ``summary`` what its last task_complete said;
     ``completed`` when the task it is judged on (:func:`judged_prompt`) is completed
     (:func:`prompts`): audit's ``completed`` verdict."""
     start = TYPE == "session.start"
@@ -136,6 +137,7 @@ def session_facts(annotated: pl.DataFrame) -> pl.DataFrame:
         last_work_line=pl.col("line").filter(TYPE.is_in(WORK)).max(),
         mode=session_mode(),
         model=session_model(),
+        summary=pl.coalesce("summary", "text").filter(pl.col("completion").is_not_null()).last(),
     )
     judged = (
         prompts(annotated)
