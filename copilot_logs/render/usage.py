@@ -249,7 +249,12 @@ CALL_KEYS = {
         Column("session_id", "session", 1, format=short_id),
         Column("task_index", "task", 1, numeric=True, format=_text),
         Column("prompt", "prompt", 2, max_width=32, format=_text),
-        Column("completed", "completed", 2, format=lambda v: "yes" if v else "no"),
+        Column(
+            "completed",
+            "completed",
+            2,
+            format=lambda v: "" if v is None else ("yes" if v else "no"),
+        ),
     ],
 }
 CALLS_COLUMN = Column("llm_calls", "calls", 1, numeric=True, format=count_or_unknown)
