@@ -425,3 +425,46 @@ def test_no_line_of_the_svg_or_the_page_is_a_ci_command(tmp_path: Path) -> None:
         assert "octo/x&#10;::error::repo" in output  # shown, the break a reference
         assert "query: ::error::boom" in output  # mid-line: harmless, kept as it is
     ET.fromstring(svg)  # still valid XML
+
+
+def _tick_ms(label: str) -> float:
+    """A tick label read back by hand: ``0``, ``1.2s``, ``1m05s``, ``1h02m03.4s``."""
+    if label == "0":
+        return 0.0
+    found = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:([\d.]+)s)?", label)
+    assert found is not None and label, label
+    hours, minutes, seconds = (float(part or 0) for part in found.groups())
+    return (hours * 3600 + minutes * 60 + seconds) * 1000
+
+
+@pytest.mark.parametrize(
+    ("span_ms", "idle_ms"),
+    [
+        (700, None),
+        (1_800, None),  # 0 0.2s ... 0.8s 1s 1s 1s 1s before: whole seconds for a 200 ms step
+        (2_900, None),
+        (4_700, None),
+        (12_345, None),
+        (75_400, None),
+        (3_900_000, None),
+        (1_800, 2 * 3_600_000 + 3_456),  # a break, then under two seconds of work
+        (65_000, 3_600_000 + 61_500),
+    ],
+)
+def test_tick_labels_are_distinct_and_in_order_at_every_duration(
+    tmp_path: Path, span_ms: int, idle_ms: int | None
+) -> None:
+    builder = SessionBuilder()  # its start written 520 ms in: the span is span_ms + 521
+    builder.user_message("Go.", after_ms=1)
+    if idle_ms is not None:
+        builder.info("waiting", "away", after_ms=1)
+        builder.info("resumed", "back", after_ms=idle_ms)
+    for _ in range(12):  # busy all along: no stretch is cut to a break
+        builder.info("progress", "still here", after_ms=span_ms // 12)
+    builder.shutdown(after_ms=1)
+    root = svg_of(builder.write(tmp_path / "s.jsonl"))
+    labels = [element.text or "" for element in marks(root, "tick")]
+    assert len(labels) >= 3, labels
+    assert len(set(labels)) == len(labels), labels
+    times = [_tick_ms(label) for label in labels]
+    assert times == sorted(times), labels
