@@ -75,7 +75,11 @@ def _compaction_text(kind: str, data: dict[str, Any]) -> str:
     if data.get("success") is False:
         return f"compaction failed: {data.get('error') or 'no reason given'}"
     removed = data.get("tokensRemoved")
-    return f"compaction removed {removed:,} tokens" if isinstance(removed, int) else "compacted"
+    if not isinstance(removed, int):
+        return "compacted"
+    if removed < 0:  # the summary was longer than what it replaced
+        return f"compaction grew the context by {-removed:,} tokens"
+    return f"compaction removed {removed:,} tokens"
 
 
 def _change_text(kind: str, row: Row, data: dict[str, Any]) -> str:
