@@ -49,7 +49,7 @@ def doctor(
     damaged logs), open tool calls, sub-agents out of place, a missing shutdown (usage lost),
     and where the bytes go.
 
-    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/doctor.md
+    More in docs/doctor.md of the copilot-logs source (the damage x version table).
 
     Exit codes: 0 no session got a --fail-on verdict (or --repair wrote its copies); 1 one did;
     2 bad usage (--repair without --out or a session, an --out that holds that session

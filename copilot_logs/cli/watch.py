@@ -63,7 +63,8 @@ def watch(
     flushed at once.
 
     Exit codes: 0 ended with Ctrl-C, or --until-done on a run audit passes; 1 --until-done on a
-    run audit flags; 2 bad usage; 124 --timeout expired.
+    run audit flags; 2 bad usage; 124 --timeout expired. Gating CI on it: docs/ci.md of the
+    copilot-logs source.
 
     \b
     Examples:
