@@ -64,6 +64,7 @@ LAYERS = {
     "errors": 0,
     "timezones": 0,
     "durations": 0,
+    "modes": 0,
     "ingest": 1,
     "derive": 2,
     "usage_records": 2,

@@ -25,6 +25,8 @@ from copilot_logs.render.svg.scale import tick_step
 from synth import SessionBuilder, bash, task, view
 from tests.conftest import SAMPLES
 
+COMPLETED_LOG = SAMPLES / "c3d2e5f4-6d7f-4e80-a192-2c3d4e5f6071" / "events.jsonl"
+
 EXPECTED: dict[str, dict[str, Any]] = json.loads((SAMPLES / "expected.json").read_text())
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTILE_PROMPT = '<script>alert("pwned")</script> & "quotes" \x1b[31mred\u202egnp.exe'
@@ -242,19 +244,37 @@ def test_an_unwritable_output_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "is a directory" in result.stderr
 
 
-@pytest.mark.parametrize("umask", [0o022, 0o077])
-def test_the_page_gets_the_permissions_of_any_new_file(umask: int, tmp_path: Path) -> None:
-    """Decided (docs/report.md): a page is a file the user asked for, given to others as
-    they choose; it takes the umask like any new file (the store, a cache, stays private)."""
+@pytest.mark.parametrize(
+    ("log_modes", "umask", "page_mode"),
+    [
+        ((0o600,), 0o022, 0o600),  # Copilot CLI's logs: a private page, whatever the umask
+        ((0o644,), 0o022, 0o644),  # logs others may read: so may they the page
+        ((0o644,), 0o077, 0o600),  # never more open than the umask
+        ((0o644, 0o600), 0o022, 0o600),  # several logs: the bits they all share
+        ((0o666,), 0o002, 0o664),  # group may write too; others not, by the umask
+    ],
+)
+def test_the_page_gets_the_mode_of_the_logs_it_shows(
+    tmp_path: Path, log_modes: tuple[int, ...], umask: int, page_mode: int
+) -> None:
+    """Decided (issue 33, docs/report.md): one rule for every file made of logs: the mode of
+    the logs it came from. The page named with -o replaces an older one of another mode."""
+    logs = []
+    for index, mode in enumerate(log_modes):
+        log = tmp_path / "logs" / f"s{index}.jsonl"
+        log.parent.mkdir(exist_ok=True)
+        log.write_bytes(COMPLETED_LOG.read_bytes())
+        log.chmod(mode)
+        logs.append(str(log))
     out = tmp_path / "r.html"
     out.write_text("an older page")
-    out.chmod(0o600)
+    out.chmod(0o644 if page_mode == 0o600 else 0o600)
     old = os.umask(umask)
     try:
-        assert run("report", str(SAMPLES), "-o", str(out)).exit_code == 0
+        assert run("report", *logs, "-o", str(out)).exit_code == 0
     finally:
         os.umask(old)
-    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE(out.stat().st_mode) == page_mode
 
 
 def test_a_page_through_a_link_is_written_to_its_target(tmp_path: Path) -> None:

@@ -63,6 +63,7 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
         return
     from copilot_logs import config
     from copilot_logs.commands import report as core
+    from copilot_logs.modes import mode_of
     from copilot_logs.render import html
 
     settings = config.load_settings()
@@ -83,7 +84,7 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
         output.write_exact(page, escape="xml")
     else:
         try:
-            size = html.save(page, path)
+            size = html.save(page, path, mode_of(source.path for source in loaded.sources))
         except OSError as error:
             _cannot_write(path, error)
         output.echo(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from copilot_logs import modes
 from copilot_logs.commands.report import Report, Row
 from copilot_logs.render.html.assets import SCRIPT, STYLE, policy
 from copilot_logs.render.html.table import (
@@ -234,16 +235,16 @@ def page(report: Report) -> str:
     )
 
 
-def save(page: str, path: Path) -> int:
+def save(page: str, path: Path, mode: int = modes.PRIVATE) -> int:
     """Write the page at ``path`` (through a link there, to its target) whole or not at all:
-    into a new file beside it, renamed over it once written. The file gets the permissions of
-    any file the user creates (``0666`` less the umask), as a page given to others should; a
-    failed write leaves no file behind and raises the OSError. Returns the bytes written."""
+    into a new file beside it, renamed over it once written. The file gets ``mode`` less the
+    umask: the mode of the logs the page shows (:func:`copilot_logs.modes.mode_of`), as every
+    file copilot-logs makes of logs; a failed write leaves no file behind and raises the
+    OSError. Returns the bytes written."""
     data = page.encode()
     target = Path(os.path.realpath(path))
     temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    descriptor = os.open(temporary, flags, 0o666)  # the umask applies, as to any new file
+    descriptor = modes.create(temporary, mode)
     try:
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(data)
