@@ -66,7 +66,7 @@ def doctor(
         return
     if out is not None:
         raise click.UsageError("--out goes with --repair")
-    loaded = load(picked, report=False)  # the damage is in the reasons
+    loaded = load(picked, report=False, whole_logs=True)  # the damage is in the reasons
     from copilot_logs.commands import doctor as core
     from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.render.doctor import RENDERERS

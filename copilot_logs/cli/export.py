@@ -42,7 +42,7 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
       copilot-logs export ./copilot-parquet --since 2026-08-01
       copilot-logs export ./copilot-parquet ./recordings/*.jsonl
     """
-    loaded = load(picked)
+    loaded = load(picked, whole_logs=True)
     from copilot_logs.commands import export as core
 
     if loaded is None:
