@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -488,3 +489,29 @@ def test_tick_labels_are_distinct_and_in_order_at_every_duration(
     assert len(set(labels)) == len(labels), labels
     times = [_tick_ms(label) for label in labels]
     assert times == sorted(times), labels
+
+
+def test_the_page_opens_with_what_needs_attention_as_audit_and_the_logs_say(
+    tmp_path: Path,
+) -> None:
+    """The chips of "Needs attention" against the kinds written (tests/report_corpus.py) and
+    `audit`'s own wasted calls: issue 33 found the report silent on 5 loops and 54 calls."""
+    from tests.report_corpus import write_corpus
+
+    truth = write_corpus(tmp_path / "logs", sessions=60, seed=3)
+    page = run("report", "--root", str(tmp_path / "logs"), "-o", "-", "--quiet").stdout
+    head = page.split('<section id="sessions">', 1)[0]
+    assert '<section id="attention">' in head  # before the sessions table
+    chips = re.findall(r'<div class="chips">(.*?)</div>', head)[0]
+    failing = truth.ids("capped-looping", "missing-task-complete", "errored", "interrupted")
+    looping = truth.ids("capped-looping", "completed-looping")
+    audited = orjson.loads(
+        run("audit", "--root", str(tmp_path / "logs"), "--format", "json").stdout
+    )
+    wasted = sum(row["wasted_calls"] for row in audited if row["looping"])
+    assert f"{len(failing)} failing (" in chips
+    assert f"{len(looping)} looping: {wasted:,} LLM calls wasted" in chips
+    assert f"{len(truth.ids('damaged'))} damaged (" in chips
+    attention = head.split('aria-label="needs attention"', 1)[1].split("</table>", 1)[0]
+    listed = re.findall(r'<tr[^>]*><td data-v="([^"]+)"', attention)
+    assert listed and set(listed) <= set(truth.kinds) - truth.ids("chat", "completed")

@@ -78,6 +78,7 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
         timelines=timelines,
         select=settings.select,
         ignore=settings.ignore,
+        files={source.name: source.path for source in loaded.sources if source.path is not None},
     )
     page = html.page(data)
     if not to_file:
