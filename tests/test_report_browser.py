@@ -267,6 +267,20 @@ MEASURE_THE_FOLD = """
       function (r) { return r.offsetParent !== null; }).length;
   }
   body.setAttribute('data-visible', String(visible()));
+  var calls = heads.filter(function (h) { return h.textContent === 'calls'; })[0];
+  calls.querySelector('button').click();
+  calls.querySelector('button').click();  // most calls first
+  var column = heads.indexOf(calls);
+  var shownCalls = Array.prototype.filter.call(sessions.tBodies[0].rows,
+    function (r) { return r.offsetParent !== null; }).map(function (r) {
+      return parseInt(r.cells[column].getAttribute('data-v'), 10); });
+  body.setAttribute('data-visible-sorted', String(shownCalls.length));
+  var last = -1;  // the last row shown, in the table's new order
+  Array.prototype.forEach.call(sessions.tBodies[0].rows, function (r, index) {
+    if (r.offsetParent !== null) { last = index; }
+  });
+  body.setAttribute('data-last-shown', String(last));
+  body.setAttribute('data-sorted-first', String(shownCalls[0]));
   document.querySelector('label[for=all-sessions]').click();
   body.setAttribute('data-visible-all', String(visible()));
 """
@@ -293,8 +307,11 @@ def test_a_large_corpus_opens_with_what_needs_attention_above_the_fold(
     for column in PROBLEM_COLUMNS:
         assert rights[column] <= int(body["data-width"]), (column, rights)
     assert (body["data-visible"], body["data-visible-all"]) == ("50", "300")
+    # Sorted, the 50 shown are the first in the new order: the most calls among all.
+    assert (body["data-visible-sorted"], body["data-last-shown"]) == ("50", "49")
+    assert int(body["data-sorted-first"]) == _most_calls(tmp_path / "logs")
     # The order, from the kinds written: every session that needs attention before any other.
-    listed = _sessions_table_ids(done.stdout)
+    listed = _sessions_table_ids(page.read_text())  # as written, before the clicks above
     assert sorted(listed) == sorted(truth.kinds)
     calm = truth.ids("chat", "completed")
     first_calm = min(listed.index(session) for session in calm)
@@ -305,3 +322,9 @@ def _sessions_table_ids(dom: str) -> list[str]:
     """The session ids of the sessions table, in the order of its rows."""
     table = dom.split('aria-label="sessions"', 1)[1].split("</table>", 1)[0]
     return re.findall(r'<tr[^>]*><td data-v="([^"]+)"', table)
+
+
+def _most_calls(root: Path) -> int:
+    """The most LLM calls of any session, as `sessions --format json` counts them."""
+    listed = CliRunner().invoke(main, ["sessions", "--root", str(root), "--format", "json"])
+    return max(row["llm_calls"] for row in json.loads(listed.stdout))

@@ -205,9 +205,9 @@ def attention(sessions: pl.DataFrame, judged: pl.DataFrame, resume: pl.DataFrame
         pl.when(cannot).then(pl.lit("cannot be resumed")),
         pl.when(failing).then(pl.col("verdict")),
         pl.when(looping).then(pl.format("looping: {} LLM calls wasted", pl.col("wasted_calls"))),
-        pl.when(damaged).then(pl.format("{} damaged lines", pl.col("damaged_lines"))),
+        pl.when(damaged).then(_counted("damaged_lines", "damaged line")),
         pl.when(at_risk).then(pl.lit("at risk on resume")),
-        pl.when(errors).then(pl.format("{} errors", pl.col("errors"))),
+        pl.when(errors).then(_counted("errors", "error")),
     ]
     return rows.with_columns(
         looping=looping,
@@ -220,6 +220,12 @@ def attention(sessions: pl.DataFrame, judged: pl.DataFrame, resume: pl.DataFrame
         nulls_last=True,
         maintain_order=True,
     )
+
+
+def _counted(column: str, noun: str) -> pl.Expr:
+    """``1 error``, ``2 errors``."""
+    plural = pl.when(pl.col(column) == 1).then(pl.lit("")).otherwise(pl.lit("s"))
+    return pl.format("{} {}{}", pl.col(column), pl.lit(noun), plural)
 
 
 def needs(sessions: pl.DataFrame) -> Needs:
