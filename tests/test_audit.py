@@ -703,8 +703,45 @@ def test_cli_markdown_is_a_summary_line_and_a_table(tmp_path: Path) -> None:
     table = [line for line in lines if line.startswith("|")]
     assert table[0].startswith("| Session | Verdict | Looping | Nudges |")  # the capped one loops
     assert len(table) == 2 + 2  # header, rule, two judged sessions
-    ok = run("--root", str(tmp_path), "--format", "markdown", "--fail-on", "missing-task-complete")
-    assert ok.stdout.startswith(":white_check_mark:")
+    done = tmp_path / "done"
+    done.mkdir()
+    completed = autopilot(seed=2)
+    task_complete(completed, "All good.")
+    completed.shutdown()
+    ok = run("--root", str(write(done, completed)), "--format", "markdown")
+    assert ok.stdout.startswith(":white_check_mark: **copilot-logs audit**: OK (1 session")
+
+
+@pytest.mark.parametrize("fail_on", ["none", "missing-task-complete", "completion-rejected"])
+def test_cli_markdown_headline_is_never_ok_for_a_run_the_default_gate_fails(
+    tmp_path: Path, fail_on: str
+) -> None:
+    """docs/ci.md writes the summary with --fail-on none, then gates: a capped, looping run
+    must not read OK above a red job (issue 33)."""
+    root = capped_and_completed(tmp_path)
+    result = run("--root", str(root), "--format", "markdown", "--fail-on", fail_on)
+    assert result.exit_code == 0  # this gate passes...
+    headline = result.stdout.splitlines()[0]
+    # ...but the default gate fails the capped run, and the headline says so
+    gate = "none" if fail_on == "none" else fail_on
+    assert headline.startswith(
+        ":x: **copilot-logs audit**: NOT OK: 1 failing by the default gate, passed by "
+        f"--fail-on {gate} (2 sessions audited: 1 completed, 1 nudge-cap; 1 looping,"
+    ), headline
+    table = run("--root", str(root), "--fail-on", fail_on)
+    assert table.stdout.splitlines()[-1].startswith("NOT OK: 1 failing by the default gate")
+
+
+def test_cli_markdown_headline_warns_of_a_loop_in_a_completed_run(tmp_path: Path) -> None:
+    b = autopilot()
+    for _ in range(3):  # the same call again and again: repeated-call
+        b.turn("Looking again.", [bash("ls", "a")])
+    task_complete(b, "Done at last.")
+    b.shutdown()
+    result = run("--root", str(write(tmp_path, b)), "--format", "markdown")
+    assert result.exit_code == 0
+    assert result.stdout.startswith(":warning: **copilot-logs audit**: OK (1 session audited: ")
+    assert "1 completed; 1 looping" in result.stdout.splitlines()[0]
 
 
 def test_cli_markdown_cells_stay_on_one_line(tmp_path: Path) -> None:

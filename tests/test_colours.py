@@ -9,6 +9,7 @@ styled text with rich's own ANSI decoder.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -163,3 +164,38 @@ def test_no_color_turns_every_colour_off(args: tuple[str, ...]) -> None:
         if Style.parse(str(span.style)).color is not None
     ]
     assert colours == []
+
+
+# --- plain text keeps the meaning (issue 33, item 7) ----------------------------------------
+
+PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
+
+
+def test_plain_text_names_errors_and_warnings_in_words(tmp_path: Path) -> None:
+    from synth import SessionBuilder
+
+    builder = SessionBuilder()
+    builder.user_message("Summarise.")
+    builder.turn(None)
+    builder.session_error("Could not connect")
+    builder.event("session.warning", {"warningType": "mcp", "message": "server slow"}, after_ms=5)
+    builder.compaction(-294)  # the summary came out longer than what it replaced
+    builder.shutdown()
+    out, _ = _run("timeline", str(builder.write(tmp_path / "s.jsonl")), env=PLAIN)
+    plain = "\n".join(line.plain for line in out)
+    assert "• error: query: Could not connect" in plain
+    assert "• warning: mcp: server slow" in plain
+    assert "compaction grew the context by 294 tokens" in plain
+    assert "-294" not in plain
+
+
+def test_a_table_with_no_row_prints_no_header_and_no_note(tmp_path: Path) -> None:
+    from synth import SessionBuilder
+
+    builder = SessionBuilder()  # interactive: audit lists no row
+    builder.user_message("Hi.")
+    builder.turn("Hello.")
+    builder.shutdown()
+    out, _ = _run("audit", str(builder.write(tmp_path / "s.jsonl")), env=PLAIN)
+    plain = [line.plain for line in out if line.plain.strip()]
+    assert len(plain) == 1 and plain[0].startswith("OK: no autopilot session"), plain

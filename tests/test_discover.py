@@ -285,3 +285,85 @@ def test_many_logs_of_one_name_are_not_compared_two_by_two(
     assert compared == [(str(paths[7]), str(copy))]  # the one pair that starts alike
     assert [s.path for s in found if s.path in (paths[7], copy)] == [paths[7]]
     assert len(found) == 200
+
+
+# --- every session `sessions` lists can be selected (issue 33, item 6) ----------------------
+
+
+def _recording(root: Path, name: str = "recording.jsonl") -> tuple[Path, dict[str, int]]:
+    """One file holding three sessions, as a recorder or a copy makes them; each session's
+    LLM calls, counted by hand (one turn each, one more for the second)."""
+    root.mkdir(parents=True, exist_ok=True)
+    calls = {}
+    data = b""
+    for seed, turns in ((1, 1), (2, 2), (3, 1)):
+        b = synth.SessionBuilder(seed=seed, start=f"2026-08-0{seed}T10:00:00.000Z")
+        b.user_message("Go.")
+        for _ in range(turns):
+            b.turn("Done.")
+        b.shutdown()
+        calls[b.session_id] = turns
+        data += b.to_bytes()
+    (root / name).write_bytes(data)
+    return root / name, calls
+
+
+def _json(*args: str) -> Any:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return orjson.loads(result.stdout)
+
+
+@pytest.mark.parametrize("name", ["recording.jsonl", "first-named"])
+@pytest.mark.parametrize("length", [36, 8])
+def test_every_listed_session_is_selected_by_its_id_or_prefix(
+    tmp_path: Path, name: str, length: int
+) -> None:
+    root = tmp_path / "logs"
+    log, calls = _recording(root)
+    if name == "first-named":  # the file named after its first session, as the CLI names it
+        log = log.rename(root / f"{next(iter(calls))}.jsonl")
+    listed = [
+        row["session_id"] for row in _json("sessions", "--root", str(root), "--format", "json")
+    ]
+    assert sorted(listed) == sorted(calls)  # the oracle: the session.start lines written
+    for session in listed:
+        selector = session[:length]
+        rows = _json("sessions", selector, "--root", str(root), "--format", "json")
+        assert [row["session_id"] for row in rows] == [session]
+        (tree,) = _json("timeline", selector, "--root", str(root), "--format", "json")
+        assert tree["session_id"] == session
+        counted = _json("count", selector, "--root", str(root), "--format", "json")
+        assert [(row["session_id"], row["llm_calls"]) for row in counted] == [
+            (session, calls[session])
+        ]
+        total = CliRunner().invoke(main, ["count", "--total", selector, "--root", str(root)])
+        if name == "recording.jsonl" or session != next(iter(calls)):
+            assert total.stdout.strip() == str(calls[session])
+
+
+def test_two_sessions_of_one_file_selected_together_are_both_read(tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    _, calls = _recording(root)
+    first, second, _ = list(calls)
+    rows = _json("sessions", first[:6], second[:6], "--root", str(root), "--format", "json")
+    assert sorted(row["session_id"] for row in rows) == sorted([first, second])
+
+
+def test_a_prefix_of_sessions_inside_logs_is_ambiguous_or_unknown_as_a_name_is(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "logs"
+    _recording(root)
+    unknown = CliRunner().invoke(main, ["sessions", "zzzz", "--root", str(root)])
+    assert unknown.exit_code == ExitCode.USAGE and "no session, file or folder" in unknown.stderr
+    every = CliRunner().invoke(main, ["sessions", "", "--root", str(root)])
+    assert every.exit_code == ExitCode.USAGE
+
+
+def test_validate_of_a_session_inside_a_log_checks_the_whole_log(tmp_path: Path) -> None:
+    """A log's rules (one session a file, R603) are the log's: validate reads it whole."""
+    root = tmp_path / "logs"
+    _, calls = _recording(root)
+    found = _json("validate", list(calls)[1][:8], "--root", str(root), "--format", "json")
+    assert "R603" in {finding["code"] for finding in found["findings"]}

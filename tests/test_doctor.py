@@ -170,13 +170,45 @@ def stretched(data: bytes, days: float) -> bytes:
     return b"\n".join(lines)
 
 
+def still_written(days: float) -> tuple[bytes, datetime]:
+    """The one-tool recording without its shutdown, its last event ``days`` after its first,
+    and a ``now`` five minutes after that last event: a session still being written."""
+    data = stretched(BY_NAME["no-shutdown"].apply(recording("one-tool")), days=days)  # type: ignore[misc]
+    last = json.loads(data.split(b"\n")[-2])["timestamp"]
+    return data, datetime.fromisoformat(last.replace("Z", "+00:00")) + timedelta(minutes=5)
+
+
 def test_size_growth_and_the_day_the_string_limit_is_reached(tmp_path: Path) -> None:
-    data = stretched(recording("one-tool"), days=2)
-    [size] = [r for r in reasons(doctor_of(data, tmp_path)) if r["code"] == "size"]
-    # 31,232 bytes over 2 days: 15,616 a day; (536,870,888 - 31,232) / 15,616 = 34,377.5 days
-    assert size["severity"] == "info" and size["line"] == 14
-    assert "31232 bytes, growing 15616 bytes a day over 2.0 days" in size["message"]
-    assert "in 34378 days (about 2121-01" in size["message"]
+    data, now = still_written(days=2)
+    [size] = [r for r in reasons(doctor_of(data, tmp_path, now=now)) if r["code"] == "size"]
+    # len(data) bytes over 2 days, counted from now: the date is never before now
+    per_day = len(data) / 2
+    days_left = (536_870_888 - len(data)) / per_day
+    assert size["severity"] == "info" and size["line"] == 13
+    message = size["message"]
+    assert f"{len(data)} bytes, growing {round(per_day)} bytes a day over 2.0 days" in message
+    assert (
+        f"in {round(days_left)} days (about {now + timedelta(days=days_left):%Y-%m-%d})" in message
+    )
+
+
+@pytest.mark.parametrize("how", ["shut-down", "left-long-ago", "short-span"])
+def test_no_growth_is_forecast_for_a_session_not_being_written_or_too_short(
+    tmp_path: Path, how: str
+) -> None:
+    """A session that shut down, or whose last event is long past, is not growing; a span
+    under a day says little about the weeks after it: no rate and no date, whatever the
+    size (issue 33: a session shut down months ago got a date in the past)."""
+    data, now = still_written(days=0.5 if how == "short-span" else 2)
+    if how == "shut-down":
+        data = stretched(recording("one-tool"), days=2)
+    if how == "left-long-ago":
+        now = LATER
+    [size] = [r for r in reasons(doctor_of(data, tmp_path, now=now)) if r["code"] == "size"]
+    assert size["severity"] == "info"
+    assert "growing" not in size["message"] and "about" not in size["message"]
+    said = "too short a span" if how == "short-span" else "not being written now"
+    assert said in size["message"]
 
 
 @pytest.mark.parametrize(
@@ -321,11 +353,11 @@ def test_the_string_limit_counts_characters_as_javascript_does(
 def test_a_fast_growth_is_a_risk_only_when_measured_over_a_day(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, days: float, severity: str
 ) -> None:
-    # 31,232 bytes; a limit of 500,000 characters is reached in (500,000 - 31,232) / rate days:
-    # 22.5 days at 20,821 bytes a day (1.5 days), 7.5 at 62,464 (half a day): within 30 both
+    # about 31 kB; a limit of 500,000 characters is reached in (500,000 - bytes) / rate days:
+    # about 22 days at the rate of 1.5 days, 7.5 at that of half a day: within 30 both
     monkeypatch.setattr(core, "STRING_LIMIT", 500_000)
-    data = stretched(recording("one-tool"), days=days)
-    [size] = [r for r in reasons(doctor_of(data, tmp_path)) if r["code"] == "size"]
+    data, now = still_written(days=days)
+    [size] = [r for r in reasons(doctor_of(data, tmp_path, now=now)) if r["code"] == "size"]
     assert size["severity"] == severity
 
 

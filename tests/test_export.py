@@ -116,11 +116,23 @@ def test_every_row_is_in_its_sessions_start_day_and_every_table_has_a_file(
     assert parquet_files(out) == listed_files(out)
 
 
-def test_files_are_private(samples: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("log_mode", "parquet_mode"), [(0o600, 0o600), (0o644, 0o644)])
+def test_files_get_the_mode_of_the_logs(
+    samples: Path, tmp_path: Path, log_mode: int, parquet_mode: int
+) -> None:
+    """The Parquet files hold previews of prompts and tool output: the mode of the logs they
+    come from (Copilot CLI's are 0600), as every file made of logs (docs/export.md)."""
+    for log in samples.rglob("*.jsonl"):
+        log.chmod(log_mode)
     out = tmp_path / "out"
-    run("export", out, samples)
-    modes = {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}
-    assert modes == {0o600}
+    old = os.umask(0o022)
+    try:
+        run("export", out, samples)
+    finally:
+        os.umask(old)
+    modes = {p.stat().st_mode & 0o777 for p in out.rglob("*.parquet")}
+    assert modes == {parquet_mode}
+    assert (out / "_manifest.json").stat().st_mode & 0o777 == 0o600  # file names: private
 
 
 def test_a_batch_writes_one_file_per_table_and_day_and_batches_follow_start_days(

@@ -64,21 +64,31 @@ def _all_help() -> dict[str, str]:
     return helps
 
 
-def test_the_help_links_only_docs_pages_that_exist_at_the_projects_docs_url() -> None:
-    """The installed package holds no docs/: the help links their URL (pyproject's
-    Documentation), and no README section or docs/ path."""
-    docs_url = tomllib.loads((PROJECT / "pyproject.toml").read_text())["project"]["urls"][
-        "Documentation"
-    ]
-    linked = []
+KNOWN_ADDRESSES = {
+    "https://json.schemastore.org/sarif-2.1.0.json",  # SARIF's own schema, in every report
+    "http://www.w3.org/2000/svg",  # the SVG namespace
+}
+"""The only web addresses the package may hold: the project has no public address yet."""
+
+
+def test_the_help_links_no_address_and_names_only_docs_pages_that_exist() -> None:
+    """The project has no public address: no help links one, and a docs page a help or an
+    error names (``docs/NAME.md`` of the source) exists (issue 33: every link was dead)."""
+    named = []
     for name, text in _all_help().items():
         assert "README" not in text, name
-        assert not re.search(r"(?<!/)docs/\w+\.md", text), name
-        for url in re.findall(r"https?://\S+", text):
-            assert url.startswith(docs_url + "/"), (name, url)
-            assert (PROJECT / "docs" / url.removeprefix(docs_url + "/")).is_file(), url
-            linked.append(name)
-    assert {"cache", "export"} <= set(linked)
+        assert not re.findall(r"https?://\S+", text), name
+        for page in re.findall(r"\bdocs/[\w-]+\.md", text):
+            assert (PROJECT / page).is_file(), (name, page)
+            named.append(name)
+    assert {"cache", "export", "doctor"} <= set(named)
+    for module in (PROJECT / "copilot_logs").rglob("*.py"):
+        source = module.read_text()
+        for page in re.findall(r"\bdocs/[\w-]+\.md", source):
+            assert (PROJECT / page).is_file(), (module, page)
+        addresses = set(re.findall(r"https?://[^\s\"'`)]+", source))
+        assert addresses <= KNOWN_ADDRESSES, module
+    assert "urls" not in tomllib.loads((PROJECT / "pyproject.toml").read_text())["project"]
 
 
 def test_watch_does_not_offer_standard_input_it_refuses() -> None:

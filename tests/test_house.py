@@ -65,6 +65,7 @@ LAYERS = {
     "timezones": 0,
     "durations": 0,
     "sizes": 0,
+    "modes": 0,
     "ingest": 1,
     "derive": 2,
     "store": 2,

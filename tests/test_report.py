@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -24,6 +25,8 @@ from copilot_logs.render import html
 from copilot_logs.render.svg.scale import tick_step
 from synth import SessionBuilder, bash, task, view
 from tests.conftest import SAMPLES
+
+COMPLETED_LOG = SAMPLES / "c3d2e5f4-6d7f-4e80-a192-2c3d4e5f6071" / "events.jsonl"
 
 EXPECTED: dict[str, dict[str, Any]] = json.loads((SAMPLES / "expected.json").read_text())
 SVG = "{http://www.w3.org/2000/svg}"
@@ -242,19 +245,37 @@ def test_an_unwritable_output_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "is a directory" in result.stderr
 
 
-@pytest.mark.parametrize("umask", [0o022, 0o077])
-def test_the_page_gets_the_permissions_of_any_new_file(umask: int, tmp_path: Path) -> None:
-    """Decided (docs/report.md): a page is a file the user asked for, given to others as
-    they choose; it takes the umask like any new file (the store, a cache, stays private)."""
+@pytest.mark.parametrize(
+    ("log_modes", "umask", "page_mode"),
+    [
+        ((0o600,), 0o022, 0o600),  # Copilot CLI's logs: a private page, whatever the umask
+        ((0o644,), 0o022, 0o644),  # logs others may read: so may they the page
+        ((0o644,), 0o077, 0o600),  # never more open than the umask
+        ((0o644, 0o600), 0o022, 0o600),  # several logs: the bits they all share
+        ((0o666,), 0o002, 0o664),  # group may write too; others not, by the umask
+    ],
+)
+def test_the_page_gets_the_mode_of_the_logs_it_shows(
+    tmp_path: Path, log_modes: tuple[int, ...], umask: int, page_mode: int
+) -> None:
+    """Decided (issue 33, docs/report.md): one rule for every file made of logs: the mode of
+    the logs it came from. The page named with -o replaces an older one of another mode."""
+    logs = []
+    for index, mode in enumerate(log_modes):
+        log = tmp_path / "logs" / f"s{index}.jsonl"
+        log.parent.mkdir(exist_ok=True)
+        log.write_bytes(COMPLETED_LOG.read_bytes())
+        log.chmod(mode)
+        logs.append(str(log))
     out = tmp_path / "r.html"
     out.write_text("an older page")
-    out.chmod(0o600)
+    out.chmod(0o644 if page_mode == 0o600 else 0o600)
     old = os.umask(umask)
     try:
-        assert run("report", str(SAMPLES), "-o", str(out)).exit_code == 0
+        assert run("report", *logs, "-o", str(out)).exit_code == 0
     finally:
         os.umask(old)
-    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE(out.stat().st_mode) == page_mode
 
 
 def test_a_page_through_a_link_is_written_to_its_target(tmp_path: Path) -> None:
@@ -425,3 +446,72 @@ def test_no_line_of_the_svg_or_the_page_is_a_ci_command(tmp_path: Path) -> None:
         assert "octo/x&#10;::error::repo" in output  # shown, the break a reference
         assert "query: ::error::boom" in output  # mid-line: harmless, kept as it is
     ET.fromstring(svg)  # still valid XML
+
+
+def _tick_ms(label: str) -> float:
+    """A tick label read back by hand: ``0``, ``1.2s``, ``1m05s``, ``1h02m03.4s``."""
+    if label == "0":
+        return 0.0
+    found = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:([\d.]+)s)?", label)
+    assert found is not None and label, label
+    hours, minutes, seconds = (float(part or 0) for part in found.groups())
+    return (hours * 3600 + minutes * 60 + seconds) * 1000
+
+
+@pytest.mark.parametrize(
+    ("span_ms", "idle_ms"),
+    [
+        (700, None),
+        (1_800, None),  # 0 0.2s ... 0.8s 1s 1s 1s 1s before: whole seconds for a 200 ms step
+        (2_900, None),
+        (4_700, None),
+        (12_345, None),
+        (75_400, None),
+        (3_900_000, None),
+        (1_800, 2 * 3_600_000 + 3_456),  # a break, then under two seconds of work
+        (65_000, 3_600_000 + 61_500),
+    ],
+)
+def test_tick_labels_are_distinct_and_in_order_at_every_duration(
+    tmp_path: Path, span_ms: int, idle_ms: int | None
+) -> None:
+    builder = SessionBuilder()  # its start written 520 ms in: the span is span_ms + 521
+    builder.user_message("Go.", after_ms=1)
+    if idle_ms is not None:
+        builder.info("waiting", "away", after_ms=1)
+        builder.info("resumed", "back", after_ms=idle_ms)
+    for _ in range(12):  # busy all along: no stretch is cut to a break
+        builder.info("progress", "still here", after_ms=span_ms // 12)
+    builder.shutdown(after_ms=1)
+    root = svg_of(builder.write(tmp_path / "s.jsonl"))
+    labels = [element.text or "" for element in marks(root, "tick")]
+    assert len(labels) >= 3, labels
+    assert len(set(labels)) == len(labels), labels
+    times = [_tick_ms(label) for label in labels]
+    assert times == sorted(times), labels
+
+
+def test_the_page_opens_with_what_needs_attention_as_audit_and_the_logs_say(
+    tmp_path: Path,
+) -> None:
+    """The chips of "Needs attention" against the kinds written (tests/report_corpus.py) and
+    `audit`'s own wasted calls: issue 33 found the report silent on 5 loops and 54 calls."""
+    from tests.report_corpus import write_corpus
+
+    truth = write_corpus(tmp_path / "logs", sessions=60, seed=3)
+    page = run("report", "--root", str(tmp_path / "logs"), "-o", "-", "--quiet").stdout
+    head = page.split('<section id="sessions">', 1)[0]
+    assert '<section id="attention">' in head  # before the sessions table
+    chips = re.findall(r'<div class="chips">(.*?)</div>', head)[0]
+    failing = truth.ids("capped-looping", "missing-task-complete", "errored", "interrupted")
+    looping = truth.ids("capped-looping", "completed-looping")
+    audited = orjson.loads(
+        run("audit", "--root", str(tmp_path / "logs"), "--format", "json").stdout
+    )
+    wasted = sum(row["wasted_calls"] for row in audited if row["looping"])
+    assert f"{len(failing)} failing (" in chips
+    assert f"{len(looping)} looping: {wasted:,} LLM calls wasted" in chips
+    assert f"{len(truth.ids('damaged'))} damaged (" in chips
+    attention = head.split('aria-label="needs attention"', 1)[1].split("</table>", 1)[0]
+    listed = re.findall(r'<tr[^>]*><td data-v="([^"]+)"', attention)
+    assert listed and set(listed) <= set(truth.kinds) - truth.ids("chat", "completed")

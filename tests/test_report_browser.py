@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from copilot_logs.cli import main
 from synth import SessionBuilder, view
 from tests.conftest import PROJECT, SAMPLES
+from tests.report_corpus import write_corpus
 from tests.test_report import EXPECTED, HOSTILE_PROMPT, Page, hostile_session
 
 BROWSERS = ("chromium", "chromium-headless-shell", "chromium-browser", "google-chrome")
@@ -78,12 +79,17 @@ def open_page(browser: str, page: Path, tmp_path: Path) -> Opened:
 
 
 def screenshot(
-    browser: str, page: Path, tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+    browser: str,
+    page: Path,
+    tmp_path: Path,
+    name: str,
+    capsys: pytest.CaptureFixture[str],
+    size: str = "1280,2400",
 ) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     shot = SHOTS / f"{name}.png"
     shot.unlink(missing_ok=True)
-    chromium(browser, page, tmp_path, f"--screenshot={shot}", "--window-size=1280,2400")
+    chromium(browser, page, tmp_path, f"--screenshot={shot}", f"--window-size={size}")
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with capsys.disabled():
         print(f"\nreport screenshot: {shot}")
@@ -229,3 +235,96 @@ def test_a_script_the_policy_does_not_allow_is_caught(browser: str, tmp_path: Pa
     bad.write_text(page.read_text().replace("</body>", "<script>alert(1)</script></body>"))
     opened = open_page(browser, bad, tmp_path)
     assert any("Content Security Policy" in line for line in opened.console)
+
+
+# --- a large corpus: what needs attention above the fold (issue 33) ----------------------
+
+MEASURE_THE_FOLD = """
+  var fold = window.innerHeight, width = document.documentElement.clientWidth;
+  var body = document.body;
+  function chip(words) {
+    var found = Array.prototype.filter.call(
+      document.querySelectorAll('#attention .chips span'),
+      function (c) { return c.textContent.indexOf(words) >= 0; });
+    return found.length ? found[0] : null;
+  }
+  function bottom(el) {
+    return el ? String(Math.round(el.getBoundingClientRect().bottom)) : 'none';
+  }
+  body.setAttribute('data-fold', String(fold));
+  body.setAttribute('data-failing-bottom', bottom(chip(' failing (')));
+  body.setAttribute('data-looping-bottom', bottom(chip(' looping: ')));
+  var sessions = document.querySelector('table[aria-label=sessions]');
+  var heads = Array.prototype.slice.call(sessions.tHead.rows[0].cells);
+  var right = {};
+  heads.forEach(function (h) {
+    right[h.textContent] = Math.round(h.getBoundingClientRect().right);
+  });
+  body.setAttribute('data-width', String(width));
+  body.setAttribute('data-rights', JSON.stringify(right));
+  function visible() {
+    return Array.prototype.filter.call(sessions.tBodies[0].rows,
+      function (r) { return r.offsetParent !== null; }).length;
+  }
+  body.setAttribute('data-visible', String(visible()));
+  var calls = heads.filter(function (h) { return h.textContent === 'calls'; })[0];
+  calls.querySelector('button').click();
+  calls.querySelector('button').click();  // most calls first
+  var column = heads.indexOf(calls);
+  var shownCalls = Array.prototype.filter.call(sessions.tBodies[0].rows,
+    function (r) { return r.offsetParent !== null; }).map(function (r) {
+      return parseInt(r.cells[column].getAttribute('data-v'), 10); });
+  body.setAttribute('data-visible-sorted', String(shownCalls.length));
+  var last = -1;  // the last row shown, in the table's new order
+  Array.prototype.forEach.call(sessions.tBodies[0].rows, function (r, index) {
+    if (r.offsetParent !== null) { last = index; }
+  });
+  body.setAttribute('data-last-shown', String(last));
+  body.setAttribute('data-sorted-first', String(shownCalls[0]));
+  document.querySelector('label[for=all-sessions]').click();
+  body.setAttribute('data-visible-all', String(visible()));
+"""
+PROBLEM_COLUMNS = ("status", "verdict", "looping", "resume", "errors", "done", "damaged")
+
+
+def test_a_large_corpus_opens_with_what_needs_attention_above_the_fold(
+    browser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three hundred real-shaped sessions (tests/report_corpus.py): the failing verdicts and
+    the loops are on the first screen of a 1400 x 900 window, the sessions table lists what
+    needs attention first, its problem columns fit the width, and it shows 50 rows until
+    asked for all."""
+    truth = write_corpus(tmp_path / "logs", sessions=300)
+    page = report(tmp_path, "--root", str(tmp_path / "logs"), "--quiet")
+    screenshot(browser, page, tmp_path, "corpus-300-above-the-fold", capsys, size="1400,900")
+    measured = _with_script(page, MEASURE_THE_FOLD)
+    done = chromium(browser, measured, tmp_path, "--window-size=1400,900", "--dump-dom")
+    (body,) = Page(done.stdout).all("body")
+    fold = int(body["data-fold"])
+    assert 0 < int(body["data-failing-bottom"]) <= fold, body
+    assert 0 < int(body["data-looping-bottom"]) <= fold, body
+    rights = json.loads(body["data-rights"])
+    for column in PROBLEM_COLUMNS:
+        assert rights[column] <= int(body["data-width"]), (column, rights)
+    assert (body["data-visible"], body["data-visible-all"]) == ("50", "300")
+    # Sorted, the 50 shown are the first in the new order: the most calls among all.
+    assert (body["data-visible-sorted"], body["data-last-shown"]) == ("50", "49")
+    assert int(body["data-sorted-first"]) == _most_calls(tmp_path / "logs")
+    # The order, from the kinds written: every session that needs attention before any other.
+    listed = _sessions_table_ids(page.read_text())  # as written, before the clicks above
+    assert sorted(listed) == sorted(truth.kinds)
+    calm = truth.ids("chat", "completed")
+    first_calm = min(listed.index(session) for session in calm)
+    assert set(listed[:first_calm]) == set(truth.kinds) - calm
+
+
+def _sessions_table_ids(dom: str) -> list[str]:
+    """The session ids of the sessions table, in the order of its rows."""
+    table = dom.split('aria-label="sessions"', 1)[1].split("</table>", 1)[0]
+    return re.findall(r'<tr[^>]*><td data-v="([^"]+)"', table)
+
+
+def _most_calls(root: Path) -> int:
+    """The most LLM calls of any session, as `sessions --format json` counts them."""
+    listed = CliRunner().invoke(main, ["sessions", "--root", str(root), "--format", "json"])
+    return max(row["llm_calls"] for row in json.loads(listed.stdout))

@@ -403,7 +403,7 @@ def test_the_view_shows_every_node_once_in_order() -> None:
     assert labels[10].startswith("bash ok npm test -- --shard=2")
     assert labels[11].startswith("call 2 [final]")
     assert labels[12].startswith("bash failed: exit 1 false")
-    assert labels[13] == "• rate_limit: rate limited"
+    assert labels[13] == "• error: rate_limit: rate limited"
     assert labels[14] == "▶ 2 autopilot nudge"
     assert labels[15].startswith("#3 t0 [task_complete]")
     assert labels[16].startswith("task_complete ok All done.")

@@ -31,7 +31,7 @@ from copilot_logs.commands.watch import tail
 from copilot_logs.ingest.discover import Selection
 
 from .conftest import PROJECT
-from .test_watch import COMPLETED_SAMPLE, OPEN_SAMPLE, _oracle
+from .test_watch import COMPLETED_SAMPLE, NUDGE_CAP_SAMPLE, OPEN_SAMPLE, _oracle
 
 HARD_LIMIT = 60.0
 """Seconds any process of these tests may run: far above what the work needs, far below
@@ -170,6 +170,69 @@ def test_the_ci_recipe_follows_the_agents_session_to_its_verdict(
         assert got == expected
     assert {r["session_id"] for r in records} == {SESSION}
     assert (job / "agent.log").exists()
+
+
+def _session_of(log: Path) -> str:
+    return log.parent.name if log.name == "events.jsonl" else log.stem
+
+
+def _old_run(state: Path, log: Path, *, hours_ago: float) -> None:
+    """A run that ended before the job started, left in the sessions folder."""
+    copy = state / _session_of(log) / "events.jsonl"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes(log.read_bytes())
+    then = time.time() - hours_ago * 3600
+    os.utime(copy, (then, then))
+
+
+@pytest.mark.parametrize(
+    ("new_run", "old_runs", "code", "verdict"),
+    [
+        # issue 33: an old nudge-capped run was judged (exit 1) before the new run wrote a line
+        (COMPLETED_SAMPLE, [NUDGE_CAP_SAMPLE, OPEN_SAMPLE], 0, "completed"),
+        (NUDGE_CAP_SAMPLE, [COMPLETED_SAMPLE], 1, "nudge-cap"),
+    ],
+    ids=["new-completed-old-capped", "new-capped-old-completed"],
+)
+def test_the_ci_recipe_judges_the_new_run_beside_old_ones(
+    tmp_path: Path, new_run: Path, old_runs: list[Path], code: int, verdict: str
+) -> None:
+    """The recipe as written, in a sessions folder that already holds finished runs (one
+    written a minute ago, newer than the new run's start): the verdict is the new run's."""
+    runner_temp, job = tmp_path / "runner-temp", tmp_path / "job"
+    job.mkdir()
+    state = runner_temp / "copilot-home" / "session-state"
+    for age, log in enumerate(old_runs):
+        _old_run(state, log, hours_ago=age / 60)
+    agent = replaying_agent(tmp_path / "bin", new_run, _session_of(new_run))
+    done = _run(["bash", "-c", ci_recipe()], cwd=job, env=_environment(agent, runner_temp))
+    assert done.returncode == code, done.stderr
+    assert f"verdict: {verdict}: " in done.stderr
+    records = [json.loads(line) for line in (job / "events.ndjson").read_text().splitlines()]
+    assert {r["session_id"] for r in records} == {_session_of(new_run)}
+    got = [(r["kind"], r["line"], r.get("tool_name"), r.get("agent_id")) for r in records]
+    assert got == _oracle(new_run.read_bytes())
+
+
+def test_a_run_already_writing_when_the_watch_starts_is_followed_from_its_first_line(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "session-state"
+    _old_run(root, NUDGE_CAP_SAMPLE, hours_ago=2)
+    lines = COMPLETED_SAMPLE.read_bytes().splitlines(keepends=True)
+    log = root / SESSION / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b"".join(lines[:5]))  # the agent started before the watch
+    watcher = watch.choose(Selection(root=root), started=datetime.now(UTC), new_only=True)
+    assert watcher.followers == [] and watcher.wanted == 1
+    assert _scan_now(watcher) == []  # nothing written since: nothing judged
+    with log.open("ab") as out:
+        out.write(b"".join(lines[5:]))
+    changes = _scan_now(watcher)
+    assert [f.session_hint for f, _ in changes] == [SESSION]
+    assert [(r["kind"], r["line"]) for r in changes[0][1].records] == [
+        (kind, line) for kind, line, _, _ in _oracle(COMPLETED_SAMPLE.read_bytes())
+    ]
 
 
 def test_until_done_waits_a_moment_for_the_shutdown_after_task_complete(tmp_path: Path) -> None:

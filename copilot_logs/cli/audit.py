@@ -103,7 +103,8 @@ def audit(
     are left out unless --all (or judged too with --require-task-complete).
 
     Exit codes: 0 no session got a --fail-on verdict; 1 one did, or no session was found;
-    2 bad usage; 3 a selected file could not be read at all.
+    2 bad usage; 3 a selected file could not be read at all. Gating CI on it: docs/ci.md of
+    the copilot-logs source.
 
     \b
     Examples:

@@ -15,8 +15,7 @@ def cache() -> None:
     Each session log read is kept as one entry under the user's cache folder, so an unchanged
     log is not parsed again; `--no-cache` on any command bypasses it. Deleting it is always safe.
 
-    \b
-    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/cache.md
+    More in docs/cache.md of the copilot-logs source.
 
     \b
     Examples:
@@ -48,9 +47,6 @@ def clear() -> None:
 
     Only files copilot-logs wrote are removed, never anything else put there, and nothing in
     a store folder that is not your own (a link, another user's).
-
-    \b
-    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/cache.md
 
     \b
     Examples:

@@ -90,6 +90,10 @@ def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]
     from copilot_logs.commands.count_total import count_sources
 
     sources = find(picked)
+    # A session found inside a log named otherwise: its calls apart from the log's others are
+    # in the frames. (A log whose name matched is counted whole, from the store's headers.)
+    if any(not s.session_hint.startswith(s.only) for s in sources if s.only):
+        return _windowed_total(picked, include_subagents)
     growth = Growth(sources)
     totals = count_sources(sources, use_cache=use_cache())
     # in every other command's order
@@ -100,8 +104,9 @@ def _fast_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]
 
 
 def _windowed_total(picked: Picked, include_subagents: bool) -> tuple[int, ExitCode]:
-    """The total when --since/--until must be applied to standard input: by the full reader,
-    since a stream's sessions start only once they are read."""
+    """The total when --since/--until must be applied to standard input, or a session was
+    selected inside a log that holds several: by the full reader, since a stream's sessions
+    start only once they are read, and a log's sessions are told apart in its frames."""
     loaded = load(picked)
     if loaded is None:
         return 0, ExitCode.OK

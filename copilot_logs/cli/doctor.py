@@ -56,7 +56,7 @@ def doctor(
     damaged logs), open tool calls, sub-agents out of place, a missing shutdown (usage lost),
     and where the bytes go.
 
-    More: https://github.com/copilot-logs/copilot-logs/blob/main/docs/doctor.md
+    More in docs/doctor.md of the copilot-logs source (the damage x version table).
 
     Exit codes: 0 no session got a --fail-on verdict (or --repair wrote copies doctor calls
     resumable); 1 one did (or a copy is still cannot-resume); 2 bad usage (--repair without
@@ -77,7 +77,7 @@ def doctor(
         raise click.UsageError("--out goes with --repair")
     if even_if_running:
         raise click.UsageError("--even-if-running goes with --repair")
-    loaded = load(picked, report=False)  # the damage is in the reasons
+    loaded = load(picked, report=False, whole_logs=True)  # the damage is in the reasons
     from copilot_logs.commands import doctor as core
     from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.render.doctor import RENDERERS

@@ -33,8 +33,8 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
     reads only the logs that changed, and removes those no longer selected; OUT must be new,
     empty, or an earlier export.
 
-    \b
-    The tables and their columns: https://github.com/copilot-logs/copilot-logs/blob/main/docs/export.md
+    Each table's columns are in its Parquet files' schema (DuckDB: DESCRIBE SELECT * FROM
+    'OUT/sessions/*/*.parquet'); docs/export.md of the copilot-logs source explains each.
 
     \b
     Examples:
@@ -42,7 +42,7 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
       copilot-logs export ./copilot-parquet --since 2026-08-01
       copilot-logs export ./copilot-parquet ./recordings/*.jsonl
     """
-    loaded = load(picked)
+    loaded = load(picked, whole_logs=True)
     from copilot_logs.commands import export as core
 
     if loaded is None:

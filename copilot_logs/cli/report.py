@@ -63,6 +63,7 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
         return
     from copilot_logs import config
     from copilot_logs.commands import report as core
+    from copilot_logs.modes import mode_of
     from copilot_logs.render import html
 
     settings = config.load_settings()
@@ -77,13 +78,14 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
         timelines=timelines,
         select=settings.select,
         ignore=settings.ignore,
+        files={source.name: source.path for source in loaded.sources if source.path is not None},
     )
     page = html.page(data)
     if not to_file:
         output.write_exact(page, escape="xml")
     else:
         try:
-            size = html.save(page, path)
+            size = html.save(page, path, mode_of(source.path for source in loaded.sources))
         except OSError as error:
             _cannot_write(path, error)
         output.echo(

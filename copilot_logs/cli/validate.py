@@ -67,7 +67,7 @@ def validate(
         raise click.UsageError("--statistics works with --format text or json")
     settings = config.load_settings().merged(select=select, ignore=ignore, strict=strict)
     validate_core.resolve(settings.select, settings.ignore)  # unknown codes fail before any reading
-    loaded = load(picked, report=False)
+    loaded = load(picked, report=False, whole_logs=True)
     check = partial(validate_core.check_batch, select=settings.select, ignore=settings.ignore)
     report = validate_core.combine(
         loaded.map(check) if loaded else [check(ReadResult.empty())],

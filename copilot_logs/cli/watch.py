@@ -14,6 +14,7 @@ from copilot_logs.cli.options import Picked, parse_duration, quiet
 from copilot_logs.cli.options.declare import nudge_cap_option, reading_command
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
+from copilot_logs.render.humanize import plural
 from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
@@ -32,7 +33,9 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
     "--until-done",
     is_flag=True,
     help="Follow one session until its run ends (shutdown, task_complete, the nudge cap, an "
-    "error), then print its audit verdict and exit with audit's code (0 completed, 1 flagged).",
+    "error), then print its audit verdict and exit with audit's code (0 completed, 1 flagged). "
+    "With no session named: the first one written after the watch starts (runs already "
+    "there are never judged unless written to again).",
 )
 @click.option(
     "--timeout",
@@ -63,7 +66,8 @@ def watch(
     flushed at once.
 
     Exit codes: 0 ended with Ctrl-C, or --until-done on a run audit passes; 1 --until-done on a
-    run audit flags; 2 bad usage; 124 --timeout expired.
+    run audit flags; 2 bad usage; 124 --timeout expired. Gating CI on it: docs/ci.md of the
+    copilot-logs source.
 
     \b
     Examples:
@@ -74,7 +78,7 @@ def watch(
     """
     from copilot_logs.commands import watch as core
 
-    watcher = core.choose(_selection(picked), started=datetime.now(UTC))
+    watcher = core.choose(_selection(picked), started=datetime.now(UTC), new_only=until_done)
     if until_done and len(watcher.followers) + watcher.wanted != 1:
         raise click.UsageError("--until-done follows one session: name it, or use --latest 1", ctx)
     if not until_done and timeout is not None:
@@ -232,7 +236,16 @@ def _say_waiting(watcher: Watcher) -> None:
     for follower in watcher.followers:
         if not any(path.is_file() for path in follower.candidates):
             output.echo(f"Waiting for {follower.name} to appear...", err=True)
-    if watcher.wanted and not watcher.followers:
+    if watcher.new_only:
+        there = len(watcher.idle)
+        older = (
+            f" (the {plural(there, 'session')} there now count only if written to)" if there else ""
+        )
+        output.echo(
+            f"Waiting for a session to be written under {one_line(str(watcher.root))}{older}...",
+            err=True,
+        )
+    elif watcher.wanted and not watcher.followers:
         output.echo(
             f"Waiting for a session to appear under {one_line(str(watcher.root))}...", err=True
         )

@@ -1,23 +1,30 @@
 """What ``copilot-logs report`` shows, gathered in one pass over the logs.
 
 Each batch of logs gives a :class:`Part` (the same core functions as ``sessions``,
-``count --by day``, ``audit``, ``validate`` and ``usage --by model``, plus the timelines of
-the files chosen to be drawn); :func:`assemble` combines the parts into a :class:`Report` of
-plain values (lists of dicts), which the HTML renderer turns into a page. Only the newest
-sessions' timelines are kept, so memory and the page stay small on a big corpus.
+``count --by day``, ``audit``, ``doctor``, ``validate`` and ``usage --by model``, plus the
+timelines of the files chosen to be drawn); :func:`assemble` combines the parts into a
+:class:`Report` of plain values (lists of dicts), which the HTML renderer turns into a page.
+Only the newest sessions' timelines are kept, so memory and the page stay small on a big
+corpus.
+
+What needs attention comes first: each session's reasons (:func:`attention`) from the audit's
+verdict and loops (the default gate's failing verdicts), doctor's verdict on resuming it, and
+its damaged lines and errors; the sessions are ordered by them, the worst first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from copilot_logs.commands import audit as audit_core
 from copilot_logs.commands import count, timeline, validate
+from copilot_logs.commands import doctor as doctor_core
 from copilot_logs.commands import sessions as sessions_core
 from copilot_logs.commands.usage import report as usage_report
 from copilot_logs.commands.usage import session_usage
@@ -40,6 +47,7 @@ class Part:
     sessions: pl.DataFrame
     calls_by_day: pl.DataFrame
     audit_facts: pl.DataFrame
+    doctor_facts: doctor_core.Facts
     findings: tuple[pl.DataFrame, pl.DataFrame]
     usage: pl.DataFrame
     credits: dict[str, pl.DataFrame]
@@ -53,6 +61,10 @@ class Report:
     zone: str
     generated_at: datetime
     sessions: list[Row]
+    """Every session, what needs attention first (see :func:`attention`): each row holds the
+    ``sessions`` fields, the audit's ``verdict``, ``looping``, ``wasted_calls`` and
+    ``wasted_credits``, doctor's ``resume`` verdict, ``attention`` (a rank, 0 for nothing)
+    and ``reasons`` (what needs attention, in words)."""
     calls_by_day: list[Row]
     verdicts: dict[str, int]
     audited: list[Row]
@@ -61,6 +73,29 @@ class Report:
     credits_by_prompt: list[Row]
     credits_by_agent: list[Row]
     timelines: list[timeline.Node]
+    needs: Needs = field(default_factory=lambda: Needs({}, 0, 0, None, 0, 0, 0, 0))
+    """What needs attention, summed up."""
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What needs attention over every session: the failing verdicts (by the default gate),
+    the loops and what they wasted, the damaged logs, the sessions that cannot be resumed."""
+
+    failing: dict[str, int]
+    """Sessions per verdict the default gate fails, most first."""
+    looping: int
+    wasted_calls: int
+    wasted_credits: float | None
+    """The AI credits of the wasted calls where the logs bill them (None: none does)."""
+    damaged: int
+    damaged_lines: int
+    cannot_resume: int
+    at_risk: int
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.failing or self.looping or self.damaged or self.cannot_resume)
 
 
 def drawn_files(sources: Iterable[Source], limit: int) -> frozenset[str]:
@@ -89,6 +124,7 @@ def part(
         sessions=sessions_core.summarize(result),
         calls_by_day=count.count(result, by="day", zone=zone),
         audit_facts=audit_core.facts(result),
+        doctor_facts=doctor_core.facts(result),
         findings=validate.check_batch(result, select=select, ignore=ignore),
         usage=session_usage(result),
         credits=_credits_part(result),
@@ -107,18 +143,25 @@ def assemble(
     select: Collection[str] | None = None,
     ignore: Collection[str] = (),
     running_within: timedelta = audit_core.DEFAULT_RUNNING_WITHIN,
+    files: Mapping[str, Path] | None = None,
 ) -> Report:
     """The report over every batch's :func:`part`: all sessions in the tables, the newest
-    ``timelines`` of them drawn."""
+    ``timelines`` of them drawn. ``files``: each log's path by its name (doctor measures it)."""
     audit = audit_core.judge([p.audit_facts for p in parts], now=now, running_within=running_within)
     judged = audit_core.judged(audit)
+    doctor = doctor_core.judge(
+        [p.doctor_facts for p in parts], files=files or {}, now=now, running_within=running_within
+    )
+    sessions = attention(
+        sessions_core.newest_first([p.sessions for p in parts]), judged, doctor.sessions
+    )
     findings = validate.combine([p.findings for p in parts], select=select, ignore=ignore)
     usage = usage_report([p.usage for p in parts], by="model", zone=zone)
     days = count.combine([p.calls_by_day for p in parts])
     return Report(
         zone=zone,
         generated_at=now.astimezone(_tz(zone)),
-        sessions=_rows(sessions_core.newest_first([p.sessions for p in parts]), zone),
+        sessions=_rows(sessions, zone),
         calls_by_day=days.select("day", "llm_calls", "subagent_calls").to_dicts(),
         verdicts=audit_core.verdict_counts(judged),
         audited=_rows(judged, zone),
@@ -127,6 +170,81 @@ def assemble(
         credits_by_prompt=where_the_credits_went(parts, "prompt", zone),
         credits_by_agent=where_the_credits_went(parts, "agent", zone),
         timelines=timeline.newest_first([p.timelines for p in parts])[:timelines],
+        needs=needs(sessions),
+    )
+
+
+KEYS = ["session_id", "file"]
+FAILING = frozenset(audit_core.DEFAULT_FAIL_ON)
+"""The verdicts that need attention: those the default gate fails (``audit``'s exit 1)."""
+
+
+def attention(sessions: pl.DataFrame, judged: pl.DataFrame, resume: pl.DataFrame) -> pl.DataFrame:
+    """The sessions, each with its audit verdict and loop, doctor's verdict on resuming it,
+    an ``attention`` rank and its ``reasons``; what needs it most first, then newest first.
+
+    The rank, worst first: a log the CLI cannot resume, a verdict the default gate fails, a
+    loop (by the calls it wasted), damaged lines, a log at risk, errors."""
+    verdicts = judged.select(*KEYS, "verdict", "looping", "wasted_calls", "wasted_credits")
+    doctors = resume.select(*KEYS, resume="verdict")
+    rows = sessions.join(verdicts, on=KEYS, how="left", nulls_equal=True).join(
+        doctors, on=KEYS, how="left", nulls_equal=True
+    )
+    cannot = pl.col("resume") == doctor_core.CANNOT_RESUME
+    failing = pl.col("verdict").is_in(list(FAILING))
+    looping = pl.col("looping").fill_null(False)
+    damaged = pl.col("damaged_lines") > 0
+    at_risk = pl.col("resume") == doctor_core.AT_RISK
+    errors = pl.col("errors") > 0
+    rank = pl.sum_horizontal(
+        (flag.fill_null(False).cast(pl.Int64) * weight)
+        for flag, weight in ((cannot, 32), (failing, 16), (looping, 8), (damaged, 4),
+                             (at_risk, 2), (errors, 1))
+    )  # fmt: skip
+    said = [
+        pl.when(cannot).then(pl.lit("cannot be resumed")),
+        pl.when(failing).then(pl.col("verdict")),
+        pl.when(looping).then(pl.format("looping: {} LLM calls wasted", pl.col("wasted_calls"))),
+        pl.when(damaged).then(_counted("damaged_lines", "damaged line")),
+        pl.when(at_risk).then(pl.lit("at risk on resume")),
+        pl.when(errors).then(_counted("errors", "error")),
+    ]
+    return rows.with_columns(
+        looping=looping,
+        wasted_calls=pl.col("wasted_calls").fill_null(0),
+        attention=rank,
+        reasons=pl.concat_list(said).list.drop_nulls(),
+    ).sort(
+        ["attention", "wasted_calls", "started_at"],
+        descending=True,
+        nulls_last=True,
+        maintain_order=True,
+    )
+
+
+def _counted(column: str, noun: str) -> pl.Expr:
+    """``1 error``, ``2 errors``."""
+    plural = pl.when(pl.col(column) == 1).then(pl.lit("")).otherwise(pl.lit("s"))
+    return pl.format("{} {}{}", pl.col(column), pl.lit(noun), plural)
+
+
+def needs(sessions: pl.DataFrame) -> Needs:
+    """What needs attention over the sessions of :func:`attention`."""
+    failing = sessions.filter(pl.col("verdict").is_in(list(FAILING)))["verdict"].value_counts(
+        sort=True
+    )
+    looping = sessions.filter("looping")
+    credits = looping["wasted_credits"].drop_nulls()
+    damaged = sessions.filter(pl.col("damaged_lines") > 0)
+    return Needs(
+        failing=dict(zip(failing["verdict"].to_list(), failing["count"].to_list(), strict=True)),
+        looping=looping.height,
+        wasted_calls=int(looping["wasted_calls"].sum()),
+        wasted_credits=float(credits.sum()) if credits.len() else None,
+        damaged=damaged.height,
+        damaged_lines=int(damaged["damaged_lines"].sum()),
+        cannot_resume=sessions.filter(pl.col("resume") == doctor_core.CANNOT_RESUME).height,
+        at_risk=sessions.filter(pl.col("resume") == doctor_core.AT_RISK).height,
     )
 
 

@@ -7,9 +7,10 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
+from typing import NoReturn
 
 import orjson
 
@@ -186,26 +187,64 @@ def _looks_like_path(selector: str) -> bool:
     return os.sep in selector or selector.endswith(".jsonl") or selector.startswith(".")
 
 
-def _from_id(selector: str, root: Path, *, given_root: bool) -> Source:
+def _from_id(selector: str, root: Path, *, given_root: bool) -> list[Source]:
+    """The log of the session ``selector`` names (an id or a prefix), as a source that keeps
+    that session only. The names of the sessions' folders and files are looked at first; when
+    none matches, the ids inside the logs (a file that holds several sessions, a log named
+    otherwise), as ``sessions`` lists them."""
     known = _session_sources(root) if root.is_dir() else []
     candidates = [s for s in known if s.session_hint.startswith(selector)]
     exact = [s for s in candidates if s.session_hint == selector]
-    if exact:
-        return exact[0]
-    if len(candidates) == 1:
-        return candidates[0]
-    if not candidates:
+    if exact or len(candidates) == 1:
+        return [replace((exact or candidates)[0], only=(selector,))]
+    if candidates:
+        _ambiguous(selector, [s.session_hint for s in candidates])
+    inside = _sessions_inside(known)
+    ids = sorted({session for session in inside if session.startswith(selector)})
+    if len(ids) > 1 and selector not in ids:
+        _ambiguous(selector, ids)
+    if not ids:
         raise SelectionError(
             f"no session, file or folder matches '{selector}' (looked under {root}); "
             f"run `copilot-logs sessions{_root_option(root) if given_root else ''}` to list the "
             "sessions, or give a path"
         )
-    names = ", ".join(s.session_hint for s in candidates[:8])
-    more = f" and {len(candidates) - 8} more" if len(candidates) > 8 else ""
+    chosen = selector if selector in ids else ids[0]
+    return [replace(source, only=(chosen,)) for source in inside[chosen]]
+
+
+def _ambiguous(selector: str, names: list[str]) -> NoReturn:
+    shown = ", ".join(names[:8])
+    more = f" and {len(names) - 8} more" if len(names) > 8 else ""
     raise SelectionError(
-        f"'{selector}' is ambiguous: it starts {len(candidates)} sessions ({names}{more}); "
+        f"'{selector}' is ambiguous: it starts {len(names)} sessions ({shown}{more}); "
         "give more characters"
     )
+
+
+def _sessions_inside(sources: list[Source]) -> dict[str, list[Source]]:
+    """Each session id that a ``session.start`` line of the logs names, and the logs that
+    hold it. Every log is read through (only when no name matched a selector)."""
+    found: dict[str, list[Source]] = {}
+    for source in sources:
+        assert source.path is not None
+        try:
+            with open_log(source.path) as stream:
+                for line in stream:
+                    if b'"session.start"' not in line:
+                        continue
+                    try:
+                        event = orjson.loads(line.strip(b"\x00\r\n "))
+                        session = event["data"]["sessionId"]
+                    except (orjson.JSONDecodeError, KeyError, TypeError):
+                        continue
+                    if event.get("type") == "session.start" and isinstance(session, str):
+                        holders = found.setdefault(session, [])
+                        if source not in holders:
+                            holders.append(source)
+        except OSError:
+            continue  # reported as unreadable by the command that reads it, if selected
+    return found
 
 
 def _root_option(root: Path) -> str:
@@ -252,19 +291,24 @@ def find_sources(selection: Selection, notes: list[str] | None = None) -> list[S
         elif _looks_like_path(selector):
             raise SelectionError(f"{selector}: no such file or folder")
         else:
-            sources.append(_from_id(selector, root, given_root=selection.root is not None))
+            sources.extend(_from_id(selector, root, given_root=selection.root is not None))
     return _narrow(_copies(_unique(sources), notes if notes is not None else []), selection)
 
 
 def _unique(sources: list[Source]) -> list[Source]:
-    seen: set[object] = set()
-    kept = []
+    """Each file once (the same file twice, or `-` twice: standard input can be read once);
+    a file selected by several of its sessions keeps them all, by a path: all of them."""
+    at: dict[object, int] = {}
+    kept: list[Source] = []
     for source in sources:
         key = _identity(source.path) if source.path is not None else None
-        if key in seen:
-            continue  # the same file twice, or `-` twice: standard input can be read once
-        seen.add(key)
-        kept.append(source)
+        if key not in at:
+            at[key] = len(kept)
+            kept.append(source)
+            continue
+        first = kept[at[key]]
+        only = first.only + source.only if first.only and source.only else ()
+        kept[at[key]] = replace(first, only=tuple(dict.fromkeys(only)))
     return kept
 
 

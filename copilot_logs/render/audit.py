@@ -46,12 +46,18 @@ def verdict_style(verdict: object) -> str | None:
 
 
 def summary_style(line: str) -> str:
-    """The summary line in red when the gate fails, else green."""
-    return "bold red" if line.startswith("FAIL") else "green"
+    """The summary line in red when the gate fails (or the default gate would), else green."""
+    return "bold red" if line.startswith(("FAIL", "NOT OK")) else "green"
+
+
+def _gate(fail_on: frozenset[str]) -> str:
+    return f"--fail-on {','.join(sorted(fail_on)) if fail_on else 'none'}"
 
 
 def summary_line(table: pl.DataFrame, context: AuditContext) -> str:
-    """One line: how many sessions were judged, by verdict, and whether the gate fails."""
+    """One line: how many sessions were judged, by verdict, and whether the gate fails. A run
+    the default gate fails never reads OK, whatever --fail-on says (a CI summary written with
+    ``--fail-on none`` before the gating step): ``NOT OK``, naming the gate that let it pass."""
     from copilot_logs.commands import audit as core
 
     if context.sessions_read == 0:
@@ -66,7 +72,14 @@ def summary_line(table: pl.DataFrame, context: AuditContext) -> str:
     counts = core.verdict_counts(judged)
     by_verdict = ", ".join(f"{count} {verdict}" for verdict, count in counts.items())
     failed = core.failing(judged, context.fail_on).height
-    status = f"FAIL: {failed} failing" if failed else "OK"
+    by_default = core.failing(judged, core.DEFAULT_FAIL_ON).height
+    status = (
+        f"FAIL: {failed} failing"
+        if failed
+        else f"NOT OK: {by_default} failing by the default gate, passed by {_gate(context.fail_on)}"
+        if by_default
+        else "OK"
+    )
     looping = judged.filter("looping")
     wasted = plural(int(looping["wasted_calls"].sum()), "LLM call")
     loops = f"; {looping.height} looping, {wasted} wasted" if looping.height else ""
@@ -220,8 +233,10 @@ def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
     from copilot_logs.commands import audit as core
     from copilot_logs.render import formats
 
-    failed = not core.failing(table, context.fail_on).is_empty() or context.sessions_read == 0
-    mark = ":x:" if failed else ":white_check_mark:"
+    gates = context.fail_on | frozenset(core.DEFAULT_FAIL_ON)
+    failed = not core.failing(table, gates).is_empty() or context.sessions_read == 0
+    looping = not table.is_empty() and bool(table["looping"].any())
+    mark = ":x:" if failed else ":warning:" if looping else ":white_check_mark:"
     output.echo(f"{mark} **copilot-logs audit**: {summary_line(table, context)}")
     if not table.is_empty():
         limited = table.with_columns(note=_note().str.slice(0, 120))

@@ -170,7 +170,10 @@ def print_table(
 ) -> None:
     """A rich table that fits the terminal: low-priority columns go first when it is narrow,
     and a caption names them. Every cell is one line of plain text (no markup is read from
-    it). ``notes`` are lines said under the table (what a row's label cannot hold)."""
+    it). ``notes`` are lines said under the table (what a row's label cannot hold). No row, no
+    table: neither a lone header nor a note on hidden columns."""
+    if frame.is_empty():
+        return
     with output.rich_console(width=width) as console:
         table, hidden = _table(frame, columns, title, totals, console.width)
         console.print(table)

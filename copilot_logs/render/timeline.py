@@ -200,9 +200,14 @@ def _shown(value: Any) -> Any:
 # --- the lines of each kind of node --------------------------------------------------------
 
 
+EVENT_WORDS = {"session.error": "error: ", "session.warning": "warning: "}
+"""What the colour of an error or a warning says, in words: plain text (a CI log, a pipe,
+NO_COLOR) keeps it."""
+
+
 def _event_line(event: Node) -> Line:
     style = EVENT_STYLES.get(event["type"], "cyan")
-    label = Text.assemble(("• ", style))
+    label = Text.assemble(("• ", style), (EVENT_WORDS.get(event["type"], ""), style))
     label.append(_preview(event["text"]), style=style)
     return Line(label, offset_ms=event["offset_ms"])
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from copilot_logs import store
     from copilot_logs.ingest.decode.envelope import Source
     from copilot_logs.ingest.discover import Selection
+    from copilot_logs.ingest.picked import Picks
     from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.store.collect import BatchResult
 
@@ -227,10 +228,14 @@ def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
     return sources
 
 
-def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loaded | None:
+def load(
+    picked: Picked, *, report: bool = True, zone: str | None = None, whole_logs: bool = False
+) -> Loaded | None:
     """Find the selected sessions; reading happens when the command maps its core function
     over them (:meth:`Loaded.map`), batch by batch, damage reported on stderr (unless
-    ``report`` is false: validate reports it as findings).
+    ``report`` is false: validate reports it as findings). A log selected by the id of one of
+    its sessions gives that session only, unless ``whole_logs`` (validate, doctor and export
+    judge or write logs, not sessions).
 
     Returns None (after saying so on stderr) when there is no session to read. Commands call
     it before importing their core (and so polars): when the selection is big enough for
@@ -238,7 +243,10 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     meanwhile.
     """
     if spark_engine():
-        return _load_on_spark(picked, report=report, zone=zone)
+        loaded = _load_on_spark(picked, report=report, zone=zone)
+        if loaded is not None and not whole_logs:
+            loaded.chosen = picks(loaded.sources)
+        return loaded
     sources = find(picked, zone=zone)
     if not sources:
         return None
@@ -250,7 +258,15 @@ def load(picked: Picked, *, report: bool = True, zone: str | None = None) -> Loa
     chosen = choose(picked, zone=zone)
     loaded = Loaded(sources, report=report, since=chosen.since, until=chosen.until)
     loaded.found = found
+    if not whole_logs:
+        loaded.chosen = picks(sources)
     return loaded
+
+
+def picks(sources: list[Source]) -> Picks:
+    from copilot_logs.ingest.picked import picks as of_sources
+
+    return of_sources(sources)
 
 
 def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded | None:
@@ -304,6 +320,9 @@ class Loaded:
         chosen by them before reading)."""
         self.diagnostics: pl.DataFrame | None = None
         self.files_with_events: set[str] = set()
+        self.chosen: Picks = ()
+        """The logs selected by the id of a session they hold, and those ids: their other
+        sessions are left out of every batch (:mod:`copilot_logs.ingest.picked`)."""
         self.found: list[store.Found] | None = None
         """Each source's entry in the store, looked up by :func:`load`: used by the first
         :meth:`map` (a map writes entries, so a later one looks them up again)."""
@@ -319,12 +338,14 @@ class Loaded:
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
-        from copilot_logs.ingest import logfile, window
+        from copilot_logs.ingest import logfile, picked, window
 
         since, until = self.window
         looked, self.found = self.found, None
         growth = logfile.Growth(self.sources, looked)
         narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
+        if self.chosen:
+            fn = functools.partial(picked.then, fn=fn, chosen=self.chosen)
         step: Callable[[ReadResult], Any] = (
             functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
         )

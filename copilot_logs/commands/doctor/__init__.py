@@ -6,9 +6,9 @@ Each session gets a verdict, the worst of its reasons (docs/doctor.md):
   with this damage (or sent the model a request a provider refuses), or the log is past the
   JavaScript string limit;
 - ``at-risk``: it resumes today, but something will cost the user: the CLI drops events while
-  resuming, damage nobody has recorded a resume of, a log that reaches the string limit
-  within :data:`SOON` at its rate of growth, sub-agents or tool results out of place, no
-  shutdown (its usage is lost);
+  resuming, damage nobody has recorded a resume of, a log still being written that reaches
+  the string limit within :data:`SOON` at its rate of growth, sub-agents or tool results out
+  of place, no shutdown (its usage is lost);
 - ``running``: no shutdown and a last event within ``running_within``: being written now,
   not judged;
 - ``healthy``: nothing but notes.
@@ -102,7 +102,7 @@ def judge(
     ).with_columns(bytes=pl.coalesce("bytes", "bytes_read"))
     figures = figures.with_columns(characters=pl.coalesce("characters", "bytes"))
     found = pl.concat([found, checks.separators(figures, files, resumes.refuses_separators)])
-    judged = [resumes.judged(found, figures), _size(figures, now)]
+    judged = [resumes.judged(found, figures), _size(figures, now, running_within)]
     reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(_SCHEMA) for part in judged])
     return Doctor(_verdicts(figures, reasons, now, running_within), _sorted(reasons))
 
@@ -127,19 +127,36 @@ def _sorted(reasons: pl.DataFrame) -> pl.DataFrame:
     return reasons.sort(keys, descending=[False, False, True, False, False, False])
 
 
-def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
-    """The size of each session's log, how fast it grew over the session's span, and when it
-    reaches the string limit at that rate. The rate is a risk only when measured over a day
-    or more: a session of a few busy minutes says little about the weeks after it."""
-    span_days = (
-        pl.col("last_event_at") - pl.col("started_at")
-    ).dt.total_milliseconds() / 86_400_000
-    per_day = pl.when(span_days > 1 / 1440).then(pl.col("bytes") / span_days)
-    days_left = (STRING_LIMIT - pl.col("bytes")) / per_day
+GROWTH_SPAN = timedelta(days=1)
+"""The least span a rate of growth is measured over: a session of a few busy minutes or hours
+says little about the weeks after it."""
+
+
+def being_written(now: datetime, running_within: timedelta) -> pl.Expr:
+    """A session still being written: no shutdown after its last work, and a last event at
+    most ``running_within`` before ``now`` (the verdict ``running``)."""
+    recent = (
+        derive.recent(pl.col("last_event_at"), now, running_within)
+        if running_within
+        else pl.lit(False)
+    )
+    return ~pl.col("shut_down") & recent
+
+
+def _size(figures: pl.DataFrame, now: datetime, running_within: timedelta) -> pl.DataFrame:
+    """The size of each session's log and, for a session still being written whose span is
+    at least :data:`GROWTH_SPAN`, how fast it grew over that span and when, counted from
+    ``now``, it reaches the string limit at that rate. A session that ended (or was left
+    long ago) is not growing: no forecast, so never a date in the past."""
+    span = pl.col("last_event_at") - pl.col("started_at")
+    span_days = span.dt.total_milliseconds() / 86_400_000
+    growing = being_written(now, running_within) & (span >= GROWTH_SPAN)
+    per_day = pl.when(growing).then(pl.col("bytes") / span_days)
+    days_left = ((STRING_LIMIT - pl.col("bytes")) / per_day).clip(0)
     severity = (
         pl.when(pl.col("characters") >= STRING_LIMIT)
         .then(pl.lit(FATAL))
-        .when((pl.col("bytes") >= HALF_LIMIT) | ((span_days >= 1) & (days_left < SOON.days)))
+        .when((pl.col("bytes") >= HALF_LIMIT) | (days_left < SOON.days))
         .then(pl.lit(RISK))
         .otherwise(pl.lit(INFO))
     )
@@ -150,7 +167,7 @@ def _size(figures: pl.DataFrame, now: datetime) -> pl.DataFrame:
         code=pl.lit(checks.SIZE),
         severity=severity,
         damage=pl.lit(None, pl.String),
-        message=_size_message(per_day, days_left),
+        message=_size_message(per_day, days_left, being_written(now, running_within), now),
     )
 
 
@@ -163,7 +180,7 @@ def _span() -> pl.Expr:
     )
 
 
-def _size_message(per_day: pl.Expr, days_left: pl.Expr) -> pl.Expr:
+def _size_message(per_day: pl.Expr, days_left: pl.Expr, written: pl.Expr, now: datetime) -> pl.Expr:
     size = pl.format("{} bytes", pl.col("bytes"))
     past = pl.format(
         "{} ({} characters): at or past the JavaScript string limit of {} characters: the CLI "
@@ -180,17 +197,18 @@ def _size_message(per_day: pl.Expr, days_left: pl.Expr) -> pl.Expr:
         _span(),
         pl.lit(f"{STRING_LIMIT:,}"),
         days_left.round(0).cast(pl.Int64),
-        (pl.col("last_event_at") + pl.duration(days=days_left.clip(0, 1e6))).dt.strftime(
-            "%Y-%m-%d"
-        ),
+        (pl.lit(now) + pl.duration(days=days_left.clip(0, 1e6))).dt.strftime("%Y-%m-%d"),
     )
-    brief = pl.format("{}: too short a span to measure its growth", size)
+    brief = pl.format("{}: written over {}, too short a span to forecast its growth", size, _span())
+    ended = pl.format("{}: not being written now, so no growth to forecast", size)
     return (
         pl.when(pl.col("characters") >= STRING_LIMIT)
         .then(past)
         .when(per_day.is_not_null())
         .then(rate)
-        .otherwise(brief)
+        .when(written)
+        .then(brief)
+        .otherwise(ended)
     )
 
 
@@ -202,13 +220,8 @@ def _verdicts(
         pl.col("severity").replace_strict(rank, return_dtype=pl.Int8).max().alias("worst"),
         (pl.col("severity") != INFO).sum().alias("problems"),
     )
-    recent = (
-        derive.recent(pl.col("last_event_at"), now, running_within)
-        if running_within
-        else pl.lit(False)
-    )
     verdict = (
-        pl.when(~pl.col("shut_down") & recent)
+        pl.when(being_written(now, running_within))
         .then(pl.lit(RUNNING))
         .otherwise(
             pl.col("worst").replace_strict(

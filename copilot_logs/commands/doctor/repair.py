@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 
 import polars as pl
 
+from copilot_logs import modes
 from copilot_logs.errors import SelectionError, WriteError
 from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.decode.envelope import Source
@@ -536,14 +537,13 @@ def _write(
 
 
 def _written_like_the_log(path: Path, blocks: Iterable[bytes], mode: int) -> None:
-    """A new file holding ``blocks``, with the log's permission bits ``mode``: created
-    readable by its owner alone, then given the log's mode (a 0600 log's copy is never,
-    even for a moment, readable by others)."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    """A new file holding ``blocks``, with the mode every file copilot-logs writes from a log
+    gets (:mod:`copilot_logs.modes`): the log's read and write bits, never more open than the
+    umask (a 0600 log's copy is 0600)."""
+    descriptor = modes.create(path, modes.like(mode))
     with open(descriptor, "wb") as written:
         for block in blocks:
             written.write(block)
-    path.chmod(mode)
 
 
 def _folder_mode(log_mode: int) -> int:

@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from copilot_logs import modes
 from copilot_logs.commands.export import files
 from copilot_logs.commands.export.folder import cannot_write, exporting
 from copilot_logs.commands.export.manifest import (
@@ -80,8 +81,9 @@ def write_batch(result: ReadResult, *, out: str, run: str) -> Written:
     if not logs:
         return Written(Part([], []), [])
     batch = hashlib.sha256("\n".join(logs).encode()).hexdigest()[:12]
+    mode = modes.mode_of(logs)  # the logs' own, as every file made of logs
     try:
-        written = files.write_tables(frames(result), Path(out), f"part-{run}-{batch}", run)
+        written = files.write_tables(frames(result), Path(out), f"part-{run}-{batch}", run, mode)
     except OSError as error:  # OUT's fault, not the logs': never taken for a log's failure
         raise cannot_write(Path(out), error) from None
     return Written(Part(logs, written), result.events["file"].unique().to_list())

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import polars as pl
 
+from copilot_logs import modes
 from copilot_logs.commands.export.tables import PARTITION, TABLES
 
 RUN = re.compile(r"[0-9a-f]{16}")
@@ -45,9 +46,12 @@ def _folder(day: date | None) -> str:
     return f"{PARTITION}={day.isoformat() if day is not None else DEFAULT_PARTITION}"
 
 
-def write_tables(tables: Mapping[str, pl.DataFrame], out: Path, stem: str, run: str) -> list[str]:
+def write_tables(
+    tables: Mapping[str, pl.DataFrame], out: Path, stem: str, run: str, mode: int
+) -> list[str]:
     """Write each table's rows (with a ``date`` column) as ``<stem>.parquet`` in its days'
-    folders, under temporary names. Returns the files, relative to ``out``."""
+    folders, under temporary names, each with ``mode`` (that of the logs the rows come from,
+    :func:`copilot_logs.modes.mode_of`). Returns the files, relative to ``out``."""
     days = sorted(
         {day for table in tables.values() for day in table[PARTITION].unique().to_list()},
         key=lambda day: (day is None, day),
@@ -61,16 +65,16 @@ def write_tables(tables: Mapping[str, pl.DataFrame], out: Path, stem: str, run: 
             parts = {(days[0],): table.drop(PARTITION)}
         for (day,), rows in parts.items():
             relative = f"{name}/{_folder(day)}/{stem}.parquet"
-            write_temporary(rows, temporary(out / relative, run))
+            write_temporary(rows, temporary(out / relative, run), mode)
             written.append(relative)
     return written
 
 
-def write_temporary(frame: pl.DataFrame, path: Path) -> None:
-    """``frame`` as Parquet at ``path`` (0600); nothing left there when writing fails, and
-    an OSError raised as it is (polars reports one met while writing as a ComputeError)."""
+def write_temporary(frame: pl.DataFrame, path: Path, mode: int) -> None:
+    """``frame`` as Parquet at ``path`` with ``mode``; nothing left there when writing fails,
+    and an OSError raised as it is (polars reports one met while writing as a ComputeError)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    raw = _create(path)
+    raw = _Written(modes.create(path, mode, replace=True), path)
     try:
         with io.BufferedWriter(raw, 1 << 20) as stream:
             frame.write_parquet(stream)
@@ -110,15 +114,6 @@ class _Written(io.RawIOBase):
         super().close()
 
 
-def _create(path: Path) -> _Written:
-    """A new file at ``path``, private to the user (0600), never through a link."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    descriptor = os.open(path, flags, 0o600)
-    if hasattr(os, "fchmod"):  # POSIX: it may have been left by an earlier attempt
-        os.fchmod(descriptor, 0o600)
-    return _Written(descriptor, path)
-
-
 def table_of(relative: str) -> str:
     return relative.split("/", 1)[0]
 
@@ -139,7 +134,7 @@ def narrow(
         full = [f for f in mine if left[f].height > 0] or mine[:1]
         for file in full:
             if left[file].height != frames[file].height:
-                write_temporary(left[file], temporary(out / file, run))
+                write_temporary(left[file], temporary(out / file, run), modes.mode_of(keep))
                 rewritten.append(file)
         kept += full
     return kept, rewritten, [f for f in files if f not in kept]

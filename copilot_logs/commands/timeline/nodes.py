@@ -76,7 +76,11 @@ def _compaction_text(kind: str, row: Row) -> str:
     if row.get("compaction_success") is False:
         return f"compaction failed: {row.get('compaction_error') or 'no reason given'}"
     removed = row.get("tokens_removed")
-    return f"compaction removed {removed:,} tokens" if removed is not None else "compacted"
+    if removed is None:
+        return "compacted"
+    if removed < 0:  # the summary was longer than what it replaced
+        return f"compaction grew the context by {-removed:,} tokens"
+    return f"compaction removed {removed:,} tokens"
 
 
 def _change_text(label: str, new: str | None, previous: str | None) -> str:

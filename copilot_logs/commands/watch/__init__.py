@@ -202,13 +202,18 @@ def _waited_for(selector: str, root: Path) -> Follower | None:
     return None
 
 
-def choose(selection: Selection, *, started: datetime) -> Watcher:
+def choose(selection: Selection, *, started: datetime, new_only: bool = False) -> Watcher:
     """The files to follow for ``selection`` (raises SelectionError as every command does).
 
     A selector that names a session that does not exist yet (a full session id, or a path) is
     waited for. With no selector, the sessions written in the last ACTIVE_WITHIN (or the
     --latest N newest) are followed, and new ones are picked up as they appear (with
     --latest N, until there are N).
+
+    ``new_only`` (``--until-done`` with no selector): nothing there now is followed; the first
+    session written after now is (a new log, or one that changes: an agent already writing
+    when the watch began), streamed from its first line. An old run already over is never the
+    one judged: name it to wait on it.
     """
     if "-" in selection.selectors:
         raise SelectionError("watch follows files: it cannot read standard input (`-`)")
@@ -224,6 +229,11 @@ def choose(selection: Selection, *, started: datetime) -> Watcher:
         if not present and selection.latest is None:
             cutoff = started - ACTIVE_WITHIN
             sources = [s for s in sources if s.path is not None and _modified(s.path) >= cutoff]
+    if new_only and not selection.selectors:
+        return Watcher(
+            [], root, pick_up_new=False, wanted=selection.latest or 1, idle=_idle(root, []),
+            new_only=True,
+        )  # fmt: skip
     followers = [Follower((s.path,), s.session_hint) for s in sources if s.path is not None]
     followers += [w for w in waiting if w is not None]
     watching_root = not selection.selectors and selection.until is None

@@ -213,6 +213,9 @@ class Watcher:
     """The root's sessions not followed, each with its log's signature when it was last
     seen: one is followed once its log appears or changes (a session folder created before
     its events.jsonl, an old session resumed)."""
+    new_only: bool = False
+    """Waiting for the first session written after the start (``--until-done`` with no
+    session named): the one picked up is streamed from its first line."""
     _next_scan: float = 0.0
 
     def tick(self) -> list[tuple[Follower, Update]]:
@@ -242,7 +245,8 @@ class Watcher:
                 self.idle[name] = signature
                 continue
             follower = Follower(candidates, name)
-            follower.records_from = _grown_from(self.idle.pop(name, None), signature)
+            grown_from = _grown_from(self.idle.pop(name, None), signature)
+            follower.records_from = 0 if self.new_only else grown_from
             self.followers.append(follower)
             self.wanted = max(0, self.wanted - 1)
 

@@ -43,6 +43,10 @@ class Source:
     path: Path | None
     session_hint: str
     """The id the layout gives (folder or file name), used when the log has no session.start."""
+    only: tuple[str, ...] = ()
+    """Session ids or id prefixes the user selected this log by: a command that reads sessions
+    keeps only the log's sessions whose id starts with one of them, or all when none does (a
+    file named by the prefix whose sessions are not). Empty: every session (a path given)."""
 
     @property
     def name(self) -> str:

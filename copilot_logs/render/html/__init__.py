@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from copilot_logs import modes
 from copilot_logs.commands.report import Report, Row
 from copilot_logs.render.html.assets import SCRIPT, STYLE, policy
 from copilot_logs.render.html.table import (
+    ATTENTION_COLUMNS,
     AUDIT_COLUMNS,
     CREDIT_CALL_COLUMNS,
     CREDIT_GROUP_COLUMNS,
@@ -37,6 +39,10 @@ from copilot_logs.render.svg.marks import attr, duration, legend, preview, text
 
 GOOD_VERDICTS = frozenset({"completed"})
 BAD_VERDICTS = frozenset({"missing-task-complete", "nudge-cap", "errored", "interrupted"})
+SESSIONS_SHOWN = 50
+"""Sessions the table shows before "show all": the first screens, what needs attention first."""
+ATTENTION_SHOWN = 25
+"""Sessions the attention section lists; the others are next in the sessions table."""
 
 
 def _note(row: Row) -> str:
@@ -110,19 +116,81 @@ def _or_empty(rows: list[Row], body: str, empty: str) -> str:
     return _card(body) if rows else f'<p class="empty">{empty}</p>'
 
 
+def _needs(report: Report, anchors: Anchors) -> str:
+    """What needs attention: the failing verdicts, the loops and what they wasted, the damaged
+    logs and those the CLI cannot resume; then the sessions concerned, the worst first."""
+    needs = report.needs
+    if not needs.anything:
+        return (
+            '<p class="empty">Nothing needs attention: no run failed the default audit gate or '
+            "looped, and no log is damaged or beyond resuming.</p>"
+        )
+    chips = []
+    if needs.failing:
+        by_verdict = ", ".join(f"{count} {verdict}" for verdict, count in needs.failing.items())
+        failed = sum(needs.failing.values())
+        chips.append(("bad", f"{failed} failing ({by_verdict})"))
+    if needs.looping:
+        credits = (
+            f", {needs.wasted_credits:g} AI credits" if needs.wasted_credits is not None else ""
+        )
+        chips.append(
+            ("bad", f"{needs.looping} looping: {needs.wasted_calls:,} LLM calls{credits} wasted")
+        )
+    if needs.cannot_resume:
+        chips.append(("bad", f"{needs.cannot_resume} cannot be resumed"))
+    if needs.damaged:
+        chips.append(("", f"{needs.damaged} damaged ({needs.damaged_lines:,} lines)"))
+    if needs.at_risk:
+        chips.append(("", f"{needs.at_risk} at risk on resume"))
+    rows = [row for row in report.sessions if row["attention"]]
+    shown = rows[:ATTENTION_SHOWN]
+    more = (
+        f'<p class="meta">and {len(rows) - len(shown)} more, next in '
+        '<a href="#sessions">the sessions table</a></p>'
+        if len(rows) > len(shown)
+        else ""
+    )
+    return (
+        '<div class="chips">'
+        + "".join(f'<span class="{tone}">{text(chip)}</span>' for tone, chip in chips)
+        + "</div>"
+        + _card(table(shown, ATTENTION_COLUMNS, anchors=anchors, label="needs attention") + more)
+    )
+
+
+def _sessions(report: Report, anchors: Anchors) -> str:
+    """Every session, what needs attention first; past the first screens, behind "show all"
+    (a checkbox: it works without the script)."""
+    count = len(report.sessions)
+    sessions = table(
+        report.sessions,
+        SESSION_COLUMNS,
+        sortable=True,
+        anchors=anchors,
+        label="sessions",
+        shown=SESSIONS_SHOWN,
+    )
+    hint = (
+        "What needs attention first; click a heading to sort; a linked session has its "
+        "timeline below."
+    )
+    toggle = ""
+    if count > SESSIONS_SHOWN:
+        toggle = (
+            '<input type="checkbox" id="all-sessions" class="all">'
+            f'<label for="all-sessions">Show all {count} sessions (the first '
+            f"{SESSIONS_SHOWN} are shown)</label>"
+        )
+    return f'<p class="meta">{text(hint)}</p>{toggle}' + _card(sessions)
+
+
 def _overview(report: Report, anchors: Anchors) -> str:
     """The tables and the chart: every session."""
-    sessions = table(
-        report.sessions, SESSION_COLUMNS, sortable=True, anchors=anchors, label="sessions"
-    )
-    hint = "Click a heading to sort; a linked session has its timeline below."
     return "".join(
         [
-            _section(
-                "sessions",
-                f"Sessions ({len(report.sessions)})",
-                f'<p class="meta">{hint}</p>' + _card(sessions),
-            ),
+            _section("attention", "Needs attention", _needs(report, anchors)),
+            _section("sessions", f"Sessions ({len(report.sessions)})", _sessions(report, anchors)),
             _section(
                 "calls",
                 "LLM calls per day",
@@ -224,7 +292,8 @@ def page(report: Report) -> str:
         "<header><h1>Copilot CLI sessions</h1>"
         f'<p class="meta">{len(report.sessions)} sessions · generated {text(generated)} · '
         f"times in {text(report.zone)} · by copilot-logs report</p>"
-        '<nav><a href="#sessions">sessions</a><a href="#calls">LLM calls per day</a>'
+        '<nav><a href="#attention">needs attention</a><a href="#sessions">sessions</a>'
+        '<a href="#calls">LLM calls per day</a>'
         '<a href="#audit">audit</a><a href="#validate">validate</a>'
         '<a href="#credits">credits</a><a href="#usage">usage</a>'
         '<a href="#timelines">timelines</a></nav></header>'
@@ -234,16 +303,16 @@ def page(report: Report) -> str:
     )
 
 
-def save(page: str, path: Path) -> int:
+def save(page: str, path: Path, mode: int = modes.PRIVATE) -> int:
     """Write the page at ``path`` (through a link there, to its target) whole or not at all:
-    into a new file beside it, renamed over it once written. The file gets the permissions of
-    any file the user creates (``0666`` less the umask), as a page given to others should; a
-    failed write leaves no file behind and raises the OSError. Returns the bytes written."""
+    into a new file beside it, renamed over it once written. The file gets ``mode`` less the
+    umask: the mode of the logs the page shows (:func:`copilot_logs.modes.mode_of`), as every
+    file copilot-logs makes of logs; a failed write leaves no file behind and raises the
+    OSError. Returns the bytes written."""
     data = page.encode()
     target = Path(os.path.realpath(path))
     temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    descriptor = os.open(temporary, flags, 0o666)  # the umask applies, as to any new file
+    descriptor = modes.create(temporary, mode)
     try:
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(data)

@@ -75,6 +75,8 @@ g.mark:focus rect{stroke:#f59e0b;stroke-width:3}
 }
 #tip[hidden]{display:none}
 .empty{color:var(--muted);font-style:italic}
+input.all:not(:checked) ~ .card tr.more{display:none}
+input.all + label{margin-left:4px;color:var(--accent);cursor:pointer}
 """
 
 SCRIPT = """
@@ -125,6 +127,12 @@ SCRIPT = """
           return (x < y ? -1 : 1) * (ascending ? 1 : -1);
         });
         rows.forEach(function (row) { body.appendChild(row); });
+        var shown = table.getAttribute('data-shown');
+        if (shown !== null) {  // the first rows in the new order are the ones shown
+          rows.forEach(function (row, index) {
+            row.classList.toggle('more', index >= parseInt(shown, 10));
+          });
+        }
       });
     });
   });

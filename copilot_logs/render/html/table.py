@@ -32,29 +32,58 @@ class Column:
     format: Callable[[Any], str] | None = None
 
 
+def wasted(calls: Any) -> str:
+    """A loop's wasted calls (empty when the session does not loop)."""
+    return f"{calls:,} wasted" if calls else ""
+
+
+def credits_wasted(value: Any) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def reasons(value: Any) -> str:
+    return "; ".join(value or [])
+
+
+# What shows problems comes first, so it is on screen in a window 1400 px wide.
 SESSION_COLUMNS = [
     Column("session_id", "session"),
     Column("started_at", "started", format=minute),
+    Column("status", "status"),
+    Column("verdict", "verdict", format=lambda v: v or ""),
+    Column("wasted_calls", "looping", True, wasted),
+    Column("resume", "resume", format=lambda v: v or ""),
+    Column("errors", "errors", True),
+    Column("task_complete", "done", format=yes_no),
+    Column("damaged_lines", "damaged", True),
     Column("duration_ms", "took", True, human_duration),
-    Column("repository", "repository"),
-    Column("branch", "branch"),
-    Column("copilot_version", "cli"),
-    Column("model", "model"),
-    Column("mode", "mode"),
-    Column("user_prompts", "prompts", True),
-    Column("autopilot_nudges", "nudges", True),
     Column("llm_calls", "calls", True),
     Column("subagent_calls", "sub-agent calls", True),
     Column("tool_calls", "tools", True),
+    Column("user_prompts", "prompts", True),
+    Column("autopilot_nudges", "nudges", True),
     Column("subagent_runs", "sub-agents", True),
-    Column("errors", "errors", True),
-    Column("task_complete", "done", format=yes_no),
-    Column("status", "status"),
-    Column("damaged_lines", "damaged", True),
+    Column("mode", "mode"),
+    Column("model", "model"),
+    Column("copilot_version", "cli"),
+    Column("repository", "repository"),
+    Column("branch", "branch"),
+]
+ATTENTION_COLUMNS = [
+    Column("session_id", "session"),
+    Column("started_at", "started", format=minute),
+    Column("reasons", "what needs attention", format=reasons),
+    Column("wasted_calls", "calls wasted", True, lambda v: f"{v:,}" if v else ""),
+    Column("wasted_credits", "credits wasted", True, credits_wasted),
+    Column("verdict", "verdict", format=lambda v: v or ""),
+    Column("resume", "resume", format=lambda v: v or ""),
+    Column("repository", "repository"),
 ]
 AUDIT_COLUMNS = [
     Column("session_id", "session"),
     Column("verdict", "verdict"),
+    Column("wasted_calls", "looping", True, wasted),
+    Column("wasted_credits", "credits wasted", True, credits_wasted),
     Column("started_at", "started", format=minute),
     Column("autopilot_nudges", "nudges", True),
     Column("turns_after_first_nudge", "calls after 1st nudge", True),
@@ -93,7 +122,7 @@ def _sort_value(value: Any) -> str:
 def _cell(column: Column, row: Row, anchors: Anchors) -> str:
     value = row.get(column.field)
     classes = ' class="num"' if column.numeric else ""
-    if column.field == "note":
+    if column.field in ("note", "reasons"):
         classes = ' class="note"'
     shown = column.format(value) if column.format else ("" if value is None else str(value))
     if column.numeric and column.format is None and isinstance(value, int):
@@ -114,7 +143,10 @@ def table(
     sortable: bool = False,
     anchors: Anchors | None = None,
     label: str,
+    shown: int | None = None,
 ) -> str:
+    """A table of ``rows``; past the first ``shown`` rows, each row is marked ``more``: the
+    page hides them until asked to show all."""
     heads = []
     for column in columns:
         classes = ' class="num"' if column.numeric else ""
@@ -123,9 +155,14 @@ def table(
             heading = f'<button type="button">{heading}</button>'
         heads.append(f'<th scope="col"{classes}>{heading}</th>')
     body = [
-        "<tr>" + "".join(_cell(c, row, anchors or {}) for c in columns) + "</tr>" for row in rows
+        ('<tr class="more">' if shown is not None and index >= shown else "<tr>")
+        + "".join(_cell(c, row, anchors or {}) for c in columns)
+        + "</tr>"
+        for index, row in enumerate(rows)
     ]
     kind = ' class="sortable"' if sortable else ""
+    if shown is not None:
+        kind += f' data-shown="{shown}"'
     return (
         f'<table{kind} aria-label="{attr(label)}"><thead><tr>{"".join(heads)}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"

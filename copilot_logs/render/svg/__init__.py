@@ -71,11 +71,13 @@ def _axis(canvas: Canvas, top: float, bottom: float) -> None:
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + AXIS_H - 6:.1f}" y2="{bottom:.1f}" '
             f'stroke="{grid}"/>'
         )
-        if all(abs(x - other) > 48 for other in taken):
+        label = tick_label(tick, step)
+        room = max(48, 7 * len(label))  # about 7 px a character
+        if all(abs(x - other) > room for other in taken):
             taken.append(x)
             canvas.parts.append(
-                f'<text x="{x:.1f}" y="{label_y:.1f}" text-anchor="middle" font-size="11" '
-                f'fill="{muted}">{tick_label(tick)}</text>'
+                f'<text class="tick" x="{x:.1f}" y="{label_y:.1f}" text-anchor="middle" '
+                f'font-size="11" fill="{muted}">{label}</text>'
             )
     for x0, x1, idle in canvas.scale.breaks:
         middle = (x0 + x1) / 2

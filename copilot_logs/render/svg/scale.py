@@ -20,18 +20,26 @@ IDLE_FRACTION = 0.1
 BREAK_W = 44
 
 
-def tick_label(ms: int) -> str:
+def tick_label(ms: int, step: int = 1000) -> str:
+    """A tick's time since the start, as precise as the axis' ``step`` needs, so that ticks a
+    step apart never read alike (``1.2s`` beside ``1.4s`` when the step is under a second). A
+    tick between round ones (the first moment after a break) is cut down to that precision."""
     if ms == 0:
         return "0"
-    if ms < 1000:
-        return f"{ms / 1000:g}s"
+    tenths = step < 1000  # the sub-second steps are whole tenths (100, 200, 500 ms)
     if ms < 60_000:
-        return f"{ms // 1000}s"
-    if ms < 3_600_000:
-        minutes, seconds = divmod(ms // 1000, 60)
-        return f"{minutes}m" + (f"{seconds:02d}s" if seconds else "")
-    hours, minutes = divmod(ms // 60_000, 60)
-    return f"{hours}h" + (f"{minutes:02d}m" if minutes else "")
+        return f"{ms // 100 / 10:g}s" if tenths else f"{ms // 1000}s"
+    minutes, rest = divmod(ms, 60_000)
+    hours, minutes = divmod(minutes, 60)
+    if tenths and rest // 100 % 10:
+        seconds = f"{rest // 100 / 10:04.1f}s"
+    elif (step < 60_000 or not hours) and rest >= 1000:
+        seconds = f"{rest // 1000:02d}s"
+    else:
+        seconds = ""
+    if not hours:
+        return f"{minutes}m{seconds}"
+    return f"{hours}h" + (f"{minutes:02d}m{seconds}" if minutes or seconds else "")
 
 
 _STEPS = [

@@ -1,0 +1,62 @@
+"""The mode of a file copilot-logs writes that holds text from logs (a report page, an export's
+Parquet files, a repaired copy): that of the logs it came from, never more open than the umask.
+
+Copilot CLI writes its logs 0600, so what is made of them is 0600 too; logs others may read
+(0644, say, copied into a shared folder) give files others may read. A file made of several
+logs gets the bits they all share; standard input, or a log that cannot be stat'ed, counts as
+0600. The owner may always read and write. The same holds for a file the user names (``report
+-o FILE``) and for ``doctor --repair``'s copy. docs/report.md, docs/export.md and docs/doctor.md
+say so to the user.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+PRIVATE = 0o600
+"""The owner reads and writes; nobody else: Copilot CLI's own logs."""
+_SHARED = 0o066
+"""The bits a log may give to its group and others: read and write, never execute."""
+
+
+def like(log_mode: int) -> int:
+    """The mode of a file holding text of one log whose mode is ``log_mode``."""
+    return PRIVATE | (log_mode & _SHARED)
+
+
+def mode_of(logs: Iterable[Path | str | None]) -> int:
+    """The mode of a file holding text of ``logs``: read and write for the owner, and the read
+    and write bits for group and others that every log has. ``None`` (standard input) or a log
+    that cannot be stat'ed counts as 0600; no log at all gives 0600."""
+    shared = _SHARED
+    for log in logs:
+        try:
+            shared &= os.stat(log).st_mode if log is not None else 0
+        except (OSError, ValueError):  # gone, unreadable, or a name that is no path
+            shared = 0
+    return PRIVATE | shared
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return umask
+
+
+def create(path: Path, mode: int, *, replace: bool = False) -> int:
+    """A file descriptor open for writing on a new file at ``path``, never through a link,
+    with ``mode`` less the umask, also when an earlier attempt left a file there
+    (``replace``: truncated; else an existing file is an error, FileExistsError)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags |= os.O_TRUNC if replace else os.O_EXCL
+    descriptor = os.open(path, flags, mode)
+    if hasattr(os, "fchmod"):  # POSIX: an existing file keeps its mode unless told
+        try:
+            os.fchmod(descriptor, mode & ~current_umask())
+        except BaseException:
+            os.close(descriptor)
+            raise
+    return descriptor
