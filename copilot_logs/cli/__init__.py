@@ -35,6 +35,7 @@ COMMANDS = {
     "cache": "copilot_logs.cli.cache:cache",
     "report": "copilot_logs.cli.report:report",
     "export": "copilot_logs.cli.export:export",
+    "otel": "copilot_logs.cli.otel:otel",
     "watch": "copilot_logs.cli.watch:watch",
     "doctor": "copilot_logs.cli.doctor:doctor",
 }

@@ -11,14 +11,18 @@ in the CLI's own files; :mod:`~copilot_logs.commands.otel.encode` writes them an
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from copilot_logs import derive
+from copilot_logs.commands.otel import encode
+from copilot_logs.commands.otel.push import Destination, Sleep, batches, send
 from copilot_logs.commands.otel.spans import Trace, traces
 from copilot_logs.errors import UnreadableError
 from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.store import ledger
 
 STYLES = ("otlp", "copilot")
 
@@ -87,3 +91,52 @@ def existing_sessions(paths: Sequence[Path]) -> set[str]:
             ) from None
         found |= conversations(data)
     return found
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """What a push did."""
+
+    destination: str
+    sent: list[Trace]
+    requests: int
+    unchanged: int
+    """Traces the ledger says were sent already, as they are now (not sent again)."""
+    rejected_spans: int
+    """Spans the collector said it rejected (their batches are not in the ledger)."""
+    recorded: bool
+    """The ledger holds what was sent (False: the store is not the user's own, or could not
+    be written; the next push sends these again)."""
+
+
+def push(
+    traces: Sequence[Trace],
+    destination: Destination,
+    *,
+    force: bool = False,
+    max_spans: int = 512,
+    sleep: Sleep | None = None,
+    on_retry: Callable[[str], None] | None = None,
+) -> Pushed:
+    """Send the traces the ledger does not hold as they are now (every one with ``force``), in
+    batches, and add each accepted batch to the ledger, also when a later one fails (then
+    :class:`~copilot_logs.commands.otel.push.PushError` is raised after)."""
+    digests = {trace.trace_id.hex(): encode.digest(trace) for trace in traces}
+    before = {} if force else ledger.read(destination.url)
+    todo = [t for t in traces if before.get(t.trace_id.hex()) != digests[t.trace_id.hex()]]
+    accepted: dict[str, str] = {}
+    sent: list[Trace] = []
+    requests = rejected = 0
+    recorded = True
+    try:
+        for batch in batches(todo, max_spans):
+            answer = send(batch, destination, sleep=sleep or time.sleep, on_retry=on_retry)
+            requests += 1
+            if answer.rejected:
+                rejected += answer.rejected
+                continue
+            sent.extend(batch)
+            accepted.update((t.trace_id.hex(), digests[t.trace_id.hex()]) for t in batch)
+    finally:
+        recorded = ledger.record(destination.url, accepted)
+    return Pushed(destination.url, sent, requests, len(traces) - len(todo), rejected, recorded)

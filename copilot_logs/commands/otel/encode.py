@@ -12,6 +12,7 @@ that SDK numbers them (INTERNAL 0, CLIENT 2), attributes as a plain object.
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -73,6 +74,13 @@ def otlp_line(trace: Trace) -> bytes:
 def otlp_json(traces: Sequence[Trace]) -> bytes:
     """The body of an OTLP/HTTP JSON request carrying ``traces``."""
     return orjson.dumps(traces_data(traces))
+
+
+def digest(trace: Trace) -> str:
+    """What the ledger keeps of a trace sent: a hash of its resource and spans (not of the
+    copilot-logs version that wrote them), so a trace that changed is sent again."""
+    data = orjson.dumps([resource(trace), [_span(span) for span in trace.spans]])
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def copilot_lines(trace: Trace) -> bytes:
