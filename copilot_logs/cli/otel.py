@@ -57,8 +57,7 @@ from copilot_logs.cli.options.declare import reading_command
     "headers",
     multiple=True,
     metavar="KEY=VALUE",
-    help="With --endpoint: a header of each request (over OTEL_EXPORTER_OTLP_HEADERS). "
-    "Repeatable.",
+    help="With --endpoint: a header of each request (over OTEL_EXPORTER_OTLP_HEADERS). Repeatable.",
 )
 @click.option(
     "--protocol",
@@ -163,7 +162,7 @@ def otel(
         render.write_lines(map(lines, plan.traces), out)
         render.say_written(plan, out)
     else:
-        pushed = core.push(
+        pushed = core.push_traces(
             plan.traces,
             destination,
             force=force,
@@ -182,4 +181,3 @@ def _require_protobuf() -> None:
             "--protocol http/protobuf needs opentelemetry-proto: pip install "
             "'copilot-logs[otel]' (or use http/json)"
         ) from None
-

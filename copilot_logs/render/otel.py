@@ -54,7 +54,9 @@ def _left_out(plan: Plan, verb: str) -> str:
             f"{'it' if plan.open == 1 else 'them'})"
         )
     if plan.skipped_sessions:
-        notes.append(f"{plural(plan.skipped_sessions, 'session')} already in --skip-existing")
+        notes.append(
+            f"{plural(plan.skipped_sessions, 'session')} left out: already in --skip-existing"
+        )
     return "; " + "; ".join(notes) if notes else ""
 
 

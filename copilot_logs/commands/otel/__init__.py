@@ -109,7 +109,7 @@ class Pushed:
     be written; the next push sends these again)."""
 
 
-def push(
+def push_traces(
     traces: Sequence[Trace],
     destination: Destination,
     *,

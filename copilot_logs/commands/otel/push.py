@@ -209,7 +209,7 @@ def send(
 def _backoff(attempt: int) -> float:
     """1, 2, 4 ... seconds (at most :data:`MAX_BACKOFF_S`), each with up to 20 % jitter."""
     base = min(MAX_BACKOFF_S, 2.0**attempt)
-    return base * (1 + random.random() / 5)  # noqa: S311 (spreading retries, not a secret)
+    return base * (1 + random.random() / 5)
 
 
 def _retry_after(value: str | None, attempt: int) -> float | None:
@@ -249,7 +249,10 @@ def _advice(code: int) -> str:
     if code == 415:
         return "; try the other --protocol"
     if 300 <= code < 400:
-        return "; redirects are not followed (they would carry the headers elsewhere): give the URL it points to"
+        return (
+            "; a redirect is not followed (it would carry the headers elsewhere): give the URL "
+            "it points to"
+        )
     return ""
 
 

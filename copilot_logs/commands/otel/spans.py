@@ -212,13 +212,9 @@ class _Frames:
         ).select(*SESSION, "line", "event_id", "type", "timestamp", "agent_id")
         ends = annotated.filter(
             TYPE.is_in(["abort", "session.shutdown", "session.error"]) & MAIN
-        ).select(
-            *SESSION, "line", "type", "timestamp", "interaction_index", "error_code", "error"
-        )
+        ).select(*SESSION, "line", "type", "timestamp", "interaction_index", "error_code", "error")
         facts = derive.session_facts(annotated).select(*SESSION, "copilot_version")
-        return cls(
-            prompts, calls, turns.drop("text"), tools, runs, permissions, ends, facts
-        )
+        return cls(prompts, calls, turns.drop("text"), tools, runs, permissions, ends, facts)
 
     def by_session(self) -> Iterator[tuple[Key, _Rows]]:
         rows: dict[Key, _Rows] = defaultdict(_Rows)
@@ -324,9 +320,7 @@ class _Session:
         trace, root = self.roots[index]
         children = self.spans[index]
         main = [
-            c
-            for c in self.rows.calls
-            if c["agent_id"] is None and c["interaction_index"] == index
+            c for c in self.rows.calls if c["agent_id"] is None and c["interaction_index"] == index
         ]
         turns = [t for t in self.rows.turns if t["interaction_index"] == index]
         ends = [e for e in self.rows.ends if e["interaction_index"] == index]
@@ -349,9 +343,8 @@ class _Session:
         attributes.append(("github.copilot.turn_count", len(main)))
         events: list[Event] = []
         if prompt is not None:
-            said: list[tuple[str, Value]] = [
-                ("github.copilot.user.message.source", "autopilot" if prompt["is_nudge"] else "user")
-            ]
+            source = "autopilot" if prompt["is_nudge"] else "user"
+            said: list[tuple[str, Value]] = [("github.copilot.user.message.source", source)]
             for name, column in (
                 ("agent_mode", "agent_mode"),
                 ("interaction_id", "interaction_id"),
@@ -367,7 +360,8 @@ class _Session:
         if aborted:
             status, message = ERROR, "Operation aborted"
             attributes.insert(0, ("error.type", "cancelled"))
-            events.append(Event("github.copilot.session.abort", nanos(aborted[0]["timestamp"]) or start))
+            at = nanos(aborted[0]["timestamp"]) or start
+            events.append(Event("github.copilot.session.abort", at))
         elif errors:
             status, message = ERROR, "Session error"
             attributes.insert(0, ("error.type", errors[0]["error_code"] or "session_error"))
@@ -474,9 +468,7 @@ class _Session:
         """Tools, then sub-agents, then their calls: a sub-agent's spans go into the trace of
         its task tool, wherever in the log they were written."""
         runs = {row["tool_call_id"]: row for row in self.rows.runs}
-        aborts = sorted(
-            nanos(e["timestamp"]) or 0 for e in self.rows.ends if e["type"] == "abort"
-        )
+        aborts = sorted(nanos(e["timestamp"]) or 0 for e in self.rows.ends if e["type"] == "abort")
         pending = sorted(self.rows.tools, key=lambda row: row["start_line"])
         # A sub-agent's tools wait for its span, and a sub-agent's span for its task tool:
         # each pass places what it can. What is left (a sub-agent whose task never started)
@@ -626,9 +618,7 @@ class _Session:
             if call["agent_id"] is not None:
                 calls[call["agent_id"]].append(call)
         for agent, (index, span) in self.agent_spans.items():
-            children = [
-                s.end_ns for s in self.spans[index] if s.parent_id == span.span_id
-            ]
+            children = [s.end_ns for s in self.spans[index] if s.parent_id == span.span_id]
             attributes = (*span.attributes, *_totals(calls.get(agent, [])))
             done = Span(
                 span.trace_id,
