@@ -43,7 +43,9 @@ def parse_json(data: bytes) -> ExportTraceServiceRequest:
     """One OTLP/JSON ``TracesData`` (a line of ``otel --out``, or a JSON request body) as an
     ``ExportTraceServiceRequest``; an unknown field, a bad id or a bad value raises."""
     converted = _ids_to_base64(orjson.loads(data))
-    return json_format.ParseDict(converted, ExportTraceServiceRequest(), ignore_unknown_fields=False)
+    return json_format.ParseDict(
+        converted, ExportTraceServiceRequest(), ignore_unknown_fields=False
+    )
 
 
 def spans(request: ExportTraceServiceRequest) -> Iterator[Span]:

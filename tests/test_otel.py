@@ -105,7 +105,9 @@ def test_every_line_parses_as_an_otlp_request_with_unknown_fields_refused(tmp_pa
 def test_the_copilot_style_is_the_clis_line_shape(tmp_path: Path) -> None:
     ours, theirs = tmp_path / "otlp.jsonl", tmp_path / "copilot.jsonl"
     assert otel(str(ONE_TOOL / "events.jsonl"), "--out", str(ours)).exit_code == 0
-    assert otel(str(ONE_TOOL / "events.jsonl"), "--style", "copilot", "-o", str(theirs)).exit_code == 0
+    assert (
+        otel(str(ONE_TOOL / "events.jsonl"), "--style", "copilot", "-o", str(theirs)).exit_code == 0
+    )
     cli_keys = {
         tuple(sorted(orjson.loads(line)))
         for line in lines(ONE_TOOL / "otel.jsonl")
@@ -287,7 +289,10 @@ def test_headers_from_the_environment_and_the_options(monkeypatch: pytest.Monkey
 
 
 def test_header_pairs_are_read_as_the_otlp_exporters_read_them() -> None:
-    environ = {"OTEL_EXPORTER_OTLP_HEADERS": " a=1 , b=x%3Dy ", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "a=2"}
+    environ = {
+        "OTEL_EXPORTER_OTLP_HEADERS": " a=1 , b=x%3Dy ",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "a=2",
+    }
     assert headers(("c=3",), environ) == {"a": "2", "b": "x=y", "c": "3"}
     with pytest.raises(SelectionError, match="is not KEY=VALUE"):
         headers(("novalue",), {})

@@ -176,7 +176,8 @@ def send(
             with _OPENER.open(request, timeout=destination.timeout) as response:
                 return Answer(response.status, _rejected(response, destination.protobuf))
         except urllib.error.HTTPError as error:
-            reason = _said(error)
+            with error:  # its connection, closed
+                reason = _said(error)
             if error.code not in RETRYABLE or attempt >= destination.retries:
                 raise PushError(
                     f"the collector at {destination.url} answered {error.code} "
