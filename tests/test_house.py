@@ -143,6 +143,10 @@ OWN_JSON = {
     "copilot_logs/commands/export/manifest.py",
     # the store reads the dtypes it wrote into its own entries' headers
     "copilot_logs/store/rows.py",
+    # otel --skip-existing reads OpenTelemetry files (the CLI's own spans), which are no log
+    "copilot_logs/commands/otel/existing.py",
+    # otel --endpoint reads the collector's answer (OTLP's partialSuccess)
+    "copilot_logs/commands/otel/push.py",
 }
 """Modules outside ``ingest/`` that decode JSON that is not an event line: each says why."""
 
