@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -77,12 +78,29 @@ def every_log() -> list[str]:
     return [str(SAMPLES), *logs]
 
 
+SIXTY_FOUR_BITS = ("intValue", "startTimeUnixNano", "endTimeUnixNano", "timeUnixNano")
+"""OTLP/JSON writes 64-bit integers as decimal strings (a protobuf parser also takes numbers,
+which JavaScript readers would round)."""
+
+
+def assert_64_bit_integers_are_strings(value: Any, key: str = "") -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            assert_64_bit_integers_are_strings(v, k)
+    elif isinstance(value, list):
+        for item in value:
+            assert_64_bit_integers_are_strings(item)
+    elif key in SIXTY_FOUR_BITS:
+        assert isinstance(value, str) and value.isdigit(), (key, value)
+
+
 def test_every_line_parses_as_an_otlp_request_with_unknown_fields_refused(tmp_path: Path) -> None:
     out = tmp_path / "all.jsonl"
     done = otel(*every_log(), "--include-open", "--capture-content", "--out", str(out))
     assert done.exit_code == 0, done.output
     seen_traces: set[bytes] = set()
     for line in lines(out):
+        assert_64_bit_integers_are_strings(orjson.loads(line))
         request = parse_json(line)
         found = list(spans(request))
         (trace,) = {span.trace_id for span in found}  # one trace a line
@@ -255,7 +273,7 @@ def test_a_collector_that_cannot_be_reached_is_an_error_after_the_retries() -> N
     with Sink() as sink:
         url = sink.url
     waits: list[float] = []
-    with pytest.raises(PushError, match="cannot reach the collector .* after 2 retries"):
+    with pytest.raises(PushError, match=r"cannot reach the collector .* after 2 retries"):
         send(batch, Destination(traces_url(url), retries=2), sleep=waits.append)
     assert len(waits) == 2
 

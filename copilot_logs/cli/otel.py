@@ -128,7 +128,7 @@ def otel(
       copilot-logs otel --out traces.jsonl
       copilot-logs otel --latest 1 --out - | jq .resourceSpans[0].scopeSpans[0].spans[].name
       copilot-logs otel --endpoint "$OTEL_EXPORTER_OTLP_ENDPOINT"
-      copilot-logs otel --endpoint "$OTEL_EXPORTER_OTLP_ENDPOINT" --header "Authorization=Bearer $TOKEN"
+      copilot-logs otel --endpoint "$COLLECTOR" --header "Authorization=Bearer $TOKEN"
       copilot-logs otel --style copilot --skip-existing ~/.copilot/otel.jsonl --out old.jsonl
     """
     from copilot_logs.commands.otel.push import Destination, traces_url
