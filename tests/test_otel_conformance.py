@@ -207,3 +207,22 @@ def test_tool_spans_start_and_end_within_50_ms_of_the_clis(recording: Recording)
             if c != call and o["parentSpanId"] == span["parentSpanId"]
         )
         assert late >= -CLOSE_MS if parallel else abs(late) <= CLOSE_MS, (call, late)
+
+
+def test_each_root_says_the_prompt_or_nudge_as_the_clis_does(recording: Recording) -> None:
+    """The root's ``github.copilot.user.message`` event: its source (``user``, ``autopilot``
+    for a nudge), agent mode, interaction and turn ids, as in the CLI's own root."""
+    with_cli_spans(recording)
+
+    def said(spans: list[dict[str, Any]]) -> Counter[tuple[tuple[str, Any], ...]]:
+        return Counter(
+            tuple(sorted(event["attributes"].items()))
+            for span in spans
+            if "parentSpanId" not in span
+            for event in span["events"]
+            if event["name"] == "github.copilot.user.message"
+        )
+
+    expected = said(theirs(recording.folder))
+    assert said(ours(recording.log)) == expected
+    assert sum(expected.values()) == recording.expected["interactions"]
