@@ -126,7 +126,7 @@ def otel(
     \b
     Examples:
       copilot-logs otel --out traces.jsonl
-      copilot-logs otel --latest 1 --out - | jq .resourceSpans[0].scopeSpans[0].spans[].name
+      copilot-logs otel --latest 1 --out - | jq '.resourceSpans[].scopeSpans[].spans[].name'
       copilot-logs otel --endpoint "$OTEL_EXPORTER_OTLP_ENDPOINT"
       copilot-logs otel --endpoint "$COLLECTOR" --header "Authorization=Bearer $TOKEN"
       copilot-logs otel --style copilot --skip-existing ~/.copilot/otel.jsonl --out old.jsonl
