@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 SPARK_STAMP := $(VENV)/.installed-spark
+OTEL_STAMP := $(VENV)/.installed-otel
 SAMPLES := sample_sessions
 
 # The floors job: the tests (not lint) in their own venv, with every dependency at the oldest
@@ -13,7 +14,7 @@ FLOORS_VENV  := .venv-floors
 FLOORS_BIN   := $(FLOORS_VENV)/bin
 FLOORS_STAMP := $(FLOORS_VENV)/.installed-floors
 
-.PHONY: demo test test-spark test-floors fuzz lint bench samples record record-resume record-live clean
+.PHONY: demo test test-spark test-otel test-floors fuzz lint bench samples record record-resume record-live clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +46,18 @@ test: $(DEV_STAMP)
 # they skip without Java 17+. CI runs them after `make test` (.ci/run).
 test-spark: $(SPARK_STAMP)
 	$(BIN)/python -m pytest -q tests/test_spark.py
+
+# The otel-test extra (rotel, a real OTLP collector), only for `make test-otel`. A platform
+# with no rotel wheel (or no network) says so in one line; the tests then skip, saying so.
+$(OTEL_STAMP): $(DEV_STAMP)
+	@if $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,otel,otel-test]'; \
+	then touch $@; \
+	else echo "test-otel: the otel-test extra (rotel) cannot be installed here: pip install 'copilot-logs[otel-test]'"; fi
+
+# `otel --endpoint` through a real collector (tests/test_otel_collector.py), then the rest of
+# otel's tests; CI runs it after `make test-spark` (.ci/run).
+test-otel: $(OTEL_STAMP)
+	$(BIN)/python -m pytest -q -rs tests/test_otel_collector.py tests/test_otel.py
 
 $(FLOORS_BIN)/python:
 	$(PYTHON) -m venv $(FLOORS_VENV)

@@ -2,8 +2,10 @@
 
 Each run gets a fresh HOME and the model server; what it leaves in
 ``OUT/<version>/<scenario>/``: ``events.jsonl`` (verbatim), ``stdout.jsonl`` (the
-``--output-format json`` stream, where the scenario asks for it) and ``truth.json`` (the server's
-record of every request, the exit codes, and what the scenario expects). A scenario whose flags
+``--output-format json`` stream, where the scenario asks for it), ``otel.jsonl`` (the CLI's own
+OpenTelemetry file exporter's output, ``COPILOT_OTEL_FILE_EXPORTER_PATH``, where the version
+wrote one) and ``truth.json`` (the server's record of every request, the exit codes, and what
+the scenario expects). A scenario whose flags
 the version does not know is kept as ``truth.json`` with ``"outcome": "unsupported"``.
 """
 
@@ -29,6 +31,8 @@ from rig.server import MODEL, ModelServer
 
 API_KEY = "rig-offline-key-7c1e"
 """The provider key: any value works, and the CLI masks this string wherever it prints."""
+OTEL_FILE = "otel.jsonl"
+"""The CLI's own spans (its file exporter, on in every run): kept beside events.jsonl."""
 RUN_SECONDS = 240
 CANNOT_FETCH = 75
 """The exit code when no CLI could be fetched (EX_TEMPFAIL): CI skips its live step on it."""
@@ -46,6 +50,7 @@ def environment(home: Path, url: str) -> dict[str, str]:
         "COPILOT_PROVIDER_BASE_URL": url,
         "COPILOT_PROVIDER_API_KEY": API_KEY,
         "COPILOT_MODEL": MODEL,
+        "COPILOT_OTEL_FILE_EXPORTER_PATH": str(home / OTEL_FILE),
     }
 
 
@@ -89,6 +94,8 @@ def record(binary: Path, version: str, scenario: Scenario, out: Path) -> dict[st
         log = runs[-1]["log"]
         if truth["outcome"] != "unsupported" and log:
             shutil.copyfile(log, out / "events.jsonl")
+        if truth["outcome"] != "unsupported" and (home / OTEL_FILE).is_file():
+            shutil.copyfile(home / OTEL_FILE, out / OTEL_FILE)
         if scenario.json_stream:
             (out / "stdout.jsonl").write_text("".join(run["stdout"] for run in runs))
     (out / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")

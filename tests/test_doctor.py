@@ -155,7 +155,7 @@ def test_the_bytes_of_the_system_prompt_are_counted(tmp_path: Path) -> None:
     found = [r for r in reasons(doctor_of(recording("one-tool"), tmp_path)) if r["code"] == "bytes"]
     assert [(r["line"], r["severity"]) for r in found] == [(3, "info")]
     assert found[0]["message"].startswith(
-        "system.message: 1 line, 22324 of the 31218 bytes of events (72%)"
+        "system.message: 1 line, 22324 of the 31210 bytes of events (72%)"
     )
 
 

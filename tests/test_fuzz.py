@@ -166,6 +166,15 @@ WRITERS = {
         "--output",
         str(out / "report.html"),
     ),
+    "otel": lambda out, selectors, extra: (
+        "otel",
+        *selectors,
+        *extra,
+        "--include-open",
+        "--capture-content",
+        "--out",
+        str(out / "traces.jsonl"),
+    ),
 }
 
 
@@ -189,6 +198,8 @@ def run_everything(command: str, selectors: list[str]) -> None:
             for page in Path(out).glob("*.html"):
                 # Log text is escaped in the page: the element a hostile field holds is not.
                 assert "<x/>" not in page.read_text(errors="replace"), args
+            for traces in Path(out).glob("*.jsonl"):
+                check_stdout("ndjson", traces.read_text())
         return
     for fmt in _formats(command):
         args = (command, *selectors, "--format", fmt)

@@ -146,6 +146,10 @@ OWN_JSON = {
     "copilot_logs/store/rows.py",
     # diff reads the baseline it wrote itself (--save-baseline), not a log
     "copilot_logs/commands/diff/baseline.py",
+    # otel --skip-existing reads OpenTelemetry files (the CLI's own spans), which are no log
+    "copilot_logs/commands/otel/existing.py",
+    # otel --endpoint reads the collector's answer (OTLP's partialSuccess)
+    "copilot_logs/commands/otel/push.py",
 }
 """Modules outside ``ingest/`` that decode JSON that is not an event line: each says why."""
 

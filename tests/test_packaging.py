@@ -209,6 +209,47 @@ def test_make_test_leaves_out_the_spark_extra_and_test_spark_installs_it() -> No
     assert any("pytest" in line and "tests/test_spark.py" in line for line in spark)
 
 
+def test_make_test_leaves_out_rotel_and_test_otel_installs_it() -> None:
+    installs = [line for line in _make_dry_run("test") if "pip install" in line]
+    assert not [line for line in installs if "otel-test" in line]
+    otel = _make_dry_run("test-otel")
+    assert any("pip install" in line and "otel-test]" in line for line in otel)
+    assert any("pytest" in line and "tests/test_otel_collector.py" in line for line in otel)
+    extras = PYPROJECT["optional-dependencies"]
+    assert not [r for r in extras["dev"] if r.startswith("rotel")]
+    assert [r for r in extras["otel-test"] if r.startswith("rotel")]
+
+
+def test_ci_runs_the_otel_collector_tests_after_make_test() -> None:
+    steps = [
+        line.strip()
+        for line in (PROJECT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert steps.index("make test") < steps.index("make test-otel")
+
+
+def test_without_rotel_the_collector_tests_skip_saying_how_to_run_them(tmp_path: Path) -> None:
+    """rotel hidden by a package of the same name that cannot be imported."""
+    shadow = tmp_path / "shadow" / "rotel"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError('hidden', name='rotel')\n")
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"),
+            "tests/test_otel_collector.py",
+        ],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": f"{shadow.parent}{os.pathsep}{PROJECT}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, done.stdout
+    assert "1 skipped" in done.stdout
+    assert "the otel-test extra is not installed (`make test-otel` installs rotel" in done.stdout
+
+
 def test_ci_runs_the_spark_tests_after_make_test() -> None:
     steps = [
         line.strip()

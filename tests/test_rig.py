@@ -181,3 +181,6 @@ def test_a_real_recording_with_a_cached_cli(live_cli: tuple[str, Path], tmp_path
     assert [r["status"] for r in truth["requests"]] == [200, 200]
     log = (tmp_path / "r" / "events.jsonl").read_text()
     assert "rig-call-1" in log and "rig-call-2" in log
+    # The CLI's own spans, from its file exporter, kept beside the log.
+    spans = [line for line in (tmp_path / "r" / "otel.jsonl").read_text().splitlines()]
+    assert sum('"type":"span"' in line and '"rig-call-' in line for line in spans) == 2

@@ -30,12 +30,14 @@ from .conftest import PROJECT, REAL_SAMPLES, SAMPLES
 FROZEN = Path(__file__).with_name("validate_frozen.jsonl")
 RECORDINGS = Path(__file__).with_name("recordings")
 REAL_EDGE = REAL_SAMPLES.with_name("real-samples-edge")
+NOT_LOGS = ("stdout.jsonl", "otel.jsonl")
+"""Files of a recording that are no session log: the json stream, the CLI's own spans."""
 
 
 def _folder(root: Path) -> ReadResult:
     """Every session log under ``root`` (events.jsonl or <id>.jsonl), each named by its path
     under ``root``, read as one batch."""
-    paths = sorted(p for p in root.rglob("*.jsonl") if p.name != "stdout.jsonl")
+    paths = sorted(p for p in root.rglob("*.jsonl") if p.name not in NOT_LOGS)
     return ReadResult.concat(
         read_bytes(path.read_bytes(), path.relative_to(root).as_posix()) for path in paths
     )

@@ -35,6 +35,7 @@ COMMANDS = {
     "cache": "copilot_logs.cli.cache:cache",
     "report": "copilot_logs.cli.report:report",
     "export": "copilot_logs.cli.export:export",
+    "otel": "copilot_logs.cli.otel:otel",
     "watch": "copilot_logs.cli.watch:watch",
     "doctor": "copilot_logs.cli.doctor:doctor",
     "diff": "copilot_logs.cli.diff:diff",
@@ -83,14 +84,16 @@ def _refuse_relative_without_cwd(command: click.Command, ctx: click.Context) -> 
     """A relative path (``export out``, ``-o page.html``) when the current folder was deleted:
     a usage error that says so, before anything is written."""
     for param in command.get_params(ctx):
-        value = ctx.params.get(param.name or "")
-        if not isinstance(param.type, click.Path) or not value or os.path.isabs(value):
+        given = ctx.params.get(param.name or "")
+        if not isinstance(param.type, click.Path) or not given:
             continue
-        try:
-            if str(value) != "-":
+        for value in given if isinstance(given, tuple) else (given,):  # a repeatable option
+            if os.path.isabs(value) or str(value) == "-":
+                continue
+            try:
                 os.getcwd()
-        except OSError:
-            raise click.UsageError(config.CWD_GONE, ctx) from None
+            except OSError:
+                raise click.UsageError(config.CWD_GONE, ctx) from None
 
 
 class LazyGroup(click.Group):

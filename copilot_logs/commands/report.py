@@ -28,7 +28,7 @@ from copilot_logs.commands import doctor as doctor_core
 from copilot_logs.commands import sessions as sessions_core
 from copilot_logs.commands.usage import report as usage_report
 from copilot_logs.commands.usage import session_usage
-from copilot_logs.commands.usage.breakdown import breakdowns
+from copilot_logs.commands.usage.breakdown import NOT_ATTRIBUTABLE, breakdowns
 from copilot_logs.derive import SESSION
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import peek_start
@@ -271,8 +271,15 @@ def _credits_part(result: ReadResult) -> dict[str, pl.DataFrame]:
     big corpus keeps a few rows, not all its calls)."""
     found = breakdowns(result, ("call", "prompt", "agent"))
     kept = {by: _biggest(found[by]) for by in ("prompt", "agent")}
+    # A session's not-attributable row is a group of no call of its own.
+    calls = found["call"].filter(pl.col("source") != NOT_ATTRIBUTABLE)
     behind = [
-        found["call"].join(kept[by].select(_keys(by)), on=_keys(by), how="semi", nulls_equal=True)
+        calls.join(
+            kept[by].filter(pl.col("source") != NOT_ATTRIBUTABLE).select(_keys(by)),
+            on=_keys(by),
+            how="semi",
+            nulls_equal=True,
+        )
         for by in kept
     ]
     return {**kept, "call": pl.concat(behind).unique(subset=[*SESSION, "line"])}
@@ -291,7 +298,8 @@ def where_the_credits_went(parts: list[Part], by: str, zone: str) -> list[Row]:
         by_group.setdefault(tuple(call[k] for k in keys), []).append(call)
     rows = []
     for row in _rows(biggest, zone):
-        mine = by_group.get(tuple(row[k] for k in keys), [])
+        apart = row["source"] == NOT_ATTRIBUTABLE
+        mine = [] if apart else by_group.get(tuple(row[k] for k in keys), [])
         shown = sorted(mine[:CALLS_SHOWN], key=lambda call: (call["file"], call["line"] or 0))
         rows.append({**row, "calls": shown, "more_calls": len(mine) - len(shown)})
     return rows

@@ -66,10 +66,31 @@ def credits(nano: pl.Expr) -> pl.Expr:
     return (nano / NANO_PER_CREDIT).round(9)
 
 
+RECORD_SCHEMA: dict[str, pl.DataType] = {
+    "record_line": pl.Int64(),
+    "record_event_id": pl.String(),
+    "record_at": pl.Datetime("ms", "UTC"),
+    "finish_reason": pl.String(),
+    "initiator": pl.String(),
+    "cost": pl.Float64(),
+    "provider_type": pl.String(),
+}
+"""What :func:`call_records` adds to a call's row from its usage record (null without one):
+the record's line, event id and time, and the CLI's finish reason, initiator, premium-request
+cost and bring-your-own-key provider type for the call."""
+
+
 def call_usage(annotated: pl.DataFrame) -> pl.DataFrame:
     """One row per LLM call of the annotated events (:data:`CALL_SCHEMA`), in file order."""
+    return call_records(annotated).select(list(CALL_SCHEMA))
+
+
+def call_records(annotated: pl.DataFrame) -> pl.DataFrame:
+    """:func:`call_usage`'s rows with :data:`RECORD_SCHEMA`'s columns after them: what
+    ``otel`` makes each chat span of."""
+    schema = {**CALL_SCHEMA, **RECORD_SCHEMA}
     if annotated.is_empty():
-        return pl.DataFrame(schema=CALL_SCHEMA)
+        return pl.DataFrame(schema=schema)
     events = annotated
     calls = _calls(events)
     records = _records(events)
@@ -88,8 +109,8 @@ def call_usage(annotated: pl.DataFrame) -> pl.DataFrame:
             # Numbered 1, 2, ... over the tasks that made calls.
             task_index=pl.col("task_index").rank("dense").over(*SESSION).cast(pl.Int64),
         )
-        .select(list(CALL_SCHEMA))
-        .cast(CALL_SCHEMA)  # type: ignore[arg-type]
+        .select(list(schema))
+        .cast(schema)  # type: ignore[arg-type]
         .sort(*SESSION, "line")
     )
 
@@ -136,7 +157,12 @@ def _records(events: pl.DataFrame) -> pl.DataFrame:
         usage_records(events)
         .join(where, on=[*SESSION, "line"], how="left")
         .rename({"line": "record_line", "output_tokens": "record_output_tokens"})
-        .with_columns(_agent=pl.col("agent_id").fill_null(""), _line=pl.col("record_line"))
+        .with_columns(
+            _agent=pl.col("agent_id").fill_null(""),
+            _line=pl.col("record_line"),
+            record_event_id=pl.col("event_id"),
+            record_at=pl.col("timestamp"),
+        )
         .sort("_agent", *SESSION, "_line")
     )
 
@@ -168,11 +194,12 @@ def _matched(calls: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
         "duration_ms",
         "ttft_ms",
         "api_call_id",
+        *(name for name in RECORD_SCHEMA if name != "record_line"),
         "record_output_tokens",
         "record_model",
     ]
     taken = taken.rename({"model": "record_model"}).select(
-        *keys, "call_line", *figures, _exact=pl.lit(True)
+        *keys, "call_line", "record_line", *figures, _exact=pl.lit(True)
     )
     joined = calls.join(taken, left_on=[*keys, "line"], right_on=[*keys, "call_line"], how="left")
     left_over = located.filter(pl.col("call_line").is_null() | ~pl.col("_first")).select(
@@ -182,6 +209,7 @@ def _matched(calls: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
         "task_index",
         "segment",
         *figures[:-1],
+        "record_line",
         line="record_line",
         started_at="timestamp",
         record_model="model",

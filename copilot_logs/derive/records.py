@@ -31,6 +31,7 @@ FIELDS: dict[str, tuple[str, pl.DataType]] = {
     "ttft_ms": ("timeToFirstTokenMs", pl.Float64()),
     "initiator": ("initiator", pl.String()),
     "interaction_type": ("interactionType", pl.String()),
+    "provider_type": ("providerType", pl.String()),
     "parent_tool_call_id": ("parentToolCallId", pl.String()),
     "api_call_id": ("apiCallId", pl.String()),
     "finish_reason": ("finishReason", pl.String()),

@@ -155,15 +155,19 @@ def entry_file(absolute: str) -> str:
 
 
 ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.entry")
+LEDGER_NAME = re.compile(r"[0-9a-f]{32}\.sent")
+"""``otel --endpoint``'s ledgers (:mod:`copilot_logs.store.ledger`), whose magic bytes are of
+the same family."""
 TEMPORARY_NAME = re.compile(r"\.[a-z0-9_]{8}\.tmp")
 """What :func:`replace` names its temporary files (``tempfile.mkstemp``'s)."""
 
 
 def is_ours(name: str, start: bytes) -> bool:
     """Whether a file of the store folder, by its name and its first bytes, is one that
-    copilot-logs writes: an entry of any version, or a temporary one (maybe still empty)."""
+    copilot-logs writes: an entry of any version, a ledger, or a temporary one (maybe still
+    empty)."""
     family = MAGIC[:-1]  # the version byte aside
-    if ENTRY_NAME.fullmatch(name):
+    if ENTRY_NAME.fullmatch(name) or LEDGER_NAME.fullmatch(name):
         return len(start) >= len(MAGIC) and start.startswith(family)
     if TEMPORARY_NAME.fullmatch(name):
         known = min(len(start), len(family))

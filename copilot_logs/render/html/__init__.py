@@ -242,6 +242,11 @@ def _credits(report: Report, anchors: Anchors) -> str:
 
 
 def _calls_behind(row: Row, key: str) -> str:
+    """The calls behind a group, folded; none for a session's not-attributable row, whose
+    reason is said instead."""
+    if not row["calls"] and row.get("reason"):
+        summary = f"{short_id(row['session_id'])} · not attributable: {row['reason']}"
+        return f'<p class="meta">{text(summary)}</p>'
     calls = [{**call, "credits": credits_cell(call)} for call in row["calls"]]
     summary = f"{short_id(row['session_id'])} · {preview(row[key], 60)}: the calls behind it"
     more = row["more_calls"]
