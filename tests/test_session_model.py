@@ -280,3 +280,586 @@ def test_a_running_session_that_recovered_from_a_429_is_not_done_for_watch(
     assert state is not None
     assert (state.ended, state.turn_open, state.task_complete) == (False, True, False)
     assert [tool.name for tool in state.running_tools] == ["bash"]
+
+
+# --- 2. sessions --format json, every field --------------------------------------------------
+
+FINISHED = "11111111-1111-4111-8111-111111111111"
+CUT_OFF = "22222222-2222-4222-8222-222222222222"
+RESUMED = "33333333-3333-4333-8333-333333333333"
+WORKED_AFTER_SHUTDOWN = "44444444-4444-4444-8444-444444444444"
+NO_RESUME_LINE = "55555555-5555-4555-8555-555555555555"
+QUIT = "66666666-6666-4666-8666-666666666666"
+
+
+def sessions_json(*paths: Path) -> list[dict[str, Any]]:
+    from click.testing import CliRunner
+
+    from copilot_logs.cli import main
+
+    result = CliRunner().invoke(
+        main, ["sessions", *map(str, paths), "--no-cache", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows: list[dict[str, Any]] = orjson.loads(result.stdout)
+    return rows
+
+
+def ms_between(start: str, end: str) -> int:
+    """Milliseconds between two of the log's timestamps, read as text."""
+    parse = datetime.fromisoformat
+    return int((parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00"))) / timedelta(
+        milliseconds=1
+    ))
+
+
+def plain_order() -> list[str]:
+    """docs/sessions.md's fields between ``session_id`` and ``file``, in its order."""
+    return [
+        "started_at",
+        "ended_at",
+        "duration_ms",
+        "repository",
+        "cwd",
+        "branch",
+        "copilot_version",
+        "model",
+        "mode",
+        "user_prompts",
+        "autopilot_nudges",
+        "llm_calls",
+        "open_turns",
+        "tool_calls",
+        "subagent_runs",
+        "subagent_calls",
+        "errors",
+        "task_complete",
+        "status",
+        "damaged_lines",
+    ]
+
+
+def test_sessions_json_gives_every_field_of_hand_built_logs(tmp_path: Path) -> None:
+    """docs/sessions.md's fields, each known by construction."""
+    from synth import view
+
+    # An interactive session that completed its task and shut down.
+    finished = SessionBuilder(
+        session_id=FINISHED,
+        start="2026-08-05T07:49:01.551Z",
+        copilot_version="1.0.85",
+        model="claude-sonnet-4.5",
+        cwd="/home/dev/shop",
+        repository="octo/shop",
+        branch="feature",
+        seed=1,
+    )
+    finished.user_message("Add a test for the parser.")
+    finished.turn("Reading the parser.", [view("src/parser.py", "def parse(): ...")])
+    finished.turn("Writing the test.", [bash("pytest -q", "1 passed"), bash("git diff", "")])
+    complete(finished, "Added the test.")
+    finished.shutdown()
+
+    # Autopilot, cut off inside a tool: a sub-agent with two calls, a nudge, a 429, a model
+    # switch that ties the replies' models (one each: the latest reply's wins).
+    cut = SessionBuilder(session_id=CUT_OFF, start="2026-08-06T10:00:00.000Z", seed=2)
+    cut.mode_changed("autopilot")
+    cut.user_message("Upgrade the dependencies.")
+    cut.subagent_run("Run the test suite.", llm_calls=2, tool_calls=1)
+    cut.nudge()
+    failed_call(cut)
+    cut.model_change("gpt-5")
+    cut.turn("Retrying.", [bash("pip install -U .", never_completes=True)], end=False)
+
+    # Killed inside a tool, resumed with a second prompt, shut down; no repository; a blank
+    # line after the first prompt.
+    resumed = SessionBuilder(
+        session_id=RESUMED, start="2026-08-07T09:00:00.000Z", repository=None, branch=None, seed=3
+    )
+    resumed.user_message("Rename the module.")
+    resumed.turn("Renaming.", [bash("git mv a.py b.py", never_completes=True)], end=False)
+    resumed.resume()
+    resumed.user_message("Go on.")
+    resumed.turn("Renamed.")
+    resumed.shutdown()
+
+    # Shut down, then resumed and worked: the last run has no shutdown after its work.
+    after = SessionBuilder(session_id=WORKED_AFTER_SHUTDOWN, start="2026-08-08T09:00:00Z", seed=4)
+    after.user_message("Hi.")
+    complete(after, "Said hello.")
+    after.shutdown()
+    after.resume()
+    after.user_message("And now?")
+    after.turn("Nothing more.")
+
+    # Shut down, then worked with no session.resume between (its resume line lost): the
+    # shutdown is before the run's last work.
+    no_resume = SessionBuilder(session_id=NO_RESUME_LINE, start="2026-08-09T09:00:00Z", seed=5)
+    no_resume.user_message("Hi.")
+    no_resume.turn("Hello.")
+    no_resume.shutdown()
+    no_resume.user_message("Again?")
+    no_resume.turn("Hello again.")
+
+    # The user quit while a tool waited at a permission prompt: ended, the turn left open.
+    quit_ = SessionBuilder(session_id=QUIT, start="2026-08-10T09:00:00Z", seed=6)
+    quit_.user_message("Delete the build folder.")
+    quit_.turn("Deleting.", [bash("rm -rf build", never_completes=True)], end=False)
+    quit_.shutdown()
+
+    files = {}
+    for b in (finished, cut, resumed, after, no_resume, quit_):
+        files[b.session_id] = b.write(tmp_path / f"{b.session_id}.jsonl")
+    data = files[RESUMED].read_bytes().splitlines(keepends=True)
+    first_prompt = lines(resumed, "user.message")[0]
+    files[RESUMED].write_bytes(b"".join([*data[:first_prompt], b"\n", *data[first_prompt:]]))
+
+    def times(b: SessionBuilder, start: str) -> dict[str, Any]:
+        end = b.events[-1]["timestamp"]
+        return {"started_at": start, "ended_at": end, "duration_ms": ms_between(start, end)}
+
+    expected = {
+        FINISHED: {
+            **times(finished, "2026-08-05T07:49:01.551Z"),
+            "repository": "octo/shop",
+            "cwd": "/home/dev/shop",
+            "branch": "feature",
+            "copilot_version": "1.0.85",
+            "model": "claude-sonnet-4.5",
+            "mode": "interactive",
+            "user_prompts": 1,
+            "autopilot_nudges": 0,
+            "llm_calls": 3,
+            "open_turns": 0,
+            "tool_calls": 4,  # view, two bash, task_complete
+            "subagent_runs": 0,
+            "subagent_calls": 0,
+            "errors": 0,
+            "task_complete": True,
+            "status": "ended",
+            "damaged_lines": 0,
+        },
+        CUT_OFF: {
+            **times(cut, "2026-08-06T10:00:00.000Z"),
+            "repository": "octo/project",
+            "cwd": "/home/dev/project",
+            "branch": "main",
+            "copilot_version": "1.0.78",
+            "model": "gpt-5",
+            "mode": "autopilot",
+            "user_prompts": 1,
+            "autopilot_nudges": 1,
+            "llm_calls": 3,  # the task turn, the refused call, the retry
+            "open_turns": 1,
+            "tool_calls": 2,  # task, bash (the sub-agent's tool is its own)
+            "subagent_runs": 1,
+            "subagent_calls": 2,
+            "errors": 1,
+            "task_complete": False,
+            "status": "open",
+            "damaged_lines": 0,
+        },
+        RESUMED: {
+            **times(resumed, "2026-08-07T09:00:00.000Z"),
+            "repository": None,
+            "cwd": "/home/dev/project",
+            "branch": None,
+            "copilot_version": "1.0.78",
+            "model": "gpt-5-mini",
+            "mode": "interactive",
+            "user_prompts": 2,
+            "autopilot_nudges": 0,
+            "llm_calls": 2,
+            "open_turns": 1,  # the killed turn: no CLI closes it
+            "tool_calls": 1,
+            "subagent_runs": 0,
+            "subagent_calls": 0,
+            "errors": 0,
+            "task_complete": False,
+            "status": "ended",
+            "damaged_lines": 1,
+        },
+        WORKED_AFTER_SHUTDOWN: {
+            **times(after, "2026-08-08T09:00:00.000Z"),
+            "repository": "octo/project",
+            "cwd": "/home/dev/project",
+            "branch": "main",
+            "copilot_version": "1.0.78",
+            "model": "gpt-5-mini",
+            "mode": "interactive",
+            "user_prompts": 2,
+            "autopilot_nudges": 0,
+            "llm_calls": 2,
+            "open_turns": 0,
+            "tool_calls": 1,
+            "subagent_runs": 0,
+            "subagent_calls": 0,
+            "errors": 0,
+            "task_complete": False,  # judged on the last task, which did not complete
+            "status": "open",
+            "damaged_lines": 0,
+        },
+    }
+    plain = {
+        "repository": "octo/project",
+        "cwd": "/home/dev/project",
+        "branch": "main",
+        "copilot_version": "1.0.78",
+        "model": "gpt-5-mini",
+        "mode": "interactive",
+        "autopilot_nudges": 0,
+        "subagent_runs": 0,
+        "subagent_calls": 0,
+        "errors": 0,
+        "task_complete": False,
+        "damaged_lines": 0,
+    }
+    expected[NO_RESUME_LINE] = {
+        **times(no_resume, "2026-08-09T09:00:00.000Z"),
+        **plain,
+        "user_prompts": 2,
+        "llm_calls": 2,
+        "open_turns": 0,
+        "tool_calls": 0,
+        "status": "open",
+    }
+    expected[QUIT] = {
+        **times(quit_, "2026-08-10T09:00:00.000Z"),
+        **plain,
+        "user_prompts": 1,
+        "llm_calls": 1,
+        "open_turns": 1,
+        "tool_calls": 1,
+        "status": "ended",
+    }
+    for session in expected:
+        expected[session] = {name: expected[session][name] for name in plain_order()}
+    rows = sessions_json(tmp_path)
+    # Newest first.
+    assert [row["session_id"] for row in rows] == [
+        QUIT,
+        NO_RESUME_LINE,
+        WORKED_AFTER_SHUTDOWN,
+        RESUMED,
+        CUT_OFF,
+        FINISHED,
+    ]
+    for row in rows:
+        session = row["session_id"]
+        assert row == {"session_id": session, **expected[session], "file": str(files[session])}
+        assert list(row) == ["session_id", *expected[session], "file"]
+
+
+# --- 3. doctor: the severity of each kind of damage, and the verdict -----------------------
+#
+# docs/doctor.md: a reason's severity is what the CLI version that wrote the log did in a
+# recorded resume of the same damage (resumes: info; resumes but drops events or loses the
+# history: risk; refuses, or sends a tool call without its result: fatal), judged by the
+# nearest recorded version at or below it; damage no resume was recorded of is a risk; a
+# sub-agent or tool out of place, and work with no shutdown after it, are at least a risk. The
+# verdict is the worst severity (fatal: cannot-resume, risk: at-risk, info: healthy), unless the
+# log has no shutdown after its work and its last event is recent: running. The outcomes below
+# are read from docs/doctor.md's table of recorded resumes.
+
+HOUR = timedelta(hours=1)
+
+
+def worked(version: str) -> SessionBuilder:
+    """A prompt, a tool turn and an answer, written by CLI ``version`` (no shutdown yet)."""
+    b = SessionBuilder(seed=7, copilot_version=version)
+    b.user_message("Run the tests.")
+    b.turn("Running them.", [bash("pytest -q", "3 passed")])
+    b.turn("They pass.")
+    return b
+
+
+def clean_log(version: str) -> tuple[SessionBuilder, list[bytes]]:
+    b = worked(version)
+    b.shutdown()
+    return b, b.lines()
+
+
+def first(b: SessionBuilder, kind: str) -> int:
+    """The 0-based index of the first line of type ``kind``."""
+    return lines(b, kind)[0] - 1
+
+
+def joined(parts: list[bytes]) -> bytes:
+    from synth import join_lines
+
+    return join_lines(parts)
+
+
+def cut_last_line(version: str) -> bytes:
+    """A line after the shutdown cut in half (a crash while writing it)."""
+    from synth import cut
+
+    b = worked(version)
+    b.shutdown()
+    b.info("notice", "written as the CLI exited")
+    return cut(b.to_bytes())
+
+
+def nul_tail(version: str) -> bytes:
+    import synth
+
+    return synth.nul_tail(clean_log(version)[0].to_bytes())
+
+
+def glued_line(version: str) -> bytes:
+    """The first turn_end cut in half, the next event glued behind it."""
+    from synth import glue_truncated
+
+    b, data = clean_log(version)
+    at = first(b, "assistant.turn_end")
+    return joined([*data[:at], glue_truncated(data[at], data[at + 1]), *data[at + 2 :]])
+
+
+def raw_newline(version: str) -> bytes:
+    from synth import split_line
+
+    b, data = clean_log(version)
+    at = first(b, "user.message")
+    return joined([*data[:at], *split_line(data[at]), *data[at + 1 :]])
+
+
+def not_utf8(version: str) -> bytes:
+    from synth import invalid_utf8
+
+    b, data = clean_log(version)
+    at = first(b, "user.message")
+    return joined([*data[:at], invalid_utf8(data[at]), *data[at + 1 :]])
+
+
+def blank(version: str) -> bytes:
+    b, data = clean_log(version)
+    at = first(b, "user.message") + 1
+    return joined([*data[:at], b"", *data[at:]])
+
+
+def replayed(version: str) -> bytes:
+    b, data = clean_log(version)
+    at = first(b, "assistant.turn_start")
+    return joined([*data[: at + 1], data[at], *data[at + 1 :]])
+
+
+def crlf_ending(version: str) -> bytes:
+    from synth import crlf
+
+    b, data = clean_log(version)
+    at = first(b, "user.message")
+    return joined([*data[:at], crlf(data[at]), *data[at + 1 :]])
+
+
+def no_event(version: str) -> bytes:
+    from synth import not_an_event
+
+    b, data = clean_log(version)
+    at = first(b, "user.message") + 1
+    return joined([*data[:at], not_an_event(), *data[at:]])
+
+
+def line_separator(version: str) -> bytes:
+    from synth import raw_line_separator
+
+    b, data = clean_log(version)
+    at = first(b, "user.message")
+    return joined([*data[:at], raw_line_separator(data[at]), *data[at + 1 :]])
+
+
+def valid_json_oddity(version: str) -> bytes:
+    """A reply's outputTokens past 64 bits: valid JSON the CLI parses like any line."""
+    import re
+
+    b, data = clean_log(version)
+    at = first(b, "assistant.message")
+    odd = re.sub(rb'"outputTokens":\d+', b'"outputTokens":1e999', data[at])
+    assert odd != data[at]
+    return joined([*data[:at], odd, *data[at + 1 :]])
+
+
+def complete_removed(version: str) -> bytes:
+    """A tool's complete removed, the session going on after it (orphan-mid)."""
+    b, data = clean_log(version)
+    at = first(b, "tool.execution_complete")
+    return joined([*data[:at], *data[at + 1 :]])
+
+
+def tool_open_at_shutdown(version: str) -> bytes:
+    """The user quit while a tool ran (X307: orphan-start, recorded as resumed)."""
+    b = worked(version)
+    b.turn("Deploying.", [bash("make deploy", never_completes=True)], end=False)
+    b.shutdown()
+    return b.to_bytes()
+
+
+def cut_off_in_a_tool(version: str) -> bytes:
+    """The log ends inside a tool: orphan-start, and no shutdown."""
+    b = worked(version)
+    b.turn("Deploying.", [bash("make deploy", never_completes=True)], end=False)
+    return b.to_bytes()
+
+
+def killed_and_resumed(version: str) -> bytes:
+    """Killed inside a tool, resumed, shut down (X309: orphan-start; every run saved)."""
+    b = worked(version)
+    b.turn("Deploying.", [bash("make deploy", never_completes=True)], end=False)
+    b.resume()
+    b.user_message("Go on.")
+    b.turn("Deployed.")
+    b.shutdown()
+    return b.to_bytes()
+
+
+def requested_not_started(version: str) -> bytes:
+    """A reply asking for a tool that never started (orphan-request), then a shutdown."""
+    b = worked(version)
+    b.turn("", [], end=False)
+    request = {"toolCallId": "call_never", "name": "bash", "arguments": {}, "type": "function"}
+    b.event(
+        "assistant.message",
+        {"messageId": "m-1", "content": "", "toolRequests": [request], "turnId": "9"},
+    )
+    b.end_turn()
+    b.shutdown()
+    return b.to_bytes()
+
+
+def unfinished_subagent(version: str) -> bytes:
+    b = worked(version)
+    b.event("subagent.started", {"toolCallId": "call_sub", "agentName": "task"})
+    b.shutdown()
+    return b.to_bytes()
+
+
+def tool_outside_turn(version: str) -> bytes:
+    b = worked(version)
+    b.event("tool.execution_start", {"toolCallId": "call_out", "toolName": "bash"})
+    b.event("tool.execution_complete", {"toolCallId": "call_out", "success": True})
+    b.shutdown()
+    return b.to_bytes()
+
+
+def no_shutdown(version: str) -> bytes:
+    return worked(version).to_bytes()
+
+
+DOCTOR_CASES = [
+    # (make the log, CLI version, reason code, evidence row, severity, verdict)
+    (cut_last_line, "1.0.40", "damage", "cut-last-line", "fatal", "cannot-resume"),
+    (cut_last_line, "1.0.78", "damage", "cut-last-line", "info", "healthy"),
+    (cut_last_line, "1.0.50", "damage", "cut-last-line", "fatal", "cannot-resume"),  # by 1.0.40
+    (cut_last_line, "1.0.77", "damage", "cut-last-line", "fatal", "cannot-resume"),  # by 1.0.60
+    (cut_last_line, "1.0.10", "damage", "cut-last-line", "fatal", "cannot-resume"),  # by 1.0.20
+    (cut_last_line, "1.0.200", "damage", "cut-last-line", "info", "healthy"),  # by 1.0.102
+    (nul_tail, "1.0.40", "damage", "nul-tail", "fatal", "cannot-resume"),
+    (nul_tail, "1.0.60", "damage", "nul-tail", "info", "healthy"),
+    (glued_line, "1.0.85", "damage", "glued-line", "fatal", "cannot-resume"),
+    (glued_line, "1.0.102", "damage", "glued-line", "risk", "at-risk"),
+    (raw_newline, "1.0.85", "damage", "raw-newline", "fatal", "cannot-resume"),
+    (raw_newline, "1.0.102", "damage", "raw-newline", "risk", "at-risk"),
+    (not_utf8, "1.0.85", "damage", "invalid-utf8", "info", "healthy"),
+    (not_utf8, "1.0.102", "damage", "invalid-utf8", "risk", "at-risk"),
+    (blank, "1.0.20", "damage", "blank-line", "info", "healthy"),
+    (replayed, "1.0.102", "damage", "duplicate-line", "info", "healthy"),
+    (crlf_ending, "1.0.102", "damage", None, "risk", "at-risk"),  # no resume recorded
+    (no_event, "1.0.78", "damage", None, "risk", "at-risk"),  # no resume recorded
+    (line_separator, "1.0.40", "damage", "u2028", "fatal", "cannot-resume"),
+    (line_separator, "1.0.60", None, None, None, "healthy"),  # not looked for: resumed
+    (valid_json_oddity, "1.0.78", None, None, None, "healthy"),  # valid JSON: noted nowhere
+    (complete_removed, "1.0.20", "open-tool-call", "orphan-mid", "fatal", "cannot-resume"),
+    (complete_removed, "1.0.60", "open-tool-call", "orphan-mid", "info", "healthy"),
+    (tool_open_at_shutdown, "1.0.78", "open-tool-call", "orphan-start", "info", "healthy"),
+    (killed_and_resumed, "1.0.85", "open-tool-call", "orphan-start", "info", "healthy"),
+    (requested_not_started, "1.0.102", "open-tool-call", "orphan-request", "info", "healthy"),
+    (unfinished_subagent, "1.0.78", "out-of-place", None, "risk", "at-risk"),
+    (tool_outside_turn, "1.0.78", "out-of-place", None, "risk", "at-risk"),
+    (no_shutdown, "1.0.78", "no-shutdown", "no-shutdown", "risk", "at-risk"),
+]
+
+
+def doctor_of(data: bytes, tmp_path: Path, *, now: datetime = LATER, size: int | None = None) -> Any:
+    from copilot_logs.commands import doctor
+    from copilot_logs.ingest.reader import read_bytes as read_log
+
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(data)
+    if size is not None:  # a sparse file of that size stands for the log on disk
+        log = tmp_path / "big.jsonl"
+        with open(log, "wb") as out:
+            out.truncate(size)
+    result = read_log(data, name=str(log))
+    return doctor.judge([doctor.facts(result)], files={str(log): log}, now=now, running_within=HOUR)
+
+
+@pytest.mark.parametrize(
+    ("make", "version", "code", "damage", "severity", "expected"),
+    [pytest.param(*case, id=f"{case[0].__name__}-{case[1]}") for case in DOCTOR_CASES],
+)
+def test_doctor_judges_each_damage_by_its_recorded_resume(
+    tmp_path: Path,
+    make: Any,
+    version: str,
+    code: str | None,
+    damage: str | None,
+    severity: str | None,
+    expected: str,
+) -> None:
+    found = doctor_of(make(version), tmp_path)
+    assert found.sessions["verdict"].to_list() == [expected]
+    judged = [
+        (r["code"], r["damage"], r["severity"])
+        for r in found.reasons.to_dicts()
+        if r["severity"] != "info" or r["code"] in ("damage", "open-tool-call")
+    ]
+    # A tool outside its turn is out of place twice (its start, its complete): one kind.
+    assert sorted(set(judged)) == ([] if code is None else [(code, damage, severity)])
+
+
+@pytest.mark.parametrize(
+    ("size", "severity", "expected"),
+    [
+        (300_000_000, "risk", "at-risk"),  # past half of the string limit
+        (536_870_887, "risk", "at-risk"),
+        (536_870_888, "fatal", "cannot-resume"),  # at the limit
+    ],
+)
+def test_doctor_judges_the_size_of_a_hand_built_log(
+    tmp_path: Path, size: int, severity: str, expected: str
+) -> None:
+    found = doctor_of(clean_log("1.0.102")[0].to_bytes(), tmp_path, size=size)
+    assert [(r["code"], r["severity"]) for r in found.reasons.to_dicts() if r["code"] == "size"] == [
+        ("size", severity)
+    ]
+    assert found.sessions["verdict"].to_list() == [expected]
+
+
+def test_doctor_calls_running_only_a_recent_log_with_no_shutdown_after_its_work(
+    tmp_path: Path,
+) -> None:
+    """Running: no shutdown after the last work (the model's ``ended``), and the last event
+    within ``running_within`` of now, before or after it (a clock days ahead is not)."""
+    from synth import cut as cut_line
+
+    cut_in_a_tool = cut_line(cut_off_in_a_tool("1.0.40"))  # fatal: a cut line, for 1.0.40
+    cut_at = datetime.fromisoformat(
+        orjson.loads(cut_off_in_a_tool("1.0.40").splitlines()[-2])["timestamp"].replace("Z", "+00:00")
+    )
+    b = worked("1.0.78")
+    b.shutdown()
+    shut = b.to_bytes()
+    b.resume()
+    b.user_message("Go on.")
+    resumed = b.to_bytes()
+    at = last_time(b)
+    cases = [
+        (cut_in_a_tool, LATER, "cannot-resume"),
+        (cut_in_a_tool, cut_at + timedelta(minutes=1), "running"),  # never judged while written
+        (shut, at + timedelta(minutes=1), "healthy"),  # ended: judged, however recent
+        (resumed, at + timedelta(minutes=1), "running"),  # worked after its shutdown
+        (resumed, at - timedelta(minutes=5), "running"),  # a clock a little ahead of ours
+        (resumed, at - timedelta(days=3), "at-risk"),  # days ahead: not running for ever
+        (resumed, at + timedelta(hours=2), "at-risk"),  # cut off: no-shutdown
+    ]
+    for data, now, expected in cases:
+        assert doctor_of(data, tmp_path, now=now).sessions["verdict"].to_list() == [expected]
