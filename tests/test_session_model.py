@@ -863,3 +863,111 @@ def test_doctor_calls_running_only_a_recent_log_with_no_shutdown_after_its_work(
     ]
     for data, now, expected in cases:
         assert doctor_of(data, tmp_path, now=now).sessions["verdict"].to_list() == [expected]
+
+
+# --- 4. a blocked completion, judged the same by every command -----------------------------
+#
+# docs/audit.md: a task_complete whose outcome is ``blocked`` is not done: a call after it takes
+# the task up again, and when nothing follows it the verdict is ``blocked``. It ends no task
+# (usage --by task), is no loop's "after completion", and is never ``task_complete`` in
+# sessions or watch.
+
+BLOCKER = {"kind": "permission_recovery", "reason": "attempts_exhausted", "resumable": True}
+
+
+def blocked_session(*, then_a_call: bool, outcome: str = "blocked") -> SessionBuilder:
+    b = autopilot(seed=11)
+    b.turn("Pushing the branch.", [bash("git push", "denied")])
+    data = {"outcome": outcome, "blocker": BLOCKER} if outcome == "blocked" else {}
+    complete(b, "Cannot push without approval.", **data)
+    if then_a_call:
+        b.turn("Trying another remote.", [bash("git push backup", "denied")])
+        b.turn("I could not push.")
+    b.shutdown()
+    return b
+
+
+def every_command(b: SessionBuilder, tmp_path: Path) -> dict[str, Any]:
+    """What each command says of the one session of ``b``: audit's verdict and loop finding,
+    sessions' task_complete, watch's state and run status, usage --by task's tasks."""
+    from copilot_logs.api import sessions, usage
+
+    result = read(b)
+    (row,) = audit.audit(result, now=LATER, require_task_complete=True).to_dicts()
+    path = tmp_path / f"{b.session_id}.jsonl"
+    path.write_bytes(b.to_bytes())
+    follower = watch.Follower((path,), b.session_id)
+    follower.poll()
+    state = watch.state(follower)
+    assert state is not None
+    tasks = usage(result, by="task").rows.filter(pl.col("source") != "not attributable")
+    return {
+        "verdict": row["verdict"],
+        "looping": (row["looping"], row["loop_signals"]),
+        "sessions": sessions(result)["task_complete"].to_list(),
+        "watch": (state.task_complete, state.ended),
+        "tasks": [(r["task_index"], r["llm_calls"], r["completed"]) for r in tasks.to_dicts()],
+    }
+
+
+def test_a_blocked_completion_followed_by_a_call_ends_nothing_anywhere(tmp_path: Path) -> None:
+    said = every_command(blocked_session(then_a_call=True), tmp_path)
+    assert said == {
+        "verdict": "missing-task-complete",
+        "looping": (False, []),  # not "after-completion": the task was taken up again
+        "sessions": [False],
+        "watch": (False, True),
+        "tasks": [(1, 4, False)],  # one task: its 4 calls, not done
+    }
+
+
+def test_a_blocked_completion_that_is_last_is_blocked_and_never_completed(tmp_path: Path) -> None:
+    said = every_command(blocked_session(then_a_call=False), tmp_path)
+    assert said == {
+        "verdict": "blocked",
+        "looping": (False, []),
+        "sessions": [False],
+        "watch": (False, True),
+        "tasks": [(1, 2, False)],
+    }
+
+
+def test_an_accepted_completion_in_the_same_place_ends_its_task_everywhere(
+    tmp_path: Path,
+) -> None:
+    """The control: the same logs with the completion accepted."""
+    went_on = every_command(blocked_session(then_a_call=True, outcome="completed"), tmp_path)
+    assert went_on == {
+        "verdict": "missing-task-complete",
+        "looping": (True, ["after-completion"]),  # two calls spent after the task was done
+        "sessions": [False],
+        "watch": (False, True),
+        "tasks": [(1, 2, True), (2, 2, False)],
+    }
+    done = every_command(blocked_session(then_a_call=False, outcome="completed"), tmp_path)
+    assert done == {
+        "verdict": "completed",
+        "looping": (False, []),
+        "sessions": [True],
+        "watch": (True, True),
+        "tasks": [(1, 2, True)],
+    }
+
+
+def test_watch_waits_on_a_blocked_completion_only_until_the_task_is_taken_up(
+    tmp_path: Path,
+) -> None:
+    """``--until-done``: a blocked completion ends the loop (finishing); a call after it is
+    the task going on (running)."""
+    b = blocked_session(then_a_call=True)
+    data = b.to_bytes().splitlines(keepends=True)
+    completion = lines(b, "session.task_complete")[0]
+    next_call = [n for n in lines(b, "assistant.turn_start") if n > completion][0]
+    path = tmp_path / "s.jsonl"
+    statuses = []
+    for end in (completion + 1, next_call, len(data)):  # turn_end, the next call, the shutdown
+        path.write_bytes(b"".join(data[:end]))
+        follower = watch.Follower((path,), "s")
+        follower.poll()
+        statuses.append(watch.run_status(follower))
+    assert statuses == [watch.FINISHING, watch.RUNNING, watch.ENDED]
