@@ -971,3 +971,313 @@ def test_watch_waits_on_a_blocked_completion_only_until_the_task_is_taken_up(
         follower.poll()
         statuses.append(watch.run_status(follower))
     assert statuses == [watch.FINISHING, watch.RUNNING, watch.ENDED]
+
+
+# --- 5. one story on the samples, the recordings and the real logs ------------------------
+#
+# Every ``usage --by`` grouping adds up to the sessions' own figures; and sessions, audit,
+# doctor, watch and usage say the same of whether a session ended, whether it completed, and
+# which run of the CLI (segment) each LLM call belongs to. The hand oracle reads the raw lines
+# with orjson (recovering what the damaged sample's lines still hold, as docs/damaged-logs.md
+# says a reader must); the recordings' truth.json says how each run ended and which calls the
+# model server answered in it.
+
+from functools import cache  # noqa: E402
+
+from .conftest import PROJECT, REAL_SAMPLES, SAMPLES  # noqa: E402
+
+EDGE_SAMPLES = REAL_SAMPLES.parent / "real-samples-edge"
+WORK = frozenset({"user.message", "assistant.turn_start", "assistant.message", "tool.execution_start"})
+"""What a run does while it works (docs/sessions.md, ``status``)."""
+FIGURES = ("nano_aiu", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+BY_SESSION = ("day", "week", "month", "model", "repository")
+BY_CALL = ("call", "prompt", "agent", "task")
+
+Key = tuple[str, str]
+
+
+def _parsed(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw.rstrip(b"\r"))
+    except orjson.JSONDecodeError:
+        pass
+    try:  # bytes that are not UTF-8, replaced
+        return orjson.loads(raw.decode("utf-8", "replace"))
+    except orjson.JSONDecodeError:
+        pass
+    glued = raw.rfind(b'{"type"')  # a cut event with a whole one glued behind it
+    if glued > 0:
+        try:
+            return orjson.loads(raw[glued:])
+        except orjson.JSONDecodeError:
+            pass
+    return None
+
+
+def raw_events(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The events of each session of the log, read by hand: one JSON object a line (an event
+    split by a raw newline joined again), each session from its session.start, each event once
+    (a replayed line's id skipped)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    session: str | None = None
+    seen: set[str] = set()
+    physical = path.read_bytes().split(b"\n")
+    index = 0
+    while index < len(physical):
+        raw = physical[index]
+        event = _parsed(raw)
+        if event is None and index + 1 < len(physical):
+            joined_line = _parsed(raw + b"\\n" + physical[index + 1])
+            if joined_line is not None:
+                event, index = joined_line, index + 1
+        index += 1
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            continue
+        if event.get("id") in seen:
+            continue
+        seen.add(str(event.get("id")))
+        if event["type"] == "session.start":
+            session = str(event["data"].get("sessionId") or session)
+        found.setdefault(session or path.stem, []).append(event)
+    return found
+
+
+def main_agent(event: dict[str, Any]) -> bool:
+    data = event.get("data")
+    return "agentId" not in event and not (isinstance(data, dict) and "parentToolCallId" in data)
+
+
+def raw_segments(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The runs of the CLI: a new one at each session.resume."""
+    runs: list[list[dict[str, Any]]] = [[]]
+    for event in events:
+        if event["type"] == "session.resume":
+            runs.append([])
+        runs[-1].append(event)
+    return runs
+
+
+def raw_ended(events: list[dict[str, Any]]) -> bool:
+    """The last run wrote a session.shutdown after its last work."""
+    last_run = raw_segments(events)[-1]
+    kinds = [event["type"] for event in last_run]
+    shutdowns = [n for n, kind in enumerate(kinds) if kind == "session.shutdown"]
+    work = [n for n, kind in enumerate(kinds) if kind in WORK]
+    return bool(shutdowns) and shutdowns[-1] > max(work, default=-1)
+
+
+def raw_completed(events: list[dict[str, Any]]) -> bool:
+    """The session's last main-agent prompt, nudge, LLM call, error or completion is a
+    task_complete the CLI accepted (not ``success: false``, not ``continue`` nor ``blocked``)."""
+    decisive = ("user.message", "assistant.turn_start", "session.error", "session.task_complete")
+    last = [e for e in events if e["type"] in decisive and main_agent(e)][-1:]
+    if not last or last[0]["type"] != "session.task_complete":
+        return False
+    data = last[0]["data"]
+    return data.get("success") is not False and data.get("outcome") not in ("continue", "blocked")
+
+
+def raw_calls_per_run(events: list[dict[str, Any]]) -> list[int]:
+    """Main-agent LLM calls (turn_start lines) of each run."""
+    return [
+        sum(1 for e in run if e["type"] == "assistant.turn_start" and main_agent(e))
+        for run in raw_segments(events)
+    ]
+
+
+def _corpus_paths(name: str) -> list[Path]:
+    if name == "samples":
+        return sorted(
+            [*SAMPLES.glob("*/events.jsonl"), *SAMPLES.glob("*.jsonl")], key=lambda p: str(p)
+        )
+    if name == "recordings":
+        from .recorded import _EVERY
+
+        return [r.log for r in _EVERY if r.outcome == "recorded"]
+    return sorted([*REAL_SAMPLES.glob("*.jsonl"), *EDGE_SAMPLES.glob("*.jsonl")])
+
+
+WATCHED_RECORDINGS = ("1.0.20", "1.0.102")
+"""watch's state is built per log (a few hundredths of a second each): on the recordings, the
+scenarios of the oldest and the newest version and every log of several runs."""
+
+
+@cache
+def told(name: str) -> dict[str, Any]:
+    """What every command says of each session of the corpus, from one read of it."""
+    from copilot_logs.api import read as read_logs
+    from copilot_logs.api import sessions, usage
+    from copilot_logs.commands.doctor import checks
+
+    paths = _corpus_paths(name)
+    result = read_logs(*paths)
+    keyed = lambda frame: {(r["file"], r["session_id"]): r for r in frame.to_dicts()}  # noqa: E731
+    report = usage(result, by="session")
+    told = {
+        "paths": paths,
+        "raw": {
+            (str(path), session): events
+            for path in paths
+            for session, events in raw_events(path).items()
+        },
+        "sessions": keyed(sessions(result)),
+        "audit": keyed(audit.audit(result, now=LATER, require_task_complete=True)),
+        "facts": keyed(audit.facts(result)),
+        "doctor": keyed(checks.figures(result.events)),
+        "usage": keyed(report.sessions),
+        "by": {by: usage(result, by=by).rows for by in (*BY_CALL, *BY_SESSION)},
+        "watch": {},
+    }
+    for path in paths:
+        several_runs = b'"type":"session.resume"' in path.read_bytes()
+        if name == "recordings" and path.parent.parent.name not in WATCHED_RECORDINGS:
+            if not several_runs:
+                continue
+        follower = watch.Follower((path,), path.stem)
+        follower.poll()
+        told["watch"][str(path)] = (watch.state(follower), watch.tail.shut_down(follower.result))
+    return told
+
+
+CORPORA = [
+    pytest.param("samples", id="samples"),
+    pytest.param("recordings", id="recordings", marks=pytest.mark.live),
+    pytest.param("real", id="real-samples"),
+]
+
+
+def corpus(name: str) -> dict[str, Any]:
+    if name == "real" and not REAL_SAMPLES.is_dir():
+        pytest.skip("../shared/real-samples is not here")
+    found = told(name)
+    assert found["sessions"], f"no session read in {name}"
+    return found
+
+
+def last_session_of_each_file(found: dict[str, Any]) -> dict[str, Key]:
+    """watch shows a file as one block: its last session (the one its last line is in)."""
+    last: dict[str, Key] = {}
+    for path in found["paths"]:
+        sessions = list(raw_events(path))
+        last[str(path)] = (str(path), sessions[-1])
+    return last
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_every_usage_grouping_adds_up_to_the_sessions_figures(name: str) -> None:
+    """issue 32: per session, the rows of --by call, prompt, agent and task (a 'not
+    attributable' row included) sum to its credits, tokens and LLM calls wherever usage knows
+    them; the rows of --by day, week, month, model and repository sum to all sessions'."""
+    found = corpus(name)
+    sessions = found["usage"]
+    for by in BY_CALL:
+        rows = found["by"][by]
+        held: dict[Key, dict[str, float]] = {}
+        for row in rows.to_dicts():
+            sums = held.setdefault((row["file"], row["session_id"]), dict.fromkeys(FIGURES, 0.0))
+            for figure in FIGURES:
+                sums[figure] += row[figure] or 0
+            calls = (row["source"] != "not attributable") if by == "call" else row["llm_calls"]
+            sums["calls"] = sums.get("calls", 0) + calls
+        for key, session in sessions.items():
+            mine = held.get(key, {})
+            assert mine.get("calls", 0) == session["llm_calls"] + session["subagent_calls"], (
+                by,
+                key,
+            )
+            for figure in FIGURES:
+                if session[figure] is not None:
+                    assert mine.get(figure, 0) == pytest.approx(session[figure]), (by, figure, key)
+    for by in BY_SESSION:
+        rows = found["by"][by]
+        for figure in FIGURES:
+            known = [s[figure] for s in sessions.values() if s[figure] is not None]
+            assert rows[figure].drop_nulls().sum() == pytest.approx(sum(known)), (by, figure)
+        if by != "model":  # a session goes whole into one row
+            assert rows["sessions"].sum() == len(sessions), by
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_every_command_says_the_same_of_whether_a_session_ended(name: str) -> None:
+    found = corpus(name)
+    last = last_session_of_each_file(found)
+    for key, row in found["sessions"].items():
+        ended = raw_ended(found["raw"][key])
+        assert (row["status"] == "ended") is ended, key
+        assert found["facts"][key]["file_open"] is not ended, key
+        assert found["doctor"][key]["shut_down"] is ended, key
+        if key[0] in found["watch"] and last[key[0]] == key:
+            state, shut_down = found["watch"][key[0]]
+            assert (state.ended, shut_down) == (ended, ended), key
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_every_command_says_the_same_of_whether_a_session_completed(name: str) -> None:
+    found = corpus(name)
+    last = last_session_of_each_file(found)
+    tasks: dict[Key, list[tuple[int, bool]]] = {}
+    for row in found["by"]["task"].filter(pl.col("source") != "not attributable").to_dicts():
+        tasks.setdefault((row["file"], row["session_id"]), []).append(
+            (row["task_index"], row["completed"])
+        )
+    for key, row in found["sessions"].items():
+        completed = raw_completed(found["raw"][key])
+        assert row["task_complete"] is completed, key
+        assert (found["audit"][key]["verdict"] == "completed") is completed, key
+        if key in tasks:
+            assert max(tasks[key])[1] is completed, key
+        if key[0] in found["watch"] and last[key[0]] == key:
+            state, _ = found["watch"][key[0]]
+            assert state.task_complete is completed, key
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_every_command_puts_each_call_in_the_same_run(name: str) -> None:
+    """A session has one segment per run (session.resume lines + 1); each segment's main-agent
+    calls are the turn_start lines of that run, in usage's session row and in --by call."""
+    found = corpus(name)
+    calls = found["by"]["call"].filter(
+        (pl.col("source") != "not attributable") & pl.col("agent_id").is_null()
+    )
+    per_segment: dict[Key, dict[int, int]] = {}
+    for row in calls.to_dicts():
+        mine = per_segment.setdefault((row["file"], row["session_id"]), {})
+        mine[row["segment"]] = mine.get(row["segment"], 0) + 1
+    for key, session in found["usage"].items():
+        by_hand = raw_calls_per_run(found["raw"][key])
+        segments = session["segments"]
+        assert [s["segment"] for s in segments] == list(range(1, len(by_hand) + 1)), key
+        assert [s["llm_calls"] for s in segments] == by_hand, key
+        counted = per_segment.get(key, {})
+        assert [counted.get(n, 0) for n in range(1, len(by_hand) + 1)] == by_hand, key
+
+
+@pytest.mark.live
+def test_the_recordings_say_what_the_model_server_saw_of_each_run() -> None:
+    """The rig's truth: a run that exited on its own wrote its shutdown (ended) and a killed
+    one did not; one segment per run, with the calls the server answered in that run (where
+    the truth says which run each request came in); completed exactly where the scenario
+    expects the verdict ``completed``."""
+    from .recorded import _EVERY
+
+    found = corpus("recordings")
+    checked = {"ended": 0, "runs": 0, "completed": 0}
+    for recording in (r for r in _EVERY if r.outcome == "recorded"):
+        (key,) = [k for k in found["sessions"] if k[0] == str(recording.log)]
+        last_run = recording.runs[-1]
+        if not last_run.get("killed") and not last_run.get("interrupted"):
+            assert found["sessions"][key]["status"] == "ended", recording.id
+            checked["ended"] += 1
+        segments = found["usage"][key]["segments"]
+        assert len(segments) == len(recording.runs), recording.id
+        if all("run" in request for request in recording.truth["requests"]):
+            served = [len(recording.served_in(run)) for run in range(len(recording.runs))]
+            assert [s["llm_calls"] + s["subagent_calls"] for s in segments] == served
+            checked["runs"] += 1
+        expected = recording.truth["expect"].get("verdict")
+        if expected not in (None, "interactive"):
+            assert found["sessions"][key]["task_complete"] is (expected == "completed"), (
+                recording.id
+            )
+            checked["completed"] += 1
+    assert all(checked.values()), checked
