@@ -1281,3 +1281,138 @@ def test_the_recordings_say_what_the_model_server_saw_of_each_run() -> None:
             )
             checked["completed"] += 1
     assert all(checked.values()), checked
+
+
+# --- timeline: what became of a turn or tool left open --------------------------------------
+#
+# docs/timeline.md and the model (derive.open_state): open at a shutdown of its own run (the
+# user quit while it ran); interrupted when its run was killed and a later run resumed the
+# session (the CLI's own shape: no version closes the killed turn; 1.0.102 closes the killed
+# tool with the error code ``interrupted``); else open (running, or cut off).
+
+
+def turn_states(b: SessionBuilder) -> list[tuple[bool, bool, bool, list[str], list[bool]]]:
+    """Per main-agent turn: open, open at shutdown, interrupted, its tools' status and their
+    open-at-shutdown flags."""
+    from copilot_logs.api import timeline
+
+    (session,) = timeline(read(b))
+    return [
+        (
+            turn["open"],
+            turn["open_at_shutdown"],
+            turn["interrupted"],
+            [tool["status"] for tool in turn["tools"]],
+            [tool["open_at_shutdown"] for tool in turn["tools"]],
+        )
+        for interaction in session["interactions"]
+        for turn in interaction["turns"]
+    ]
+
+
+CLOSED_TURN = (False, False, False, ["ok"], [False])
+
+
+def test_a_turn_killed_and_resumed_is_interrupted_not_open_at_the_next_runs_shutdown() -> None:
+    b = SessionBuilder(seed=21)
+    b.user_message("Deploy.")
+    b.turn("Checking.", [bash("make check", "ok")])
+    b.turn("Deploying.", [bash("make deploy", never_completes=True)], end=False)
+    b.resume()
+    b.user_message("Go on.")
+    b.turn("Deployed.", [bash("make deploy", "ok")])
+    b.shutdown()
+    assert turn_states(b) == [
+        CLOSED_TURN,
+        (True, False, True, ["interrupted"], [False]),
+        CLOSED_TURN,
+    ]
+
+
+def test_a_tool_the_cli_closed_as_interrupted_on_resume_is_interrupted() -> None:
+    """CLI 1.0.102 writes a failed complete with the error code ``interrupted`` on resume."""
+    b = SessionBuilder(seed=22, copilot_version="1.0.102")
+    b.user_message("Deploy.")
+    record = b.turn("Deploying.", [bash("make deploy", never_completes=True)], end=False)
+    b.resume()
+    (call,) = record.tool_call_ids
+    b.event(
+        "tool.execution_complete",
+        {"toolCallId": call, "success": False, "error": {"message": "x", "code": "interrupted"}},
+    )
+    b.user_message("Go on.")
+    b.turn("Deployed.", [bash("make deploy", "ok")])
+    b.shutdown()
+    assert turn_states(b) == [(True, False, True, ["interrupted"], [False]), CLOSED_TURN]
+
+
+def test_a_turn_open_at_its_own_runs_shutdown_is_open_at_shutdown() -> None:
+    b = SessionBuilder(seed=23)
+    b.user_message("Delete the build folder.")
+    b.turn("Deleting.", [bash("rm -rf build", never_completes=True)], end=False)
+    b.shutdown()
+    assert turn_states(b) == [(True, True, False, ["open"], [True])]
+
+
+def test_a_turn_cut_off_is_open_and_nothing_else() -> None:
+    b = SessionBuilder(seed=24)
+    b.user_message("Deploy.")
+    b.turn("Deploying.", [bash("make deploy", never_completes=True)], end=False)
+    assert turn_states(b) == [(True, False, False, ["open"], [False])]
+
+
+def test_open_at_its_runs_shutdown_comes_before_interrupted() -> None:
+    """A run that shut down with a tool open, worked on (no resume line between), and was
+    killed and resumed: the tool was open at a shutdown of its own run, whatever came after."""
+    b = SessionBuilder(seed=25)
+    b.user_message("Delete the build folder.")
+    b.turn("Deleting.", [bash("rm -rf build", never_completes=True)], end=False)
+    b.shutdown()
+    b._open_turn = None  # the next prompt of the same run (no turn_end was written)
+    b.user_message("Again.")
+    b.turn("Deleting again.", [bash("rm -rf dist", never_completes=True)], end=False)
+    b.resume()
+    b.user_message("Go on.")
+    b.turn("Done.")
+    b.shutdown()
+    assert turn_states(b) == [
+        (True, True, False, ["open"], [True]),
+        (True, False, True, ["interrupted"], [False]),
+        (False, False, False, [], []),
+    ]
+
+
+# --- what a completion decided, the one definition ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"success": True}, "completed"),
+        ({"success": True, "outcome": "completed"}, "completed"),
+        ({}, "completed"),  # success not written: not false
+        ({"success": False}, "completion-rejected"),
+        ({"success": True, "outcome": "continue"}, "completion-rejected"),
+        ({"outcome": "blocked", "blocker": BLOCKER}, "blocked"),
+    ],
+)
+def test_what_a_completion_decided_is_read_the_same_everywhere(
+    tmp_path: Path, data: dict[str, Any], expected: str
+) -> None:
+    """docs/audit.md: accepted unless ``success: false`` or the outcome ``continue``
+    (rejected) or ``blocked``; only an accepted one completes the task, in every command."""
+    b = autopilot(seed=12)
+    b.turn("Fixing.", [bash("make fix", "ok")])
+    b.turn("", [ToolCall("task_complete", {"summary": "Fixed."}, result="Fixed.")], end=False)
+    b.event("session.task_complete", {"summary": "Fixed.", **data}, after_ms=1)
+    b.end_turn()
+    b.shutdown()
+    done = expected == "completed"
+    said = every_command(b, tmp_path)
+    assert said == {
+        "verdict": expected,
+        "looping": (False, []),
+        "sessions": [done],
+        "watch": (done, True),
+        "tasks": [(1, 2, done)],
+    }
