@@ -1416,3 +1416,145 @@ def test_what_a_completion_decided_is_read_the_same_everywhere(
         "watch": (done, True),
         "tasks": [(1, 2, done)],
     }
+
+
+# --- ended and completed, on hand-built logs, in every command ------------------------------
+
+
+def story(data: bytes, tmp_path: Path) -> dict[str, Any]:
+    """Per command, what it says of each session of the log (in file order), and watch's
+    state of the file (its last session)."""
+    from copilot_logs.api import read_file, sessions, usage
+    from copilot_logs.commands.doctor import checks
+
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    result = read_file(path)
+    order = list(raw_events(path))
+
+    def in_order(frame: pl.DataFrame, column: str) -> list[Any]:
+        values = dict(zip(frame["session_id"], frame[column], strict=True))
+        return [values[session] for session in order]
+
+    judged = audit.audit(result, now=LATER, require_task_complete=True)
+    tasks = usage(result, by="task").rows.filter(pl.col("source") != "not attributable")
+    last_task = {
+        session: group.sort("task_index")["completed"][-1]
+        for (session,), group in tasks.group_by("session_id")
+    }
+    follower = watch.Follower((path,), "s")
+    follower.poll()
+    state = watch.state(follower)
+    assert state is not None
+    return {
+        "ended": {
+            "sessions": [s == "ended" for s in in_order(sessions(result), "status")],
+            "audit": [not o for o in in_order(audit.facts(result), "file_open")],
+            "doctor": in_order(checks.figures(result.events), "shut_down"),
+            "watch": (state.ended, watch.tail.shut_down(follower.result)),
+        },
+        "completed": {
+            "sessions": in_order(sessions(result), "task_complete"),
+            "audit": [v == "completed" for v in in_order(judged, "verdict")],
+            "usage": [last_task.get(session, False) for session in order],
+            "watch": state.task_complete,
+        },
+    }
+
+
+def done_and_shut(seed: int, session_id: str) -> SessionBuilder:
+    b = SessionBuilder(seed=seed, session_id=session_id)
+    b.user_message("Tidy the imports.")
+    b.turn("Tidying.", [bash("ruff check --fix", "ok")])
+    complete(b, "Tidied.")
+    b.shutdown()
+    return b
+
+
+def cut_in_a_turn(seed: int, session_id: str) -> SessionBuilder:
+    b = SessionBuilder(seed=seed, session_id=session_id)
+    b.user_message("Tidy the imports.")
+    b.turn("Tidying.", [bash("ruff check --fix", never_completes=True)], end=False)
+    return b
+
+
+def test_ended_and_completed_are_one_answer_on_hand_built_logs(tmp_path: Path) -> None:
+    shut = done_and_shut(31, FINISHED)
+    resumed_worked = done_and_shut(32, FINISHED)
+    resumed_worked.resume()
+    resumed_worked.user_message("One more thing.")
+    resumed_worked.turn("Looking.")
+    no_resume_line = done_and_shut(33, FINISHED)
+    no_resume_line.user_message("One more thing.")
+    # (A call, so that the new task is a row of usage --by task: a prompt that made no call
+    # has none, and the task before it, completed, would be usage's last.)
+    no_resume_line.turn("Looking.")
+    resumed_idle = done_and_shut(34, FINISHED)
+    resumed_idle.resume()
+    killed = cut_in_a_turn(35, FINISHED)
+    killed.resume()
+    killed.user_message("Go on.")
+    complete(killed, "Tidied.")
+    killed.shutdown()
+    quit_ = cut_in_a_turn(36, FINISHED)
+    quit_.shutdown()
+
+    def one(ended: bool, completed: bool) -> dict[str, Any]:
+        return {
+            "ended": {
+                "sessions": [ended],
+                "audit": [ended],
+                "doctor": [ended],
+                "watch": (ended, ended),
+            },
+            "completed": {
+                "sessions": [completed],
+                "audit": [completed],
+                "usage": [completed],
+                "watch": completed,
+            },
+        }
+
+    assert story(shut.to_bytes(), tmp_path) == one(True, True)
+    assert story(resumed_worked.to_bytes(), tmp_path) == one(False, False)
+    assert story(no_resume_line.to_bytes(), tmp_path) == one(False, False)
+    assert story(resumed_idle.to_bytes(), tmp_path) == one(False, True)
+    assert story(killed.to_bytes(), tmp_path) == one(True, True)
+    assert story(quit_.to_bytes(), tmp_path) == one(True, False)
+
+
+def test_watch_shows_the_last_session_of_a_file_of_two(tmp_path: Path) -> None:
+    """A recorder's copy of two sessions: each command judges each; watch's state is the
+    last session's (the one its last line is in)."""
+    done = done_and_shut(41, FINISHED)
+    cut = cut_in_a_turn(42, CUT_OFF)
+    assert story(done.to_bytes() + cut.to_bytes(), tmp_path) == {
+        "ended": {
+            "sessions": [True, False],
+            "audit": [True, False],
+            "doctor": [True, False],
+            "watch": (False, False),
+        },
+        "completed": {
+            "sessions": [True, False],
+            "audit": [True, False],
+            "usage": [True, False],
+            "watch": False,
+        },
+    }
+    cut = cut_in_a_turn(42, CUT_OFF)
+    done = done_and_shut(41, FINISHED)
+    assert story(cut.to_bytes() + done.to_bytes(), tmp_path) == {
+        "ended": {
+            "sessions": [False, True],
+            "audit": [False, True],
+            "doctor": [False, True],
+            "watch": (True, True),
+        },
+        "completed": {
+            "sessions": [False, True],
+            "audit": [False, True],
+            "usage": [False, True],
+            "watch": True,
+        },
+    }
