@@ -21,6 +21,7 @@ orjson); the model server's truth of the recordings (``truth.json``); the docume
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ from copilot_logs.api import read_bytes
 from copilot_logs.commands import audit, watch
 from copilot_logs.ingest.reader import ReadResult
 from synth import SessionBuilder, ToolCall, bash
+
+from .conftest import REAL_SAMPLES, SAMPLES
 
 LATER = datetime(2030, 1, 1, tzinfo=UTC)
 """Long after every session built here: none of them is still running."""
@@ -241,7 +244,11 @@ AFTER_CASES = [
         id="stop(aborted)<turn",
     ),
     pytest.param(
-        shutdown_then_resumed_call, False, "interrupted", "missing-task-complete", id="shutdown<turn"
+        shutdown_then_resumed_call,
+        False,
+        "interrupted",
+        "missing-task-complete",
+        id="shutdown<turn",
     ),
     pytest.param(
         shutdown_then_resumed_call, True, "running", "missing-task-complete", id="shutdown<turn-now"
@@ -308,9 +315,10 @@ def sessions_json(*paths: Path) -> list[dict[str, Any]]:
 def ms_between(start: str, end: str) -> int:
     """Milliseconds between two of the log's timestamps, read as text."""
     parse = datetime.fromisoformat
-    return int((parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00"))) / timedelta(
-        milliseconds=1
-    ))
+    return int(
+        (parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00")))
+        / timedelta(milliseconds=1)
+    )
 
 
 def plain_order() -> list[str]:
@@ -778,7 +786,9 @@ DOCTOR_CASES = [
 ]
 
 
-def doctor_of(data: bytes, tmp_path: Path, *, now: datetime = LATER, size: int | None = None) -> Any:
+def doctor_of(
+    data: bytes, tmp_path: Path, *, now: datetime = LATER, size: int | None = None
+) -> Any:
     from copilot_logs.commands import doctor
     from copilot_logs.ingest.reader import read_bytes as read_log
 
@@ -828,9 +838,9 @@ def test_doctor_judges_the_size_of_a_hand_built_log(
     tmp_path: Path, size: int, severity: str, expected: str
 ) -> None:
     found = doctor_of(clean_log("1.0.102")[0].to_bytes(), tmp_path, size=size)
-    assert [(r["code"], r["severity"]) for r in found.reasons.to_dicts() if r["code"] == "size"] == [
-        ("size", severity)
-    ]
+    assert [
+        (r["code"], r["severity"]) for r in found.reasons.to_dicts() if r["code"] == "size"
+    ] == [("size", severity)]
     assert found.sessions["verdict"].to_list() == [expected]
 
 
@@ -843,7 +853,9 @@ def test_doctor_calls_running_only_a_recent_log_with_no_shutdown_after_its_work(
 
     cut_in_a_tool = cut_line(cut_off_in_a_tool("1.0.40"))  # fatal: a cut line, for 1.0.40
     cut_at = datetime.fromisoformat(
-        orjson.loads(cut_off_in_a_tool("1.0.40").splitlines()[-2])["timestamp"].replace("Z", "+00:00")
+        orjson.loads(cut_off_in_a_tool("1.0.40").splitlines()[-2])["timestamp"].replace(
+            "Z", "+00:00"
+        )
     )
     b = worked("1.0.78")
     b.shutdown()
@@ -962,7 +974,7 @@ def test_watch_waits_on_a_blocked_completion_only_until_the_task_is_taken_up(
     b = blocked_session(then_a_call=True)
     data = b.to_bytes().splitlines(keepends=True)
     completion = lines(b, "session.task_complete")[0]
-    next_call = [n for n in lines(b, "assistant.turn_start") if n > completion][0]
+    next_call = next(n for n in lines(b, "assistant.turn_start") if n > completion)
     path = tmp_path / "s.jsonl"
     statuses = []
     for end in (completion + 1, next_call, len(data)):  # turn_end, the next call, the shutdown
@@ -982,12 +994,10 @@ def test_watch_waits_on_a_blocked_completion_only_until_the_task_is_taken_up(
 # says a reader must); the recordings' truth.json says how each run ended and which calls the
 # model server answered in it.
 
-from functools import cache  # noqa: E402
-
-from .conftest import PROJECT, REAL_SAMPLES, SAMPLES  # noqa: E402
-
 EDGE_SAMPLES = REAL_SAMPLES.parent / "real-samples-edge"
-WORK = frozenset({"user.message", "assistant.turn_start", "assistant.message", "tool.execution_start"})
+WORK = frozenset(
+    {"user.message", "assistant.turn_start", "assistant.message", "tool.execution_start"}
+)
 """What a run does while it works (docs/sessions.md, ``status``)."""
 FIGURES = ("nano_aiu", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 BY_SESSION = ("day", "week", "month", "model", "repository")
@@ -1111,9 +1121,12 @@ def told(name: str) -> dict[str, Any]:
 
     paths = _corpus_paths(name)
     result = read_logs(*paths)
-    keyed = lambda frame: {(r["file"], r["session_id"]): r for r in frame.to_dicts()}  # noqa: E731
+
+    def keyed(frame: pl.DataFrame) -> dict[Key, dict[str, Any]]:
+        return {(r["file"], r["session_id"]): r for r in frame.to_dicts()}
+
     report = usage(result, by="session")
-    told = {
+    said: dict[str, Any] = {
         "paths": paths,
         "raw": {
             (str(path), session): events
@@ -1130,13 +1143,13 @@ def told(name: str) -> dict[str, Any]:
     }
     for path in paths:
         several_runs = b'"type":"session.resume"' in path.read_bytes()
-        if name == "recordings" and path.parent.parent.name not in WATCHED_RECORDINGS:
-            if not several_runs:
-                continue
+        watched = path.parent.parent.name in WATCHED_RECORDINGS or several_runs
+        if name == "recordings" and not watched:
+            continue
         follower = watch.Follower((path,), path.stem)
         follower.poll()
-        told["watch"][str(path)] = (watch.state(follower), watch.tail.shut_down(follower.result))
-    return told
+        said["watch"][str(path)] = (watch.state(follower), watch.tail.shut_down(follower.result))
+    return said
 
 
 CORPORA = [
