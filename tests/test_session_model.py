@@ -1125,7 +1125,9 @@ def told(name: str) -> dict[str, Any]:
     def keyed(frame: pl.DataFrame) -> dict[Key, dict[str, Any]]:
         return {(r["file"], r["session_id"]): r for r in frame.to_dicts()}
 
-    report = usage(result, by="session")
+    from copilot_logs.commands.usage import usage as usage_report
+
+    report = usage_report(result)
     said: dict[str, Any] = {
         "paths": paths,
         "raw": {
@@ -1401,12 +1403,14 @@ def test_open_at_its_runs_shutdown_comes_before_interrupted() -> None:
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        ({"success": True}, "completed"),
-        ({"success": True, "outcome": "completed"}, "completed"),
-        ({}, "completed"),  # success not written: not false
-        ({"success": False}, "completion-rejected"),
-        ({"success": True, "outcome": "continue"}, "completion-rejected"),
-        ({"outcome": "blocked", "blocker": BLOCKER}, "blocked"),
+        pytest.param({"success": True}, "completed", id="success"),
+        pytest.param({"success": True, "outcome": "completed"}, "completed", id="completed"),
+        pytest.param({}, "completed", id="no-success"),  # not written: not false
+        pytest.param({"success": False}, "completion-rejected", id="success-false"),
+        pytest.param(
+            {"success": True, "outcome": "continue"}, "completion-rejected", id="continue"
+        ),
+        pytest.param({"outcome": "blocked", "blocker": BLOCKER}, "blocked", id="blocked"),
     ],
 )
 def test_what_a_completion_decided_is_read_the_same_everywhere(
