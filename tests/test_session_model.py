@@ -789,17 +789,19 @@ DOCTOR_CASES = [
 def doctor_of(
     data: bytes, tmp_path: Path, *, now: datetime = LATER, size: int | None = None
 ) -> Any:
+    """doctor's verdicts and reasons of the log. ``size``: the log measured at that many bytes
+    (as a log read from standard input is measured by the bytes read), without writing it."""
     from copilot_logs.commands import doctor
     from copilot_logs.ingest.reader import read_bytes as read_log
 
     log = tmp_path / "events.jsonl"
     log.write_bytes(data)
-    if size is not None:  # a sparse file of that size stands for the log on disk
-        log = tmp_path / "big.jsonl"
-        with open(log, "wb") as out:
-            out.truncate(size)
-    result = read_log(data, name=str(log))
-    return doctor.judge([doctor.facts(result)], files={str(log): log}, now=now, running_within=HOUR)
+    found, figures = doctor.facts(read_log(data, name=str(log)))
+    files = {str(log): log}
+    if size is not None:
+        figures = figures.with_columns(bytes_read=pl.lit(size, pl.Int64))
+        files = {}
+    return doctor.judge([(found, figures)], files=files, now=now, running_within=HOUR)
 
 
 @pytest.mark.parametrize(
@@ -1205,10 +1207,13 @@ def test_every_usage_grouping_adds_up_to_the_sessions_figures(name: str) -> None
                     assert mine.get(figure, 0) == pytest.approx(session[figure]), (by, figure, key)
     for by in BY_SESSION:
         rows = found["by"][by]
-        for figure in FIGURES:
+        # Per model, the calls are the requests its shutdowns count; a session goes whole into
+        # one row of the others.
+        counts = ("requests",) if by == "model" else ("llm_calls", "subagent_calls")
+        for figure in (*FIGURES, "ai_credits", *counts):
             known = [s[figure] for s in sessions.values() if s[figure] is not None]
             assert rows[figure].drop_nulls().sum() == pytest.approx(sum(known)), (by, figure)
-        if by != "model":  # a session goes whole into one row
+        if by != "model":
             assert rows["sessions"].sum() == len(sessions), by
 
 
