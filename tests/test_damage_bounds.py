@@ -42,6 +42,9 @@ from copilot_logs.ingest.events_frame import MAX_DETAILS
 from copilot_logs.ingest.reader import read_bytes
 from synth import SessionBuilder, bash
 
+# Bounds measured on processes of their own, over GB-sized damage (tier `process`).
+pytestmark = pytest.mark.process
+
 RSS_LIMIT_MB = 250
 
 

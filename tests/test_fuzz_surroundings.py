@@ -35,6 +35,9 @@ from copilot_logs.errors import ExitCode
 from synth import SessionBuilder, bash
 from tests.conftest import FUZZ_SETTINGS, PROJECT
 
+# Each case starts `python -m copilot_logs` (tier `process`: make test-all, CI).
+pytestmark = pytest.mark.process
+
 EXIT_CODES = {int(code) for code in ExitCode}
 BOUND_SECONDS = 120
 """No run may take longer: past it the run hangs, and the test fails."""

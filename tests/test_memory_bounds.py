@@ -25,9 +25,13 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from benchmarks.peak import launched, read_report
 from synth import SessionBuilder, bash, view
+
+# Bounds measured on processes of their own (tier `process`).
+pytestmark = pytest.mark.process
 
 RSS_LIMIT_MB = 250
 LONG_LINE_BYTES = 50 << 20

@@ -15,6 +15,9 @@ import pytest
 from synth import SessionBuilder
 from tests.conftest import PROJECT, SAMPLES
 
+# Each case starts `python -m copilot_logs` (tier `process`: make test-all, CI).
+pytestmark = pytest.mark.process
+
 ALL_CALLS = 53
 """LLM calls in sample_sessions (tests/test_samples.py checks it against the generator)."""
 

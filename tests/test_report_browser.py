@@ -24,6 +24,9 @@ from synth import SessionBuilder, view
 from tests.conftest import PROJECT, SAMPLES
 from tests.test_report import EXPECTED, HOSTILE_PROMPT, Page, hostile_session
 
+# Opens the report in a headless Chromium (tier `browser`: make test-all, CI).
+pytestmark = pytest.mark.browser
+
 BROWSERS = ("chromium", "chromium-headless-shell", "chromium-browser", "google-chrome")
 FLAGS = (
     "--headless",

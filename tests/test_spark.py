@@ -47,6 +47,9 @@ from copilot_logs.spark import engine
 
 from .conftest import SAMPLES
 
+# Starts Spark (a JVM) and the CLI (tier `process`; `make test-spark` runs them).
+pytestmark = pytest.mark.process
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 

@@ -18,6 +18,9 @@ import pytest
 
 from .conftest import SAMPLES
 
+# The live view in tmux (tier `process`).
+pytestmark = pytest.mark.process
+
 SUBAGENT_SAMPLE = SAMPLES / "e5b4a716-8f91-4a02-83b4-4e5f60718293" / "events.jsonl"
 
 
