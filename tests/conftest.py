@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -71,7 +71,7 @@ def copilot_home(
 def real_samples() -> Path:
     """../shared/real-samples, skipped cleanly when absent (a user's clone has none)."""
     if not REAL_SAMPLES.is_dir():
-        expected_skip("../shared/real-samples is not beside this checkout (a clone has none)")
+        pytest.skip(NO_REAL_SAMPLES)
     return REAL_SAMPLES
 
 
@@ -90,7 +90,7 @@ def live_cli() -> tuple[str, Path]:
         key=lambda v: [int(part) if part.isdigit() else 0 for part in v.split(".")],
     )
     if not versions:
-        expected_skip("no Copilot CLI in the rig's cache: `make record-live` fetches the newest")
+        pytest.skip(NO_CLI)
     binary = cli.cached(versions[-1])
     assert binary is not None
     return versions[-1], binary
@@ -102,7 +102,7 @@ SLOW_TIERS = ("process", "matrix", "fuzz", "browser")
 """The markers of the tiers `make test` leaves to `make test-all` and CI (pyproject.toml
 declares them, docs/development.md says which a new test takes)."""
 
-SMALL_TOOLS = {"bash", "sh", "grep", "sed", "jq", "ls", "sha256sum", "git", "make", "mount"}
+SMALL_TOOLS = {"bash", "sh", "grep", "sed", "jq", "ls", "sha256sum", "git", "make", "ruff"}
 """Programs a fast test may start: they start in a millisecond. Not Python, nor a shell that
 runs it."""
 
@@ -141,28 +141,52 @@ def fast_tests_start_no_python(
     monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
 
 
-class ExpectedSkip(pytest.skip.Exception):
-    """A skip every clone without some tool or file meets: the summary shows it once, at the
-    line that said it, with how many tests it skipped."""
+# --- skips every clone without some tool meets: one line each ---------------------------------
 
-    where: tuple[str, int]
+SPARK_EXTRA = (
+    "the spark extra is not installed (`make test-spark` installs it and runs these tests)"
+)
+UNSUPPORTED = "a scenario the recording's CLI version does not support (docs/compatibility.md)"
+NO_REAL_SAMPLES = "../shared/real-samples is not beside this checkout (a clone has none)"
+NO_EDGE_SAMPLES = "../shared/real-samples-edge is not beside this checkout (a clone has none)"
+NO_CLI = "no Copilot CLI in the rig's cache (`make record-live` fetches the newest)"
+NO_JQ = "jq is not installed (install it to run the examples that pipe into it)"
+NO_CHROMIUM = "no Chromium binary found (apt-get install chromium)"
+NO_TMUX = "tmux is not installed (apt-get install tmux; CI installs it through .ci/run)"
+NO_JAVA = "Spark needs Java 17+ (java on PATH or JAVA_HOME)"
+EXPECTED_SKIPS = {
+    SPARK_EXTRA,
+    UNSUPPORTED,
+    NO_REAL_SAMPLES,
+    NO_EDGE_SAMPLES,
+    NO_CLI,
+    NO_JQ,
+    NO_CHROMIUM,
+    NO_TMUX,
+    NO_JAVA,
+}
+"""Skips for these reasons are reported at the line below: the summary shows each once, with how
+many tests it skipped, wherever the tests said it. A skip for another reason is shown where it
+was said."""
+_SAID_AT = sys._getframe().f_lineno
 
 
-def expected_skip(reason: str) -> NoReturn:
-    """Skip for ``reason``, which names what to install or run to get the test run."""
-    caller = sys._getframe(1)
-    skip = ExpectedSkip(reason)
-    skip.where = (caller.f_code.co_filename, caller.f_lineno)
-    raise skip
+def _fold(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        message = report.longrepr[2]
+        if message.removeprefix("Skipped: ") in EXPECTED_SKIPS:
+            report.longrepr = (os.path.relpath(__file__), _SAID_AT, message)
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+def pytest_runtest_makereport() -> Iterator[None]:
     report = yield
-    if report.skipped and call.excinfo is not None and call.excinfo.errisinstance(ExpectedSkip):
-        skip = call.excinfo.value
-        assert isinstance(skip, ExpectedSkip)
-        path, line = skip.where
-        where = os.path.relpath(path, item.config.rootpath)
-        report.longrepr = (where, line, f"Skipped: {skip.msg}")
+    _fold(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report() -> Iterator[None]:
+    report = yield
+    _fold(report)
     return report

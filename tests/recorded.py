@@ -30,7 +30,7 @@ from click.testing import CliRunner
 
 from copilot_logs.cli import main
 from rig.scenarios import BY_NAME
-from tests.conftest import expected_skip
+from tests.conftest import UNSUPPORTED
 
 COMMITTED = Path(__file__).resolve().parent / "recordings"
 RECORDINGS = Path(os.environ.get("COPILOT_LOGS_RECORDINGS") or COMMITTED)
@@ -158,10 +158,7 @@ def recording(request: pytest.FixtureRequest) -> Recording:
     version that refused the scenario's flags is ``unsupported``)."""
     recording: Recording = request.param
     if recording.outcome == "unsupported":
-        expected_skip(
-            "scenarios a CLI version does not support (an option it does not know: "
-            "docs/compatibility.md)"
-        )
+        pytest.skip(UNSUPPORTED)
     if recording.outcome != "recorded":
         pytest.skip(recording.why_not_recorded)
     return recording

@@ -45,7 +45,7 @@ from click.testing import CliRunner
 
 from copilot_logs.cli import main
 
-from .conftest import PROJECT, SAMPLES, expected_skip
+from .conftest import NO_JQ, PROJECT, SAMPLES
 
 PAGES = [PROJECT / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -255,7 +255,7 @@ def check_session(block: Block, cwd: Path, run: Run) -> None:
         if command.line == "echo $?":
             continue
         if re.search(r"\bjq\b", command.line) and shutil.which("jq") is None:
-            expected_skip("jq is not installed: install jq to run the examples that pipe into it")
+            pytest.skip(NO_JQ)
         output, code = run(command.line, cwd)
         printed = [line.rstrip() for line in output.rstrip("\n").split("\n")]
         if printed == [""]:

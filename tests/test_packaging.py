@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -154,6 +155,7 @@ def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         return archive.namelist()
 
 
+@pytest.mark.process
 def test_the_wheel_holds_the_package_and_nothing_else(wheel_names: list[str]) -> None:
     assert not [name for name in wheel_names if name.split("/")[0] == "synth"]
     shipped = {name for name in wheel_names if ".dist-info/" not in name}
@@ -218,9 +220,25 @@ def test_ci_runs_the_spark_tests_after_make_test() -> None:
     assert steps.index("make test") < steps.index("make test-spark")
 
 
+def test_ci_runs_every_tier_and_the_tiers_are_declared_once() -> None:
+    """The markers pyproject.toml declares are the live one and the slow tiers the Makefile
+    leaves to `make test-slow` (and the fast tier's process check skips); CI runs `make test`
+    and `make test-slow`."""
+    from tests.conftest import SLOW_TIERS
+
+    ini = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    declared = {line.split(":")[0] for line in ini["pytest"]["ini_options"]["markers"]}
+    makefile = (PROJECT / "Makefile").read_text(encoding="utf-8")
+    [tiers] = re.findall(r"^SLOW_TIERS := (.+)$", makefile, re.M)
+    assert declared - {"live"} == set(tiers.split()) == set(SLOW_TIERS)
+    steps = (PROJECT / ".ci" / "run").read_text().splitlines()
+    assert {"make test", "make test-slow", "make test-floors"} <= set(steps)
+
+
 SPARK_TESTS = "tests/test_spark.py"
 
 
+@pytest.mark.process
 def test_without_pyspark_the_spark_tests_skip_saying_how_to_run_them(tmp_path: Path) -> None:
     """pyspark hidden by a package of the same name that cannot be imported."""
     shadow = tmp_path / "shadow" / "pyspark"

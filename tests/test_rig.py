@@ -135,6 +135,7 @@ def test_every_scenario_script_answers_every_step_it_is_asked() -> None:
     assert error(429).kind == "http-429"
 
 
+@pytest.mark.process
 @pytest.mark.live
 def test_a_real_recording_with_a_cached_cli(live_cli: tuple[str, Path], tmp_path: Path) -> None:
     version, binary = live_cli
