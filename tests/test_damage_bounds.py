@@ -43,7 +43,8 @@ from copilot_logs.ingest.reader import read_bytes
 from synth import SessionBuilder, bash
 
 # Bounds measured on processes of their own, over GB-sized damage (tier `process`).
-pytestmark = pytest.mark.process
+# Bounds: one worker runs the tests that race processes or measure them, one after another.
+pytestmark = [pytest.mark.process, pytest.mark.xdist_group("concurrency")]
 
 RSS_LIMIT_MB = 250
 

@@ -71,6 +71,7 @@ def export_process(out: Path, samples: Path) -> subprocess.Popen[bytes]:
 
 
 @pytest.mark.process
+@pytest.mark.xdist_group("concurrency")
 def test_an_export_waits_while_another_holds_the_folder(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     with export.exporting(out):
@@ -86,6 +87,7 @@ def test_an_export_waits_while_another_holds_the_folder(samples: Path, tmp_path:
 
 
 @pytest.mark.process
+@pytest.mark.xdist_group("concurrency")
 def test_exports_started_together_leave_each_row_once(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     runs = [export_process(out, samples) for _ in range(4)]

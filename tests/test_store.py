@@ -541,6 +541,7 @@ def test_a_failed_rename_leaves_no_temporary_file(monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.process
+@pytest.mark.xdist_group("concurrency")
 def test_concurrent_runs_leave_one_whole_entry_per_log(tmp_path: Path) -> None:
     root = tmp_path / "root"
     for n in range(12):

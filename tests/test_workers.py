@@ -25,6 +25,9 @@ from synth import SessionBuilder, bash
 # The command and its workers as processes (tier `process`).
 pytestmark = [
     pytest.mark.process,
+    pytest.mark.xdist_group(
+        "concurrency"
+    ),  # one worker runs the tests that race processes, one after another
     pytest.mark.skipif(
         not sys.platform.startswith("linux"), reason="finds the worker processes in /proc"
     ),
