@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -220,32 +219,20 @@ def test_ci_runs_the_spark_tests_after_make_test() -> None:
     assert steps.index("make test") < steps.index("make test-spark")
 
 
-def test_ci_runs_every_tier_and_the_tiers_are_declared_once() -> None:
-    """The markers pyproject.toml declares are the live one and the slow tiers the Makefile
-    leaves to `make test-slow` (and the fast tier's process check skips); CI runs `make test`
-    and `make test-slow`."""
-    from tests.conftest import SLOW_TIERS
-
-    ini = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
-    declared = {line.split(":")[0] for line in ini["pytest"]["ini_options"]["markers"]}
-    makefile = (PROJECT / "Makefile").read_text(encoding="utf-8")
-    [tiers] = re.findall(r"^SLOW_TIERS := (.+)$", makefile, re.M)
-    assert declared - {"live"} == set(tiers.split()) == set(SLOW_TIERS)
-    steps = (PROJECT / ".ci" / "run").read_text().splitlines()
-    assert {"make test", "make test-slow", "make test-floors"} <= set(steps)
-
-
 SPARK_TESTS = "tests/test_spark.py"
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
 
 
 @pytest.mark.process
 def test_without_pyspark_the_spark_tests_skip_saying_how_to_run_them(tmp_path: Path) -> None:
-    """pyspark hidden by a package of the same name that cannot be imported."""
-    shadow = tmp_path / "shadow" / "pyspark"
-    shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("raise ModuleNotFoundError('hidden', name='pyspark')\n")
+    """pyspark and pyarrow hidden by packages of the same names that cannot be imported: the
+    Spark tests and the executor's Arrow tests skip, in one line that names the extra."""
+    for name in ("pyspark", "pyarrow"):
+        shadow = tmp_path / "shadow" / name
+        shadow.mkdir(parents=True)
+        (shadow / "__init__.py").write_text(f"raise ModuleNotFoundError('hidden', name={name!r})\n")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", SPARK_TESTS],
+        [*PYTEST, SPARK_TESTS],
         cwd=PROJECT,
         env={**os.environ, "PYTHONPATH": f"{shadow.parent}{os.pathsep}{PROJECT}"},
         capture_output=True,
@@ -255,3 +242,13 @@ def test_without_pyspark_the_spark_tests_skip_saying_how_to_run_them(tmp_path: P
     assert done.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, done.stdout  # all skipped
     assert "1 skipped" in done.stdout
     assert "the spark extra is not installed (`make test-spark`" in done.stdout
+    arrow = subprocess.run(
+        [*PYTEST, SPARK_TESTS, "tests/test_spark_engine.py"],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": f"{shadow.parent}{os.pathsep}{PROJECT}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    [skipped] = [line for line in arrow.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert skipped.startswith("SKIPPED [4] ") and "the spark extra is not installed" in skipped
