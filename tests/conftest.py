@@ -125,7 +125,7 @@ def fast_tests_start_no_python(
 ) -> None:
     """A test of the fast tier that starts Python (the CLI, a shell that may run it, pip) fails
     and says which marker it needs: each start costs about a second of the 3-minute budget."""
-    if any(request.node.get_closest_marker(tier) for tier in (*SLOW_TIERS, "live")):
+    if any(request.node.get_closest_marker(tier) for tier in SLOW_TIERS):
         return
     execute = subprocess.Popen._execute_child  # type: ignore[attr-defined]
 
