@@ -39,8 +39,9 @@ settings.register_profile(
 )
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
 settings.load_profile(PROFILE)
-#: The fuzz tests' settings. Under `make test`: a few examples, and a failure is shown as drawn
-#: (shrinking a hostile log takes minutes); under `make fuzz`: the profile's many, shrunk.
+#: The fuzz tests' settings. Under `make test` and `make test-slow`: a few examples, and a failure
+#: is shown as drawn (shrinking a hostile log takes minutes); under `make fuzz`: the profile's
+#: many, shrunk.
 FUZZ_SETTINGS = (
     settings(
         max_examples=6,
