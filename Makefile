@@ -14,7 +14,15 @@ FLOORS_VENV  := .venv-floors
 FLOORS_BIN   := $(FLOORS_VENV)/bin
 FLOORS_STAMP := $(FLOORS_VENV)/.installed-floors
 
-.PHONY: demo test test-spark test-otel test-floors fuzz lint bench samples record record-resume record-live clean
+# The tiers (docs/development.md, "Tiers"): `make test` runs the fast one, the tests marked with
+# none of SLOW_TIERS; `make test-slow` those marked; `make test-all` both. Two pytest-xdist
+# workers; the tests over the recordings' batch share one (--dist loadgroup).
+SLOW_TIERS := process matrix fuzz browser
+space := $(subst ,, )
+SLOW := $(subst $(space), or ,$(SLOW_TIERS))
+PYTEST = $(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+.PHONY: demo test test-slow test-all test-spark test-otel test-floors fuzz lint bench samples record record-resume record-live clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,10 +45,18 @@ demo: $(RUN_STAMP)
 	$(BIN)/copilot-logs sessions $(SAMPLES)
 	$(BIN)/copilot-logs count $(SAMPLES)
 
-# Without pyspark the Spark engine's comparison tests skip, saying so (make test-spark runs them).
+# The fast tier, then the static checks. Without pyspark the Spark engine's tests skip, saying
+# so in one line (make test-spark runs them).
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q
+	$(PYTEST) -m "not ($(SLOW))"
 	$(MAKE) --no-print-directory lint
+
+# The other tiers: processes, the matrix of recordings read one by one, hypothesis through
+# every format, Chromium. CI runs them after `make test`.
+test-slow: $(DEV_STAMP)
+	$(PYTEST) -m "$(SLOW)"
+
+test-all: test test-slow
 
 # The Spark engine's comparison tests (tests/test_spark.py), with the spark extra installed;
 # they skip without Java 17+. CI runs them after `make test` (.ci/run).
@@ -67,8 +83,9 @@ $(FLOORS_STAMP): pyproject.toml constraints/floors.txt | $(FLOORS_BIN)/python
 		-c constraints/floors.txt -e '.[dev]'
 	@touch $@
 
+# The fast tier only: the floors change no logic that the other tiers test.
 test-floors: $(FLOORS_STAMP)
-	$(FLOORS_BIN)/python -m pytest -q
+	$(FLOORS_BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not ($(SLOW))"
 
 # The hostile-input fuzz tests with many examples (profile `fuzz` in tests/conftest.py).
 fuzz: $(DEV_STAMP)

@@ -1,13 +1,25 @@
-"""Shared fixtures: no test ever reads the real home directory or ../shared unless present."""
+"""Shared fixtures: no test ever reads the real home directory or ../shared unless present;
+the tiers (docs/development.md, "Tiers"): no test of the fast tier starts Python, and a skip
+that every clone without some tool meets is one line of the summary."""
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
+
+# pytest-xdist's workers share the cores: polars' thread pool (sized once, at its import) takes
+# each worker's share of them, not all of them.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+if _WORKERS > 1:
+    os.environ.setdefault("POLARS_MAX_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 # Hypothesis profiles, chosen by HYPOTHESIS_PROFILE. `default` (make test) keeps hypothesis's
 # example counts, and the fuzz tests (tests/test_fuzz.py) run FUZZ_EXAMPLES each so the suite
@@ -27,8 +39,9 @@ settings.register_profile(
 )
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
 settings.load_profile(PROFILE)
-#: The fuzz tests' settings. Under `make test`: a few examples, and a failure is shown as drawn
-#: (shrinking a hostile log takes minutes); under `make fuzz`: the profile's many, shrunk.
+#: The fuzz tests' settings. Under `make test` and `make test-slow`: a few examples, and a failure
+#: is shown as drawn (shrinking a hostile log takes minutes); under `make fuzz`: the profile's
+#: many, shrunk.
 FUZZ_SETTINGS = (
     settings(
         max_examples=6,
@@ -59,7 +72,7 @@ def copilot_home(
 def real_samples() -> Path:
     """../shared/real-samples, skipped cleanly when absent (a user's clone has none)."""
     if not REAL_SAMPLES.is_dir():
-        pytest.skip("../shared/real-samples is not beside this checkout")
+        pytest.skip(NO_REAL_SAMPLES)
     return REAL_SAMPLES
 
 
@@ -78,7 +91,103 @@ def live_cli() -> tuple[str, Path]:
         key=lambda v: [int(part) if part.isdigit() else 0 for part in v.split(".")],
     )
     if not versions:
-        pytest.skip("no Copilot CLI in the rig's cache (make record-live fetches the newest)")
+        pytest.skip(NO_CLI)
     binary = cli.cached(versions[-1])
     assert binary is not None
     return versions[-1], binary
+
+
+# --- the tiers ---------------------------------------------------------------------------------
+
+SLOW_TIERS = ("process", "matrix", "fuzz", "browser")
+"""The markers of the tiers `make test` leaves to `make test-all` and CI (pyproject.toml
+declares them, docs/development.md says which a new test takes)."""
+
+SMALL_TOOLS = {"bash", "sh", "grep", "sed", "jq", "ls", "sha256sum", "git", "make", "ruff"}
+"""Programs a fast test may start: they start in a millisecond. Not Python, nor a shell that
+runs it."""
+
+
+def _starts_python(args: Any) -> str | None:
+    """What ``args`` starts, when that is not one of the small tools (or a shell runs Python)."""
+    words = [os.fsdecode(args)] if isinstance(args, str | bytes | os.PathLike) else list(args)
+    words = [os.fsdecode(word) for word in words]
+    program = os.path.basename(words[0].split()[0]) if words and words[0] else ""
+    if program not in SMALL_TOOLS:
+        return program
+    if program in ("bash", "sh") and re.search(r"copilot-logs|python", " ".join(words[1:])):
+        return f"{program} running Python"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def fast_tests_start_no_python(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test of the fast tier that starts Python (the CLI, a shell that may run it, pip) fails
+    and says which marker it needs: each start costs about a second of the 3-minute budget."""
+    if any(request.node.get_closest_marker(tier) for tier in SLOW_TIERS):
+        return
+    execute = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def refuse(self: subprocess.Popen[Any], args: Any, *rest: Any) -> Any:
+        program = _starts_python(args)
+        if program is not None:
+            raise AssertionError(
+                f"{request.node.nodeid} starts {program!r}: a test that starts a process is "
+                "marked `process` (docs/development.md, Tiers), or does its work in-process"
+            )
+        return execute(self, args, *rest)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+
+
+# --- skips every clone without some tool meets: one line each ---------------------------------
+
+SPARK_EXTRA = (
+    "the spark extra is not installed (`make test-spark` installs it and runs these tests)"
+)
+UNSUPPORTED = "a scenario the recording's CLI version does not support (docs/compatibility.md)"
+NO_REAL_SAMPLES = "../shared/real-samples is not beside this checkout (a clone has none)"
+NO_EDGE_SAMPLES = "../shared/real-samples-edge is not beside this checkout (a clone has none)"
+NO_CLI = "no Copilot CLI in the rig's cache (`make record-live` fetches the newest)"
+NO_JQ = "jq is not installed (install it to run the examples that pipe into it)"
+NO_CHROMIUM = "no Chromium binary found (apt-get install chromium)"
+NO_TMUX = "tmux is not installed (apt-get install tmux; CI installs it through .ci/run)"
+NO_JAVA = "Spark needs Java 17+ (java on PATH or JAVA_HOME)"
+EXPECTED_SKIPS = {
+    SPARK_EXTRA,
+    UNSUPPORTED,
+    NO_REAL_SAMPLES,
+    NO_EDGE_SAMPLES,
+    NO_CLI,
+    NO_JQ,
+    NO_CHROMIUM,
+    NO_TMUX,
+    NO_JAVA,
+}
+"""Skips for these reasons are reported at the line below: the summary shows each once, with how
+many tests it skipped, wherever the tests said it. A skip for another reason is shown where it
+was said."""
+_SAID_AT = sys._getframe().f_lineno
+
+
+def _fold(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        message = report.longrepr[2]
+        if message.removeprefix("Skipped: ") in EXPECTED_SKIPS:
+            report.longrepr = (os.path.relpath(__file__), _SAID_AT, message)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport() -> Iterator[None]:
+    report = yield
+    _fold(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report() -> Iterator[None]:
+    report = yield
+    _fold(report)
+    return report

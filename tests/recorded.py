@@ -11,7 +11,10 @@ checks those, from ``KILLED_AND_RESUMED``, run by run against the server's truth
 
 Conformance tests of other commands (audit's verdicts, usage's figures) take the same
 ``recording`` fixture: ``from tests.recorded import Recording, recording`` and a test per
-figure, each comparing the command's output with :class:`Recording`'s truth.
+figure, each comparing the command's output with :class:`Recording`'s truth. They get the
+command's answer through the ``read`` fixture (:class:`Read`): each such test runs twice, once
+on the answer of one batch over every recording (the fast tier: every recording is read once
+in all) and once on the log read alone (tier ``matrix``: each test reads its log again).
 """
 
 from __future__ import annotations
@@ -20,14 +23,19 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+from click.testing import CliRunner
 
+from copilot_logs.cli import main
 from rig.scenarios import BY_NAME
+from tests.conftest import UNSUPPORTED
 
 COMMITTED = Path(__file__).resolve().parent / "recordings"
 RECORDINGS = Path(os.environ.get("COPILOT_LOGS_RECORDINGS") or COMMITTED)
@@ -79,6 +87,10 @@ class Recording:
     def served_in(self, run: int) -> list[dict[str, Any]]:
         """The LLM calls the server answered during that run (its index in :attr:`runs`)."""
         return [r for r in self.served if r.get("run", 0) == run]
+
+    def shutdowns(self) -> int:
+        """The session.shutdown lines of the log, found by hand (a byte search)."""
+        return self.log.read_bytes().count(b'"type":"session.shutdown"')
 
     @property
     def autopilot(self) -> bool:
@@ -164,6 +176,70 @@ def recording(request: pytest.FixtureRequest) -> Recording:
     """Each recording the CLI wrote a log for; the others are skipped with the reason (a
     version that refused the scenario's flags is ``unsupported``)."""
     recording: Recording = request.param
+    if recording.outcome == "unsupported":
+        pytest.skip(UNSUPPORTED)
     if recording.outcome != "recorded":
         pytest.skip(recording.why_not_recorded)
     return recording
+
+
+RECORDED = [r for r in ALL if r.outcome == "recorded"]
+"""The recordings the CLI wrote a log for."""
+
+Rows = list[dict[str, Any]]
+
+
+def cli_json(*args: str) -> Any:
+    result = CliRunner().invoke(main, [*args, "--no-cache", "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    return orjson.loads(result.stdout)
+
+
+def _about(answer: Any, log: Path) -> Any:
+    """The part of a command's json answer about one log: the rows (a list of them, or a
+    dict's ``rows`` or ``findings``) whose ``file`` is ``log``. A dict's other keys (totals, a
+    summary) are of the whole batch: left out."""
+    if isinstance(answer, list):
+        return [row for row in answer if Path(row["file"]).resolve() == log]
+    return {key: _about(value, log) for key, value in answer.items() if key in ("rows", "findings")}
+
+
+_BATCHES: dict[tuple[str, ...], Any] = {}
+"""Each answer over every recording, by what was asked: computed once in a process."""
+
+
+class Read:
+    """What a command answers about one recording. ``batch``: the command run once on every
+    recording (the first test that asks runs it) and the part about this log kept;
+    ``alone``: the command run on this log alone, as the matrix did before the batch."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def __call__(self, recording: Recording, *args: str) -> Any:
+        """``copilot-logs ARGS LOG --no-cache --format json``'s answer about the recording."""
+        return self.rows(recording, args, lambda logs: cli_json(*args, *map(str, logs)))
+
+    def rows(
+        self, recording: Recording, key: tuple[str, ...], compute: Callable[[list[Path]], Any]
+    ) -> Any:
+        """``compute(logs)``'s answer (rows with a ``file``) about the recording; ``key``
+        names what ``compute`` asks, for the batch's cache."""
+        log = recording.log.resolve()
+        if self.mode == "alone":
+            return _about(compute([log]), log)
+        if key not in _BATCHES:
+            _BATCHES[key] = compute([r.log.resolve() for r in RECORDED])
+        return _about(_BATCHES[key], log)
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("batch", marks=pytest.mark.xdist_group("recordings")),
+        pytest.param("alone", marks=pytest.mark.matrix),
+    ]
+)
+def read(request: pytest.FixtureRequest) -> Read:
+    """A command's answer about a recording: from one batch over every recording (the fast
+    tier), and from its log read alone (tier ``matrix``)."""
+    return Read(request.param)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import copilot_logs as cl
 
 from .conftest import SAMPLES
@@ -43,6 +45,7 @@ def test_read_file_and_read_bytes() -> None:
     assert from_file.events["session_id"][0] == "c3d2e5f4-6d7f-4e80-a192-2c3d4e5f6071"
 
 
+@pytest.mark.process
 def test_importing_the_package_does_not_import_polars() -> None:
     code = "import copilot_logs, copilot_logs.cli, sys; print('polars' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

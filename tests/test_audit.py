@@ -783,6 +783,7 @@ def test_cli_help_lists_examples_and_the_verdicts_of_the_core() -> None:
     assert "audit" in CliRunner().invoke(main, ["--help"]).output
 
 
+@pytest.mark.process
 def test_cli_help_does_not_import_polars() -> None:
     code = (
         "import sys; from copilot_logs.cli import main; "

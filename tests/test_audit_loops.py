@@ -14,13 +14,17 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from copilot_logs import api
 from copilot_logs.api import read_file
 from copilot_logs.cli import audit as audit_cli
 from copilot_logs.cli import main
 from copilot_logs.commands.audit import audit, loops
 from synth import SessionBuilder, ToolCall, bash, edit
 
+from .recorded import RECORDED, Read, Recording, read
 from .test_audit import LATER, autopilot, judge, lines_of, loop, task_complete
+
+__all__ = ["read"]  # the fixture, for pytest
 
 RECORDINGS = Path(__file__).parent / "recordings"
 LOGS = sorted(RECORDINGS.glob("*/*/events.jsonl"))
@@ -38,11 +42,14 @@ def recording_id(log: Path) -> str:
 # --- the real CLI: the loop and only the loop ------------------------------------------------
 
 
-@pytest.mark.parametrize("log", LOGS, ids=recording_id)
-def test_the_loop_gate_flags_the_looping_recording_and_only_it(log: Path) -> None:
-    truth = served(log)
-    (row,) = audit(read_file(log), now=LATER).to_dicts()
-    assert row["looping"] is bool(truth["expect"].get("looping")), row["loop_signals"]
+@pytest.mark.parametrize("recording", RECORDED, ids=lambda r: r.id)
+def test_the_loop_gate_flags_the_looping_recording_and_only_it(
+    recording: Recording, read: Read
+) -> None:
+    (row,) = read.rows(
+        recording, ("audit",), lambda logs: audit(api.read(*logs), now=LATER).to_dicts()
+    )
+    assert row["looping"] is bool(recording.truth["expect"].get("looping")), row["loop_signals"]
 
 
 def test_there_are_looping_recordings() -> None:

@@ -11,11 +11,15 @@ from typing import Any
 
 import pytest
 
+from copilot_logs import api
 from copilot_logs.api import read_file
 from copilot_logs.commands.audit import audit
 from synth import SessionBuilder, bash
 
+from .recorded import Read, read
 from .test_audit import LATER, autopilot, judge, lines_of, loop, task_complete
+
+__all__ = ["read"]  # the fixture, for pytest
 
 RECORDINGS = Path(__file__).parent / "recordings"
 
@@ -217,7 +221,7 @@ def _verdict_cases() -> list[Any]:
 
 
 @pytest.mark.parametrize("recording", _verdict_cases())
-def test_each_recording_gets_the_verdict_its_scenario_expects(recording: Any) -> None:
+def test_each_recording_gets_the_verdict_its_scenario_expects(recording: Any, read: Read) -> None:
     """The scenario says the verdict (rig/scenarios.py, kept in truth.json); the cap is the
     one the CLI ran with (--max-autopilot-continues, else its default of 5)."""
     flags = recording.truth["flags"]
@@ -226,5 +230,9 @@ def test_each_recording_gets_the_verdict_its_scenario_expects(recording: Any) ->
         if ("--max-autopilot-continues" in flags)
         else 5
     )
-    (row,) = audit(read_file(recording.log), now=LATER, nudge_cap=cap).to_dicts()
+    (row,) = read.rows(
+        recording,
+        ("audit", "--nudge-cap", str(cap)),
+        lambda logs: audit(api.read(*logs), now=LATER, nudge_cap=cap).to_dicts(),
+    )
     assert row["verdict"] == recording.truth["expect"]["verdict"]

@@ -19,6 +19,9 @@ from rig.scenarios import BY_NAME, Script
 from rig.server import ModelServer
 from tests.conftest import PROJECT, SAMPLES
 
+# Runs the CI recipe in a shell, with the real Copilot CLI (tier `process`).
+pytestmark = pytest.mark.process
+
 HARD_TIMEOUT = 120
 """Seconds: the recipe ends within a few seconds; a hang fails the test here."""
 

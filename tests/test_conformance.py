@@ -6,14 +6,15 @@ calls are the requests of the main agent it answered (status 200), sub-agent cal
 sub-agents, tools the calls its replies asked for, prompts the scenario's, nudges the main calls
 that follow an answer without tools in autopilot. Audit's verdicts and usage's figures are
 checked in their own conformance tests, on the same ``recording`` fixture (tests/recorded.py).
+
+A test that takes ``read`` runs twice: on one batch over every recording (the fast tier) and on
+its log alone (tier ``matrix``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import orjson
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -25,9 +26,9 @@ from copilot_logs.commands.watch.tail import Follower
 from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.reader import read_bytes
 
-from .recorded import ALL, COMMITTED, Recording, any_recording, recording
+from .recorded import ALL, COMMITTED, RECORDED, Read, Recording, any_recording, read, recording
 
-__all__ = ["any_recording", "recording"]  # the fixtures, for pytest
+__all__ = ["any_recording", "read", "recording"]  # the fixtures, for pytest
 
 pytestmark = pytest.mark.live
 
@@ -50,12 +51,6 @@ FIGURES = (
 )
 
 
-def cli_json(*args: str) -> Any:
-    result = CliRunner().invoke(main, [*args, "--no-cache", "--format", "json"])
-    assert result.exit_code in (0, 1), result.output
-    return orjson.loads(result.stdout)
-
-
 def test_there_are_recordings_of_every_scenario() -> None:
     """The committed matrix is there (and so every test below ran on something)."""
     committed = [r for r in ALL if r.folder.is_relative_to(COMMITTED)]
@@ -65,8 +60,8 @@ def test_there_are_recordings_of_every_scenario() -> None:
     assert {r.scenario for r in committed} >= {"one-tool", "subagent", "json-stream"}
 
 
-def test_count_finds_what_the_server_served(recording: Recording) -> None:
-    (row,) = cli_json("count", str(recording.log))
+def test_count_finds_what_the_server_served(recording: Recording, read: Read) -> None:
+    (row,) = read(recording, "count")
     assert {name: row[name] for name in FIGURES} == recording.expected
     assert row["session_id"] == recording.truth["session_id"]
 
@@ -79,10 +74,10 @@ def test_count_total_finds_the_same_calls(recording: Recording) -> None:
     assert result.stdout == f"{expected['llm_calls'] + expected['subagent_calls']}\n"
 
 
-def test_validate_finds_no_error_or_warning(recording: Recording) -> None:
+def test_validate_finds_no_error_or_warning(recording: Recording, read: Read) -> None:
     """Every recording validates with --strict (an interrupted run has info findings: the
     tool it stopped), but for the lines a CLI version wrote out of order."""
-    report = cli_json("validate", "--strict", str(recording.log))
+    report = read(recording, "validate", "--strict")
     allowed = WRITTEN_OUT_OF_ORDER.get((recording.version, recording.scenario), set())
     failing = [
         (f["code"], f["line"], f["message"])
@@ -95,8 +90,8 @@ def test_validate_finds_no_error_or_warning(recording: Recording) -> None:
         assert [f for f in report["findings"] if f["code"] != "R604"] == []
 
 
-def test_timeline_shows_each_subagent_once_with_its_calls(recording: Recording) -> None:
-    (session,) = cli_json("timeline", str(recording.log))
+def test_timeline_shows_each_subagent_once_with_its_calls(recording: Recording, read: Read) -> None:
+    (session,) = read(recording, "timeline")
     runs = [
         run
         for interaction in session["interactions"]
@@ -112,8 +107,8 @@ def test_timeline_shows_each_subagent_once_with_its_calls(recording: Recording) 
     assert session["llm_calls"] == recording.expected["llm_calls"]
 
 
-def test_sessions_lists_the_session_with_its_cli_version(recording: Recording) -> None:
-    (row,) = cli_json("sessions", str(recording.log))
+def test_sessions_lists_the_session_with_its_cli_version(recording: Recording, read: Read) -> None:
+    (row,) = read(recording, "sessions")
     assert row["session_id"] == recording.truth["session_id"]
     assert row["copilot_version"] == recording.version
     expected = recording.expected
@@ -125,9 +120,25 @@ def test_sessions_lists_the_session_with_its_cli_version(recording: Recording) -
     assert row["mode"] == ("autopilot" if recording.autopilot else "interactive")
 
 
+@pytest.mark.matrix
 def test_watch_replays_the_log_to_the_same_figures(recording: Recording, tmp_path: Path) -> None:
     """The log appended in four parts, as the CLI writes it: watch's running figures after
     the last record are the truth's."""
+    replay(recording, tmp_path)
+
+
+NEWEST_OF_EACH_SCENARIO = list({r.scenario: r for r in RECORDED}.values())
+"""Each scenario recorded by the newest CLI that recorded it."""
+
+
+@pytest.mark.parametrize("newest", NEWEST_OF_EACH_SCENARIO, ids=lambda r: r.id)
+def test_watch_replays_each_scenario_to_the_same_figures(newest: Recording, tmp_path: Path) -> None:
+    """The replay above, in the fast tier on each scenario's newest recording (a replay is a
+    read of its own per log: the matrix replays every version's)."""
+    replay(newest, tmp_path)
+
+
+def replay(recording: Recording, tmp_path: Path) -> None:
     lines = recording.log.read_bytes().splitlines(keepends=True)
     grown = tmp_path / "events.jsonl"
     grown.write_bytes(b"")
@@ -144,13 +155,15 @@ def test_watch_replays_the_log_to_the_same_figures(recording: Recording, tmp_pat
     assert last["subagent_runs"] == len(recording.subagents)
 
 
+STREAMED = [r for r in RECORDED if (r.folder / "stdout.jsonl").is_file()]
+
+
+@pytest.mark.parametrize("recording", STREAMED, ids=lambda r: r.id)
 def test_the_json_stream_is_the_log(recording: Recording) -> None:
     """``--output-format json`` prints the events as they happen: copilot-logs reads each
     event the log keeps as the same event there (the stream's tool results carry more detail,
     which no column holds), and counts the stream as it counts the log."""
     stream = recording.folder / "stdout.jsonl"
-    if not stream.is_file():
-        pytest.skip("no --output-format json stream in this scenario")
     logged = read_bytes(recording.log.read_bytes(), "events.jsonl").events
     streamed = read_bytes(stream.read_bytes(), "stdout.jsonl").events
     where = ["line", "offset", "length", "file", "session_id", "parent_id"]
@@ -166,24 +179,27 @@ def test_the_json_stream_is_the_log(recording: Recording) -> None:
     assert {name: table[name][0] for name in FIGURES} == recording.expected
 
 
-def test_usage_reads_the_tokens_the_server_reported(recording: Recording) -> None:
-    """The shutdown's token figures (what ``usage`` reads today) are the server's sums.
-    (Usage's own conformance, credits first, is in its tests.)"""
+def test_usage_reads_the_tokens_the_server_reported(recording: Recording, read: Read) -> None:
+    """The shutdown's token figures (what ``usage`` reads today) are the server's sums; a log
+    without a shutdown has none. (Usage's own conformance, credits first, is in its tests.)"""
     served = recording.served
-    (row,) = cli_json("usage", str(recording.log))["rows"]
+    (row,) = read(recording, "usage")["rows"]
     if not row["shutdowns"]:
-        pytest.skip("no session.shutdown in this log")
+        assert row["input_tokens"] is None, row  # nothing said: unknown, not 0
+        return
     assert row["input_tokens"] == sum(r["prompt_tokens"] for r in served)
     assert row["output_tokens"] == sum(r["completion_tokens"] for r in served)
     assert row["cache_read_tokens"] == sum(r["cached_tokens"] for r in served)
 
 
-def test_usage_records_are_the_calls_the_server_served(recording: Recording) -> None:
+def test_usage_records_are_the_calls_the_server_served(recording: Recording, read: Read) -> None:
     """CLI 1.0.102 on: one session.usage_record per call, with the server's tokens and call id,
     and each sub-agent's under the key of its task call."""
-    records = api.usage_records(api.read_file(recording.log))
+    rows = read.rows(
+        recording, ("usage_records",), lambda logs: api.usage_records(api.read(*logs)).to_dicts()
+    )
     if cli_format.version_key(recording.version) < (1, 0, 102):
-        assert records.height == 0
+        assert rows == []
         return
     names = {name: key for key, (name, _) in recording.subagents.items()}
     expected = sorted(
@@ -197,9 +213,14 @@ def test_usage_records_are_the_calls_the_server_served(recording: Recording) -> 
         for r in recording.served
     )
     found = sorted(
-        records.select(
-            "api_call_id", "input_tokens", "output_tokens", "cache_read_tokens", "agent_id"
-        ).rows()
+        (
+            r["api_call_id"],
+            r["input_tokens"],
+            r["output_tokens"],
+            r["cache_read_tokens"],
+            r["agent_id"],
+        )
+        for r in rows
     )
     assert found == expected
 

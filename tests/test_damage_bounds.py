@@ -42,6 +42,9 @@ from copilot_logs.ingest.events_frame import MAX_DETAILS
 from copilot_logs.ingest.reader import read_bytes
 from synth import SessionBuilder, bash
 
+# The bounds are measured on processes of their own, or over a GB (tier `process`), by one
+# worker, one after another (group `concurrency`); the reports' own tests run in this process.
+
 RSS_LIMIT_MB = 250
 
 
@@ -146,6 +149,8 @@ def peak_mb(args: list[str], report: Path) -> tuple[bytes, float]:
     return done.stdout, peak.max_rss_mb
 
 
+@pytest.mark.process
+@pytest.mark.xdist_group("concurrency")
 @pytest.mark.parametrize("command", [["count", "--total"], ["sessions", "--format", "json"]])
 def test_memory_is_flat_in_the_size_of_the_damage(command: list[str], tmp_path: Path) -> None:
     """100,000 and 1,000,000 damaged lines (3 and 30 MB: both more than a block of the
@@ -168,6 +173,8 @@ def test_memory_is_flat_in_the_size_of_the_damage(command: list[str], tmp_path: 
     assert big < small * 1.5, f"{small:.0f} MB for 100,000 damaged lines, {big:.0f} MB for 10x"
 
 
+@pytest.mark.process
+@pytest.mark.xdist_group("concurrency")
 def test_a_gigabyte_of_nul_bytes_is_read_in_bounded_time_and_memory(tmp_path: Path) -> None:
     """A crash's NUL padding after a session: 1 GB (a sparse file: no disk used). Gathered by
     copying the line again at each block, 400 MB took 28.6 s and 2 GB ran out of memory."""
@@ -316,6 +323,8 @@ def grown_once_opened(process: subprocess.Popen[bytes], path: Path) -> Iterator[
         thread.join()
 
 
+@pytest.mark.process
+@pytest.mark.xdist_group("concurrency")
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="watches /proc/PID/fd")
 @pytest.mark.parametrize(
     "command",

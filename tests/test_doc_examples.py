@@ -10,13 +10,15 @@ The conventions the pages follow (and this file enforces):
   code); without one, the command must exit 0. Each block runs in bash in a fresh temporary
   folder holding a copy of sample_sessions/, with copilot-logs on PATH, TZ=UTC, COLUMNS=80
   (a command may set another), an empty COPILOT_HOME and a private cache. A block whose
-  commands pipe into jq is skipped where jq is not installed.
+  commands pipe into jq is skipped where jq is not installed. The fast tier runs each
+  `copilot-logs` of a command line in-process (click's runner), and the rest of its pipeline
+  (`| jq`, `| grep`, `printf ... |`) in bash; tier `process` runs the whole line in bash.
 - A ```pycon block is a doctest: its `>>>` lines run and what they print must match. A
   ```python block runs and must not raise. Both run in such a folder, where `copilot-parquet/`
   also holds an export of the samples (the folder docs/export.md reads).
 - A block that cannot run in the tests (it needs a Copilot CLI, a CI runner, a Spark cluster
-  or a live terminal) is preceded by the line `<!-- not run: REASON -->`: it is skipped,
-  with its reason, and only its options are checked (below).
+  or a live terminal) is preceded by the line `<!-- not run: REASON -->`: it is left out,
+  and only its options are checked (below).
 - A `$ ` prompt in any other block (an indented one, another language) fails the tests: it
   would be an example that never runs.
 - Every `copilot-logs COMMAND ... --option` written anywhere (code blocks, synopses, CI recipes,
@@ -28,19 +30,22 @@ from __future__ import annotations
 import doctest
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from copilot_logs.cli import main
 
-from .conftest import PROJECT, SAMPLES
+from .conftest import NO_JQ, PROJECT, SAMPLES
 
 PAGES = [PROJECT / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -72,11 +77,12 @@ def blocks(page: Path) -> list[Block]:
 
 
 def all_blocks(language: str) -> list[Any]:
+    """The blocks of ``language`` that run (a ``not run`` one is only checked for options)."""
     return [
         pytest.param(block, id=block.name)
         for page in PAGES
         for block in blocks(page)
-        if block.language == language
+        if block.language == language and not block.not_run
     ]
 
 
@@ -137,49 +143,141 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+Run = Callable[[str, Path], tuple[str, int]]
+"""How a command line runs: its output (stdout and stderr together) and exit code."""
+
+
+def shell_environment() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["COLUMNS"] = "80"
     env.pop("NO_COLOR", None)
-    return subprocess.run(
+    return env
+
+
+def shell(command: str, cwd: Path, stdin: str | None = None) -> tuple[str, int]:
+    """The command line run in bash (pipefail), copilot-logs on PATH."""
+    done = subprocess.run(
         ["bash", "-c", f"set -o pipefail\n{command}"],
         cwd=cwd,
-        env=env,
+        env=shell_environment(),
+        input=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
         text=True,
         timeout=120,
     )
+    return done.stdout, done.returncode
 
 
-def check_session(block: Block, cwd: Path) -> None:
+def pipeline(command: str) -> list[str]:
+    """The commands of a pipeline: ``command`` split at each ``|`` outside quotes."""
+    parts, current, quote, index = [], "", "", 0
+    while index < len(command):
+        char = command[index]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "\\":
+            current += command[index : index + 2]
+            index += 2
+            continue
+        elif char == "|" and command[index + 1 : index + 2] != "|":
+            parts.append(current)
+            current, index = "", index + 1
+            continue
+        current += char
+        index += 1
+    return [*parts, current]
+
+
+REDIRECTS = {"2>/dev/null", "2>&1", ">/dev/null"}
+
+
+def in_process(command: str, cwd: Path) -> tuple[str, int]:
+    """The command line as bash runs it, its ``copilot-logs`` in this process (click's runner:
+    no Python starts) and the other commands of its pipeline in bash. The line holds one
+    ``copilot-logs`` at most, after ``NAME=value`` assignments, redirected only by
+    ``2>/dev/null``, ``2>&1`` or ``>/dev/null``: an example written otherwise fails here."""
+    parts = pipeline(re.sub(r"\\\n\s*", " ", command))  # a line continued with \\ is one
+    words = [shlex.split(part, comments=True) for part in parts]
+    ours = [i for i, part in enumerate(words) if "copilot-logs" in part]
+    if not ours:
+        return shell(command, cwd)
+    at = ours[0]
+    assignments = [w for w in words[at] if re.match(r"^\w+=", w)]
+    rest = words[at][len(assignments) :]
+    readable = (
+        len(ours) == 1
+        and not re.search(r"&&|;|\$\(|`", command)
+        and rest[:1] == ["copilot-logs"]
+        and not any(re.match(r"^\d*[<>]", w) and w not in REDIRECTS for w in rest)
+    )
+    assert readable, f"cannot run in-process (see in_process): $ {command}"
+    redirects = [w for w in rest if w in REDIRECTS]
+    args = [w for w in rest[1:] if w not in REDIRECTS]
+    printed, codes = "", []
+    stdin = None
+    if at > 0:
+        stdin, code = shell(" | ".join(parts[:at]), cwd)
+        codes.append(code)
+    env: dict[str, str | None] = {"COLUMNS": "80", "NO_COLOR": None}
+    for assignment in assignments:
+        name, _, value = assignment.partition("=")
+        env[name] = value.replace("$PWD", str(cwd))
+    result = CliRunner().invoke(main, args, input=stdin, env=env, prog_name="copilot-logs")
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    codes.append(result.exit_code)
+    out, err = result.stdout, result.stderr
+    if redirects == ["2>&1", ">/dev/null"]:
+        out, err = err, ""
+    elif "2>&1" in redirects:
+        out, err = result.output, ""
+    elif "2>/dev/null" in redirects:
+        err = ""
+    if ">/dev/null" in redirects and redirects != ["2>&1", ">/dev/null"]:
+        out = ""
+    printed += err
+    if at + 1 < len(parts):
+        out, code = shell(" | ".join(parts[at + 1 :]), cwd, stdin=out)
+        codes.append(code)
+    failed = [code for code in codes if code]
+    return printed + out, failed[-1] if failed else 0
+
+
+def check_session(block: Block, cwd: Path, run: Run) -> None:
     commands = commands_of(block.text)
     assert commands, f"{block.name}: a console block with no command"
     for index, command in enumerate(commands):
         if command.line == "echo $?":
             continue
         if re.search(r"\bjq\b", command.line) and shutil.which("jq") is None:
-            pytest.skip("jq is not installed")
-        done = shell(command.line, cwd)
-        printed = [line.rstrip() for line in done.stdout.rstrip("\n").split("\n")]
+            pytest.skip(NO_JQ)
+        output, code = run(command.line, cwd)
+        printed = [line.rstrip() for line in output.rstrip("\n").split("\n")]
         if printed == [""]:
             printed = []
         where = f"{block.name}: $ {command.line}"
         assert matches(command.output, printed), (
-            f"{where}\nexpected:\n" + "\n".join(command.output) + "\ngot:\n" + done.stdout
+            f"{where}\nexpected:\n" + "\n".join(command.output) + "\ngot:\n" + output
         )
         after = commands[index + 1] if index + 1 < len(commands) else None
         expected_code = int(after.output[0]) if after and after.line == "echo $?" else 0
-        assert done.returncode == expected_code, f"{where}: exit {done.returncode}"
+        assert code == expected_code, f"{where}: exit {code}"
 
 
 @pytest.mark.parametrize("block", all_blocks("console"))
 def test_console_examples_run_as_shown(block: Block, workdir: Path) -> None:
-    if block.not_run:
-        pytest.skip(block.not_run)
-    check_session(block, workdir)
+    check_session(block, workdir, in_process)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("block", all_blocks("console"))
+def test_console_examples_run_as_shown_in_a_shell(block: Block, workdir: Path) -> None:
+    check_session(block, workdir, shell)
 
 
 # --- python examples --------------------------------------------------------------------------
@@ -188,22 +286,18 @@ def test_console_examples_run_as_shown(block: Block, workdir: Path) -> None:
 @pytest.fixture
 def pyworkdir(workdir: Path) -> Path:
     """The samples, and their export in copilot-parquet/ (docs/export.md reads it)."""
-    done = shell("copilot-logs export copilot-parquet sample_sessions", workdir)
-    assert done.returncode == 0, done.stdout
+    output, code = in_process("copilot-logs export copilot-parquet sample_sessions", workdir)
+    assert code == 0, output
     return workdir
 
 
 @pytest.mark.parametrize("block", all_blocks("python"))
 def test_python_examples_run(block: Block, pyworkdir: Path) -> None:
-    if block.not_run:
-        pytest.skip(block.not_run)
     exec(compile(block.text, block.name, "exec"), {"__name__": "__docs__"})
 
 
 @pytest.mark.parametrize("block", all_blocks("pycon"))
 def test_pycon_examples_print_what_they_show(block: Block, pyworkdir: Path) -> None:
-    if block.not_run:
-        pytest.skip(block.not_run)
     test = doctest.DocTestParser().get_doctest(
         block.text, {"__name__": "__docs__"}, block.name, str(block.page), block.line
     )
@@ -375,7 +469,7 @@ def test_the_pre_commit_hook_runs_on_the_staged_logs(workdir: Path) -> None:
     assert len(staged) == 11  # every log, not README.md or expected.json
     clean = [log for log in staged if any(f"/{id}" in log for id in ("a1f0c3e2", "b2e1d4f3"))]
     assert len(clean) == 2
-    assert shell(f"{entry[1]} {' '.join(clean)}", workdir).returncode == 0
-    done = shell(f"{entry[1]} {' '.join(staged)}", workdir)
-    assert done.returncode == 1
-    assert "X302 tool-not-completed-in-turn" in done.stdout
+    assert in_process(f"{entry[1]} {' '.join(clean)}", workdir)[1] == 0
+    output, code = in_process(f"{entry[1]} {' '.join(staged)}", workdir)
+    assert code == 1
+    assert "X302 tool-not-completed-in-turn" in output

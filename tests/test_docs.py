@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
@@ -62,6 +63,18 @@ def test_rules_page_is_up_to_date() -> None:
     )
 
 
+def test_the_rules_page_generator_writes_the_page() -> None:
+    from copilot_logs.render import output
+    from copilot_logs.render import rules as rules_page
+    from tests.streams import MockEnvironment, Stream
+
+    stdout = Stream()
+    with output.environment(MockEnvironment(stdout, Stream())):
+        rules_page.main()
+    assert stdout.bytes() == RULES_PAGE.read_bytes()
+
+
+@pytest.mark.process
 def test_the_rules_page_generator_runs_as_documented() -> None:
     import subprocess
     import sys

@@ -368,7 +368,14 @@ def test_a_warm_run_through_the_store_says_what_a_cold_one_does() -> None:
     warm = CliRunner().invoke(main, ["doctor", str(SAMPLES), "--format", "json"])
     assert cold.exit_code == warm.exit_code == 1
     assert cold.stdout == warm.stdout
-    # other processes (polars hashes with a new seed in each): the same order of reasons
+
+
+@pytest.mark.process
+def test_other_processes_give_the_reasons_in_the_same_order() -> None:
+    """polars hashes with a new seed in each process: the same order of reasons."""
+    from .conftest import SAMPLES
+
+    cold = CliRunner().invoke(main, ["doctor", str(SAMPLES), "--format", "json"])
     for _ in range(3):
         other = subprocess.run(
             [

@@ -26,6 +26,9 @@ from rig.resume import KILLED, dropped, first_prompt, resume_in, verdict
 
 from .conftest import PROJECT
 
+# Starts the real Copilot CLI (tier `process`).
+pytestmark = pytest.mark.process
+
 COMMITTED = PROJECT / "tests" / "recordings"
 
 

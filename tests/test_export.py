@@ -27,7 +27,7 @@ from copilot_logs.errors import WriteError
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import pool
 from copilot_logs.store.key import HASH_BYTES
-from tests.conftest import PROJECT, SAMPLES
+from tests.conftest import NO_EDGE_SAMPLES, PROJECT, SAMPLES
 
 REAL_EDGE = PROJECT.parent / "shared" / "real-samples-edge"
 
@@ -378,7 +378,7 @@ def test_real_samples(real_samples: Path, tmp_path: Path) -> None:
 
 def test_real_edge_samples(tmp_path: Path) -> None:
     if not REAL_EDGE.is_dir():
-        pytest.skip("../shared/real-samples-edge is not beside this checkout")
+        pytest.skip(NO_EDGE_SAMPLES)
     out = tmp_path / "out"
     assert run("export", out, REAL_EDGE).exit_code == 0
     assert_same_tables(out, cl.frames(cl.read(REAL_EDGE)))

@@ -70,6 +70,8 @@ def export_process(out: Path, samples: Path) -> subprocess.Popen[bytes]:
     )
 
 
+@pytest.mark.process
+@pytest.mark.xdist_group("concurrency")
 def test_an_export_waits_while_another_holds_the_folder(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     with export.exporting(out):
@@ -84,6 +86,8 @@ def test_an_export_waits_while_another_holds_the_folder(samples: Path, tmp_path:
     rows_once(out, samples)
 
 
+@pytest.mark.process
+@pytest.mark.xdist_group("concurrency")
 def test_exports_started_together_leave_each_row_once(samples: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     runs = [export_process(out, samples) for _ in range(4)]
@@ -282,6 +286,7 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("workers", [False, True], ids=["in this process", "in worker processes"])
 def test_a_real_full_disk(
     workers: bool, tiny_disk: Path, samples: Path, monkeypatch: pytest.MonkeyPatch

@@ -270,6 +270,7 @@ def test_unreadable_file_exits_3(tmp_path: Path) -> None:
     assert "empty-file" in result.stderr
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("cache", ["--no-cache", "cold store", "warm store", "after sessions"])
 def test_total_never_imports_polars(cache: str, tmp_path: Path) -> None:
     clean = write(tmp_path, session(2).to_bytes(), name="clean")
@@ -334,13 +335,8 @@ def test_the_total_warns_of_damage_exactly_as_count_does(tmp_path: Path) -> None
     the damaged sample, whose line 42 holds two kinds of damage."""
 
     def warnings(*args: str) -> list[str]:
-        run = subprocess.run(
-            [sys.executable, "-m", "copilot_logs", "count", *args, "--no-cache", str(SAMPLES)],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
-        )
-        assert run.returncode == 0, run.stderr
+        run = CliRunner().invoke(main, ["count", *args, "--no-cache", str(SAMPLES)])
+        assert run.exit_code == 0, run.stderr
         return [line for line in run.stderr.splitlines() if line.startswith("warning:")]
 
     expected = warnings()

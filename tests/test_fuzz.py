@@ -5,8 +5,9 @@ stdout is valid for its format, no raw control character reaches human output or
 line a CI runner would read as a workflow command (`::`) is printed except by --format github,
 the cache never changes an answer, and one bad file never changes the good sessions' figures.
 
-`make test` runs a few examples per test (the `default` profile in conftest.py); `make fuzz`
-runs many more.
+The hand-made hostile logs run in the fast tier (`make test`); the drawn ones (tier `fuzz`) in
+`make test-all` and CI, a few examples per test (the `default` profile in conftest.py), and in
+`make fuzz`, many more.
 """
 
 from __future__ import annotations
@@ -240,6 +241,7 @@ def written(log: bytes, name: str, *, flat: bool) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("command", LOG_COMMANDS)
+@pytest.mark.fuzz
 @FUZZ_SETTINGS
 @given(log=hostile_logs(), name=FILE_NAMES, flat=st.booleans())
 def test_hostile_log_through_every_format(command: str, log: bytes, name: str, flat: bool) -> None:
@@ -261,6 +263,7 @@ WORST_NAME = "".join(c for c in CONTROLS if c != "\x00") + "\x1b]52;c;aGFja2Vk\x
 
 
 @pytest.mark.parametrize("command", LOG_COMMANDS)
+@pytest.mark.fuzz
 @FUZZ_SETTINGS
 @given(log=hostile_logs(st.just(EVERYTHING)))
 def test_every_control_character_in_every_field(command: str, log: bytes) -> None:
@@ -341,6 +344,7 @@ def _good_figures(command: str, selectors: list[str], good_root: Path) -> Any:
     return _good_part(command, _json(result.stdout), good_root)
 
 
+@pytest.mark.fuzz
 @FUZZ_SETTINGS
 @given(log=hostile_logs(), name=FILE_NAMES, flat=st.booleans())
 def test_one_bad_file_never_hides_the_good_ones(
@@ -372,6 +376,7 @@ def test_rules_with_a_hostile_code(fmt: str) -> None:
     assert result.exit_code == ExitCode.USAGE
 
 
+@pytest.mark.fuzz
 @FUZZ_SETTINGS
 @given(bad=damaged_sessions())
 def test_one_bad_session_in_a_stream_never_hides_the_others(bad: bytes) -> None:

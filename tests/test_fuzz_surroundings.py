@@ -8,8 +8,9 @@ is the one tests/test_fuzz.py keeps for hostile logs: no traceback, no hang past
 set here, an exit code from the documented set, and every good session still answered.
 
 The process-level cases run the CLI as a subprocess (descriptors, encodings and the working
-folder belong to the process); the option cases run in process. `make test` draws a few
-examples of each property (tests/conftest.py), `make fuzz` many more.
+folder belong to the process: tier `process`); the option cases run in process, in the fast
+tier. `make test` and `make test-slow` draw a few examples of each property
+(tests/conftest.py), `make fuzz` many more.
 """
 
 from __future__ import annotations
@@ -239,6 +240,7 @@ def _no_traceback(done: subprocess.CompletedProcess[bytes], shown: str) -> None:
         assert marker not in done.stderr, shown
 
 
+@pytest.mark.process  # each case starts `python -m copilot_logs`, twice
 @FUZZ_SETTINGS
 @given(s=surroundings, command=st.sampled_from(COMMANDS))
 def test_hostile_surroundings(s: Surroundings, command: list[str], good_root: Path) -> None:

@@ -25,9 +25,14 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from benchmarks.peak import launched, read_report
 from synth import SessionBuilder, bash, view
+
+# Bounds measured on processes of their own (tier `process`).
+# Bounds: one worker runs the tests that race processes or measure them, one after another.
+pytestmark = [pytest.mark.process, pytest.mark.xdist_group("concurrency")]
 
 RSS_LIMIT_MB = 250
 LONG_LINE_BYTES = 50 << 20

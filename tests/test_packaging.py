@@ -154,6 +154,7 @@ def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         return archive.namelist()
 
 
+@pytest.mark.process
 def test_the_wheel_holds_the_package_and_nothing_else(wheel_names: list[str]) -> None:
     assert not [name for name in wheel_names if name.split("/")[0] == "synth"]
     shipped = {name for name in wheel_names if ".dist-info/" not in name}
@@ -260,15 +261,19 @@ def test_ci_runs_the_spark_tests_after_make_test() -> None:
 
 
 SPARK_TESTS = "tests/test_spark.py"
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
 
 
+@pytest.mark.process
 def test_without_pyspark_the_spark_tests_skip_saying_how_to_run_them(tmp_path: Path) -> None:
-    """pyspark hidden by a package of the same name that cannot be imported."""
-    shadow = tmp_path / "shadow" / "pyspark"
-    shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("raise ModuleNotFoundError('hidden', name='pyspark')\n")
+    """pyspark and pyarrow hidden by packages of the same names that cannot be imported: the
+    Spark tests and the executor's Arrow tests skip, in one line that names the extra."""
+    for name in ("pyspark", "pyarrow"):
+        shadow = tmp_path / "shadow" / name
+        shadow.mkdir(parents=True)
+        (shadow / "__init__.py").write_text(f"raise ModuleNotFoundError('hidden', name={name!r})\n")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", SPARK_TESTS],
+        [*PYTEST, SPARK_TESTS],
         cwd=PROJECT,
         env={**os.environ, "PYTHONPATH": f"{shadow.parent}{os.pathsep}{PROJECT}"},
         capture_output=True,
@@ -278,3 +283,13 @@ def test_without_pyspark_the_spark_tests_skip_saying_how_to_run_them(tmp_path: P
     assert done.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, done.stdout  # all skipped
     assert "1 skipped" in done.stdout
     assert "the spark extra is not installed (`make test-spark`" in done.stdout
+    arrow = subprocess.run(
+        [*PYTEST, SPARK_TESTS, "tests/test_spark_engine.py"],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": f"{shadow.parent}{os.pathsep}{PROJECT}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    [skipped] = [line for line in arrow.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert skipped.startswith("SKIPPED [4] ") and "the spark extra is not installed" in skipped

@@ -1,6 +1,7 @@
 """What surrounds the process (issue 25): standard streams closed, full or unable to encode the
 text, the working directory deleted, a hostile pyproject.toml. The CLI runs as a subprocess,
-since each case is about the process's own descriptors, encoding or folder."""
+since each case is about the process's own descriptors, encoding or folder; the output gate's
+part of each, on every command and encoding, runs in-process in tests/test_output_streams.py."""
 
 from __future__ import annotations
 
@@ -12,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from synth import SessionBuilder
 from tests.conftest import PROJECT, SAMPLES
+from tests.test_output_streams import ALL_CALLS, REPOSITORY, foreign_root
 
-ALL_CALLS = 53
-"""LLM calls in sample_sessions (tests/test_samples.py checks it against the generator)."""
+__all__ = ["foreign_root"]  # the fixture, for pytest
 
-REPOSITORY = "café/·naïve-中文-😀-Ωμέγα"
-"""Text no 8-bit encoding holds whole: latin-1 has é, ï and ·, cp1252 the same, ascii none."""
+# Each case starts `python -m copilot_logs` (tier `process`: make test-all, CI).
+pytestmark = pytest.mark.process
 
 
 def cli(
@@ -126,67 +126,31 @@ def test_standard_input_closed_is_an_unreadable_input(tmp_path: Path) -> None:
 
 
 # --- an output encoding that cannot show the text --------------------------------------------
-
-
-@pytest.fixture
-def foreign_root(tmp_path: Path) -> Path:
-    root = tmp_path / "session-state"
-    b = SessionBuilder(seed=3, repository=REPOSITORY, model="claude-sonnet-4.5")
-    b.user_message("Explain this: naïve façade, 中文 and 😀 — now")
-    b.turn("Sure — here it is.")
-    b.write_to(root)
-    return root
-
-
-HUMAN = [
-    ["sessions"],
-    ["count", "--by", "repository"],
-    ["timeline"],
-    ["usage", "--by", "repository"],
-    ["validate"],
-    ["count", "--by", "repository", "--format", "csv"],
-    ["audit", "--all", "--format", "markdown"],
-    ["timeline", "--format", "svg"],
-    ["report", "-o", "-"],
-]
-ENCODED = [(args, "ascii") for args in HUMAN] + [
-    (args, encoding) for args in HUMAN[:2] for encoding in ("latin-1", "cp1252")
-]
+# Every command and encoding is tested in-process (tests/test_output_streams.py); here, that a
+# real process's stream (PYTHONIOENCODING: errors strict) behaves as the one given there.
 
 
 @pytest.mark.parametrize(
-    ("args", "encoding"), ENCODED, ids=lambda v: " ".join(v) if isinstance(v, list) else v
+    ("args", "encoding"),
+    [(["count", "--by", "repository"], "ascii"), (["count", "--by", "repository"], "cp1252")],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v,
 )
 def test_an_encoding_that_lacks_a_character_shows_an_escape(
     foreign_root: Path, tmp_path: Path, encoding: str, args: list[str]
 ) -> None:
     done = cli([*args, foreign_root], tmp_path, env={"PYTHONIOENCODING": encoding})
-    assert done.returncode in (0, 1), done.stderr.decode()  # audit: 1, no autopilot run
-    assert error_lines(done) == []
-    shown = done.stdout.decode(encoding)  # every byte is the encoding's own
-    if args[-1] == "repository" or "csv" in args:
-        # What the encoding holds as it is, the rest as the escapes people see.
-        expected = REPOSITORY.encode(encoding, "backslashreplace").decode(encoding)
-        assert expected[:20] in shown
-
-
-@pytest.mark.parametrize("encoding", ["ascii", "latin-1", "cp1252"])
-@pytest.mark.parametrize(
-    "args",
-    [["count", "--by", "repository", "--format", "json"], ["sessions", "--format", "ndjson"]],
-    ids=" ".join,
-)
-def test_json_in_any_encoding_reads_back_as_the_exact_text(
-    foreign_root: Path, tmp_path: Path, encoding: str, args: list[str]
-) -> None:
-    """A character the encoding lacks is a JSON \\u escape: the same value, exactly."""
-    done = cli([*args, foreign_root], tmp_path, env={"PYTHONIOENCODING": encoding})
     assert done.returncode == 0, done.stderr.decode()
-    text = done.stdout.decode(encoding)
-    rows = (
-        [json.loads(line) for line in text.splitlines()] if "ndjson" in args else json.loads(text)
-    )
-    assert [row["repository"] for row in rows] == [REPOSITORY]
+    assert error_lines(done) == []
+    expected = REPOSITORY.encode(encoding, "backslashreplace").decode(encoding)
+    assert expected[:20] in done.stdout.decode(encoding)  # every byte is the encoding's own
+
+
+def test_json_in_ascii_reads_back_as_the_exact_text(foreign_root: Path, tmp_path: Path) -> None:
+    """A character the encoding lacks is a JSON \\u escape: the same value, exactly."""
+    args = ["count", "--by", "repository", "--format", "json", foreign_root]
+    done = cli(args, tmp_path, env={"PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr.decode()
+    assert [row["repository"] for row in json.loads(done.stdout.decode("ascii"))] == [REPOSITORY]
 
 
 def test_an_ascii_table_still_counts_every_call(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from tests.conftest import PROJECT
+from tests.conftest import NO_EDGE_SAMPLES, NO_REAL_SAMPLES, PROJECT
 
 EDGE = PROJECT.parent / "shared" / "real-samples-edge"
 PERMISSION = "irrlicht-1.0.77-tool-gate-permission-prompt.events.jsonl"
@@ -31,7 +31,7 @@ TWO_SESSIONS = "irrlicht-1.0.78-multiple-sessions-same-cwd.events.jsonl"
 def edge() -> Path:
     """../shared/real-samples-edge, skipped cleanly when absent."""
     if not EDGE.is_dir():
-        pytest.skip("../shared/real-samples-edge is not beside this checkout")
+        pytest.skip(NO_EDGE_SAMPLES)
     return EDGE
 
 
@@ -164,7 +164,7 @@ def test_quitting_at_a_permission_prompt_is_not_a_cut_off_log(edge: Path) -> Non
 def test_the_clean_real_samples_stay_clean_under_strict(edge: Path) -> None:
     clean = PROJECT.parent / "shared" / "real-samples"
     if not clean.is_dir():
-        pytest.skip("../shared/real-samples is not beside this checkout")
+        pytest.skip(NO_REAL_SAMPLES)
     report = cli("validate", str(clean), "--strict")
     assert report["findings"] == []
     assert report["summary"]["files"] == 3

@@ -2,7 +2,7 @@
 under its own Content-Security-Policy, and the test reads the DOM it leaves and its console.
 
 Skipped only where no Chromium binary exists (`.ci/run` installs one). Screenshots are kept
-under .pytest_cache/report-screenshots/ and their paths printed.
+under .pytest_cache/report-screenshots/ (sample_sessions.png, real-samples.png) to look at.
 """
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ from click.testing import CliRunner
 
 from copilot_logs.cli import main
 from synth import SessionBuilder, view
-from tests.conftest import PROJECT, SAMPLES
+from tests.conftest import NO_CHROMIUM, NO_EDGE_SAMPLES, PROJECT, SAMPLES
 from tests.report_corpus import write_corpus
 from tests.test_report import EXPECTED, HOSTILE_PROMPT, Page, hostile_session
+
+# Opens the report in a headless Chromium (tier `browser`: make test-all, CI).
+pytestmark = pytest.mark.browser
 
 BROWSERS = ("chromium", "chromium-headless-shell", "chromium-browser", "google-chrome")
 FLAGS = (
@@ -51,7 +54,7 @@ class Opened:
 def browser() -> str:
     found = next((path for name in BROWSERS if (path := shutil.which(name))), None)
     if found is None:
-        pytest.skip("no Chromium binary found (apt-get install chromium)")
+        pytest.skip(NO_CHROMIUM)
     return found
 
 
@@ -79,20 +82,15 @@ def open_page(browser: str, page: Path, tmp_path: Path) -> Opened:
 
 
 def screenshot(
-    browser: str,
-    page: Path,
-    tmp_path: Path,
-    name: str,
-    capsys: pytest.CaptureFixture[str],
-    size: str = "1280,2400",
+    browser: str, page: Path, tmp_path: Path, name: str, size: str = "1280,2400"
 ) -> Path:
+    """The page as Chromium draws it, kept as .pytest_cache/report-screenshots/NAME.png to look
+    at (said nowhere: a line among the dots would alarm)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     shot = SHOTS / f"{name}.png"
     shot.unlink(missing_ok=True)
     chromium(browser, page, tmp_path, f"--screenshot={shot}", f"--window-size={size}")
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    with capsys.disabled():
-        print(f"\nreport screenshot: {shot}")
     return shot
 
 
@@ -124,26 +122,22 @@ def check_rendered(opened: Opened, expected_ids: set[str]) -> None:
     assert len(dom.all("svg")) >= len(expected_ids)
 
 
-def test_samples_render_in_chromium(
-    browser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_samples_render_in_chromium(browser: str, tmp_path: Path) -> None:
     page = report(tmp_path, str(SAMPLES))
     check_rendered(open_page(browser, page, tmp_path), set(EXPECTED))
-    screenshot(browser, page, tmp_path, "sample_sessions", capsys)
+    screenshot(browser, page, tmp_path, "sample_sessions")
 
 
-def test_real_samples_render_in_chromium(
-    browser: str, real_samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_real_samples_render_in_chromium(browser: str, real_samples: Path, tmp_path: Path) -> None:
     page = report(tmp_path, str(real_samples))
     check_rendered(open_page(browser, page, tmp_path), session_ids(real_samples))
-    screenshot(browser, page, tmp_path, "real-samples", capsys)
+    screenshot(browser, page, tmp_path, "real-samples")
 
 
 def test_edge_case_real_logs_render_in_chromium(browser: str, tmp_path: Path) -> None:
     edge = PROJECT.parent / "shared" / "real-samples-edge"
     if not edge.is_dir():
-        pytest.skip("../shared/real-samples-edge is not beside this checkout")
+        pytest.skip(NO_EDGE_SAMPLES)
     page = report(tmp_path, str(edge))
     # One file there holds two session.start lines: how many sessions it makes is the
     # reader's call, so the oracle is the `sessions` command's list.
@@ -288,7 +282,7 @@ PROBLEM_COLUMNS = ("status", "verdict", "looping", "resume", "errors", "done", "
 
 
 def test_a_large_corpus_opens_with_what_needs_attention_above_the_fold(
-    browser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    browser: str, tmp_path: Path
 ) -> None:
     """Three hundred real-shaped sessions (tests/report_corpus.py): the failing verdicts and
     the loops are on the first screen of a 1400 x 900 window, the sessions table lists what
@@ -296,7 +290,7 @@ def test_a_large_corpus_opens_with_what_needs_attention_above_the_fold(
     asked for all."""
     truth = write_corpus(tmp_path / "logs", sessions=300)
     page = report(tmp_path, "--root", str(tmp_path / "logs"), "--quiet")
-    screenshot(browser, page, tmp_path, "corpus-300-above-the-fold", capsys, size="1400,900")
+    screenshot(browser, page, tmp_path, "corpus-300-above-the-fold", size="1400,900")
     measured = _with_script(page, MEASURE_THE_FOLD)
     done = chromium(browser, measured, tmp_path, "--window-size=1400,900", "--dump-dom")
     (body,) = Page(done.stdout).all("body")

@@ -173,6 +173,7 @@ def test_beside_log_keeps_the_locks_a_run_left(tmp_path: Path) -> None:
     assert (kept["inuse_lock_pids"], kept["operation_lock"]) == ([], True)
 
 
+@pytest.mark.process
 @pytest.mark.live
 def test_a_real_recording_with_a_cached_cli(live_cli: tuple[str, Path], tmp_path: Path) -> None:
     version, binary = live_cli

@@ -27,16 +27,12 @@ import pytest
 from click.testing import CliRunner, Result
 from polars.testing import assert_frame_equal
 
-pytest.importorskip(
-    "pyspark",
-    reason="the spark extra is not installed (`make test-spark` installs it and runs these tests)",
-)
-pytest.importorskip(
-    "pyarrow",
-    reason="the spark extra is not installed (`make test-spark` installs it and runs these tests)",
-)
+from tests.conftest import NO_JAVA, NO_TMUX, SPARK_EXTRA
+
+pytest.importorskip("pyspark", reason=SPARK_EXTRA)
+pytest.importorskip("pyarrow", reason=SPARK_EXTRA)
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    pytest.skip("Spark needs Java 17+ (java on PATH or JAVA_HOME)", allow_module_level=True)
+    pytest.skip(NO_JAVA, allow_module_level=True)
 
 import copilot_logs as cl
 import synth
@@ -46,6 +42,9 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.spark import engine
 
 from .conftest import SAMPLES
+
+# Starts Spark (a JVM) and the CLI (tier `process`; `make test-spark` runs them).
+pytestmark = pytest.mark.process
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -438,7 +437,7 @@ def test_on_a_terminal_spark_says_it_is_starting(tmp_path: Path) -> None:
     """A new JVM in its own process, in tmux: the line shows while Spark starts, and is gone
     (transient) when the table is printed."""
     if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (CI installs it through .ci/run)")
+        pytest.skip(NO_TMUX)
     socket = f"copilot-logs-spark-{os.getpid()}"
     done = tmp_path / "done"
     command = (

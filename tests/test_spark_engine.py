@@ -23,7 +23,7 @@ from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
 from copilot_logs.spark import engine, tasks
 from copilot_logs.store import collect
 
-from .conftest import SAMPLES
+from .conftest import SAMPLES, SPARK_EXTRA
 
 
 def test_spark_names_and_ours_meet_on_one_key() -> None:
@@ -127,7 +127,7 @@ def _sample_logs() -> list[tuple[Source, bytes]]:
 
 def _arrow_batch(logs: list[tuple[Source, bytes]]) -> Any:
     """What Spark's ``binaryFile`` hands a task: one row per file, its path and its bytes."""
-    pa = pytest.importorskip("pyarrow")
+    pa = pytest.importorskip("pyarrow", reason=SPARK_EXTRA)
     return pa.RecordBatch.from_pydict(
         {
             "path": [f"file:{source.path}" for source, _ in logs],

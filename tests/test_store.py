@@ -540,6 +540,8 @@ def test_a_failed_rename_leaves_no_temporary_file(monkeypatch: pytest.MonkeyPatc
     assert leftovers() == [] and entries() == []
 
 
+@pytest.mark.process
+@pytest.mark.xdist_group("concurrency")
 def test_concurrent_runs_leave_one_whole_entry_per_log(tmp_path: Path) -> None:
     root = tmp_path / "root"
     for n in range(12):
@@ -781,6 +783,7 @@ def test_a_warm_run_looks_each_log_up_once_and_starts_no_worker(
     assert sorted(opened) == sorted(str(store.entry_path(s.path)) for s in sample_sources())
 
 
+@pytest.mark.process
 def test_functions_are_described_the_same_in_every_process() -> None:
     from functools import partial
 

@@ -98,6 +98,7 @@ def test_a_symlinked_store_folder_is_never_followed(linked: str, tmp_path: Path)
     assert link.is_symlink()
 
 
+@pytest.mark.process
 def test_an_entry_that_is_a_link_is_never_followed(tmp_path: Path) -> None:
     log = tmp_path / "s" / "events.jsonl"
     log.parent.mkdir()
@@ -217,6 +218,7 @@ def test_a_readable_store_of_the_users_own_is_made_private_again() -> None:
 # --- Things in the store that we did not put there ----------------------------------------------
 
 
+@pytest.mark.process
 def test_things_we_did_not_put_in_the_store_are_never_opened_or_deleted(tmp_path: Path) -> None:
     """A folder named like an entry (of a log read now, and not), a named pipe and a link to
     /dev/zero as entries, stray folders and files: each command answers right and on time,

@@ -347,6 +347,7 @@ def _closed_pipe_run(args: list[str], home: Path) -> subprocess.CompletedProcess
         os.close(write_end)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("args", "code"),
     [

@@ -23,11 +23,13 @@ from copilot_logs.ingest.decode.cli_format import version_key
 from copilot_logs.ingest.reader import read_bytes
 from synth import SessionBuilder, bash, subagent_plan
 
-from .recorded import ALL, Recording
+from .recorded import RECORDED, Read, Recording, read
 
-RECORDED = [r for r in ALL if r.outcome == "recorded"]
+__all__ = ["read"]  # the fixture, for pytest
+
 NEWEST = [r for r in RECORDED if version_key(r.version) >= (1, 0, 102)]
 AGENT_METRICS = [r for r in RECORDED if (1, 0, 85) <= version_key(r.version) < (1, 0, 102)]
+BEFORE_RECORDS = [r for r in RECORDED if version_key(r.version) < (1, 0, 102)]
 TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens")
 
 
@@ -83,7 +85,7 @@ def prompt_of_each_call(recording: Recording) -> list[int]:
 
 
 @pytest.mark.parametrize("recording", NEWEST, ids=ids(NEWEST))
-def test_by_call_is_what_the_server_served_call_by_call(recording: Recording) -> None:
+def test_by_call_is_what_the_server_served_call_by_call(recording: Recording, read: Read) -> None:
     names = agent_names(recording)
     expected = sorted(
         (
@@ -95,7 +97,7 @@ def test_by_call_is_what_the_server_served_call_by_call(recording: Recording) ->
         )
         for r in recording.served
     )
-    rows = usage(str(recording.log), "--by", "call")["rows"]
+    rows = read(recording, "usage", "--by", "call")["rows"]
     found = sorted(
         (
             row["api_call_id"],
@@ -114,12 +116,12 @@ def test_by_call_is_what_the_server_served_call_by_call(recording: Recording) ->
 
 
 @pytest.mark.parametrize("recording", NEWEST, ids=ids(NEWEST))
-def test_by_agent_is_the_server_s_sums_per_agent(recording: Recording) -> None:
+def test_by_agent_is_the_server_s_sums_per_agent(recording: Recording, read: Read) -> None:
     names = agent_names(recording)
     per_agent: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for request in recording.served:
         per_agent[request["agent"]].append(request)
-    rows = usage(str(recording.log), "--by", "agent")["rows"]
+    rows = read(recording, "usage", "--by", "agent")["rows"]
     found = {names[row["agent_id"]]: tuple(row[name] for name in TOKENS) for row in rows}
     assert found == {agent: served_tokens(calls) for agent, calls in per_agent.items()}
     assert {row["agent"] for row in rows} == set(per_agent)  # named as the task call named it
@@ -127,11 +129,11 @@ def test_by_agent_is_the_server_s_sums_per_agent(recording: Recording) -> None:
 
 
 @pytest.mark.parametrize("recording", NEWEST, ids=ids(NEWEST))
-def test_by_prompt_is_the_server_s_sums_per_prompt(recording: Recording) -> None:
+def test_by_prompt_is_the_server_s_sums_per_prompt(recording: Recording, read: Read) -> None:
     per_prompt: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for prompt, request in zip(prompt_of_each_call(recording), recording.served, strict=True):
         per_prompt[prompt].append(request)
-    rows = usage(str(recording.log), "--by", "prompt")["rows"]
+    rows = read(recording, "usage", "--by", "prompt")["rows"]
     found = {row["prompt_index"]: tuple(row[name] for name in TOKENS) for row in rows}
     assert found == {prompt: served_tokens(calls) for prompt, calls in per_prompt.items()}
     prompts = recording.truth["prompts"]
@@ -162,28 +164,27 @@ def test_by_task_ends_a_task_at_its_accepted_completion() -> None:
 
 
 @pytest.mark.parametrize("recording", AGENT_METRICS, ids=ids(AGENT_METRICS))
-def test_by_agent_from_the_shutdown_s_agent_metrics(recording: Recording) -> None:
+def test_by_agent_from_the_shutdown_s_agent_metrics(recording: Recording, read: Read) -> None:
     """1.0.85 to 1.0.101 write no per-call record, but the shutdown's agentMetrics gives each
     agent's figures: they equal the server's sums per agent."""
     names = agent_names(recording)
     per_agent: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for request in recording.served:
         per_agent[request["agent"]].append(request)
-    rows = usage(str(recording.log), "--by", "agent")["rows"]
-    if not any(row["source"] == "from totals" for row in rows):
-        pytest.skip("no shutdown in this log")
+    rows = read(recording, "usage", "--by", "agent")["rows"]
+    if not recording.shutdowns:  # 1.0.89/interrupted: stopped before it wrote one
+        assert "from totals" not in {row["source"] for row in rows}
+        return
     found = {names[row["agent_id"]]: tuple(row[name] for name in TOKENS) for row in rows}
     assert found == {agent: served_tokens(calls) for agent, calls in per_agent.items()}
     assert {row["source"] for row in rows} == {"from totals"}
 
 
-@pytest.mark.parametrize("recording", RECORDED, ids=ids(RECORDED))
+@pytest.mark.parametrize("recording", BEFORE_RECORDS, ids=ids(BEFORE_RECORDS))
 def test_by_prompt_before_the_records_is_the_shutdown_for_one_prompt_and_unknown_for_more(
-    recording: Recording,
+    recording: Recording, read: Read
 ) -> None:
-    if version_key(recording.version) >= (1, 0, 102):
-        pytest.skip("exact: checked above")
-    rows = usage(str(recording.log), "--by", "prompt")["rows"]
+    rows = read(recording, "usage", "--by", "prompt")["rows"]
     if len(recording.truth["prompts"]) > 1:
         # The shutdown has one figure for the whole session: it is not shared out. The
         # prompts keep their messages' output tokens, and one row not attributable holds the
@@ -197,8 +198,9 @@ def test_by_prompt_before_the_records_is_the_shutdown_for_one_prompt_and_unknown
         assert summed == served_tokens(recording.served)
         return
     (row,) = rows
-    if row["source"] == "messages":
-        pytest.skip("no shutdown recording all the usage (an interrupted run)")
+    if not recording.shutdowns:  # 1.0.89/interrupted: stopped before it wrote one
+        assert row["source"] == "messages"
+        return
     assert row["source"] == "from totals"
     assert tuple(row[name] for name in TOKENS) == served_tokens(recording.served)
     assert row["llm_calls"] == len(recording.served)
@@ -393,10 +395,10 @@ def _call_nodes(node: Any) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("recording", NEWEST, ids=ids(NEWEST))
-def test_timeline_shows_each_call_s_tokens_as_the_server_reported(recording: Recording) -> None:
-    result = CliRunner().invoke(main, ["timeline", str(recording.log), "--format", "json"])
-    assert result.exit_code == 0, result.output
-    nodes = _call_nodes(orjson.loads(result.stdout))
+def test_timeline_shows_each_call_s_tokens_as_the_server_reported(
+    recording: Recording, read: Read
+) -> None:
+    nodes = _call_nodes(read(recording, "timeline"))
     found = sorted(
         (n["api_call_id"], n["input_tokens"], n["output_tokens"], n["cache_read_tokens"])
         for n in nodes

@@ -37,7 +37,7 @@ from copilot_logs.ingest.discover import Selection
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.render.watch import visible
 
-from .conftest import PROJECT, REAL_SAMPLES, SAMPLES
+from .conftest import NO_EDGE_SAMPLES, PROJECT, REAL_SAMPLES, SAMPLES
 
 EDGE_SAMPLES = PROJECT.parent / "shared" / "real-samples-edge"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
@@ -64,7 +64,7 @@ SUBAGENT_SAMPLE = SAMPLES / "e5b4a716-8f91-4a02-83b4-4e5f60718293" / "events.jso
 def edge_samples() -> Path:
     """../shared/real-samples-edge, skipped cleanly when absent."""
     if not EDGE_SAMPLES.is_dir():
-        pytest.skip("../shared/real-samples-edge is not beside this checkout")
+        pytest.skip(NO_EDGE_SAMPLES)
     return EDGE_SAMPLES
 
 
@@ -610,6 +610,7 @@ def _read_records(stream: Any, until: Any, limit: float = 40.0) -> Iterator[dict
     raise AssertionError("watch did not write the records in time")
 
 
+@pytest.mark.process
 def test_ndjson_follows_logs_written_line_by_line(
     tmp_path: Path, real_samples: Path, edge_samples: Path
 ) -> None:
@@ -666,6 +667,7 @@ def test_ndjson_follows_logs_written_line_by_line(
             assert record["at"].endswith("Z") and record["session_id"]
 
 
+@pytest.mark.process
 def test_until_done_waits_for_a_log_that_does_not_exist_yet(tmp_path: Path) -> None:
     root = tmp_path / "session-state"
     root.mkdir()

@@ -148,6 +148,7 @@ def _environment(agent: Agent, runner_temp: Path) -> dict[str, str]:
 # --- the recipe ------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("before", ["session-folder-exists", "fresh-home"])
 def test_the_ci_recipe_follows_the_agents_session_to_its_verdict(
     tmp_path: Path, agent: Agent, before: str
@@ -235,6 +236,7 @@ def test_a_run_already_writing_when_the_watch_starts_is_followed_from_its_first_
     ]
 
 
+@pytest.mark.process
 def test_until_done_waits_a_moment_for_the_shutdown_after_task_complete(tmp_path: Path) -> None:
     """The CLI writes its shutdown (with the session's usage) as it exits, just after the
     task_complete turn: the stream ends with it."""
@@ -278,6 +280,7 @@ def _watch(*args: str, cwd: Path, home: Path | None = None) -> subprocess.Comple
     return _run(command, cwd=cwd, env=env, limit=30)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("root_state", ["empty", "missing", "session-folder-without-log"])
 def test_the_timeout_fires_while_there_is_nothing_to_follow_yet(
     tmp_path: Path, root_state: str
@@ -299,6 +302,7 @@ def test_the_timeout_fires_while_there_is_nothing_to_follow_yet(
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.process
 def test_the_timeout_fires_on_a_named_session_that_never_appears(tmp_path: Path) -> None:
     done = _watch(SESSION, "--root", str(tmp_path), "--until-done", "--timeout", "1s", cwd=tmp_path)
     assert done.returncode == 124, done.stderr

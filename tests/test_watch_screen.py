@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SAMPLES
+from .conftest import NO_TMUX, SAMPLES
+
+# The live view in tmux (tier `process`).
+pytestmark = pytest.mark.process
 
 SUBAGENT_SAMPLE = SAMPLES / "e5b4a716-8f91-4a02-83b4-4e5f60718293" / "events.jsonl"
 
@@ -25,7 +28,7 @@ SUBAGENT_SAMPLE = SAMPLES / "e5b4a716-8f91-4a02-83b4-4e5f60718293" / "events.jso
 def tmux(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """Run tmux commands on a private server; killed at the end."""
     if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (CI installs it through .ci/run)")
+        pytest.skip(NO_TMUX)
     socket = f"copilot-logs-test-{uuid.uuid4().hex[:8]}"
 
     def run(*args: str) -> str:

@@ -22,11 +22,21 @@ import pytest
 
 from synth import SessionBuilder, bash
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="finds the worker processes in /proc"
-)
+# The command and its workers as processes (tier `process`).
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.xdist_group(
+        "concurrency"
+    ),  # one worker runs the tests that race processes, one after another
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="finds the worker processes in /proc"
+    ),
+]
 
 FORCE_WORKERS = (
+    # Ctrl-C as in a terminal, also when pytest runs in the background: a shell starts a
+    # background job with SIGINT ignored, and the command would inherit that.
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
     "from copilot_logs.store import pool; "
     "pool.FRAMES_PARALLEL_BYTES = pool.SCAN_PARALLEL_BYTES = 0; "
     "from copilot_logs.cli import main; main()"

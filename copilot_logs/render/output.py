@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import io
 import os
 import re
 import sys
@@ -36,8 +37,43 @@ MAX_WIDTH = 1000
 """Terminal widths (--width, $COLUMNS, the terminal's) are held to this range: a width of
 millions of columns would pad every line to it."""
 
-_gone: set[str] = set()
-"""The streams ("stdout", "stderr") whose reader went away: later output to them is dropped."""
+
+class Environment:
+    """The standard streams the gate writes to, and which of them went away (httpie's
+    ``Environment``). This one is the process's own: ``sys.stdout`` and ``sys.stderr`` as they
+    are at each write (click's test runner swaps them). A test hands its own to
+    :func:`environment` (streams of another encoding, a terminal, a closed or full one), so
+    what the gate does with each runs in-process."""
+
+    def __init__(self) -> None:
+        self.gone: set[str] = set()
+        """The streams ("stdout", "stderr") whose reader went away: later output to them is
+        dropped."""
+
+    @property
+    def stdout(self) -> TextIO | None:
+        return sys.stdout
+
+    @property
+    def stderr(self) -> TextIO | None:
+        return sys.stderr
+
+    def stream(self, *, err: bool) -> TextIO | None:
+        return self.stderr if err else self.stdout
+
+
+_environment = Environment()
+
+
+@contextmanager
+def environment(streams: Environment) -> Iterator[Environment]:
+    """Write to ``streams`` instead of the process's own while the block runs."""
+    global _environment
+    before, _environment = _environment, streams
+    try:
+        yield streams
+    finally:
+        _environment = before
 
 
 def echo(
@@ -105,8 +141,7 @@ def rich_console(*, width: int | None = None, err: bool = False) -> Iterator[Con
 def progress_console() -> Console | None:
     """A console for a live progress bar on stderr (no log text), or None when stderr is not
     a terminal."""
-    stream = sys.stderr
-    if stream is None or not stream.isatty():
+    if not _terminal(_environment.stderr):
         return None
     return _console(None, err=True)
 
@@ -146,7 +181,9 @@ class SparkStatus:
             from rich import progress as bars
             from rich.console import Console
 
-            self._stream = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+            stderr = _environment.stderr
+            assert stderr is not None  # spark_status: only on a terminal
+            self._stream = os.fdopen(os.dup(stderr.fileno()), "w", buffering=1)
             console = Console(file=self._stream, markup=False, emoji=False, highlight=False)
             self._bar = bars.Progress(
                 bars.SpinnerColumn(),
@@ -179,8 +216,7 @@ class SparkStatus:
 
 def spark_status() -> SparkStatus | None:
     """A :class:`SparkStatus` when stderr is a terminal, else None (nothing is said)."""
-    stream = sys.stderr
-    if stream is None or not stream.isatty():
+    if not _terminal(_environment.stderr):
         return None
     return SparkStatus()
 
@@ -189,16 +225,28 @@ def live_console() -> Console | None:
     """A console for the live view of ``watch`` on stdout, or None when stdout is not a
     terminal. A live display moves the cursor, so what it writes cannot pass the gate line by
     line: every piece of log text it shows must be escaped first (:func:`one_line`)."""
-    stream = sys.stdout
-    if stream is None or not stream.isatty():
+    if not _terminal(_environment.stdout):
         return None
     return _console(None, err=False)
+
+
+def _terminal(stream: TextIO | None) -> bool:
+    return stream is not None and not stream.closed and stream.isatty()
 
 
 def _console(width: int | None, *, err: bool) -> Console:
     from rich.console import Console
 
-    console = Console(stderr=err, width=width, markup=False, emoji=False, highlight=False)
+    stream = _environment.stream(err=err)
+    console = Console(
+        # A stream the program closed: rich would fail at it, and the gate says so at a write.
+        file=io.StringIO() if stream is not None and stream.closed else stream,
+        stderr=err,
+        width=width,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
     console.width = bounded_width(console.width)
     return console
 
@@ -209,17 +257,18 @@ def _write(text: str, *, err: bool, errors: str = "backslashreplace") -> None:
     code; stdout closed (``>&-``) or failing (``>/dev/full``) is an OutputError (one line,
     exit 3); stderr closed or failing loses only what goes there, never stdout's output."""
     name = "stderr" if err else "stdout"
-    stream: TextIO | None = sys.stderr if err else sys.stdout
-    if name in _gone or (stream is None and err):
+    gone = _environment.gone
+    stream = _environment.stream(err=err)
+    if name in gone or (stream is None and err):
         return
     if stream is None:  # the descriptor was closed when the command started
-        _gone.add(name)
+        gone.add(name)
         raise OutputError("cannot write the output: standard output is closed")
     try:
         stream.write(_encodable(text, stream, errors))
         stream.flush()
     except (OSError, ValueError) as error:  # ValueError: a stream the process closed
-        _gone.add(name)
+        gone.add(name)
         _discard(stream)
         if not err and not isinstance(error, BrokenPipeError):
             reason = getattr(error, "strerror", None) or error
@@ -249,15 +298,19 @@ _ERRORS = {"json": "copilot-logs-json", "xml": "xmlcharrefreplace", "text": "bac
 
 
 def guard_streams() -> None:
-    """At start: a closed descriptor 0, 1 or 2 gets /dev/null, so no file the command opens
-    takes its number (``sys.stdout`` stays None: output to it is still said to fail); a
-    character a stream cannot encode is written as an escape, never a failure."""
+    """At the start of a command: a closed descriptor 0, 1 or 2 gets /dev/null, so no file the
+    command opens takes its number (``sys.stdout`` stays None: output to it is still said to
+    fail); a character a stream cannot encode is written as an escape, never a failure; no
+    stream is taken for gone yet (a test runs many commands in one process)."""
+    _environment.gone.clear()
     for descriptor in (0, 1, 2):
         try:
             os.fstat(descriptor)
         except OSError:  # closed: the lowest free descriptor, so os.open takes this one
             os.open(os.devnull, os.O_RDWR)
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (_environment.stdout, _environment.stderr):
+        if stream is None or stream.closed:  # closed by the program that called us: said at a write
+            continue
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and getattr(stream, "errors", None) == "strict":
             reconfigure(errors="backslashreplace")
@@ -266,7 +319,7 @@ def guard_streams() -> None:
 def fail_quietly() -> None:
     """After a write failed outside the gate (click's help on a full disk): stdout and stderr
     to /dev/null, so the interpreter's last flush does not fail again."""
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (_environment.stdout, _environment.stderr):
         if stream is not None:
             _discard(stream)
 
