@@ -103,7 +103,10 @@ SLOW_TIERS = ("process", "matrix", "fuzz", "browser")
 """The markers of the tiers `make test` leaves to `make test-all` and CI (pyproject.toml
 declares them, docs/development.md says which a new test takes)."""
 
-SMALL_TOOLS = {"bash", "sh", "grep", "sed", "jq", "ls", "sha256sum", "git", "make", "ruff"}
+SMALL_TOOLS = {
+    *("bash", "sh", "grep", "sed", "jq", "ls", "sha256sum", "git", "make", "ruff"),
+    *("true", "sleep", "du"),  # disk's oracle (du) and the pids its lock fixtures need
+}
 """Programs a fast test may start: they start in a millisecond. Not Python, nor a shell that
 runs it."""
 
@@ -115,7 +118,10 @@ def _starts_python(args: Any) -> str | None:
     program = os.path.basename(words[0].split()[0]) if words and words[0] else ""
     if program not in SMALL_TOOLS:
         return program
-    if program in ("bash", "sh") and re.search(r"copilot-logs|python", " ".join(words[1:])):
+    # A word that runs copilot-logs or Python (not a path that merely names them, such as
+    # prune's trash folder `.copilot-logs-trash`).
+    runs = r"(?:^|[\s;|&(])(?:copilot-logs|python[\d.]*)(?=[\s;|&)]|$)"
+    if program in ("bash", "sh") and re.search(runs, " ".join(words[1:])):
         return f"{program} running Python"
     return None
 

@@ -88,6 +88,7 @@ class Recording:
         """The LLM calls the server answered during that run (its index in :attr:`runs`)."""
         return [r for r in self.served if r.get("run", 0) == run]
 
+    @property
     def shutdowns(self) -> int:
         """The session.shutdown lines of the log, found by hand (a byte search)."""
         return self.log.read_bytes().count(b'"type":"session.shutdown"')

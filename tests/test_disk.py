@@ -272,6 +272,7 @@ def test_a_key_given_twice_or_indented_is_not_guessed() -> None:
 # --- the hostile folders ----------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_pipes_and_sockets_are_never_opened(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -407,6 +408,7 @@ def test_files_of_another_user_are_named(tmp_path: Path) -> None:
     assert found[folder.name]["why"] == "holds files of another user (files/theirs.txt)"
 
 
+@pytest.mark.process
 def test_another_mount_is_not_entered(tmp_path: Path) -> None:
     root = tmp_path / "session-state"
     folder = session(root, 1)
@@ -464,6 +466,7 @@ def test_a_root_without_session_folders_is_said(tmp_path: Path) -> None:
     assert "No session folders found in" in result.stderr
 
 
+@pytest.mark.process
 def test_deep_and_wide_trees_under_ulimit_n_64(tmp_path: Path) -> None:
     """One folder open at a time: a tree 300 deep and 40 sessions wide, under 64 descriptors."""
     root = tmp_path / "session-state"

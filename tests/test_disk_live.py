@@ -30,7 +30,7 @@ from rig.server import ModelServer
 
 from .folders import age, scaffold
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.process]
 
 
 def state(home: Path) -> Path:

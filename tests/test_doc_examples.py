@@ -196,11 +196,23 @@ def pipeline(command: str) -> list[str]:
 REDIRECTS = {"2>/dev/null", "2>&1", ">/dev/null"}
 
 
+def _joined_redirects(words: list[str]) -> list[str]:
+    """``words`` with a stdout redirect and its target as one word (``> out`` -> ``>out``)."""
+    joined: list[str] = []
+    for word in words:
+        if joined and joined[-1] == ">":
+            joined[-1] = f">{word}"
+        else:
+            joined.append(word)
+    return joined
+
+
 def in_process(command: str, cwd: Path) -> tuple[str, int]:
     """The command line as bash runs it, its ``copilot-logs`` in this process (click's runner:
     no Python starts) and the other commands of its pipeline in bash. The line holds one
     ``copilot-logs`` at most, after ``NAME=value`` assignments, redirected only by
-    ``2>/dev/null``, ``2>&1`` or ``>/dev/null``: an example written otherwise fails here."""
+    ``2>/dev/null``, ``2>&1``, ``>/dev/null`` or ``> FILE``: an example written otherwise fails
+    here."""
     parts = pipeline(re.sub(r"\\\n\s*", " ", command))  # a line continued with \\ is one
     words = [shlex.split(part, comments=True) for part in parts]
     ours = [i for i, part in enumerate(words) if "copilot-logs" in part]
@@ -208,7 +220,9 @@ def in_process(command: str, cwd: Path) -> tuple[str, int]:
         return shell(command, cwd)
     at = ours[0]
     assignments = [w for w in words[at] if re.match(r"^\w+=", w)]
-    rest = words[at][len(assignments) :]
+    rest = _joined_redirects(words[at][len(assignments) :])
+    into = [w[1:] for w in rest if w.startswith(">") and w != ">/dev/null"]
+    rest = [w for w in rest if not (w.startswith(">") and w != ">/dev/null")]
     readable = (
         len(ours) == 1
         and not re.search(r"&&|;|\$\(|`", command)
@@ -241,6 +255,9 @@ def in_process(command: str, cwd: Path) -> tuple[str, int]:
     if ">/dev/null" in redirects and redirects != ["2>&1", ">/dev/null"]:
         out = ""
     printed += err
+    if into:  # `> FILE`: what it prints goes to that file, in the example's folder
+        (cwd / into[-1]).write_text(out)
+        out = ""
     if at + 1 < len(parts):
         out, code = shell(" | ".join(parts[at + 1 :]), cwd, stdin=out)
         codes.append(code)

@@ -67,6 +67,7 @@ def _all_help() -> dict[str, str]:
 KNOWN_ADDRESSES = {
     "https://json.schemastore.org/sarif-2.1.0.json",  # SARIF's own schema, in every report
     "http://www.w3.org/2000/svg",  # the SVG namespace
+    "https://opentelemetry.io/schemas/1.44.0",  # the semantic conventions otel's spans follow
 }
 """The only web addresses the package may hold: the project has no public address yet."""
 

@@ -485,6 +485,10 @@ def check_repair(original: bytes, record: dict[str, Any], out: Path) -> None:
             by_line.setdefault(change["line"], []).append(change["what"])
     for number, whats in by_line.items():
         line = physical[number - 1].strip(b"\x00").rstrip(b"\r")
+        if number == 1 and any(p["offset"] == 0 for p in record["set_aside"]):
+            line = line.removeprefix(b"\xef\xbb\xbf")  # a byte order mark, set aside
+        if line.count(b'{"type":"') != 1:
+            continue  # two events glued on one line: the copy writes them apart
         expected = _as_listed(line, whats)
         if expected is not None:
             assert expected in copy.split(b"\n"), (number, whats, line)

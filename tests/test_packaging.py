@@ -230,6 +230,7 @@ def test_ci_runs_the_otel_collector_tests_after_make_test() -> None:
     assert steps.index("make test") < steps.index("make test-otel")
 
 
+@pytest.mark.process
 def test_without_rotel_the_collector_tests_skip_saying_how_to_run_them(tmp_path: Path) -> None:
     """rotel hidden by a package of the same name that cannot be imported."""
     shadow = tmp_path / "shadow" / "rotel"

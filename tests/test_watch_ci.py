@@ -186,6 +186,7 @@ def _old_run(state: Path, log: Path, *, hours_ago: float) -> None:
     os.utime(copy, (then, then))
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("new_run", "old_runs", "code", "verdict"),
     [

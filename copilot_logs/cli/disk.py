@@ -125,7 +125,7 @@ def disk(
     ok. Nothing is changed: `copilot-logs prune` removes what you choose.
 
     \b
-    The categories: https://github.com/copilot-logs/copilot-logs/blob/main/docs/disk.md
+    The categories: docs/disk.md of the copilot-logs source.
 
     \b
     Examples:

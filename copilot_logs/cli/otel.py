@@ -121,7 +121,7 @@ def otel(
     only new or changed interactions.
 
     \b
-    The mapping, the limits and a collector to try: https://github.com/copilot-logs/copilot-logs/blob/main/docs/otel.md
+    The mapping, the limits and a collector to try: docs/otel.md of the copilot-logs source.
 
     \b
     Examples:

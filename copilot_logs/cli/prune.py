@@ -121,7 +121,7 @@ def prune(
     the trash.
 
     \b
-    The categories and the safety rules: https://github.com/copilot-logs/copilot-logs/blob/main/docs/disk.md
+    The categories and the safety rules: docs/disk.md of the copilot-logs source.
 
     \b
     Examples:

@@ -68,7 +68,7 @@ def traces_url(endpoint: str, *, insecure: bool = False) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SelectionError(
             f"{endpoint!r} is not an http:// or https:// URL of a collector "
-            "(e.g. http://localhost:4318)"
+            "(a collector on this machine listens on localhost port 4318)"
         )
     if parts.username or parts.password:
         raise SelectionError(
@@ -77,7 +77,7 @@ def traces_url(endpoint: str, *, insecure: bool = False) -> str:
         )
     if parts.scheme == "http" and not insecure and not is_loopback(parts.hostname):
         raise SelectionError(
-            f"http:// to {parts.hostname} would send the spans in clear text: use https://, "
+            f"http:// to {parts.hostname} would send the spans in clear text: use https, "
             "or --insecure for a collector you trust on that network"
         )
     path = parts.path.rstrip("/")
