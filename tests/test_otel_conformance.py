@@ -21,9 +21,15 @@ from click.testing import CliRunner
 
 from copilot_logs.cli import main
 
-from .recorded import Recording, recording, version_key
+from .recorded import RECORDED, Recording, recording, version_key
 
 __all__ = ["recording"]  # the fixture, for pytest
+
+WITH_CLI_SPANS = [r for r in RECORDED if (r.folder / "otel.jsonl").is_file()]
+"""The recordings made with the CLI's own file exporter on (1.0.102's, re-recorded with it)."""
+WITH_RECORDS = [r for r in RECORDED if (version_key(r.version) or ()) >= (1, 0, 102)]
+"""The recordings whose CLI writes a usage record per call (1.0.102 on)."""
+
 
 pytestmark = pytest.mark.live
 
@@ -108,11 +114,10 @@ def test_the_spans_are_what_count_counts(recording: Recording) -> None:
     assert len([s for s in spans if "parentSpanId" not in s]) == row["interactions"]
 
 
+@pytest.mark.parametrize("recording", WITH_RECORDS, ids=[r.id for r in WITH_RECORDS])
 def test_chat_tokens_are_the_servers_and_usage_by_calls(recording: Recording) -> None:
     """Where the CLI writes usage records (1.0.102 on): each chat span carries the tokens and
     the call id the server gave that call, and they sum to ``usage --by call``'s."""
-    if version_key(recording.version) < (1, 0, 102):
-        pytest.skip("no usage records before CLI 1.0.102: a chat span has its messages' tokens")
     spans = [s for s in ours(recording.log) if operation(s) == "chat"]
     figures = {
         (
@@ -166,10 +171,10 @@ def _shape(spans: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
 
 
 def with_cli_spans(recording: Recording) -> None:
-    if not (recording.folder / "otel.jsonl").is_file():
-        pytest.skip(f"{recording.id}: recorded without the CLI's file exporter")
+    assert (recording.folder / "otel.jsonl").is_file(), recording.id
 
 
+@pytest.mark.parametrize("recording", WITH_CLI_SPANS, ids=[r.id for r in WITH_CLI_SPANS])
 def test_the_spans_are_the_clis_own(recording: Recording) -> None:
     with_cli_spans(recording)
     expected, got = _shape(theirs(recording.folder)), _shape(ours(recording.log))
@@ -180,6 +185,7 @@ def _ms(pair: list[int]) -> float:
     return pair[0] * 1000 + pair[1] / 1e6
 
 
+@pytest.mark.parametrize("recording", WITH_CLI_SPANS, ids=[r.id for r in WITH_CLI_SPANS])
 def test_tool_spans_start_and_end_within_50_ms_of_the_clis(recording: Recording) -> None:
     """A tool span starts with its tool.execution_start and ends with its complete; the CLI's
     own starts and ends within 50 ms of those, but for a tool run in parallel with others,
@@ -209,6 +215,7 @@ def test_tool_spans_start_and_end_within_50_ms_of_the_clis(recording: Recording)
         assert late >= -CLOSE_MS if parallel else abs(late) <= CLOSE_MS, (call, late)
 
 
+@pytest.mark.parametrize("recording", WITH_CLI_SPANS, ids=[r.id for r in WITH_CLI_SPANS])
 def test_each_root_says_the_prompt_or_nudge_as_the_clis_does(recording: Recording) -> None:
     """The root's ``github.copilot.user.message`` event: its source (``user``, ``autopilot``
     for a nudge), agent mode, interaction and turn ids, as in the CLI's own root."""
