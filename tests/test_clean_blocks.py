@@ -18,6 +18,8 @@ from polars.testing import assert_frame_equal
 import synth
 from copilot_logs.ingest import block_reader, clean_blocks
 from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.decode.event_structs import Common
+from copilot_logs.ingest.decode.payload import RARE_TYPES, READS
 from copilot_logs.ingest.line_reader import Physical
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_many
 from synth import SessionBuilder, bash, edit, glob, grep, view
@@ -275,3 +277,65 @@ def test_only_the_damaged_line_goes_through_the_line_reader(
     assert line_by_line_read == [len(lines) // 2 + 1]
     line_by_line(monkeypatch)
     assert_same(fast, read_bytes(data, "s.jsonl"))
+
+
+def every_rare_type(seed: int) -> list[bytes]:
+    """A session holding an event of every type of RARE_TYPES."""
+    b = session(seed)
+    b.event("session.warning", {"warningType": "quota", "message": "near the limit"})
+    b.event("session.auto_mode_resolved", {"chosenModel": "gpt-5-mini"})
+    b.event(
+        "subagent.failed",
+        {"toolCallId": "call_x", "agentName": "explore", "error": "boom", "model": "m"},
+    )
+    lines = b.lines()
+    assert {orjson.loads(raw)["type"] for raw in lines} >= RARE_TYPES
+    return lines
+
+
+def with_number(lines: list[bytes], kind: str, field: str, number: bytes) -> tuple[bytes, int]:
+    """``lines`` with ``number`` (raw JSON) as the ``data`` field ``field`` of the first event
+    of type ``kind``, and the number of that line."""
+    out = list(lines)
+    at = next(n for n, raw in enumerate(out) if orjson.loads(raw)["type"] == kind)
+    event = orjson.loads(out[at])
+    event["data"][field] = "@@number@@"
+    out[at] = orjson.dumps(event).replace(b'"@@number@@"', number)
+    return synth.join_lines(out), at + 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "field"),
+    sorted(
+        (kind, field)
+        for kind in RARE_TYPES
+        for field in READS[kind]
+        if field not in Common.__struct_fields__
+    ),
+)
+def test_a_number_past_a_double_in_a_rare_field_is_reported_where_it_is_read(
+    kind: str, field: str
+) -> None:
+    # The fields only rare types are read for are decoded on those types alone (a second
+    # decode of their lines); 1e999 there is refused, so the line reader reads the line and
+    # reports it, exactly as line by line.
+    data, line = with_number(every_rare_type(6), kind, field, b"1e999")
+    fast, slow = both_ways(data)
+    assert_same(fast, slow)
+    assert (line, "out-of-range-number") in fast.diagnostics.select("line", "kind").rows()
+
+
+def test_a_rare_field_on_a_type_not_read_for_it_is_skipped_like_any_unread_field() -> None:
+    # A summary on an assistant.turn_start is read by no command: 1e999 there is what it is in
+    # a field of any other name, skipped by the clean lane (hand rule, docs/damaged-logs.md:
+    # out-of-range numbers are reported in the fields a command reads).
+    lines = every_rare_type(7)
+    rare, line = with_number(lines, "assistant.turn_start", "summary", b"1e999")
+    other, _ = with_number(lines, "assistant.turn_start", "unread", b"1e999")
+    as_rare, as_other = read_bytes(rare, "s.jsonl"), read_bytes(other, "s.jsonl")
+    assert_frame_equal(as_rare.diagnostics, as_other.diagnostics)
+    assert as_rare.diagnostics.height == 0
+    moved = ("offset", "length")  # "summary" and "unread" differ in length
+    assert_frame_equal(as_rare.events.drop(moved), as_other.events.drop(moved))
+    assert as_rare.events.height == len(lines)
+    assert line == 5

@@ -10,10 +10,14 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.ingest.decode.event_structs import Data
+from copilot_logs.ingest.decode.event_structs import Common, Data
 from copilot_logs.ingest.decode.event_types import NUDGE_TEXT, PREVIEW_CHARS
 from copilot_logs.ingest.decode.payload import (
+    IDS,
     PAYLOAD_FIELDS,
+    PAYLOAD_TYPES,
+    RARE_TYPES,
+    READS,
     TEXT_HEAD,
     from_dict,
     payload,
@@ -130,3 +134,50 @@ def test_every_field_of_a_payload_is_read_whatever_its_json_type() -> None:
                 value, str | int | float
             ):
                 assert getattr(data, field.name) is None, (field.name, value)
+
+
+class Reading:
+    """A ``data`` that notes every field read of it (each of Data's defaults)."""
+
+    def __init__(self) -> None:
+        self.read: set[str] = set()
+
+    def __getattr__(self, name: str) -> object:
+        self.read.add(name)
+        return getattr(Data(), name)
+
+
+def test_each_type_is_read_for_the_fields_it_names_and_no_other() -> None:
+    # The clean lane decodes a line of a frequent type into Common alone, and the fields of
+    # READS[kind] only on the types that name them: a column filled from a field not named
+    # would read a field that was never decoded.
+    for kind in sorted(PAYLOAD_TYPES):
+        data = Reading()
+        payload(kind, data, None)  # type: ignore[arg-type]
+        assert data.read <= set(IDS) | set(READS.get(kind, ())), kind
+    assert set(READS) <= PAYLOAD_TYPES
+
+
+def test_the_rare_types_are_those_read_for_a_field_common_lacks() -> None:
+    common = set(Common.__struct_fields__)
+    # Written out by hand: the types whose columns come from an error message, a summary, a
+    # model or agent name or a reason, or (session.start) the session's id.
+    assert {
+        "abort",
+        "session.auto_mode_resolved",
+        "session.error",
+        "session.info",
+        "session.mode_changed",
+        "session.model_change",
+        "session.shutdown",
+        "session.start",
+        "session.task_complete",
+        "session.warning",
+        "subagent.completed",
+        "subagent.failed",
+        "subagent.started",
+        "tool.user_requested",
+    } == RARE_TYPES
+    for kind in PAYLOAD_TYPES - RARE_TYPES:
+        assert set(READS.get(kind, ())) <= common, kind
+    assert common < set(Data.__struct_fields__)

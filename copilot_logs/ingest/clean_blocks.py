@@ -22,9 +22,16 @@ import orjson
 
 from copilot_logs.ingest.calls import CALL_TYPES
 from copilot_logs.ingest.decode import json_limits
-from copilot_logs.ingest.decode.event_structs import EVENT_LINES, Data, Event, detail
+from copilot_logs.ingest.decode.event_structs import (
+    EVENT_LINES,
+    FULL_EVENT,
+    Common,
+    Data,
+    Event,
+    detail,
+)
 from copilot_logs.ingest.decode.event_types import DETAIL_TYPES
-from copilot_logs.ingest.decode.payload import PAYLOAD_TYPES, payload_columns
+from copilot_logs.ingest.decode.payload import PAYLOAD_TYPES, RARE_TYPES, payload_columns
 
 CLEAN_BLOCK = 2 << 20
 """Bytes the reader decodes at a time when the lines are clean (memory stays bounded by a few
@@ -93,17 +100,18 @@ def decode_run(
     details = _details(view, kinds, starts, ends)
     if details is None:
         return None
-    sessions = [
-        (row, events[row].data.sessionId)
-        for row, kind in enumerate(kinds)
-        if kind == "session.start"
-    ]
+    rare = _rare_fields(view, kinds, starts, ends)
+    if rare is None:
+        return None
+    sessions = [(row, data.sessionId) for row, data in rare.items() if kinds[row] == START]
     if counting:
         return CleanRun(_count_columns(events, kinds), ids, sessions)
-    datas: list[Data | None] = [
+    datas: list[Common | None] = [
         event.data if kind in PAYLOAD_TYPES else None
         for event, kind in zip(events, kinds, strict=True)
     ]
+    for row, data in rare.items():
+        datas[row] = data
     envelope: list[list[Any]] = [
         list(range(number, number + len(events))),
         [offset + at for at in starts],
@@ -115,6 +123,23 @@ def decode_run(
         [event.agentId for event in events],
     ]
     return CleanRun([*envelope, *payload_columns(kinds, datas, details)], ids, sessions)
+
+
+START = "session.start"
+
+
+def _rare_fields(
+    view: memoryview, kinds: list[str], starts: list[int], ends: list[int]
+) -> dict[int, Data] | None:
+    """The whole ``data`` of each line of RARE_TYPES, by row: each of those lines decoded
+    again, alone (:data:`copilot_logs.ingest.decode.event_structs.FULL_EVENT`); None when one
+    of them holds a value its fields refuse (the line reader then reads it, and reports it)."""
+    rows = [row for row, kind in enumerate(kinds) if kind in RARE_TYPES]
+    decode = FULL_EVENT.decode
+    try:
+        return {row: decode(view[starts[row] : ends[row]]).data for row in rows}
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
 
 
 def _count_columns(events: list[Event], kinds: list[str]) -> list[list[Any]]:

@@ -2,17 +2,21 @@
 for the commands that need one (no polars here).
 
 ``data`` differs per event type and between CLI versions; only a few of its fields are ever
-read. :class:`Data` names them, and msgspec decodes straight into it, skipping every other
-field (system prompts, tool outputs beyond their first characters, arguments) without building
-Python objects for them; the long texts (message content, tool output, arguments) are kept as
-raw JSON, of which only the first characters are ever decoded.
+read. :class:`Common` names those that the types on most lines are read for, and msgspec
+decodes every line of a clean block straight into it, skipping every other field (system
+prompts, tool outputs beyond their first characters, arguments) without building Python objects
+for them; the long texts (message content, tool output, arguments) are kept as raw JSON, of
+which only the first characters are ever decoded. The fields only a few rare types carry (an
+error message, a summary, a model or agent name, a reason) are in :class:`Data` alone: the clean
+lane decodes the lines of those types again into it, and the line reader decodes every payload
+into it (see :data:`copilot_logs.ingest.decode.payload.RARE_TYPES`).
 
-:class:`Data` holds each field in the type the columns take (an id is a string, a token count
-an int64), so that a whole block of lines decodes in C with no per-field check in Python. A
-payload of another shape (an id written as a number, ``toolRequests`` holding a string) fails
-to decode as one; :func:`from_json` then reads it as :class:`LooseData`, which accepts any JSON
-value, and converts each field as the columns read it: a payload of an unexpected shape is
-read as far as it makes sense, never rejected.
+Both hold each field in the type the columns take (an id is a string, a token count an int64),
+so that a whole block of lines decodes in C with no per-field check in Python. A payload of
+another shape (an id written as a number, ``toolRequests`` holding a string) fails to decode as
+one; :func:`from_json` then reads it as :class:`LooseData`, which accepts any JSON value, and
+converts each field as the columns read it: a payload of an unexpected shape is read as far as
+it makes sense, never rejected.
 """
 
 from __future__ import annotations
@@ -45,9 +49,11 @@ class Result(msgspec.Struct, gc=False):
     content: msgspec.Raw = _ABSENT
 
 
-class Data(msgspec.Struct, gc=False):
-    """The fields of ``data`` some command reads (any other field is skipped), typed as the
-    columns take them. The fields of rare event types that are read as any value stay Any."""
+class Common(msgspec.Struct, gc=False):
+    """The fields of ``data`` that the types on most lines are read for (any other field is
+    skipped), typed as the columns take them: what every line of a clean block is decoded
+    into. ``error`` is here (a tool's completion carries it): reading it again would mean a
+    second pass over the tool's output."""
 
     # Ids shared by many event types.
     turnId: str | None = None
@@ -55,7 +61,6 @@ class Data(msgspec.Struct, gc=False):
     toolCallId: str | None = None
     messageId: str | None = None
     parentToolCallId: str | None = None
-    sessionId: str | None = None
     # Per type: see copilot_logs.ingest.decode.payload.
     toolName: str | None = None
     model: str | None = None
@@ -71,6 +76,16 @@ class Data(msgspec.Struct, gc=False):
     agentMode: str | None = None
     isAutopilotContinuation: bool | None = None
     transformedContent: msgspec.Raw = _ABSENT
+
+
+class Data(Common, gc=False):
+    """Every field of ``data`` some command reads: :class:`Common` and the fields only a few
+    rare event types carry (errors, summaries, model and agent names, reasons), read as any
+    value. The line reader decodes every payload into it; the clean lane only the lines of
+    those rare types (:data:`copilot_logs.ingest.decode.payload.RARE_TYPES`), in a second
+    decode of those lines alone, so that their fields cost nothing on the other lines."""
+
+    sessionId: str | None = None
     summary: Any = None
     outcome: Any = None
     message: Any = None
@@ -127,14 +142,21 @@ LooseData = _loose(
 class Event(msgspec.Struct, gc=False):
     """An event whose envelope has the shape the CLI writes: a string type, id and
     timestamp, an object ``data``; parentId and agentId strings or absent. A line of any other
-    shape fails to decode as one and is read by the line reader, which reports it."""
+    shape fails to decode as one and is read by the line reader, which reports it. ``data``
+    holds the :class:`Common` fields."""
 
     type: str
     id: str
     timestamp: str
-    data: Data
+    data: Common
     parentId: str | None = None
     agentId: str | None = None
+
+
+class FullEvent(Event, gc=False):
+    """:class:`Event` with every field of :class:`Data`: a line of a rare type."""
+
+    data: Data
 
 
 class RawData(msgspec.Struct, gc=False):
@@ -145,6 +167,8 @@ class RawData(msgspec.Struct, gc=False):
 
 EVENT_LINES = msgspec.json.Decoder(Event)
 """``EVENT_LINES.decode_lines(buffer)``: every line of a clean block as an :class:`Event`."""
+FULL_EVENT = msgspec.json.Decoder(FullEvent)
+"""``FULL_EVENT.decode(line)``: a line of a rare type as a :class:`FullEvent`."""
 _DATA = msgspec.json.Decoder(Data)
 _LOOSE_DATA = msgspec.json.Decoder(LooseData)
 _RAW_DATA = msgspec.json.Decoder(RawData)

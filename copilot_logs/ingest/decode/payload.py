@@ -16,13 +16,23 @@ from typing import Any
 
 import msgspec
 
-from copilot_logs.ingest.decode.event_structs import Data, as_str, as_text, from_dict, from_json
+from copilot_logs.ingest.decode.event_structs import (
+    Common,
+    Data,
+    as_str,
+    as_text,
+    from_dict,
+    from_json,
+)
 from copilot_logs.ingest.decode.event_types import DETAIL_TYPES, NUDGE_TEXT, PREVIEW_CHARS
 
 __all__ = [
+    "IDS",
     "NO_PAYLOAD",
     "PAYLOAD_FIELDS",
     "PAYLOAD_TYPES",
+    "RARE_TYPES",
+    "READS",
     "TEXT_HEAD",
     "as_str",
     "as_text",
@@ -85,7 +95,7 @@ PAYLOAD_TYPES = frozenset(
     }
 )
 
-_NO_DATA = Data()
+_NO_DATA = Common()
 _IDS = {
     "turn_id": "turnId",
     "interaction_id": "interactionId",
@@ -97,7 +107,7 @@ _IDS = {
 
 
 def payload_columns(
-    kinds: Sequence[str], datas: Sequence[Data | None], details: Sequence[str | None]
+    kinds: Sequence[str], datas: Sequence[Common | None], details: Sequence[str | None]
 ) -> list[list[Any]]:
     """The PAYLOAD_FIELDS columns of events of types ``kinds``: ``datas[i]`` is None when the
     payload is not read (not a PAYLOAD_TYPES type, or not an object); ``details[i]`` the
@@ -118,7 +128,7 @@ def payload_columns(
     return [columns[name] for name in PAYLOAD_FIELDS]
 
 
-def payload(kind: str, data: Data | None, detail: str | None) -> tuple[Any, ...]:
+def payload(kind: str, data: Common | None, detail: str | None) -> tuple[Any, ...]:
     """The payload columns of one event, in PAYLOAD_FIELDS order: :func:`payload_columns`
     of one row, without its cost per call."""
     row = dict(zip(PAYLOAD_FIELDS, NO_PAYLOAD, strict=True))
@@ -132,7 +142,7 @@ def payload(kind: str, data: Data | None, detail: str | None) -> tuple[Any, ...]
 
 
 def _rows_by_kind(
-    kinds: Sequence[str], datas: Sequence[Data | None]
+    kinds: Sequence[str], datas: Sequence[Common | None]
 ) -> Iterator[tuple[str, list[int]]]:
     """The rows of each type that fills more than the ids, in order."""
     keys = [kind if data is not None else "" for kind, data in zip(kinds, datas, strict=True)]
@@ -186,7 +196,7 @@ def raw_json_preview(raw: msgspec.Raw) -> str | None:
     return preview(head.decode(errors="ignore"))
 
 
-def _is_nudge(data: Data, content: str | None) -> bool:
+def _is_nudge(data: Common, content: str | None) -> bool:
     """``content`` is the preview of ``data.content``."""
     if data.isAutopilotContinuation is True:
         return True
@@ -211,11 +221,12 @@ def _error_fields(error: Any) -> tuple[str | None, str | None]:
 
 Columns = dict[str, list[Any]]
 """Some payload columns of the events of one type, by name."""
-Fill = Callable[[str, list[Data]], Columns]
-"""The columns of the events of one type (given as the type and the events' ``data``)."""
+Fill = Callable[[str, list[Any]], Columns]
+"""The columns of the events of one type (given as the type and the events' ``data``: a
+:class:`Common`, or a :class:`Data` for RARE_TYPES)."""
 
 
-def _tool_start(_kind: str, datas: list[Data]) -> Columns:
+def _tool_start(_kind: str, datas: list[Common]) -> Columns:
     return {
         "tool_name": [d.toolName for d in datas],
         "model": [d.model for d in datas],
@@ -223,7 +234,7 @@ def _tool_start(_kind: str, datas: list[Data]) -> Columns:
     }
 
 
-def _tool_complete(_kind: str, datas: list[Data]) -> Columns:
+def _tool_complete(_kind: str, datas: list[Common]) -> Columns:
     errors = [_error_fields(d.error) for d in datas]
     return {
         "model": [d.model for d in datas],
@@ -235,7 +246,7 @@ def _tool_complete(_kind: str, datas: list[Data]) -> Columns:
     }
 
 
-def _assistant_message(_kind: str, datas: list[Data]) -> Columns:
+def _assistant_message(_kind: str, datas: list[Common]) -> Columns:
     return {
         "model": [d.model for d in datas],
         "text": [raw_preview(d.content) for d in datas],
@@ -248,7 +259,7 @@ def _assistant_message(_kind: str, datas: list[Data]) -> Columns:
     }
 
 
-def _user_message(_kind: str, datas: list[Data]) -> Columns:
+def _user_message(_kind: str, datas: list[Common]) -> Columns:
     texts = [raw_preview(d.content) for d in datas]
     return {
         "text": texts,
@@ -259,7 +270,7 @@ def _user_message(_kind: str, datas: list[Data]) -> Columns:
 
 def _one_by_one(
     fill: Callable[[str, Data], dict[str, Any]],
-) -> Callable[[str, list[Data]], Columns]:
+) -> Fill:
     """The columns of a rare type from a function of one event."""
 
     def columns(kind: str, datas: list[Data]) -> Columns:
@@ -340,3 +351,40 @@ _BY_KIND: dict[str, Fill] = {
     "session.info": _one_by_one(_reason),
     "session.warning": _one_by_one(_reason),
 }
+
+
+IDS = tuple(_IDS.values())
+"""The ``data`` fields every payload type is read for (the columns of :data:`_IDS`)."""
+
+READS: dict[str, tuple[str, ...]] = {
+    "tool.execution_start": ("toolName", "model", "arguments"),
+    "tool.execution_complete": ("model", "success", "isUserRequested", "error", "result"),
+    "assistant.message": ("model", "content", "outputTokens", "chunkIndex", "toolRequests"),
+    "user.message": ("content", "agentMode", "isAutopilotContinuation", "transformedContent"),
+    "tool.user_requested": ("toolName", "arguments", "command", "content"),
+    "session.error": ("message", "errorType"),
+    "session.task_complete": ("summary", "success", "outcome"),
+    "session.mode_changed": ("newMode",),
+    "session.model_change": ("newModel",),
+    "session.auto_mode_resolved": ("chosenModel",),
+    # sessionId: the reader starts a new session at a session.start of another id.
+    "session.start": ("selectedModel", "sessionId"),
+    "session.shutdown": ("currentModel",),
+    "subagent.started": ("model", "agentName", "agentDisplayName"),
+    "subagent.completed": ("model", "agentName", "error"),
+    "subagent.failed": ("model", "agentName", "error"),
+    "abort": ("reason", "message"),
+    "session.info": ("reason", "message"),
+    "session.warning": ("reason", "message"),
+}
+"""The ``data`` fields each type's columns are filled from, beside :data:`IDS` (its fill in
+:data:`_BY_KIND` reads no other: tests/test_payload.py holds it)."""
+
+RARE_TYPES = frozenset(
+    kind for kind, fields in READS.items() if not set(fields) <= set(Common.__struct_fields__)
+)
+"""The types read for a field that :class:`Common` does not hold (an error message, a
+summary, a model or agent name, a reason): the clean lane decodes their lines again, alone,
+into :class:`Data`. A malformed value in such a field (``1e999``) is refused there, so the
+line goes to the line reader, which reports it, as in a field of :class:`Common` on any line;
+on a type that is not read for it, the field is skipped, as every field no command reads."""
