@@ -231,7 +231,9 @@ def annotated(events: pl.DataFrame) -> pl.DataFrame:
 
 def segment_number() -> pl.Expr:
     """Per event, in reading order: its segment, from 1 (see :func:`annotate`)."""
-    first_row = pl.int_range(pl.len()).over(*SESSION) == 0
+    # A session's first row, in a frame sorted by file and line (a session's rows follow one
+    # another: the reader gives each event the session of the session.start it follows).
+    first_row = pl.any_horizontal(pl.col(key).ne_missing(pl.col(key).shift(1)) for key in SESSION)
     starts = TYPE.is_in(SEGMENT_STARTS) & ~first_row
     return (starts.cum_sum().over(*SESSION) + 1).cast(pl.Int64)
 
