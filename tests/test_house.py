@@ -150,6 +150,8 @@ OWN_JSON = {
     "copilot_logs/commands/otel/existing.py",
     # otel --endpoint reads the collector's answer (OTLP's partialSuccess)
     "copilot_logs/commands/otel/push.py",
+    # doctor reads the recorded resumes it ships as package data (evidence.json)
+    "copilot_logs/commands/doctor/resumes.py",
 }
 """Modules outside ``ingest/`` that decode JSON that is not an event line: each says why."""
 

@@ -13,7 +13,7 @@ Each session gets a verdict, the worst of its reasons (docs/doctor.md):
   not judged;
 - ``healthy``: nothing but notes.
 
-The damage is judged by :mod:`~copilot_logs.commands.doctor.evidence`, the outcome of real
+The damage is judged by :mod:`~copilot_logs.commands.doctor.resumes`, the outcome of real
 resumes of damaged recordings by several CLI versions.
 """
 

@@ -3,7 +3,7 @@ a lost turn end added, the parent chain and the resume and shutdown counters kep
 :mod:`~copilot_logs.commands.doctor.repair`).
 
 - an open tool call is closed the way the CLI itself closes one when it resumes a log
-  (recorded: :data:`~copilot_logs.commands.doctor.evidence.CLOSE_TOOL`): a
+  (recorded: :data:`~copilot_logs.commands.doctor.resumes.CLOSE_TOOL`): a
   ``tool.execution_complete`` with ``success: false`` and the error code ``interrupted``,
   added before the turn end (or shutdown) that left it open, else at the end of the log;
 - a turn whose ``assistant.turn_end`` was set aside with damaged bytes gets one, right before
@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from copilot_logs.commands.doctor import evidence
+from copilot_logs.commands.doctor import resumes as evidence
 from copilot_logs.commands.doctor.repair import Change, Repair, Unit
 from copilot_logs.commands.validate import check
 from copilot_logs.ingest.decode.event_structs import parse_line

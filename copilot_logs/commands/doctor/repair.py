@@ -473,7 +473,7 @@ def _unit(
 
 def _refusing(damage: str) -> str:
     """Why a damage is mended: the recorded versions that did not resume a log with it."""
-    from copilot_logs.commands.doctor import evidence
+    from copilot_logs.commands.doctor import resumes as evidence
 
     versions = [
         v for v, outcome in evidence.OUTCOMES.get(damage, {}).items() if outcome != "resumed"

@@ -1,5 +1,6 @@
 """Judging a finding by the recorded resumes: what the CLI version that wrote a log did, in a
-real resume, with a log damaged the same way (:mod:`~copilot_logs.commands.doctor.evidence`).
+real resume, with a log damaged the same way: ``evidence.json`` beside this module, written by
+``python -m rig.resume --evidence`` from the recorded resumes (tests/test_doctor.py checks it).
 
 A version that was not recorded is judged by the nearest recorded version at or below it (the
 oldest recorded one for an older version); the reasons name both.
@@ -7,12 +8,28 @@ oldest recorded one for an older version); the reasons name both.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from copilot_logs.commands.doctor import checks, evidence
+from copilot_logs.commands.doctor import checks
+
+_EVIDENCE = json.loads(Path(__file__).with_name("evidence.json").read_text(encoding="utf-8"))
+VERSIONS: tuple[str, ...] = tuple(_EVIDENCE["versions"])
+DAMAGES: dict[str, str] = _EVIDENCE["damages"]
+OUTCOMES: dict[str, dict[str, str]] = _EVIDENCE["outcomes"]
+"""Per damage and recorded CLI version, what its resume did (a key of SEVERITY_OF_OUTCOME)."""
+NOTES: dict[str, dict[str, str]] = _EVIDENCE["notes"]
+REPAIRED: dict[str, dict[str, str]] = _EVIDENCE["repaired"]
+"""The same, for the copy ``doctor --repair`` wrote of each damaged recording."""
+CLOSE_VERSION: str = _EVIDENCE["close_version"]
+CLOSE_TOOL: dict[str, Any] = _EVIDENCE["close_tool"]
+"""How CLOSE_VERSION closes a killed session's open tool call on resume (its data)."""
+CLOSE_WARNING: dict[str, Any] = _EVIDENCE["close_warning"]
 
 INFO, RISK, FATAL = "info", "risk", "fatal"
 
@@ -48,7 +65,7 @@ def version_key(version: str | None) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version or "")[:3])
 
 
-def nearest(version: str | None, recorded: Iterable[str] = evidence.VERSIONS) -> str:
+def nearest(version: str | None, recorded: Iterable[str] = VERSIONS) -> str:
     """The recorded version whose evidence judges ``version``: itself, else the newest
     recorded below it, else the oldest recorded (the newest when the version is unknown)."""
     recorded = sorted(recorded, key=version_key)
@@ -68,11 +85,11 @@ def refuses_separators(version: str | None) -> bool:
 def outcome(damage: str, version: str | None) -> tuple[str, str, str] | None:
     """(outcome, recorded version, note) of ``damage`` for ``version``; None when no resume
     of that damage was recorded."""
-    row = evidence.OUTCOMES.get(damage)
+    row = OUTCOMES.get(damage)
     if not row:
         return None
     recorded = nearest(version, row)
-    return row[recorded], recorded, evidence.NOTES.get(damage, {}).get(recorded, "")
+    return row[recorded], recorded, NOTES.get(damage, {}).get(recorded, "")
 
 
 def _judgement(damage: str | None, code: str, version: str | None) -> tuple[str, str]:
