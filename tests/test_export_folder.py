@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 import copilot_logs as cl
-from copilot_logs import api
+from copilot_logs import api, modes
 from copilot_logs.cli import main
 from copilot_logs.commands import export
-from copilot_logs.commands.export import files, folder, manifest
+from copilot_logs.commands.export import files, folder
 
 from .conftest import SAMPLES
 from .test_export import assert_same_tables, scan
@@ -257,7 +257,7 @@ def test_a_full_disk_while_the_manifest_is_saved(
     def full(*args: Any, **kwargs: Any) -> Iterator[Any]:
         raise OSError(errno.ENOSPC, "No space left on device", str(out / export.MANIFEST))
 
-    monkeypatch.setattr(manifest, "atomic", full)
+    monkeypatch.setattr(modes, "atomic", full)
     result = run("export", out, samples)
     assert result.exit_code == 3
     assert errors(result) == [

@@ -3,12 +3,11 @@ or not at all), and what was written or sent, in one line on stderr."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from copilot_logs import modes
 from copilot_logs.errors import WriteError
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
@@ -27,19 +26,9 @@ def write_lines(lines: Iterable[bytes], out: str) -> None:
     if out == "-":
         output.write_exact(text)
         return
-    target = Path(os.path.realpath(out))
-    temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
-        descriptor = os.open(temporary, flags, 0o666)  # the umask applies, as to any new file
-        try:
-            with os.fdopen(descriptor, "wb") as stream:
-                stream.write(text.encode())
-            os.replace(temporary, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        with modes.atomic(os.path.realpath(out), 0o666) as stream:  # the umask applies
+            stream.write(text.encode())
     except OSError as error:
         raise WriteError(
             f"cannot write {one_line(out)} ({error.strerror or error}); the file is as it was"

@@ -51,6 +51,10 @@ class Stamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     inode: Count
     device: Count
 
+    @classmethod
+    def of(cls, info: os.stat_result) -> Stamp:
+        return cls(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+
 
 class Rows(msgspec.Struct, frozen=True, forbid_unknown_fields=True, array_like=True):
     """One log's rows of a frame, column by column, as plain values (see

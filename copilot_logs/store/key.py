@@ -41,7 +41,7 @@ def stamp_of(path: Path) -> Stamp | None:
         info = path.stat()
     except OSError:
         return None
-    return Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+    return Stamp.of(info)
 
 
 def hashes(path: str | Path, end: int) -> tuple[str, str] | None:
@@ -210,7 +210,7 @@ def find(source: Source) -> Found:
         info = os.stat(path)
     except OSError:
         return Found(State.MISS, None)
-    stamp = Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+    stamp = Stamp.of(info)
     absolute = os.path.abspath(path)
     if not absolute.isascii() and not _is_text(absolute):
         return Found(State.MISS, None)  # a name that is not UTF-8 is no key (never stored)

@@ -9,7 +9,6 @@ oldest recorded one for an older version); the reasons name both.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from copilot_logs.commands.doctor import checks
+from copilot_logs.ingest.decode import cli_format
 
 _EVIDENCE = json.loads(Path(__file__).with_name("evidence.json").read_text(encoding="utf-8"))
 VERSIONS: tuple[str, ...] = tuple(_EVIDENCE["versions"])
@@ -61,17 +61,14 @@ FLOOR = {
 UNRECORDED = "No resume of a log with this damage was recorded"
 
 
-def version_key(version: str | None) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version or "")[:3])
-
-
 def nearest(version: str | None, recorded: Iterable[str] = VERSIONS) -> str:
     """The recorded version whose evidence judges ``version``: itself, else the newest
     recorded below it, else the oldest recorded (the newest when the version is unknown)."""
-    recorded = sorted(recorded, key=version_key)
-    if not version_key(version):
+    recorded = sorted(recorded, key=lambda v: cli_format.version_key(v) or ())
+    key = cli_format.version_key(version)
+    if key is None:
         return recorded[-1]
-    below = [v for v in recorded if version_key(v) <= version_key(version)]
+    below = [v for v in recorded if (cli_format.version_key(v) or ()) <= key]
     return below[-1] if below else recorded[0]
 
 

@@ -14,12 +14,11 @@ import io
 import os
 import re
 import stat
-import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping
+from contextlib import suppress
 from datetime import date
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import polars as pl
 
@@ -218,18 +217,3 @@ def written_files(out: Path) -> list[str]:
         for path in (out / table).glob(f"{PARTITION}=*/part-*.parquet")
         if _OURS.fullmatch(path.name)
     )
-
-
-@contextmanager
-def atomic(path: Path) -> Iterator[IO[Any]]:
-    """A file written under a temporary name beside ``path``, renamed over it when whole
-    (private to the user, 0600, like the temporary file)."""
-    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            yield stream
-        os.replace(name, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(name)
-        raise

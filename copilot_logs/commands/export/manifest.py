@@ -24,7 +24,8 @@ from typing import Any, TypeGuard
 import msgspec
 import orjson
 
-from copilot_logs.commands.export.files import RUN, atomic, is_ours, written_files
+from copilot_logs import modes
+from copilot_logs.commands.export.files import RUN, is_ours, written_files
 from copilot_logs.commands.export.tables import PARTITION, TABLES
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.ingest.decode.envelope import Source
@@ -243,5 +244,5 @@ def save(out: Path, manifest: Manifest) -> None:
         commit = manifest.commit
         document["commit"] = {"run": commit.run, "files": commit.files, "remove": commit.remove}
     out.mkdir(parents=True, exist_ok=True)
-    with atomic(out / MANIFEST) as stream:
+    with modes.atomic(out / MANIFEST) as stream:
         stream.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))

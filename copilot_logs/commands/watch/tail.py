@@ -106,7 +106,7 @@ class Follower:
         found = self._locate()
         if found is None or self.path is None:
             return None
-        stamp = _stamp(found)
+        stamp = Stamp.of(found)
         old_end, reread = self._fed.end, False
         if self._seen is not None:
             state = growth(self._seen, stamp, self.path, polling=True)
@@ -191,12 +191,8 @@ def log_signature(candidates: tuple[Path, ...]) -> Signature:
         except OSError:
             continue
         if stat.S_ISREG(found.st_mode):
-            return _stamp(found)
+            return Stamp.of(found)
     return None
-
-
-def _stamp(found: os.stat_result) -> Stamp:
-    return Stamp(found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino, found.st_dev)
 
 
 @dataclass

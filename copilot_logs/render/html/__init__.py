@@ -10,7 +10,6 @@ if escaping failed. Every text from a log goes through :func:`svg_marks.text` or
 
 from __future__ import annotations
 
-import contextlib
 import os
 from datetime import datetime
 from pathlib import Path
@@ -315,15 +314,6 @@ def save(page: str, path: Path, mode: int = modes.PRIVATE) -> int:
     file copilot-logs makes of logs; a failed write leaves no file behind and raises the
     OSError. Returns the bytes written."""
     data = page.encode()
-    target = Path(os.path.realpath(path))
-    temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
-    descriptor = modes.create(temporary, mode)
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    with modes.atomic(os.path.realpath(path), mode) as stream:
+        stream.write(data)
     return len(data)
