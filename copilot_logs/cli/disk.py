@@ -11,8 +11,8 @@ from copilot_logs.cli import Command, complete_sessions
 from copilot_logs.cli.options import Loaded, format_option, parse_size, reading_flags
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.humanize import plural
-from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.disk import Survey

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from copilot_logs import modes
 from copilot_logs.errors import WriteError
 from copilot_logs.render import output
+from copilot_logs.render.escape import json_text, one_line
 from copilot_logs.render.humanize import plural
-from copilot_logs.render.output import json_text, one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.otel import Plan, Pushed
@@ -21,7 +21,7 @@ def write_lines(lines: Iterable[bytes], out: str) -> None:
     """The lines (JSON, as orjson wrote them) on stdout (``out`` is ``-``) or in the file
     ``out``: into a new file beside it, renamed over it once written, so a failed write leaves
     the older file as it was. Text a terminal or CI would act on is written as JSON escapes
-    (:func:`~copilot_logs.render.output.json_text`): the same values."""
+    (:func:`~copilot_logs.render.escape.json_text`): the same values."""
     text = json_text(b"".join(lines).decode())
     if out == "-":
         output.write_exact(text)

@@ -15,8 +15,8 @@ import click
 from copilot_logs.cli import complete_sessions
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import report_damage, report_growth
-from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     from datetime import datetime

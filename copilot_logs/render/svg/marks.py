@@ -6,7 +6,7 @@ under its Content-Security-Policy, and as a standalone ``.svg`` file.
 
 Log text is untrusted: every text goes through :func:`text` (element content) or :func:`attr`
 (attribute values), which show control and bidi characters as visible escapes
-(:func:`copilot_logs.render.output.multiline`) and escape markup.
+(:func:`copilot_logs.render.escape.multiline`) and escape markup.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
+from copilot_logs.render.escape import multiline
 from copilot_logs.render.humanize import signed_offset, took_text
-from copilot_logs.render.output import multiline
 from copilot_logs.render.svg.scale import LABEL_W, RIGHT, WIDTH, Scale
 
 ROW = 20
