@@ -401,7 +401,7 @@ def note(truth: dict[str, Any]) -> str:
 
 def evidence_json(recordings: Path) -> str:
     """The text of copilot_logs/commands/doctor/evidence.json (package data, read by
-    copilot_logs.commands.doctor.resumes), from the committed resume truths."""
+    copilot_logs.commands.doctor), from the committed resume truths."""
     outcomes: dict[str, dict[str, str]] = {}
     notes: dict[str, dict[str, str]] = {}
     about = {damage.name: damage.about for damage in ALL}

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from copilot_logs.cli import main
 from copilot_logs.commands import disk
-from copilot_logs.commands.disk import locks, workspace
+from copilot_logs.commands.disk import locks
 from copilot_logs.errors import ExitCode
 
 from .conftest import PROJECT
@@ -261,12 +261,12 @@ def test_a_network_file_system_makes_every_lock_unknown(tmp_path: Path) -> None:
     ],
 )
 def test_workspace_values_are_read_strictly(line: str, value: str | None) -> None:
-    assert workspace.parse([line], ["name", "cwd"])[line.split(":")[0]] == value
+    assert disk.parse_workspace([line], ["name", "cwd"])[line.split(":")[0]] == value
 
 
 def test_a_key_given_twice_or_indented_is_not_guessed() -> None:
-    assert workspace.parse(["name: a", "name: b"], ["name"]) == {"name": None}
-    assert workspace.parse(["other:", "  name: inner"], ["name"]) == {"name": None}
+    assert disk.parse_workspace(["name: a", "name: b"], ["name"]) == {"name": None}
+    assert disk.parse_workspace(["other:", "  name: inner"], ["name"]) == {"name": None}
 
 
 # --- the hostile folders ----------------------------------------------------------------------

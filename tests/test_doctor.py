@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from copilot_logs.cli import doctor as doctor_cli
 from copilot_logs.cli import main
 from copilot_logs.commands import doctor as core
-from copilot_logs.commands.doctor import resumes as evidence
+from copilot_logs.commands import doctor as evidence
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.render.doctor import page
 from rig.damage import BY_NAME

@@ -147,11 +147,11 @@ OWN_JSON = {
     # diff reads the baseline it wrote itself (--save-baseline), not a log
     "copilot_logs/commands/diff/baseline.py",
     # otel --skip-existing reads OpenTelemetry files (the CLI's own spans), which are no log
-    "copilot_logs/commands/otel/existing.py",
+    "copilot_logs/commands/otel/__init__.py",
     # otel --endpoint reads the collector's answer (OTLP's partialSuccess)
     "copilot_logs/commands/otel/push.py",
     # doctor reads the recorded resumes it ships as package data (evidence.json)
-    "copilot_logs/commands/doctor/resumes.py",
+    "copilot_logs/commands/doctor/__init__.py",
 }
 """Modules outside ``ingest/`` that decode JSON that is not an event line: each says why."""
 
@@ -221,7 +221,7 @@ OWN_PAYLOAD = {
     "copilot_logs/store/rows.py": {"json_decode"},
     # doctor --repair rewrites whole event lines (through ingest's parse_line): it reads where
     # a line's parent and counters are, never a figure or a fact of the session
-    "copilot_logs/commands/doctor/mend.py": {"parse_line"},
+    "copilot_logs/commands/doctor/repair.py": {"parse_line"},
 }
 
 

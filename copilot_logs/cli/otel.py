@@ -158,7 +158,7 @@ def otel(
     plan = core.plan(batches, include_open=include_open, skip=skip)
     if destination is None:
         assert out is not None
-        lines = core.encode.otlp_line if style == "otlp" else core.encode.copilot_lines
+        lines = core.push.otlp_line if style == "otlp" else core.push.copilot_lines
         render.write_lines(map(lines, plan.traces), out)
         render.say_written(plan, out)
     else:

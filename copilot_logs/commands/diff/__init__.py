@@ -6,7 +6,7 @@ The runs of each side (:mod:`copilot_logs.commands.diff.runs`; or a saved baseli
 (the first typed prompt, the session's name, the session, or none: one pool), and each case is
 compared metric by metric (:mod:`copilot_logs.commands.diff.metrics`): n, median, P90, mean and
 the change of the medians (of the rates for a yes/no metric), with an exact two-sided p
-(:mod:`copilot_logs.commands.diff.stats`).
+(:mod:`copilot_logs.commands.diff.metrics`).
 
 The gate is deterministic. A threshold fires when the statistic it names moved past every
 amount it gives, and (with ``alpha``) the p is below alpha; a row fails only when a threshold
@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from copilot_logs.commands.diff import stats
+from copilot_logs.commands.diff import metrics
 from copilot_logs.commands.diff.metrics import (
     DEFAULT_THRESHOLDS,
     GONE,
@@ -261,9 +261,9 @@ def figures(values: Sequence[float], runs: int, metric: Metric) -> Figures:
     return Figures(
         runs=runs,
         known=len(values),
-        median=stats.median(values),
-        p90=stats.percentile(values, 0.9),
-        mean=stats.mean(values),
+        median=metrics.median(values),
+        p90=metrics.percentile(values, 0.9),
+        mean=metrics.mean(values),
         yes=None if metric.kind == NUMBER else int(sum(values)),
     )
 
@@ -342,10 +342,10 @@ def _p(
     if not before or not after:
         return None, None
     if metric.kind == NUMBER:
-        found = stats.mann_whitney(before, after)
+        found = metrics.mann_whitney(before, after)
         return found if found is not None else (None, None)
     base_yes, candidate_yes = base.yes or 0, candidate.yes or 0
-    p = stats.fisher_exact(
+    p = metrics.fisher_exact(
         base_yes, base.known - base_yes, candidate_yes, candidate.known - candidate_yes
     )
     return p, "fisher"

@@ -1,6 +1,6 @@
 """The frames as Parquet datasets: what ``copilot-logs export OUT`` writes (see docs/export.md).
 
-Six tables (:mod:`copilot_logs.commands.export.tables`), each a hive-partitioned dataset under OUT,
+Six tables (:mod:`copilot_logs.commands.export.files`), each a hive-partitioned dataset under OUT,
 ``OUT/<table>/date=<YYYY-MM-DD>/part-<run>-<batch>.parquet``: a batch of logs gives one file per
 table and per start day of its sessions (:mod:`copilot_logs.commands.export.files`).
 
@@ -30,19 +30,20 @@ from typing import Any, NamedTuple
 
 from copilot_logs import modes
 from copilot_logs.commands.export import files
-from copilot_logs.commands.export.folder import cannot_write, exporting
+from copilot_logs.commands.export.files import PARTITION, TABLES, frames
 from copilot_logs.commands.export.manifest import (
     MANIFEST,
     Commit,
     ExportError,
     Manifest,
     Part,
+    cannot_write,
+    exporting,
     load,
     record,
     save,
     unchanged,
 )
-from copilot_logs.commands.export.tables import PARTITION, TABLES, frames
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import peek_start
 from copilot_logs.ingest.reader import ReadResult
