@@ -26,7 +26,7 @@ from copilot_logs.cli import main
 from copilot_logs.commands import doctor as core
 from copilot_logs.commands import doctor as evidence
 from copilot_logs.ingest.reader import read_bytes
-from copilot_logs.render.doctor import page
+from copilot_logs.render import doctor
 from rig.damage import BY_NAME
 
 from .conftest import PROJECT
@@ -283,7 +283,7 @@ def test_the_evidence_module_is_generated_from_the_recorded_truths() -> None:
 
 def test_the_table_of_docs_doctor_is_the_evidence() -> None:
     text = (PROJECT / "docs" / "doctor.md").read_text(encoding="utf-8")
-    assert page.rewrite(text) == text
+    assert doctor.rewrite(text) == text
     assert set(evidence.OUTCOMES) >= {d for d in BY_NAME}
 
 

@@ -14,10 +14,10 @@ from copilot_logs.cli.options import (
     load,
     quiet,
     read_each,
+    reading_command,
     spark_engine,
     use_cache,
 )
-from copilot_logs.cli.options.declare import reading_command
 from copilot_logs.errors import ExitCode
 from copilot_logs.ingest.logfile import Growth
 from copilot_logs.render import output

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, load, read_each
-from copilot_logs.cli.options.declare import reading_command
+from copilot_logs.cli.options import Picked, exit_code, load, read_each, reading_command
 
 
 @reading_command(engine=False)

@@ -9,8 +9,7 @@ from typing import NoReturn
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, load
-from copilot_logs.cli.options.declare import reading_command
+from copilot_logs.cli.options import Picked, exit_code, load, reading_command
 from copilot_logs.errors import FULL, CopilotLogsError, WriteError
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural

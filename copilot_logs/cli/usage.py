@@ -7,8 +7,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from copilot_logs.cli.options import HUMAN_FORMATS, Loaded, Picked, exit_code, load, read_each
-from copilot_logs.cli.options.declare import reading_command
+from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
+    Loaded,
+    Picked,
+    exit_code,
+    load,
+    read_each,
+    reading_command,
+)
 
 if TYPE_CHECKING:
     import polars as pl

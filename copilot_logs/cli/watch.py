@@ -10,8 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import Picked, parse_duration, quiet
-from copilot_logs.cli.options.declare import nudge_cap_option, reading_command
+from copilot_logs.cli.options import (
+    Picked,
+    nudge_cap_option,
+    parse_duration,
+    quiet,
+    reading_command,
+)
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
