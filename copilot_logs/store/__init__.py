@@ -1,23 +1,11 @@
-"""The store: one entry per source log, holding what the commands need of it.
+"""The store: one entry per source log, holding what the commands need of it (docs/cache.md).
 
-Each entry (:mod:`copilot_logs.store.entry`) holds the log's key, how far the read got
-(:class:`copilot_logs.ingest.progress.ReadState`), its ``count --total`` figures
-(:class:`copilot_logs.ingest.progress.Figures`), its diagnostics, its events frame (Arrow
-IPC), and what commands computed from its frames, as rows of plain values in the header
-(:mod:`copilot_logs.store.rows`).
 A warm run reads one header per log: each log is looked up once (:func:`look_up`), the logs
-whose entry holds the command's value are answered from the headers alone (:func:`recall`),
-and the others are read through :func:`read` (their frames from the entry when unchanged, read
-from where the entry stopped when they only grew, read whole otherwise) and their entries
-written with the command's value (:func:`keep`).
-
-The key fails closed (:mod:`copilot_logs.store.key`): any doubt means a re-read. An entry that
-is corrupt, foreign, or from another version of copilot-logs is ignored and rewritten, never
-served. Entries are written to a temporary file in the store folder and renamed over the old
-one, so concurrent runs never see half an entry and leave nothing behind; the folder is 0700
-and the files 0600 (they hold previews of prompts). The store is used only when it is the
-user's own (:mod:`copilot_logs.store.trust`). :func:`prune` removes the entries of logs that
-are gone and keeps the store under :func:`max_bytes` (:mod:`copilot_logs.store.upkeep`).
+whose entry holds the command's value are answered from the headers alone (:func:`recall`), and
+the others are read through :func:`read` and their entries written with the command's value
+(:func:`keep`). The format is :mod:`~copilot_logs.store.entry`, the key
+:mod:`~copilot_logs.store.key`, whose store it is :mod:`~copilot_logs.store.trust`, pruning
+:mod:`~copilot_logs.store.upkeep`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """The store's key, which fails closed, and the one growth check.
 
-An entry is served only when every field of the key matches: the log's path, size, mtime_ns,
-ctime_ns, inode and device, and hashes of the bytes at its start and just before the end of
-what was read. A file that only grew (same inode, longer, clean when read, and every byte read
-before unchanged: the CRC-32 the entry keeps of them) is read from where the entry stopped;
-anything else is read again. The CRC is kept once a log is seen to change (:func:`crc_to_keep`):
-a log read once and never touched costs no second pass over its bytes, and the first growth of
-a log is read whole.
-
-:func:`growth` is the one check that a log only grew, for every reader that keeps what it
-read: the store (an entry's :class:`~copilot_logs.store.entry.Header`), ``export``'s manifest
-(a :class:`Seen` per source, :func:`seen_whole`) and ``watch`` (a :class:`Seen` of the bytes it
-fed, :class:`Fed`, checked as a poll: ``polling=True``).
+What the key holds and when a log is read on, read whole or served: docs/cache.md. The CRC of
+the bytes read is kept once a log is seen to change (:func:`crc_to_keep`). :func:`growth` is
+the one check that a log only grew, for every reader that keeps what it read: the store, export's
+manifest (a :class:`Seen` per source, :func:`seen_whole`) and ``watch`` (:class:`Fed`, checked
+as a poll).
 """
 
 from __future__ import annotations

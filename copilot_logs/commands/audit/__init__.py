@@ -1,46 +1,7 @@
 """Autopilot verdicts: which sessions really finished their task (``copilot-logs audit``).
 
-In autopilot the agent is meant to end by calling ``task_complete``; when a loop ends without
-it the CLI injects a nudge and the loop starts again, each time costing another premium
-request, until the model complies or the cap is hit. ``audit`` gives each session one verdict
-and the cost of the nudges, from the same frames every other command reads.
-
-What is judged: a session's *task* is a typed prompt and everything up to the next typed
-prompt (nudges belong to the task they continue, and so does a message queued while a turn
-ran: it carries the running interaction's id). An autopilot session is judged on its last
-autopilot task; an interactive one (judged only with ``require_task_complete``) on its last
-task. On that task the last word wins, checked in this order:
-
-1. ``completed`` / ``completion-rejected`` / ``blocked``: a ``session.task_complete`` after the
-   task's last ``session.error``, last nudge and last main-agent LLM call (every CLI recorded,
-   1.0.20 to 1.0.102, ends the loop at task_complete: a call after it means the task was taken
-   up again, and what followed decides). Rejected means ``success: false`` or the outcome
-   ``continue``; the outcome ``blocked`` (with its ``blocker``) is ``blocked``.
-2. ``errored``: a main-agent ``session.error`` after the last task_complete, nudge and LLM
-   call: nothing ran after it, so it ended the task. An error the agent recovered from is still
-   reported (``session_error``) but does not decide the verdict.
-3. ``interrupted``: the task was aborted (an ``abort``, or a stop reason ``aborted``, after its
-   last LLM call) or its last turn is open; ``user-quit`` when that open turn is followed by a
-   routine ``session.shutdown`` (the user ended the session while the turn ran, e.g. at a
-   permission prompt).
-4. ``nudge-cap``: the loop ended with no task_complete after at least ``nudge_cap`` nudges
-   in the task (the cap is counted per task, as the CLI counts it per prompt), or the CLI
-   said its continuation limit stopped it (``stop_reason`` ``cap_reached`` or
-   ``agent_stop_block_limit``).
-5. ``interrupted``: the loop ended but no ``session.shutdown`` (nor a later prompt) followed:
-   the process was killed.
-6. ``missing-task-complete``: the loop ended and the session shut down without task_complete.
-
-``running`` replaces ``interrupted`` (cases 3 and 5, an abort excepted) when the judged task is
-the session's last, the file has no shutdown after its last turn, and its last event is at most
-``running_within`` before ``now``: the session may still finish. So an errored session that
-also hit the cap is ``errored`` when the error came after the last nudge's loop, ``nudge-cap``
-when the loop recovered from the error and then ran out of nudges; a session.error followed by
-a successful task_complete after a retry is ``completed``.
-
-``stop_reason`` is the CLI's own word, when the log has it: ``session.completion_receipt``
-``stopReason`` (written when the CLI accepts an end) or ``session.autopilot_stopped``
-``reason`` (ephemeral: only in an ``--output-format json`` stream read as a log).
+What a task is, the verdicts and the order in which the last word wins: docs/audit.md,
+"Verdicts". The verdict is one polars expression over the audit facts (:func:`verdict_of`).
 """
 
 from __future__ import annotations

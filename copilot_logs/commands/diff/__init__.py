@@ -1,18 +1,10 @@
 """``copilot-logs diff BASE CANDIDATE``: did a change make the agent worse? A gate over two
 sets of runs.
 
-The runs of each side (:mod:`copilot_logs.commands.diff.runs`; or a saved baseline,
-:mod:`copilot_logs.commands.diff.baseline`) are paired like with like into *cases* by a key
-(the first typed prompt, the session's name, the session, or none: one pool), and each case is
-compared metric by metric (:mod:`copilot_logs.commands.diff.metrics`): n, median, P90, mean and
-the change of the medians (of the rates for a yes/no metric), with an exact two-sided p
-(:mod:`copilot_logs.commands.diff.metrics`).
-
-The gate is deterministic. A threshold fires when the statistic it names moved past every
-amount it gives, and (with ``alpha``) the p is below alpha; a row fails only when a threshold
-fired and both sides have at least ``min_runs`` known values. Where a side has fewer and
-something moved, the row is ``insufficient``: it is shown, and cannot fail. A case on one side
-only is ``new`` or ``gone``, and fails only with ``fail_on_missing``.
+The runs of each side (:mod:`~copilot_logs.commands.diff.runs`, or a saved
+:mod:`~copilot_logs.commands.diff.baseline`) are paired into cases by a key and compared metric
+by metric (:mod:`~copilot_logs.commands.diff.metrics`); when a row fails, is ``insufficient``,
+``new`` or ``gone``: docs/diff.md.
 """
 
 from __future__ import annotations

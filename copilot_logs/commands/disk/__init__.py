@@ -1,22 +1,10 @@
 """Where the bytes of ``~/.copilot/session-state`` went (``copilot-logs disk``): each session
-folder's apparent and allocated bytes split by part, its files, last activity, what its
-``workspace.yaml`` names, its prompts and LLM calls (read through the store), its lock and a
-category (docs/disk.md).
-
-The categories, the first that holds:
-
-- ``active``: a live process that started before the lock was written holds it;
-- ``stale-lock``: a lock no live process of its own holds (the CLI was killed);
-- ``scaffold``: no log and nothing but what the CLI writes before the first event;
-- ``log-missing``: no log, but real content;
-- ``empty``: a log with no prompt and no LLM call;
-- ``abandoned``: prompts, but no reply;
-- ``heavy-files``: ``files/`` holds more than the threshold (allocated bytes);
-- ``ok``.
+folder's bytes by part, its files, last activity, ``workspace.yaml`` keys, prompts and LLM
+calls (read through the store), its lock and a category (docs/disk.md, "`disk`").
 
 Only folders named as the CLI names a session (a lowercase UUID) are sessions; the rest of the
-root (``.session-operation-locks``, prune's trash, anything else) and, beside the root,
-``session-store.db*`` and ``logs/`` are totalled, never touched.
+root and what sits beside it are totalled, never touched. ``workspace.yaml`` is read by a small
+strict parser (:func:`parse_workspace`) instead of a YAML library.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """Which sessions the Copilot CLI can no longer resume, and why (``copilot-logs doctor``).
 
-Each session gets a verdict, the worst of its reasons (docs/doctor.md):
-
-- ``cannot-resume``: the CLI version that wrote the log refused, in a recorded resume, a log
-  with this damage (or sent the model a request a provider refuses), or the log is past the
-  JavaScript string limit;
-- ``at-risk``: it resumes today, but something will cost the user: the CLI drops events while
-  resuming, damage nobody has recorded a resume of, a log still being written that reaches
-  the string limit within :data:`SOON` at its rate of growth, sub-agents or tool results out
-  of place, no shutdown (its usage is lost);
-- ``running``: no shutdown and a last event within ``running_within``: being written now,
-  not judged;
-- ``healthy``: nothing but notes.
-
-The damage is judged by what the CLI version that wrote a log did in a real resume of a log
-damaged the same way (``evidence.json`` beside this module, written by ``python -m rig.resume
---evidence``; tests/test_doctor.py checks it); a version not recorded, by the nearest recorded
-version at or below it (the oldest for an older one), and the reasons name both.
+Each session gets a verdict, the worst of its reasons (docs/doctor.md, "Verdicts" and
+"Reasons"). The damage is judged by what the CLI version that wrote a log did in a real resume
+of a log damaged the same way (``evidence.json`` beside this module, written by ``python -m
+rig.resume --evidence``; tests/test_doctor.py checks it); a version not recorded, by the nearest
+recorded version at or below it (the oldest for an older one), and the reasons name both.
 """
 
 from __future__ import annotations

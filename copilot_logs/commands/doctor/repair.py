@@ -1,19 +1,11 @@
 """``doctor --repair``: a repaired copy of a session's folder under another folder, the
 original never touched.
 
-The log is first copied as it is (a snapshot: what is read, repaired and hashed is the same
-bytes, whatever is appended meanwhile); a session doctor calls ``running`` is refused unless the
-caller insists. The copy keeps every event the reader recovers, one to a line, and nothing else:
-the bytes around them that are not an event (a cut last line, a NUL tail, the truncated event a
-glued line begins with, a line that is not JSON, a replayed line) go to a sidecar file, byte for
-byte, so nothing is lost. An event split by raw newlines is joined (each raw newline written as
-the ``\\n`` escape it stood for, a CR before it as ``\\r``), a raw U+2028 or U+2029 is written
-as its escape (some versions refuse the raw character), and then the events are mended: open
-tool calls closed the way the CLI closes them (a lost turn end added), the parent chain and the
-resume and shutdown counters kept true, changing only the bytes of the values it lists. Every
-change is listed: the line of the original, what, why. The copy is then judged as doctor judges
-any log; every selected session is prepared before any copy is moved into place, so a refusal
-leaves nothing written.
+What the copy keeps, sets aside and changes: docs/doctor.md, "``--repair``". The log is copied
+first (a snapshot: what is read, repaired and hashed is the same bytes); every value is changed
+in place (:func:`~copilot_logs.ingest.decode.value_span.with_value`), every other byte of the
+line stays as written; every selected session is prepared before any copy is moved into place,
+so a refusal leaves nothing written.
 """
 
 from __future__ import annotations

@@ -3,16 +3,9 @@ folder writes only what changed (docs/export.md, "Exporting again"); and OUT its
 at a time (``fcntl.flock`` on ``OUT/.copilot-logs-export.lock``), what cannot be written there
 as one clear error.
 
-Version 5 (4 before the session model's columns in turns, tools and usage; 3 kept a fingerprint
-of its own) records each source log as the store keys it (``sources``: a
-:class:`~copilot_logs.store.key.Seen`, flat), so that a log is unchanged or changed by the one
-growth check (:func:`copilot_logs.store.key.growth`); and the parts written: each part is a
-batch of logs and the files holding their rows (``parts``). While an export moves its new files
-into place the manifest also holds the moves (``commit``): an export that was interrupted there
-is finished by the next one. A manifest of another version, or one whose parts cannot be
-trusted, makes the next export write everything again (and remove the files that manifest lists,
-and those named as export names them). Only paths of the form
-``<table>/date=<day>/<name>.parquet`` inside OUT are ever read, replaced or removed.
+A manifest of another :data:`VERSION`, or one whose parts cannot be trusted, makes the next
+export write everything again. Only paths ``<table>/date=<day>/<name>.parquet`` inside OUT are
+ever read, replaced or removed.
 """
 
 from __future__ import annotations
