@@ -104,18 +104,17 @@ def count_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Total
             totals.add(source, found.header.figures)
             continue
         jobs.append((source, found))
-    sizes = [_to_read(source, found) for source, found in jobs]
+    sizes = [
+        source.size - found.header.end
+        if found.state is store.State.GROWN and found.header is not None
+        else source.size
+        for source, found in jobs
+    ]
     for (source, _), figures in zip(jobs, _run(jobs, sizes, use_cache), strict=True):
         totals.add(source, figures)
     if use_cache and jobs:
         store.prune()
     return totals
-
-
-def _to_read(source: Source, found: store.Found) -> int:
-    if found.state is store.State.GROWN and found.header is not None:
-        return source.size - found.header.end
-    return source.size
 
 
 def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[Figures]:

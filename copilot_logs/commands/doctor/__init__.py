@@ -200,7 +200,9 @@ def judge(
     """The verdict of every session. ``files``: each log's path by its name in the frames (a
     log not in it, such as standard input, is measured by the bytes read, and not scanned
     for raw line separators)."""
-    found, figures = _concat(list(parts))
+    parts = list(parts)
+    found = pl.concat([f for f, _ in parts] or [pl.DataFrame(schema=checks.FINDINGS_SCHEMA)])
+    figures = pl.concat([f for _, f in parts] or [pl.DataFrame(schema=checks.FIGURES_SCHEMA)])
     sizes = {name: _size_of(path) for name, path in files.items()}
     # A log's UTF-16 length is at most its bytes: counted only where the bytes reach the limit.
     units = {
@@ -224,12 +226,6 @@ def _size_of(path: Path) -> int | None:
         return path.stat().st_size
     except OSError:
         return None
-
-
-def _concat(parts: list[Facts]) -> Facts:
-    found = [f for f, _ in parts] or [pl.DataFrame(schema=checks.FINDINGS_SCHEMA)]
-    figures = [f for _, f in parts] or [pl.DataFrame(schema=checks.FIGURES_SCHEMA)]
-    return pl.concat(found), pl.concat(figures)
 
 
 def _sorted(reasons: pl.DataFrame) -> pl.DataFrame:

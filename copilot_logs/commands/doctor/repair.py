@@ -513,7 +513,9 @@ def _write(
         shutil.copymode(original.parent, scratch)
         _copy_siblings(original.parent, scratch, out, done)
     else:
-        scratch.chmod(_folder_mode(mode))
+        # searchable by whoever may read the log
+        readers = mode & (stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        scratch.chmod(stat.S_IRWXU | readers | (readers >> 2))
     _written_like_the_log(scratch / EVENTS, (unit.data + b"\n" for unit in units), mode)
     if pieces:
         _written_like_the_log(scratch / SIDECAR, pieces, mode)
@@ -530,12 +532,6 @@ def _written_like_the_log(path: Path, blocks: Iterable[bytes], mode: int) -> Non
     with open(descriptor, "wb") as written:
         for block in blocks:
             written.write(block)
-
-
-def _folder_mode(log_mode: int) -> int:
-    """A folder for a log of ``log_mode``: searchable by whoever may read the log."""
-    readers = log_mode & (stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    return stat.S_IRWXU | readers | (readers >> 2)
 
 
 def _copy_siblings(folder: Path, into: Path, out: Path, done: Repair, below: str = "") -> None:

@@ -79,11 +79,6 @@ def otlp_line(trace: Trace) -> bytes:
     return orjson.dumps(traces_data([trace])) + b"\n"
 
 
-def otlp_json(traces: Sequence[Trace]) -> bytes:
-    """The body of an OTLP/HTTP JSON request carrying ``traces``."""
-    return orjson.dumps(traces_data(traces))
-
-
 def digest(trace: Trace) -> str:
     """What the ledger keeps of a trace sent: a hash of its resource and spans (not of the
     copilot-logs version that wrote them), so a trace that changed is sent again."""
@@ -380,7 +375,7 @@ def send(
     """POST one batch; retried on 429 and 5xx and on a failed connection, up to
     ``destination.retries`` times. Raises :class:`PushError` when the collector refuses it
     (another status) or the retries run out."""
-    body = protobuf(batch) if destination.protobuf else otlp_json(batch)
+    body = protobuf(batch) if destination.protobuf else orjson.dumps(traces_data(batch))
     request_headers = {
         **destination.headers,
         "Content-Type": PROTOBUF if destination.protobuf else JSON,
