@@ -2,12 +2,9 @@
 
 A plan is made from a survey (:mod:`copilot_logs.commands.disk`): each session folder that a
 criterion picks becomes an :class:`Item` with what is done to it (the whole folder, only its
-``files/``, or only its stale lock files), unless a rule never lets it go; those are listed
-with the rule (:class:`Held`). Never selected: a link, a folder on another file system or
-holding one, files of another user, a folder not read whole, a folder whose log could not be
-read, an ``active`` or ``unknown`` lock, anything written within ``quiet_for``, and (but for
-removing a stale lock, which keeps the session) the ``keep_newest`` newest sessions of each
-root. :mod:`copilot_logs.commands.prune.apply` carries a plan out, checking everything again.
+``files/``, or only its stale lock files), unless a rule never lets it go (:class:`Held`; the
+rules: docs/disk.md, "prune"). :mod:`copilot_logs.commands.prune.apply` carries a plan out,
+checking everything again.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Each session's agent loop, reconstructed: interactions -> turns -> tools and sub-agents.
 
-``timeline(result)`` returns plain nested dicts, ready for JSON: one per session log, with
-its interactions (what started each: a typed prompt or an autopilot nudge), their turns (one
-per main-agent LLM call, open turns included) with the tools each turn ran and the
-sub-agent runs its ``task`` calls spawned (each with its own LLM calls and tools), and the
-lifecycle events (errors, compaction, resume, mode and model changes, aborts,
-``session.task_complete``) at the place they happened. ``turn_rows(sessions)`` flattens it
-to one row per LLM call, for ndjson and csv.
-
-Times are ISO-8601 UTC strings; ``offset_ms`` is milliseconds since the session start. A
-sub-agent run nests under the turn of the ``task`` call that spawned it, also when it outlives
-the turn; what no turn holds goes straight under its interaction ("loose"), and what comes
-before any user message under an empty interaction 0.
+``timeline(result)`` returns plain nested dicts, ready for JSON (docs/timeline.md, "JSON
+fields"): one per session log, its interactions, their turns (one per main-agent LLM call)
+with their tools and the sub-agent runs their ``task`` calls spawned, and the lifecycle events
+where they happened; ``turn_rows(sessions)`` flattens it to one row per LLM call. What no turn
+holds goes straight under its interaction ("loose"); what comes before any user message, under
+an empty interaction 0.
 """
 
 from __future__ import annotations
