@@ -1,11 +1,8 @@
 """The files copilot-logs writes: their mode (that of the logs they hold text of, never more
 open than the umask), and the one atomic write (:func:`atomic`).
 
-Copilot CLI writes its logs 0600, so what is made of them is 0600 too; logs others may read
-(0644, say, copied into a shared folder) give files others may read. A file made of several
-logs gets the bits they all share; standard input, or a log that cannot be stat'ed, counts as
-0600. The owner may always read and write. The same holds for a file the user names (``report
--o FILE``) and for ``doctor --repair``'s copy. docs/report.md, docs/export.md and docs/doctor.md
+A file made of several logs gets the bits they all share; standard input, or a log that cannot
+be stat'ed, counts as 0600 (the CLI's own). docs/report.md, docs/export.md and docs/doctor.md
 say so to the user.
 """
 

@@ -2,17 +2,11 @@
 ``watch --format ndjson`` (one per event that makes one, see :data:`KINDS`, with the running
 figures just after it, derived by the batch commands' own functions).
 
-A :class:`Follower` keeps, per file, what it read: the complete lines up to the last newline
-(a half-written last line waits for its newline). Each :meth:`Follower.poll` stats the file and
-asks the one growth check (:func:`copilot_logs.store.key.growth`, as a poll: one stat while
-nothing changes): a log that only grew is read on from where the last read stopped, through
-the reader every command reads with (:func:`copilot_logs.store.collect.read_held`, resumed
-there), so damaged lines are recovered and reported exactly as ``count`` and ``timeline`` do;
-any other change (shrunk by ``/rewind``, replaced, rewritten in place, or the old part ending
-on a damaged line that the new bytes may finish) makes it read again whole. So the events held
-always equal what a batch read of the same complete lines gives.
-
-A :class:`Watcher` polls its followers and, watching a root, lists it for sessions that appear.
+A :class:`Follower` keeps, per file, the complete lines it read; each :meth:`Follower.poll` asks
+the one growth check (:func:`copilot_logs.store.key.growth`, as a poll): a log that only grew is
+read on through :func:`copilot_logs.store.collect.read_held`, any other change makes it read
+again whole (docs/watch.md), so the events held always equal a batch read of the same lines. A
+:class:`Watcher` polls its followers and, watching a root, lists it for sessions that appear.
 """
 
 from __future__ import annotations
