@@ -64,7 +64,6 @@ LAYERS = {
     "errors": 0,
     "timezones": 0,
     "durations": 0,
-    "sizes": 0,
     "modes": 0,
     "ingest": 1,
     "derive": 2,

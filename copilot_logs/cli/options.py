@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -412,16 +413,29 @@ def parse_duration(ctx: click.Context, param: click.Parameter, value: str) -> ti
         raise click.BadParameter(str(error), ctx, param) from None
 
 
-def parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A size option's value (see :mod:`copilot_logs.sizes`) -> bytes (None when not given)."""
-    from copilot_logs.sizes import parse_size as parse
+LARGEST_SIZE = 1 << 60
+"""The largest size taken (an exbibyte): more than any disk, and still an int64."""
+_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?b?)", re.IGNORECASE)
+_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 
+
+def parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A size option's value -> bytes (None when not given): ``500M``, ``1.5G``, ``20GiB``,
+    ``10MB`` or a bare number of bytes, read as ``du`` and ``ls`` read them: K, M, G, T (and KiB
+    ... TiB) are powers of 1024, KB, MB, GB, TB powers of 1000."""
     if value is None:
         return None
-    try:
-        return parse(value)
-    except ValueError as error:
-        raise click.BadParameter(str(error), ctx, param) from None
+    found = _SIZE.fullmatch(value.strip())
+    if found is None or (found[2] == "" and found[3].lower() not in ("", "b")):
+        why = f"{value!r} is not a size like 500M, 1.5G, 20GiB, 10MB or 4096 (bytes)"
+        raise click.BadParameter(why, ctx, param)
+    number, prefix, suffix = found[1], found[2].lower(), found[3].lower()
+    size = float(number) * (1000 if suffix == "b" and prefix else 1024) ** _POWER[prefix]
+    if size > LARGEST_SIZE:
+        raise click.BadParameter(
+            f"{value!r} is larger than the largest size taken, 1EiB", ctx, param
+        )
+    return int(size)
 
 
 def reading_command(
