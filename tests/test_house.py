@@ -62,7 +62,6 @@ def test_the_test_data_generator_is_not_in_the_package() -> None:
 
 LAYERS = {
     "errors": 0,
-    "timezones": 0,
     "durations": 0,
     "modes": 0,
     "ingest": 1,

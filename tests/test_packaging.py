@@ -20,8 +20,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from copilot_logs.cli.options import resolve_zone
 from copilot_logs.errors import SelectionError
-from copilot_logs.timezones import resolve_zone
 from tests.conftest import PROJECT
 
 PYPROJECT = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

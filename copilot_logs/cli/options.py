@@ -1,8 +1,14 @@
-"""Options every command shares, and the one way commands load sessions."""
+"""Options every command shares, and the one way commands load sessions.
+
+Also the values the user gives that only the command line reads: sizes (:func:`parse_size`) and
+time zones for day buckets (:func:`resolve_zone`: an IANA name, else the machine's local zone;
+either known to polars, which buckets the days).
+"""
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -10,11 +16,12 @@ from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
 from copilot_logs.cli import Command, complete_sessions
-from copilot_logs.errors import ExitCode
+from copilot_logs.errors import ExitCode, SelectionError
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import report_damage, report_growth
@@ -511,3 +518,46 @@ def nudge_cap_option(note: str = "its default is 5") -> Callable[[F], F]:
         show_default=True,
         help=f"Nudges per task after which the CLI stops ({note}).",
     )
+
+
+def local_zone_name() -> str:
+    """The local IANA zone: $TZ, else what /etc/localtime points at, else UTC."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        target = str(Path("/etc/localtime").resolve())
+        if "zoneinfo/" in target:
+            candidates.append(target.split("zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    for name in candidates:
+        if name and _valid_zone(name):
+            return name
+    return "UTC"
+
+
+def _valid_zone(name: str) -> bool:
+    """Whether both Python and polars know the zone: the system's zone files also hold
+    names polars' own database refuses (``posixrules``, ``localtime``, ``Factory``,
+    ``posix/...``, ``right/...``)."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    import polars as pl
+
+    try:
+        pl.Series([0], dtype=pl.Datetime("ms", "UTC")).dt.convert_time_zone(name)
+    except pl.exceptions.PolarsError:
+        return False
+    return True
+
+
+def resolve_zone(name: str | None) -> str:
+    """An IANA zone name checked to exist; None means the local zone."""
+    if name is None:
+        return local_zone_name()
+    if not _valid_zone(name):
+        raise SelectionError(
+            f"--tz {name}: unknown time zone; use an IANA name like Europe/Berlin or UTC"
+        )
+    return name

@@ -51,7 +51,7 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
       copilot-logs report ./recordings --timelines 50 --tz Europe/Berlin
       copilot-logs report --latest 1 -o - > last.html
     """
-    from copilot_logs.timezones import resolve_zone
+    from copilot_logs.cli.options import resolve_zone
 
     zone = resolve_zone(tz)
     to_file = str(path) != "-"

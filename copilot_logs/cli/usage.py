@@ -106,7 +106,7 @@ def usage(
       copilot-logs usage --by model --format json
       copilot-logs usage --verbose 3fa
     """
-    from copilot_logs.timezones import resolve_zone
+    from copilot_logs.cli.options import resolve_zone
 
     zone = resolve_zone(tz)
     loaded = load(picked, zone=zone)
