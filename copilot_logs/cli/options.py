@@ -93,6 +93,24 @@ def reading_flags() -> list[Callable[[F], F]]:
     return [no_cache, quiet]
 
 
+def selectors_and_root(*, stdin: bool) -> list[Callable[[F], F]]:
+    """The SELECTORS argument (``-``, standard input, with ``stdin``) and --root."""
+    return [
+        click.argument(
+            "selectors",
+            nargs=-1,
+            metavar="[SESSION|PREFIX|PATH|-]..." if stdin else "[SESSION|PREFIX|PATH]...",
+            shell_complete=complete_sessions,
+        ),
+        click.option(
+            "--root",
+            type=click.Path(path_type=Path, file_okay=False),
+            help="Folder of sessions [default: $COPILOT_HOME/session-state or "
+            "~/.copilot/session-state].",
+        ),
+    ]
+
+
 def selection_options(function: F, *, stdin: bool = True) -> F:
     """SELECTORS plus --root, --since, --until, --latest, --no-cache and --quiet, read the same
     way by every command: the command receives them as one ``picked`` argument (a
@@ -112,18 +130,7 @@ def selection_options(function: F, *, stdin: bool = True) -> F:
         return function(*args, picked=picked, **kwargs)
 
     decorators = [
-        click.argument(
-            "selectors",
-            nargs=-1,
-            metavar="[SESSION|PREFIX|PATH|-]..." if stdin else "[SESSION|PREFIX|PATH]...",
-            shell_complete=complete_sessions,
-        ),
-        click.option(
-            "--root",
-            type=click.Path(path_type=Path, file_okay=False),
-            help="Folder of sessions [default: $COPILOT_HOME/session-state or "
-            "~/.copilot/session-state].",
-        ),
+        *selectors_and_root(stdin=stdin),
         click.option(
             "--since",
             metavar="WHEN",
