@@ -116,7 +116,7 @@ record: $(RUN_STAMP)
 record-resume: $(DEV_STAMP)
 	$(BIN)/python -m rig.resume --versions $(VERSIONS) $(if $(DAMAGES),--damages $(DAMAGES)) --out tests/recordings
 	$(BIN)/python -m rig.resume --evidence --out tests/recordings
-	$(BIN)/python -m copilot_logs.render.doctor.page docs/doctor.md
+	$(BIN)/python -m copilot_logs.render.doctor docs/doctor.md
 
 # CI's live step: every scenario recorded with the newest CLI on the npm registry into a scratch
 # folder, then the tests that need the real CLI, on those fresh logs. Skipped, in one line, when

@@ -25,8 +25,7 @@ from copilot_logs.commands import timeline as _timeline
 from copilot_logs.commands import usage as _usage
 from copilot_logs.commands import validate as validate_core
 from copilot_logs.commands.usage import breakdown as _breakdown
-from copilot_logs.commands.usage import grouping as _grouping
-from copilot_logs.derive import records as _records
+from copilot_logs.derive import calls as _calls
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import Selection, find_sources, parse_when
 from copilot_logs.ingest.reader import ReadResult
@@ -128,7 +127,7 @@ def subagent_runs(result: ReadResult) -> pl.DataFrame:
 def usage_records(result: ReadResult) -> pl.DataFrame:
     """One row per LLM call, from the CLI's ``session.usage_record`` lines (CLI 1.0.102 on;
     empty for older logs): model, tokens, cost, duration, who initiated it."""
-    return _records.usage_records(derive.annotate(result.events))
+    return _calls.usage_records(derive.annotate(result.events))
 
 
 def timeline(result: ReadResult, *, include_tools: bool = True) -> list[dict[str, Any]]:
@@ -167,8 +166,8 @@ def usage(
     by = "repository" if by == "repo" else by
     if by in _breakdown.CALL_GROUPINGS:
         return _breakdown.call_report([_breakdown.breakdown(result, by)], by)
-    if by not in _grouping.GROUPINGS:
-        choices = ", ".join([*_grouping.GROUPINGS, "repo", *_breakdown.CALL_GROUPINGS])
+    if by not in _usage.GROUPINGS:
+        choices = ", ".join([*_usage.GROUPINGS, "repo", *_breakdown.CALL_GROUPINGS])
         raise ValueError(f"unknown grouping {by!r}: choose one of {choices}")
     return _usage.usage(result, by=by, zone=zone)
 

@@ -1,11 +1,7 @@
-"""Settings a repository pins in ``[tool.copilot-logs]`` of a ``pyproject.toml``.
-
-The nearest ``pyproject.toml`` holding that table, found upward from the current folder, gives
-``select``, ``ignore`` and ``strict`` for ``copilot-logs validate``, and its
-``[tool.copilot-logs.diff]`` table the gate of ``copilot-logs diff`` (docs/diff.md). Command-line
-options win:
-``--select`` replaces the file's select, ``--ignore`` adds to its ignore, ``--strict`` /
-``--no-strict`` override its strict. Other keys in the table are left to other commands.
+"""Settings a repository pins in ``[tool.copilot-logs]`` of a ``pyproject.toml``: the nearest one
+upward gives validate's ``select``, ``ignore`` and ``strict`` and, in
+``[tool.copilot-logs.diff]``, diff's gate; command-line options win (docs/validate.md, "Pinning
+the gate in ``pyproject.toml``"; docs/diff.md).
 """
 
 from __future__ import annotations

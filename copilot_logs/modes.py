@@ -1,19 +1,18 @@
-"""The mode of a file copilot-logs writes that holds text from logs (a report page, an export's
-Parquet files, a repaired copy): that of the logs it came from, never more open than the umask.
+"""The files copilot-logs writes: their mode (that of the logs they hold text of, never more
+open than the umask), and the one atomic write (:func:`atomic`).
 
-Copilot CLI writes its logs 0600, so what is made of them is 0600 too; logs others may read
-(0644, say, copied into a shared folder) give files others may read. A file made of several
-logs gets the bits they all share; standard input, or a log that cannot be stat'ed, counts as
-0600. The owner may always read and write. The same holds for a file the user names (``report
--o FILE``) and for ``doctor --repair``'s copy. docs/report.md, docs/export.md and docs/doctor.md
+A file made of several logs gets the bits they all share; standard input, or a log that cannot
+be stat'ed, counts as 0600 (the CLI's own). docs/report.md, docs/export.md and docs/doctor.md
 say so to the user.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 PRIVATE = 0o600
 """The owner reads and writes; nobody else: Copilot CLI's own logs."""
@@ -60,3 +59,20 @@ def create(path: Path, mode: int, *, replace: bool = False) -> int:
             os.close(descriptor)
             raise
     return descriptor
+
+
+@contextlib.contextmanager
+def atomic(path: Path | str, mode: int = PRIVATE) -> Iterator[BinaryIO]:
+    """A new file beside ``path`` (``mode`` less the umask) to write, renamed over ``path`` once
+    written whole; on any failure it is removed, and ``path`` is as it was."""
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
+    descriptor = create(temporary, mode)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            yield stream
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pprint
 import re
 import shutil
 import signal
@@ -356,7 +355,7 @@ def write(truth: dict[str, Any], damaged: bytes, appended: bytes, out: Path) -> 
         (out / KILLED).write_bytes(damaged)
 
 
-EVIDENCE = Path("copilot_logs/commands/doctor/evidence.py")
+EVIDENCE = Path("copilot_logs/commands/doctor/evidence.json")
 OUTCOME_ORDER = (
     "resumed",
     "resumed-dropping",
@@ -400,9 +399,9 @@ def note(truth: dict[str, Any]) -> str:
     return "; ".join(words)
 
 
-def evidence_source(recordings: Path) -> str:
-    """The Python source of copilot_logs/commands/doctor/evidence.py, from the committed
-    resume truths."""
+def evidence_json(recordings: Path) -> str:
+    """The text of copilot_logs/commands/doctor/evidence.json (package data, read by
+    copilot_logs.commands.doctor), from the committed resume truths."""
     outcomes: dict[str, dict[str, str]] = {}
     notes: dict[str, dict[str, str]] = {}
     about = {damage.name: damage.about for damage in ALL}
@@ -420,53 +419,22 @@ def evidence_source(recordings: Path) -> str:
             closing = _closing(path.parent / "appended.jsonl", version) or closing
     versions = sorted({v for row in outcomes.values() for v in row}, key=_version_key)
     order = [d.name for d in ALL if d.name in outcomes]
-    body = [
-        '"""What the real Copilot CLI did when it resumed each damaged log: generated from',
-        "tests/recordings/VERSION/resume-DAMAGE/truth.json by ``python -m rig.resume --evidence``",
-        '(``make record-resume``); do not edit by hand (tests/test_doctor.py checks it)."""',
-        "",
-        "# ruff: noqa: E501  (generated: the CLI's messages are kept whole)",
-        "",
-        "from typing import Any",
-        "",
-        f"VERSIONS = {tuple(versions)!r}",
-        f"DAMAGES: dict[str, str] = {_py({d: about[d] for d in order})}",
-        f"OUTCOMES: dict[str, dict[str, str]] = {_py({d: outcomes[d] for d in order})}",
-        "# What each version did beyond the outcome: per damage, each note and its versions.",
-        f"_NOTES: dict[str, dict[str, tuple[str, ...]]] = {_py(_grouped(notes, order))}",
-        "NOTES: dict[str, dict[str, str]] = {",
-        "    damage: {version: note for note, versions in by_note.items() for version in versions}",
-        "    for damage, by_note in _NOTES.items()",
-        "}",
-        f"REPAIRED: dict[str, dict[str, str]] = {_py({d: repaired.get(d, {}) for d in order})}",
-        f"CLOSE_VERSION = {closing.get('version')!r}",
-        f"CLOSE_TOOL: dict[str, Any] = {_py(closing.get('tool', {}))}",
-        f"CLOSE_WARNING: dict[str, Any] = {_py(closing.get('warning', {}))}",
-    ]
-    source = "\n".join(body) + "\n"
-    ruff = Path(sys.executable).parent / "ruff"
-    formatted = subprocess.run(
-        [str(ruff), "format", "--stdin-filename", str(EVIDENCE), "-"],
-        input=source,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return formatted.stdout
-
-
-def _grouped(notes: dict[str, dict[str, str]], order: list[str]) -> dict[str, Any]:
-    grouped: dict[str, dict[str, tuple[str, ...]]] = {}
-    for damage in order:
-        for version, said in notes[damage].items():
-            if said:
-                by_note = grouped.setdefault(damage, {})
-                by_note[said] = (*by_note.get(said, ()), version)
-    return grouped
-
-
-def _py(value: Any) -> str:
-    return pprint.pformat(value, sort_dicts=False, width=96)
+    evidence = {
+        "about": "What the real Copilot CLI did when it resumed each damaged log: generated from "
+        "tests/recordings/VERSION/resume-DAMAGE/truth.json by `python -m rig.resume --evidence` "
+        "(`make record-resume`); do not edit by hand (tests/test_doctor.py checks it).",
+        "versions": versions,
+        "damages": {d: about[d] for d in order},
+        "outcomes": {d: outcomes[d] for d in order},
+        "notes": {
+            d: {v: n for v, n in notes[d].items() if n} for d in order if any(notes[d].values())
+        },
+        "repaired": {d: repaired.get(d, {}) for d in order},
+        "close_version": closing.get("version"),
+        "close_tool": closing.get("tool", {}),
+        "close_warning": closing.get("warning", {}),
+    }
+    return json.dumps(evidence, indent=1, ensure_ascii=False) + "\n"
 
 
 def _closing(appended: Path, version: str) -> dict[str, Any] | None:
@@ -500,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _stop)  # so that a killed run still ends the CLI it started
     if options.evidence:
-        EVIDENCE.write_text(evidence_source(options.out))
+        EVIDENCE.write_text(evidence_json(options.out), encoding="utf-8")
         return 0
     by_name = {"none": CONTROL, **BY_NAME}
     try:

@@ -1,7 +1,7 @@
 """What copilot-logs knows of the CLI's format across versions agrees with the recordings and
 with the schema file it keeps: docs/compatibility.md is current, the verified range is the
 recorded one, every type on disk is known, and the known and ephemeral types are the kept
-schema's (ingest/decode/schema_types.py, made by rig/event_schema.py)."""
+schema's (ingest/decode/schema_types.json, made by rig/event_schema.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import polars as pl
 import synth
 from copilot_logs.commands import validate
 from copilot_logs.ingest.decode import cli_format
-from copilot_logs.ingest.decode.schema_types import SCHEMA_TYPES
 from copilot_logs.ingest.reader import read_bytes
 from rig import event_schema, matrix
 
@@ -21,6 +20,8 @@ from .recorded import COMMITTED, recordings, version_key
 
 PROJECT = Path(__file__).resolve().parent.parent
 COMMITTED_RECORDINGS = [r for r in recordings(COMMITTED) if r.outcome == "recorded"]
+SCHEMA_FILE = PROJECT / "copilot_logs/ingest/decode/schema_types.json"
+SCHEMA_TYPES: dict[str, bool] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))["types"]
 
 
 def test_the_compatibility_page_is_current() -> None:
@@ -97,16 +98,14 @@ def test_the_schema_script_reads_both_kinds_of_sdk_file() -> None:
         event_schema.python_types(PYTHON_SDK), [event_schema.schema_types(JSON_SCHEMA)]
     )
     assert types == {"session.idle": True, "session.start": False, "tool.shell_output": False}
-    text = event_schema.module_text(types, ("a test",))
-    namespace: dict[str, object] = {}
-    exec(compile(text, "schema_types.py", "exec"), namespace)
-    assert namespace["SCHEMA_TYPES"] == types
+    text = event_schema.json_text(types, ("a test",))
+    assert json.loads(text)["types"] == types
 
 
 def test_the_kept_schema_file_is_what_the_script_writes() -> None:
     """The file is the script's output for its own types (so an edit by hand shows)."""
-    kept = (PROJECT / "copilot_logs/ingest/decode/schema_types.py").read_text(encoding="utf-8")
-    assert kept == event_schema.module_text(SCHEMA_TYPES, event_schema.SOURCES)
+    kept = SCHEMA_FILE.read_text(encoding="utf-8")
+    assert kept == event_schema.json_text(SCHEMA_TYPES, event_schema.SOURCES)
 
 
 def test_a_version_is_newer_than_verified_past_the_newest_recorded() -> None:

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from copilot_logs.cli import main
-from copilot_logs.commands.diff import stats
+from copilot_logs.commands.diff import metrics
 from copilot_logs.commands.diff.metrics import METRICS, ThresholdError, parse_threshold
 from synth import SessionBuilder, bash
 from tests.sarif import check_sarif
@@ -100,8 +100,8 @@ def brute_force_p(base: Sequence[float], candidate: Sequence[float]) -> float:
 
 
 def test_three_runs_a_side_all_apart_give_p_0_10() -> None:
-    assert stats.mann_whitney([1, 2, 3], [4, 5, 6]) == (pytest.approx(0.10), "exact")
-    assert stats.mann_whitney([4, 5, 6], [1, 2, 3]) == (pytest.approx(0.10), "exact")
+    assert metrics.mann_whitney([1, 2, 3], [4, 5, 6]) == (pytest.approx(0.10), "exact")
+    assert metrics.mann_whitney([4, 5, 6], [1, 2, 3]) == (pytest.approx(0.10), "exact")
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -109,23 +109,23 @@ def test_the_exact_p_is_the_share_of_splits_at_least_as_extreme(seed: int) -> No
     rng = random.Random(seed)
     base = [float(rng.randint(0, 6)) for _ in range(rng.randint(1, 6))]
     candidate = [float(rng.randint(0, 6)) for _ in range(rng.randint(1, 6))]
-    found = stats.mann_whitney(base, candidate)
+    found = metrics.mann_whitney(base, candidate)
     assert found is not None
     assert found[0] == pytest.approx(brute_force_p(base, candidate), abs=1e-12)
 
 
 def test_fisher_matches_the_textbook_values() -> None:
     # The lady tasting tea (Fisher 1935): 3 of 4 right, p = 34/70.
-    assert stats.fisher_exact(3, 1, 1, 3) == pytest.approx(34 / 70)
+    assert metrics.fisher_exact(3, 1, 1, 3) == pytest.approx(34 / 70)
     # Wikipedia's example (studying by sex): 1/9 against 11/3, p = 0.002759.
-    assert stats.fisher_exact(1, 9, 11, 3) == pytest.approx(0.0027594561852200836)
-    assert stats.fisher_exact(3, 0, 3, 0) == 1.0
+    assert metrics.fisher_exact(1, 9, 11, 3) == pytest.approx(0.0027594561852200836)
+    assert metrics.fisher_exact(3, 0, 3, 0) == 1.0
 
 
 def test_median_and_nearest_rank_p90() -> None:
-    assert stats.median([3, 1, 2]) == 2 and stats.median([1, 2, 3, 4]) == 2.5
-    assert stats.percentile(list(range(1, 11)), 0.9) == 9
-    assert stats.median([]) is None and stats.percentile([], 0.9) is None
+    assert metrics.median([3, 1, 2]) == 2 and metrics.median([1, 2, 3, 4]) == 2.5
+    assert metrics.percentile(list(range(1, 11)), 0.9) == 9
+    assert metrics.median([]) is None and metrics.percentile([], 0.9) is None
 
 
 def test_thresholds_are_read_or_refused() -> None:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -27,7 +28,7 @@ from hypothesis import strategies as st
 
 from copilot_logs.cli import main
 from copilot_logs.commands import disk
-from copilot_logs.commands.disk import locks, workspace
+from copilot_logs.commands.disk import locks
 from copilot_logs.errors import ExitCode
 
 from .conftest import PROJECT
@@ -261,12 +262,12 @@ def test_a_network_file_system_makes_every_lock_unknown(tmp_path: Path) -> None:
     ],
 )
 def test_workspace_values_are_read_strictly(line: str, value: str | None) -> None:
-    assert workspace.parse([line], ["name", "cwd"])[line.split(":")[0]] == value
+    assert disk.parse_workspace([line], ["name", "cwd"])[line.split(":")[0]] == value
 
 
 def test_a_key_given_twice_or_indented_is_not_guessed() -> None:
-    assert workspace.parse(["name: a", "name: b"], ["name"]) == {"name": None}
-    assert workspace.parse(["other:", "  name: inner"], ["name"]) == {"name": None}
+    assert disk.parse_workspace(["name: a", "name: b"], ["name"]) == {"name": None}
+    assert disk.parse_workspace(["other:", "  name: inner"], ["name"]) == {"name": None}
 
 
 # --- the hostile folders ----------------------------------------------------------------------
@@ -587,3 +588,36 @@ def test_a_folder_swapped_while_it_is_walked_is_never_entered(
     assert found.tree.changed == ["files/deep"]
     assert found.tree.bytes < 100_000
     assert found.refusal() == "changed while it was read (files/deep)"
+
+
+@pytest.mark.parametrize(
+    ("given", "size"),
+    [
+        ("500M", 500 * 1024**2),
+        ("1.5G", 3 * 1024**3 // 2),
+        ("20GiB", 20 * 1024**3),
+        ("10MB", 10 * 1000**2),
+        ("5kb", 5000),
+        (" .5G ", 1024**3 // 2),
+        ("4096", 4096),
+        ("1024P", 1024**6),
+    ],
+)
+def test_a_size_is_read_as_du_reads_it(given: str, size: int) -> None:
+    from copilot_logs.cli.options import parse_size
+
+    assert parse_size(click.Context(main), click.Option(["--min-size"]), given) == size
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ("5X", "'5X' is not a size like 500M, 1.5G, 20GiB, 10MB or 4096 (bytes)"),
+        ("1e3", "'1e3' is not a size like 500M, 1.5G, 20GiB, 10MB or 4096 (bytes)"),
+        ("2048P", "'2048P' is larger than the largest size taken, 1EiB"),
+    ],
+)
+def test_a_size_that_is_none_is_a_usage_error(tmp_path: Path, given: str, why: str) -> None:
+    result = run("--root", str(tmp_path), "--min-size", given)
+    assert result.exit_code == ExitCode.USAGE
+    assert why in result.stderr

@@ -1,6 +1,6 @@
 """`doctor`: each damage of a real recording yields its reason at the right line, judged by
 what the CLI version that wrote the log did in a recorded resume; size and growth; the
-command's formats, fields and exit codes; the evidence module and docs/doctor.md current.
+command's formats, fields and exit codes; the evidence file and docs/doctor.md current.
 
 Truth comes from outside the code: the lines are counted by hand in the recording
 (tests/recordings/1.0.102/one-tool: line 2 the prompt, 3 the system prompt, 4 the turn start,
@@ -24,9 +24,9 @@ from click.testing import CliRunner
 from copilot_logs.cli import doctor as doctor_cli
 from copilot_logs.cli import main
 from copilot_logs.commands import doctor as core
-from copilot_logs.commands.doctor import evidence
+from copilot_logs.commands import doctor as evidence
 from copilot_logs.ingest.reader import read_bytes
-from copilot_logs.render.doctor import page
+from copilot_logs.render import doctor
 from rig.damage import BY_NAME
 
 from .conftest import PROJECT
@@ -274,16 +274,16 @@ def test_the_verdict_names_of_the_help_are_the_core_ones() -> None:
 
 
 def test_the_evidence_module_is_generated_from_the_recorded_truths() -> None:
-    from rig.resume import EVIDENCE, evidence_source
+    from rig.resume import EVIDENCE, evidence_json
 
     if not TRUTHS:
         pytest.skip("no resume truths in tests/recordings")
-    assert (PROJECT / EVIDENCE).read_text() == evidence_source(RECORDINGS)
+    assert (PROJECT / EVIDENCE).read_text() == evidence_json(RECORDINGS)
 
 
 def test_the_table_of_docs_doctor_is_the_evidence() -> None:
     text = (PROJECT / "docs" / "doctor.md").read_text(encoding="utf-8")
-    assert page.rewrite(text) == text
+    assert doctor.rewrite(text) == text
     assert set(evidence.OUTCOMES) >= {d for d in BY_NAME}
 
 

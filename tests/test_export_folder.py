@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 import copilot_logs as cl
-from copilot_logs import api
+from copilot_logs import api, modes
 from copilot_logs.cli import main
 from copilot_logs.commands import export
-from copilot_logs.commands.export import files, folder, manifest
+from copilot_logs.commands.export import files, manifest
 
 from .conftest import SAMPLES
 from .test_export import assert_same_tables, scan
@@ -212,11 +212,11 @@ def test_a_folder_that_cannot_be_written(
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(folder.os, "open", denied)
+    monkeypatch.setattr(manifest.os, "open", denied)
     result = run("export", out, samples)
     assert result.exit_code == 2
     assert errors(result) == [
-        f"Error: {out / folder.LOCK}: cannot write there (Permission denied); give a folder "
+        f"Error: {out / manifest.LOCK}: cannot write there (Permission denied); give a folder "
         "you can write"
     ]
 
@@ -257,7 +257,7 @@ def test_a_full_disk_while_the_manifest_is_saved(
     def full(*args: Any, **kwargs: Any) -> Iterator[Any]:
         raise OSError(errno.ENOSPC, "No space left on device", str(out / export.MANIFEST))
 
-    monkeypatch.setattr(manifest, "atomic", full)
+    monkeypatch.setattr(modes, "atomic", full)
     result = run("export", out, samples)
     assert result.exit_code == 3
     assert errors(result) == [
@@ -311,7 +311,7 @@ def test_the_lock_file_alone_is_an_empty_export_folder(samples: Path, tmp_path: 
     """An export that failed before its first manifest leaves OUT taken as empty."""
     out = tmp_path / "out"
     (out / "events" / "date=2026-08-05").mkdir(parents=True)
-    (out / folder.LOCK).write_bytes(b"")
+    (out / manifest.LOCK).write_bytes(b"")
     (out / "events" / "date=2026-08-05" / f".part-{'a' * 16}-{'b' * 12}.parquet.{'a' * 16}.tmp")
     result = run("export", out, samples)
     assert result.exit_code == 0, result.output

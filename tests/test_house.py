@@ -62,9 +62,7 @@ def test_the_test_data_generator_is_not_in_the_package() -> None:
 
 LAYERS = {
     "errors": 0,
-    "timezones": 0,
     "durations": 0,
-    "sizes": 0,
     "modes": 0,
     "ingest": 1,
     "derive": 2,
@@ -143,13 +141,15 @@ OWN_JSON = {
     # export's manifest reads the _manifest.json it wrote itself into OUT, not a log
     "copilot_logs/commands/export/manifest.py",
     # the store reads the dtypes it wrote into its own entries' headers
-    "copilot_logs/store/rows.py",
+    "copilot_logs/store/entry.py",
     # diff reads the baseline it wrote itself (--save-baseline), not a log
     "copilot_logs/commands/diff/baseline.py",
     # otel --skip-existing reads OpenTelemetry files (the CLI's own spans), which are no log
-    "copilot_logs/commands/otel/existing.py",
+    "copilot_logs/commands/otel/__init__.py",
     # otel --endpoint reads the collector's answer (OTLP's partialSuccess)
     "copilot_logs/commands/otel/push.py",
+    # doctor reads the recorded resumes it ships as package data (evidence.json)
+    "copilot_logs/commands/doctor/__init__.py",
 }
 """Modules outside ``ingest/`` that decode JSON that is not an event line: each says why."""
 
@@ -216,10 +216,10 @@ PAYLOAD_READS = {"json_path_match", "json_decode", "json_extract", "parse_detail
 """What reads a payload's JSON text: polars' JSON expressions, ingest's payload parsers."""
 OWN_PAYLOAD = {
     # the store's own JSON (its rows of plain values), not a log's payload
-    "copilot_logs/store/rows.py": {"json_decode"},
+    "copilot_logs/store/entry.py": {"json_decode"},
     # doctor --repair rewrites whole event lines (through ingest's parse_line): it reads where
     # a line's parent and counters are, never a figure or a fact of the session
-    "copilot_logs/commands/doctor/mend.py": {"parse_line"},
+    "copilot_logs/commands/doctor/repair.py": {"parse_line"},
 }
 
 

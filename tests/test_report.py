@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from copilot_logs.cli import main
 from copilot_logs.render import html
-from copilot_logs.render.svg.scale import tick_step
+from copilot_logs.render.svg import tick_step
 from synth import SessionBuilder, bash, task, view
 from tests.conftest import SAMPLES
 

@@ -376,7 +376,7 @@ def test_the_docs_example_runs(
 
 
 class Recorder:
-    """A :class:`copilot_logs.spark.progress.Progress` that notes what it is told."""
+    """A :class:`copilot_logs.spark.engine.Progress` that notes what it is told."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[object, ...]]] = []
@@ -403,13 +403,12 @@ def test_starting_a_session_is_announced(spark: SparkSession, monkeypatch: Any) 
 
 
 def test_the_job_reports_its_tasks_then_finishes(spark: SparkSession, monkeypatch: Any) -> None:
-    from copilot_logs.spark import progress
     from copilot_logs.store.collect import map_batches
 
     def events(result: Any) -> int:
         return int(result.events.height)
 
-    monkeypatch.setattr(progress, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(engine, "POLL_SECONDS", 0.01)
     recorder = Recorder()
     sources = [Source(path, path.parent.name) for path in sorted(SAMPLES.glob("*/events.jsonl"))]
     on_spark = list(engine.map_batches(sources, events, progress=recorder))

@@ -21,9 +21,8 @@ from copilot_logs.cli import main
 from copilot_logs.ingest import reader
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult
-from copilot_logs.store import collect, pool
+from copilot_logs.store import SWEPT, collect, pool
 from copilot_logs.store.collect import read_all
-from copilot_logs.store.upkeep import SWEPT
 from synth import SessionBuilder, bash, nul_tail
 
 from .conftest import SAMPLES
@@ -807,7 +806,7 @@ def test_functions_are_described_the_same_in_every_process() -> None:
 def test_rows_of_every_kept_dtype_build_the_same_frame() -> None:
     from datetime import UTC, date, datetime, timedelta
 
-    from copilot_logs.store.rows import frame_of, split_rows
+    from copilot_logs.store.entry import frame_of, split_rows
 
     models = pl.List(pl.Struct({"model": pl.String, "cost": pl.Float64}))
     frame = pl.DataFrame(
@@ -841,7 +840,7 @@ def test_rows_of_every_kept_dtype_build_the_same_frame() -> None:
 def test_nested_rows_keep_their_exact_values(cost: float | None) -> None:
     """Usage's per-model column (a list of structs) comes back with its floats as floats (2.0
     stays 2.0, never the integer 2) and NaN and infinities as they were, not as nulls."""
-    from copilot_logs.store.rows import frame_of, split_rows
+    from copilot_logs.store.entry import frame_of, split_rows
 
     models = pl.List(pl.Struct({"model": pl.String, "cost": pl.Float64, "calls": pl.Int64}))
     frame = pl.DataFrame(

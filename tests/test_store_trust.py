@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from copilot_logs import store
 from copilot_logs.cli import main
-from copilot_logs.store.upkeep import SWEPT
+from copilot_logs.store import SWEPT
 
 from .conftest import SAMPLES
 from .test_store import header_of, sample_sources, with_header
@@ -294,8 +294,6 @@ def test_the_tidying_keeps_another_builds_entries_of_logs_that_exist(
 def test_a_run_that_reads_does_not_read_every_entrys_header(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from copilot_logs.store import upkeep
-
     root = tmp_path / "root"
     for path in sorted(SAMPLES.rglob("*.jsonl")):
         copy = root / path.parent.name / "events.jsonl"
@@ -303,13 +301,13 @@ def test_a_run_that_reads_does_not_read_every_entrys_header(
         copy.write_bytes(path.read_bytes())
     run("count", "--total", str(root))
     opened: list[str] = []
-    real = upkeep._first_bytes
+    real = store._first_bytes
 
     def spy(path: str, count: int) -> bytes | None:
         opened.append(path)
         return real(path, count)
 
-    monkeypatch.setattr(upkeep, "_first_bytes", spy)
+    monkeypatch.setattr(store, "_first_bytes", spy)
     changed = sorted(root.rglob("events.jsonl"))[0]
     changed.write_bytes(changed.read_bytes() + b"\n")
     assert run("count", "--total", str(root)).exit_code == 0

@@ -21,8 +21,8 @@ from click.testing import CliRunner, Result
 
 from copilot_logs.cli import Command, main
 from copilot_logs.durations import parse_duration
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import csv_cell
-from copilot_logs.render.output import one_line
 from synth import SessionBuilder, ToolCall, bash
 from tests.conftest import SAMPLES
 

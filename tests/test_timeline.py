@@ -14,8 +14,7 @@ from click.testing import CliRunner
 from rich.text import Text
 
 from copilot_logs.cli import main
-from copilot_logs.commands.timeline import TURN_ROW_SCHEMA, timeline, turn_rows
-from copilot_logs.commands.timeline.nodes import iso
+from copilot_logs.commands.timeline import TURN_ROW_SCHEMA, iso, timeline, turn_rows
 from copilot_logs.ingest.reader import ReadResult, read_bytes
 from copilot_logs.render.timeline import print_timeline, session_lines
 from synth import SessionBuilder, bash, join_lines, task, view

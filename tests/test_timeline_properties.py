@@ -9,8 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.commands.timeline import timeline, turn_rows
-from copilot_logs.commands.timeline.frames import EVENT_TYPES
+from copilot_logs.commands.timeline import EVENT_TYPES, timeline, turn_rows
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.render.timeline import session_lines
 from synth import SessionBuilder, Subagent, SubagentStep, ToolCall, bash, task, view

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from copilot_logs.cli import main
+from copilot_logs.render.escape import inert, json_text, markdown_cell, multiline, one_line
 from copilot_logs.render.formats import print_damage
-from copilot_logs.render.output import inert, json_text, markdown_cell, multiline, one_line
 from synth import SessionBuilder, ToolCall
 from tests.conftest import PROJECT
 

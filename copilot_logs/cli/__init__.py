@@ -19,7 +19,7 @@ from click.exceptions import NoArgsIsHelpError
 from copilot_logs import config
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.render import output
-from copilot_logs.render.output import one_line
+from copilot_logs.render.escape import one_line
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem

@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, load
-from copilot_logs.cli.options.declare import (
+from copilot_logs.cli.options import (
+    Picked,
+    exit_code,
     fail_on_option,
+    load,
     nudge_cap_option,
     reading_command,
     running_within_option,

@@ -14,10 +14,10 @@ from copilot_logs.cli.options import (
     load,
     quiet,
     read_each,
+    reading_command,
     spark_engine,
     use_cache,
 )
-from copilot_logs.cli.options.declare import reading_command
 from copilot_logs.errors import ExitCode
 from copilot_logs.ingest.logfile import Growth
 from copilot_logs.render import output
@@ -64,7 +64,7 @@ def count(
     if total and spark_engine():
         raise click.UsageError("--total reads with the local engine: drop --engine spark")
     if tz is not None or not total:  # a total has no days, but a wrong zone is still a mistake
-        from copilot_logs.timezones import resolve_zone
+        from copilot_logs.cli.options import resolve_zone
 
         zone = resolve_zone(tz)
     if total:

@@ -13,7 +13,7 @@ from copilot_logs.cli import Command, complete_sessions
 from copilot_logs.cli.options import Loaded, Picked, format_option, load, reading_flags
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
-from copilot_logs.render.output import one_line
+from copilot_logs.render.escape import one_line
 
 if TYPE_CHECKING:
     import polars as pl

@@ -7,12 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli import Command, complete_sessions
-from copilot_logs.cli.options import Loaded, format_option, parse_size, reading_flags
+from copilot_logs.cli import Command
+from copilot_logs.cli.options import (
+    Loaded,
+    format_option,
+    parse_size,
+    reading_flags,
+    selectors_and_root,
+)
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.humanize import plural
-from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.disk import Survey
@@ -22,21 +28,7 @@ F = Any
 
 def folder_options(function: F) -> F:
     """SELECTORS, --root, --no-cache and --quiet, as ``disk`` and ``prune`` read them."""
-    decorators = [
-        click.argument(
-            "selectors",
-            nargs=-1,
-            metavar="[SESSION|PREFIX|PATH]...",
-            shell_complete=complete_sessions,
-        ),
-        click.option(
-            "--root",
-            type=click.Path(path_type=Path, file_okay=False),
-            help="Folder of sessions [default: $COPILOT_HOME/session-state or "
-            "~/.copilot/session-state].",
-        ),
-        *reading_flags(),
-    ]
+    decorators = [*selectors_and_root(stdin=False), *reading_flags()]
     for decorator in reversed(decorators):
         function = decorator(function)
     return function

@@ -7,8 +7,15 @@ from pathlib import Path
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, find, load
-from copilot_logs.cli.options.declare import fail_on_option, reading_command, running_within_option
+from copilot_logs.cli.options import (
+    Picked,
+    exit_code,
+    fail_on_option,
+    find,
+    load,
+    reading_command,
+    running_within_option,
+)
 from copilot_logs.errors import ExitCode
 
 # Spelled out here so `--help` needs no polars; a test checks them against the core module.

@@ -12,8 +12,8 @@ import click
 from copilot_logs.cli import Command
 from copilot_logs.cli.options import Loaded, Picked, exit_code, load, selection_options
 from copilot_logs.render import output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.humanize import plural
-from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.export import Written

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, load, read_each
-from copilot_logs.cli.options.declare import reading_command
+from copilot_logs.cli.options import Picked, exit_code, load, read_each, reading_command
 
 
 @reading_command(engine=False)
@@ -158,7 +157,7 @@ def otel(
     plan = core.plan(batches, include_open=include_open, skip=skip)
     if destination is None:
         assert out is not None
-        lines = core.encode.otlp_line if style == "otlp" else core.encode.copilot_lines
+        lines = core.push.otlp_line if style == "otlp" else core.push.copilot_lines
         render.write_lines(map(lines, plan.traces), out)
         render.say_written(plan, out)
     else:

@@ -16,7 +16,7 @@ from copilot_logs.cli.disk import folder_options, heavy_option, surveyed
 from copilot_logs.cli.options import Loaded, format_option, parse_duration, parse_size
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
-from copilot_logs.render.output import one_line
+from copilot_logs.render.escape import one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.disk import Survey

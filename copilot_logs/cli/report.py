@@ -9,8 +9,7 @@ from typing import NoReturn
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, load
-from copilot_logs.cli.options.declare import reading_command
+from copilot_logs.cli.options import Picked, exit_code, load, reading_command
 from copilot_logs.errors import FULL, CopilotLogsError, WriteError
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
@@ -52,7 +51,7 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
       copilot-logs report ./recordings --timelines 50 --tz Europe/Berlin
       copilot-logs report --latest 1 -o - > last.html
     """
-    from copilot_logs.timezones import resolve_zone
+    from copilot_logs.cli.options import resolve_zone
 
     zone = resolve_zone(tz)
     to_file = str(path) != "-"

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import click
 
-from copilot_logs.cli.options import HUMAN_FORMATS, Picked, exit_code, load, read_each
-from copilot_logs.cli.options.declare import reading_command
+from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
+    Picked,
+    exit_code,
+    load,
+    read_each,
+    reading_command,
+)
 
 
 @reading_command("table", "json", "ndjson", "csv")

@@ -8,8 +8,14 @@ from typing import Any
 
 import click
 
-from copilot_logs.cli.options import HUMAN_FORMATS, Picked, exit_code, load, read_each
-from copilot_logs.cli.options.declare import reading_command
+from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
+    Picked,
+    exit_code,
+    load,
+    read_each,
+    reading_command,
+)
 from copilot_logs.render import output
 
 

@@ -7,8 +7,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from copilot_logs.cli.options import HUMAN_FORMATS, Loaded, Picked, exit_code, load, read_each
-from copilot_logs.cli.options.declare import reading_command
+from copilot_logs.cli.options import (
+    HUMAN_FORMATS,
+    Loaded,
+    Picked,
+    exit_code,
+    load,
+    read_each,
+    reading_command,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -99,7 +106,7 @@ def usage(
       copilot-logs usage --by model --format json
       copilot-logs usage --verbose 3fa
     """
-    from copilot_logs.timezones import resolve_zone
+    from copilot_logs.cli.options import resolve_zone
 
     zone = resolve_zone(tz)
     loaded = load(picked, zone=zone)

@@ -6,8 +6,7 @@ from functools import partial
 
 import click
 
-from copilot_logs.cli.options import Picked, load
-from copilot_logs.cli.options.declare import reading_command
+from copilot_logs.cli.options import Picked, load, reading_command
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 

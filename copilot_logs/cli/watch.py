@@ -10,12 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import Picked, parse_duration, quiet
-from copilot_logs.cli.options.declare import nudge_cap_option, reading_command
+from copilot_logs.cli.options import (
+    Picked,
+    nudge_cap_option,
+    parse_duration,
+    quiet,
+    reading_command,
+)
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.humanize import plural
-from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.watch.tail import Follower, Watcher

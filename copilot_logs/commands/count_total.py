@@ -1,16 +1,9 @@
 """``count --total``: exact, read by the reader every command reads with, without frames.
 
-Each file goes through the block reader (:func:`copilot_logs.ingest.reader.count_calls`): its
-runs of clean lines are decoded whole by the clean lane, keeping only the fields a count needs,
-and every other line goes through the line reader, which recovers and reports the damage as it
-does for ``count``; the one :class:`copilot_logs.ingest.calls.CallCounter` counts. So the
-figures and the warnings are ``count``'s.
-
-Each file's figures are kept in the store (an entry without frames, see
-:mod:`copilot_logs.store`): an unchanged file is answered from its entry's header without being
-opened, and a clean file that only grew is read from where the entry stopped. Many bytes to
-count are shared between this process and worker processes (see :func:`_run`). No polars is
-imported on this path.
+How it stays fast (the block reader, the store's entries without frames, worker processes):
+docs/count.md, "How ``--total`` stays fast". The one
+:class:`copilot_logs.ingest.calls.CallCounter` counts, so the figures and the warnings are
+``count``'s. No polars is imported on this path.
 """
 
 from __future__ import annotations
@@ -111,18 +104,17 @@ def count_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Total
             totals.add(source, found.header.figures)
             continue
         jobs.append((source, found))
-    sizes = [_to_read(source, found) for source, found in jobs]
+    sizes = [
+        source.size - found.header.end
+        if found.state is store.State.GROWN and found.header is not None
+        else source.size
+        for source, found in jobs
+    ]
     for (source, _), figures in zip(jobs, _run(jobs, sizes, use_cache), strict=True):
         totals.add(source, figures)
     if use_cache and jobs:
         store.prune()
     return totals
-
-
-def _to_read(source: Source, found: store.Found) -> int:
-    if found.state is store.State.GROWN and found.header is not None:
-        return source.size - found.header.end
-    return source.size
 
 
 def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[Figures]:

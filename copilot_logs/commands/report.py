@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import polars as pl
 
@@ -160,7 +161,7 @@ def assemble(
     days = count.combine([p.calls_by_day for p in parts])
     return Report(
         zone=zone,
-        generated_at=now.astimezone(_tz(zone)),
+        generated_at=now.astimezone(ZoneInfo(zone)),
         sessions=_rows(sessions, zone),
         calls_by_day=days.select("day", "llm_calls", "subagent_calls").to_dicts(),
         verdicts=audit_core.verdict_counts(judged),
@@ -303,12 +304,6 @@ def where_the_credits_went(parts: list[Part], by: str, zone: str) -> list[Row]:
         shown = sorted(mine[:CALLS_SHOWN], key=lambda call: (call["file"], call["line"] or 0))
         rows.append({**row, "calls": shown, "more_calls": len(mine) - len(shown)})
     return rows
-
-
-def _tz(zone: str) -> Any:
-    from zoneinfo import ZoneInfo
-
-    return ZoneInfo(zone)
 
 
 def _rows(frame: pl.DataFrame, zone: str) -> list[Row]:

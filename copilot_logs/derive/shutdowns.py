@@ -1,25 +1,8 @@
 """One session log's usage figures, from the payloads of its ``session.shutdown`` events.
 
-Decisions, each kept where it is applied:
-
-- **Resumes.** A resumed session appends a second shutdown to the same file. In CLI 1.0.7x a
-  later shutdown is cumulative (take the last); some older versions reset per segment (sum
-  them). Per session: ``cumulative`` when the session holds ``session.usage_checkpoint`` lines, or
-  when every later shutdown is at least the one before it for every model (request count and
-  every token figure); else ``per-segment``. One shutdown is ``single``; none is ``none``.
-- **Unknown is None, never 0.** A session without a shutdown (crashed, running, or older than
-  CLI 0.0.422) keeps its output tokens, summed from its ``assistant.message`` lines (they match
-  the shutdown's), and every other figure is None. A shutdown with ``modelMetrics: {}`` (the
-  provider never answered) is a real zero: the CLI says no request was made.
-- **Cache tokens.** ``usage.inputTokens`` already includes the cache read and write tokens:
-  ``input_tokens`` is that figure, never input plus cache.
-- **Compaction.** The compaction call is in ``tokenDetails`` and ``totalNanoAiu`` but not in
-  the per-model ``usage`` or ``requests``. It is reported apart as ``compactions`` (the
-  ``session.compaction_complete`` events) and ``compaction_input_tokens`` /
-  ``compaction_output_tokens``: the ``tokenDetails`` totals (input + cache_read + cache_write;
-  output) minus the per-model usage sums. Without ``tokenDetails`` they fall back to the
-  ``compactionTokensUsed`` of the compaction events. Its credits cannot be told apart (the
-  per-call figures are not on disk): they stay inside ``ai_credits``.
+The decisions (resumes counted once: ``single``, ``cumulative``, ``per-segment`` or ``none``;
+unknown is None, never 0; cache tokens not added twice; compaction reported apart) are
+docs/usage.md's, each kept here where it is applied.
 """
 
 from __future__ import annotations

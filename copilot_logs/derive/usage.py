@@ -17,9 +17,9 @@ from typing import Any
 
 import polars as pl
 
+from copilot_logs.derive.calls import USAGE_RECORD, usage_records
 from copilot_logs.derive.events import MAIN, SEGMENT, SESSION, SHUTDOWN, TYPE
 from copilot_logs.derive.loop import count_flags, turns
-from copilot_logs.derive.records import USAGE_RECORD, usage_records
 from copilot_logs.derive.sessions import segments as segment_rows
 from copilot_logs.derive.sessions import session_facts
 from copilot_logs.derive.shutdowns import (

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from copilot_logs.render import output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import display_path, local_time, plural, short_id
-from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     import polars as pl

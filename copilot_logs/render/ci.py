@@ -20,9 +20,9 @@ from urllib.parse import quote
 
 import orjson
 
+from copilot_logs.render.escape import json_text, multiline, one_line
 from copilot_logs.render.formats import github_annotation
 from copilot_logs.render.humanize import display_path, plural
-from copilot_logs.render.output import json_text, multiline, one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.validate import Report, Rule

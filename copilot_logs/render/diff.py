@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from copilot_logs.render import ci
+from copilot_logs.render.escape import json_text, one_line
 from copilot_logs.render.formats import Column, github_annotation
 from copilot_logs.render.humanize import display_path, human_duration, plural
-from copilot_logs.render.output import json_text, one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.diff import Diff, Figures, Row

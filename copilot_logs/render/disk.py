@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from copilot_logs.render import formats, output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import human_bytes, local_time, plural, short_id
-from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     import polars as pl

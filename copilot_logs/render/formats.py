@@ -18,8 +18,8 @@ import orjson
 
 from copilot_logs.ingest.decode.envelope import STDIN
 from copilot_logs.render import output
+from copilot_logs.render.escape import json_text, markdown_cell, one_line
 from copilot_logs.render.humanize import plural
-from copilot_logs.render.output import json_text, markdown_cell, one_line
 
 if TYPE_CHECKING:
     import polars as pl

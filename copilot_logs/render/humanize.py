@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from copilot_logs.render.output import one_line
+from copilot_logs.render.escape import one_line
 
 MINUTE = "%Y-%m-%d %H:%M"
 

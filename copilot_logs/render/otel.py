@@ -3,16 +3,15 @@ or not at all), and what was written or sent, in one line on stderr."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from copilot_logs import modes
 from copilot_logs.errors import WriteError
 from copilot_logs.render import output
+from copilot_logs.render.escape import json_text, one_line
 from copilot_logs.render.humanize import plural
-from copilot_logs.render.output import json_text, one_line
 
 if TYPE_CHECKING:
     from copilot_logs.commands.otel import Plan, Pushed
@@ -22,24 +21,14 @@ def write_lines(lines: Iterable[bytes], out: str) -> None:
     """The lines (JSON, as orjson wrote them) on stdout (``out`` is ``-``) or in the file
     ``out``: into a new file beside it, renamed over it once written, so a failed write leaves
     the older file as it was. Text a terminal or CI would act on is written as JSON escapes
-    (:func:`~copilot_logs.render.output.json_text`): the same values."""
+    (:func:`~copilot_logs.render.escape.json_text`): the same values."""
     text = json_text(b"".join(lines).decode())
     if out == "-":
         output.write_exact(text)
         return
-    target = Path(os.path.realpath(out))
-    temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
-        descriptor = os.open(temporary, flags, 0o666)  # the umask applies, as to any new file
-        try:
-            with os.fdopen(descriptor, "wb") as stream:
-                stream.write(text.encode())
-            os.replace(temporary, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        with modes.atomic(os.path.realpath(out), 0o666) as stream:  # the umask applies
+            stream.write(text.encode())
     except OSError as error:
         raise WriteError(
             f"cannot write {one_line(out)} ({error.strerror or error}); the file is as it was"

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from copilot_logs.render import formats, output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import human_bytes, human_duration, plural, short_id
-from copilot_logs.render.output import one_line
 
 
 def write_prune(

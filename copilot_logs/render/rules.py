@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from copilot_logs.commands.validate.registry import RULES
+from copilot_logs.commands.validate import RULES
 from copilot_logs.commands.validate.rule import FAMILIES, Rule
 from copilot_logs.render import formats, output
 from copilot_logs.render.formats import Column

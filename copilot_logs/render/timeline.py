@@ -18,8 +18,8 @@ from rich.segment import Segment, Segments
 from rich.text import Text
 
 from copilot_logs.render import output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.humanize import human_duration, plural, signed_offset, took_text
-from copilot_logs.render.output import one_line
 
 Node = dict[str, Any]
 

@@ -260,12 +260,6 @@ CALL_KEYS = {
 CALLS_COLUMN = Column("llm_calls", "calls", 1, numeric=True, format=count_or_unknown)
 
 
-def call_columns(by: str) -> list[Column]:
-    """The table's columns for ``usage --by call|prompt|agent|task``."""
-    calls = [] if by == "call" else [CALLS_COLUMN]
-    return [*CALL_KEYS[by], *calls, *FIGURE_COLUMNS]
-
-
 def write_call_report(report: CallReport, fmt: str) -> None:
     """``usage --by call|prompt|agent|task`` in ``fmt``."""
     import polars as pl
@@ -279,7 +273,8 @@ def write_call_report(report: CallReport, fmt: str) -> None:
     if fmt in ("ndjson", "csv"):
         formats.write_frame(report.rows, fmt)
         return
-    columns = call_columns(report.by)
+    calls = [] if report.by == "call" else [CALLS_COLUMN]
+    columns = [*CALL_KEYS[report.by], *calls, *FIGURE_COLUMNS]
     texts = [
         {c.field: (c.format or _text)(row.get(c.field)) for c in columns}
         | {"credits": _credits(row)}

@@ -1,7 +1,7 @@
 """The live view of ``watch`` (rich), and its ndjson records.
 
 Every piece of log text shown goes through :func:`visible` (the shared
-:func:`copilot_logs.render.output.one_line`) first: control characters become visible escapes
+:func:`copilot_logs.render.escape.one_line`) first: control characters become visible escapes
 (``\\x1b``), so a log cannot move the cursor, change colours or rewrite the screen. The view
 is built from rich ``Text`` objects, which never interpret markup.
 """
@@ -15,9 +15,9 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from copilot_logs.commands.watch import SessionState
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import write_ndjson
 from copilot_logs.render.humanize import plural, short_id
-from copilot_logs.render.output import one_line
 
 
 def visible(text: object) -> str:

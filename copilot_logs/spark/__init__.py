@@ -2,14 +2,6 @@
 
     from copilot_logs import spark as cls
     events = cls.events(spark, "s3a://ci-logs/session-state")   # or local paths, globs, lists
-    cls.sessions(spark, paths).groupBy("repository").count().show()
-
-Each function returns the columns of the ``export`` table of the same name (docs/export.md),
-``date`` last, computed on the executors by the project's own reader and core: one row per
-event, LLM call, tool execution, log, finding or log's usage. ``paths`` are read as the
-commands read them: a local file, folder, session id or prefix (under
-``~/.copilot/session-state``), or a URI Spark's Hadoop file systems read: a ``.jsonl`` URI (a
-glob too) names logs, any other a folder of ``<id>/events.jsonl`` and ``<id>.jsonl``.
 
 The command line's ``--engine spark`` is :mod:`copilot_logs.spark.engine`. pyspark is the
 optional extra ``copilot-logs[spark]``.

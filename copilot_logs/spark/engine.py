@@ -12,7 +12,9 @@ it is judged whole.
 
 A local file that cannot be opened (or that Spark fails to read) is read on the driver by the
 local reader, which reports it as the local engine does. Spark's own failures become
-:class:`SparkError` (one line, an exit code), never a traceback.
+:class:`SparkError` (one line, an exit code), never a traceback. How far Spark is (starting,
+then the job's tasks done, from its status tracker polled on a thread) goes to an object the
+command line passes (:class:`copilot_logs.render.output.SparkStatus`).
 """
 
 from __future__ import annotations
@@ -21,18 +23,18 @@ import os
 import pickle
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
 from copilot_logs.ingest.logfile import open_log
-from copilot_logs.spark.progress import Progress, watching
 from copilot_logs.spark.tasks import RESULT_SCHEMA, Done, key, task
 
 if TYPE_CHECKING:
@@ -40,6 +42,59 @@ if TYPE_CHECKING:
 
     from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.store.collect import BatchResult
+
+
+POLL_SECONDS = 0.5
+"""How often the status tracker is asked while a job runs."""
+
+
+class Progress(Protocol):
+    """What Spark is doing, as it happens."""
+
+    def starting(self, master: str) -> None:
+        """A new Spark session is being started on ``master`` (the JVM takes seconds)."""
+
+    def tasks(self, done: int, total: int) -> None:
+        """The running job has ``done`` of its ``total`` tasks finished."""
+
+    def finished(self) -> None:
+        """The work on Spark is over (done, or failed)."""
+
+
+def tasks_done(spark: SparkSession) -> tuple[int, int]:
+    """The tasks finished and in all, over the stages running now."""
+    tracker = spark.sparkContext.statusTracker()
+    done = total = 0
+    for stage in tracker.getActiveStageIds():
+        info = tracker.getStageInfo(stage)
+        if info is not None:
+            done += info.numCompletedTasks
+            total += info.numTasks
+    return done, total
+
+
+@contextmanager
+def watching(spark: SparkSession, progress: Progress | None) -> Iterator[None]:
+    """While the block runs a job, tell ``progress`` how far it is, every POLL_SECONDS."""
+    if progress is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(POLL_SECONDS):
+            done, total = tasks_done(spark)
+            if total:
+                progress.tasks(done, total)
+
+    thread = threading.Thread(target=poll, name="copilot-logs-spark-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
 
 T = TypeVar("T")
 

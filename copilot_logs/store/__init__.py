@@ -1,32 +1,26 @@
-"""The store: one entry per source log, holding what the commands need of it.
+"""The store: one entry per source log, holding what the commands need of it (docs/cache.md).
 
-Each entry (:mod:`copilot_logs.store.entry`) holds the log's key, how far the read got
-(:class:`copilot_logs.ingest.progress.ReadState`), its ``count --total`` figures
-(:class:`copilot_logs.ingest.progress.Figures`), its diagnostics, its events frame (Arrow
-IPC), and what commands computed from its frames, as rows of plain values in the header
-(:mod:`copilot_logs.store.rows`).
 A warm run reads one header per log: each log is looked up once (:func:`look_up`), the logs
-whose entry holds the command's value are answered from the headers alone (:func:`recall`),
-and the others are read through :func:`read` (their frames from the entry when unchanged, read
-from where the entry stopped when they only grew, read whole otherwise) and their entries
-written with the command's value (:func:`keep`).
+whose entry holds the command's value are answered from the headers alone (:func:`recall`), and
+the others are read through :func:`read` and their entries written with the command's value
+(:func:`keep`). The format is :mod:`~copilot_logs.store.entry`, the key
+:mod:`~copilot_logs.store.key`, whose store it is :mod:`~copilot_logs.store.trust`.
 
-The key fails closed (:mod:`copilot_logs.store.key`): any doubt means a re-read. An entry that
-is corrupt, foreign, or from another version of copilot-logs is ignored and rewritten, never
-served. Entries are written to a temporary file in the store folder and renamed over the old
-one, so concurrent runs never see half an entry and leave nothing behind; the folder is 0700
-and the files 0600 (they hold previews of prompts). The store is used only when it is the
-user's own (:mod:`copilot_logs.store.trust`). :func:`prune` removes the entries of logs that
-are gone and keeps the store under :func:`max_bytes` (:mod:`copilot_logs.store.upkeep`).
+Keeping it tidy (:func:`prune`, ``cache info|clear``): only files copilot-logs wrote are ever
+deleted, each recognised by its name, first bytes, owner and being a regular file; the entries
+of logs that are gone are found by reading each header at most once a day
+(:data:`SWEEP_INTERVAL_S`); another build's entry is kept while its log exists.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import stat
+import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,37 +32,253 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.progress import Figures, ReadState
 from copilot_logs.store import trust
 from copilot_logs.store.entry import (
+    DIAGNOSTIC_COLUMNS,
+    ENTRY_NAME,
+    HEAD_READ,
     MAGIC,
+    MAX_HEADER_BYTES,
     PREFIX,
+    TEMPORARY_NAME,
     VERSION,
     Header,
     Result,
     Rows,
     Stamp,
     code_stamp,
+    describe,
+    diagnostics_of,
     encode,
     entry_path,
+    is_ours,
     replace,
     result,
+    split_rows,
 )
 from copilot_logs.store.key import Found, State, crc_to_keep, find, hashes, no_gc, stamp_of
-from copilot_logs.store.rows import DIAGNOSTIC_COLUMNS, describe, diagnostics_of, split_rows
-from copilot_logs.store.trust import folder, private_folder, take_notice
-from copilot_logs.store.upkeep import (
-    DEFAULT_MAX_MB,
-    MAX_MB_VARIABLE,
-    Cleared,
-    Info,
-    clear,
-    info,
-    max_bytes,
-    prune,
+from copilot_logs.store.trust import (
+    NOFOLLOW,
+    NONBLOCK,
+    folder,
+    private_folder,
+    refusal,
+    refused,
+    take_notice,
+    usable,
 )
 
 if TYPE_CHECKING:
     import polars as pl
 
     from copilot_logs.ingest.reader import ReadResult
+
+
+MAX_MB_VARIABLE = "COPILOT_LOGS_CACHE_MAX_MB"
+DEFAULT_MAX_MB = 2048
+STALE_TEMPORARY_S = 3600
+"""A temporary file older than this was left by a run that died mid-write: prune deletes it."""
+SWEEP_INTERVAL_S = 86400
+"""How often prune reads the entries' headers to find those whose log is gone."""
+SWEPT = ".last-sweep"
+"""An empty file of the store folder: its modification time is the last sweep's."""
+
+
+def max_bytes() -> int:
+    """The size cap: ``$COPILOT_LOGS_CACHE_MAX_MB`` megabytes (default 2048)."""
+    try:
+        megabytes = int(os.environ.get(MAX_MB_VARIABLE, DEFAULT_MAX_MB))
+    except ValueError:
+        megabytes = DEFAULT_MAX_MB
+    return max(0, megabytes) << 20
+
+
+@dataclass(frozen=True)
+class Held:
+    """A file of ours in the store folder (from its ``lstat``, never opened)."""
+
+    name: str
+    size: int
+    mtime: float
+
+
+def prune(limit: int | None = None) -> None:
+    """Delete the temporary files left by a run that died, the entries of logs that are gone
+    (at most once a day), then the oldest entries until the store is under ``limit``
+    (:func:`max_bytes`)."""
+    limit = max_bytes() if limit is None else limit
+    where = usable()
+    if where is None:
+        return
+    now = time.time()
+    held = _held(where)
+    for item in held:
+        if TEMPORARY_NAME.fullmatch(item.name) and now - item.mtime > STALE_TEMPORARY_S:
+            _remove(where, item.name)
+    entries = [item for item in held if ENTRY_NAME.fullmatch(item.name)]
+    if _sweep_due(where, now):
+        entries = [
+            item for item in entries if not (_gone(where, item) and _remove(where, item.name))
+        ]
+    total = sum(item.size for item in entries)
+    for item in sorted(entries, key=lambda item: item.mtime):
+        if total <= limit:
+            break
+        if _remove(where, item.name):
+            total -= item.size
+
+
+def _held(where: str) -> list[Held]:
+    """The files of the store folder named as ours, regular, owned by the user."""
+    found: list[Held] = []
+    try:
+        with os.scandir(where) as listing:
+            for item in listing:
+                if not is_ours(item.name, MAGIC) and item.name != SWEPT:
+                    continue  # by name alone: the first bytes are read only before deleting
+                try:
+                    info = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode) and refusal(info) is None:
+                    found.append(Held(item.name, info.st_size, info.st_mtime))
+    except OSError:
+        pass
+    return found
+
+
+def _first_bytes(path: str, count: int) -> bytes | None:
+    """The first bytes of a regular file of ours (never through a link, never waiting on a
+    named pipe); None for anything else."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or refusal(info) is not None:
+            return None
+        return os.read(descriptor, count)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+
+
+def _remove(where: str, name: str) -> bool:
+    """Delete a file of the store folder when it is one copilot-logs wrote."""
+    path = os.path.join(where, name)
+    start = _first_bytes(path, len(MAGIC))
+    if start is None or not (is_ours(name, start) or (name == SWEPT and start == b"")):
+        return False
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _sweep_due(where: str, now: float) -> bool:
+    """Whether the last sweep is a day old (and if so, the sweep is marked done now)."""
+    marker = os.path.join(where, SWEPT)
+    try:
+        last = os.lstat(marker).st_mtime
+    except FileNotFoundError:
+        last = None
+    except OSError:
+        return False
+    if last is not None and 0 <= now - last < SWEEP_INTERVAL_S:
+        return False
+    try:
+        descriptor = os.open(marker, os.O_WRONLY | os.O_CREAT | NOFOLLOW | NONBLOCK, 0o600)
+        try:
+            os.utime(descriptor)
+        finally:
+            os.close(descriptor)
+    except OSError:
+        return False  # not marked: no sweep, or the store would be swept on every run
+    return True
+
+
+class _Log(msgspec.Struct, frozen=True):
+    """The one field of an entry's header that every version of the store writes."""
+
+    path: str
+
+
+_LOG = msgspec.msgpack.Decoder(_Log)
+
+
+def _gone(where: str, item: Held) -> bool:
+    """Whether the entry's log is gone (or the entry is damaged beyond telling whose it is).
+    An entry of another version that cannot be read is kept: its log may exist."""
+    path = os.path.join(where, item.name)
+    start = _first_bytes(path, HEAD_READ)
+    if start is None or len(start) < PREFIX.size:
+        return start is not None
+    magic, length, _ = PREFIX.unpack_from(start)
+    if PREFIX.size + length > len(start) and length <= MAX_HEADER_BYTES:
+        start = _first_bytes(path, PREFIX.size + length) or start
+    raw = start[PREFIX.size : PREFIX.size + length]
+    try:
+        log = _LOG.decode(raw).path
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return bool(magic == MAGIC)  # an entry of this version, damaged: no one can use it
+    return not os.path.exists(log)
+
+
+@dataclass(frozen=True)
+class Info:
+    path: Path
+    entries: int
+    bytes: int
+    trusted: bool = True
+    """False when the store is not the user's own (:mod:`copilot_logs.store.trust`): it is
+    not used, and nothing in it is counted."""
+
+
+def info() -> Info:
+    """Where the store is, how many logs it holds, and how many bytes it takes."""
+    where = usable()
+    if where is None:
+        return Info(folder(), 0, 0, trusted=refused() is None)
+    held = _held(where)
+    entries = sum(1 for item in held if ENTRY_NAME.fullmatch(item.name))
+    return Info(Path(where), entries, sum(item.size for item in held))
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """What ``cache clear`` did: the entries and bytes it removed, and the files of ours it
+    could not remove."""
+
+    entries: int
+    bytes: int
+    failed: list[str] = field(default_factory=list)
+    trusted: bool = True
+
+
+def clear() -> Cleared:
+    """Delete what copilot-logs wrote in the store, then the store's folders when that leaves
+    them empty; nothing in a store that is not the user's own."""
+    where = usable()
+    if where is None:
+        return Cleared(0, 0, trusted=refused() is None)
+    entries = size = 0
+    failed: list[str] = []
+    for item in _held(where):
+        if not _remove(where, item.name):
+            failed.append(os.path.join(where, item.name))
+            continue
+        size += item.size
+        entries += bool(ENTRY_NAME.fullmatch(item.name))
+    for empty in (where, os.path.dirname(where)):
+        try:
+            os.rmdir(empty)
+        except OSError:
+            break  # something else is there, which is not ours to remove
+    return Cleared(entries, size, failed)
+
 
 __all__ = [  # what the rest of copilot-logs uses of the store's modules, under one name
     "DEFAULT_MAX_MB",

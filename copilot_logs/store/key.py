@@ -1,17 +1,10 @@
 """The store's key, which fails closed, and the one growth check.
 
-An entry is served only when every field of the key matches: the log's path, size, mtime_ns,
-ctime_ns, inode and device, and hashes of the bytes at its start and just before the end of
-what was read. A file that only grew (same inode, longer, clean when read, and every byte read
-before unchanged: the CRC-32 the entry keeps of them) is read from where the entry stopped;
-anything else is read again. The CRC is kept once a log is seen to change (:func:`crc_to_keep`):
-a log read once and never touched costs no second pass over its bytes, and the first growth of
-a log is read whole.
-
-:func:`growth` is the one check that a log only grew, for every reader that keeps what it
-read: the store (an entry's :class:`~copilot_logs.store.entry.Header`), ``export``'s manifest
-(a :class:`Seen` per source, :func:`seen_whole`) and ``watch`` (a :class:`Seen` of the bytes it
-fed, :class:`Fed`, checked as a poll: ``polling=True``).
+What the key holds and when a log is read on, read whole or served: docs/cache.md. The CRC of
+the bytes read is kept once a log is seen to change (:func:`crc_to_keep`). :func:`growth` is
+the one check that a log only grew, for every reader that keeps what it read: the store, export's
+manifest (a :class:`Seen` per source, :func:`seen_whole`) and ``watch`` (:class:`Fed`, checked
+as a poll).
 """
 
 from __future__ import annotations
@@ -41,7 +34,7 @@ def stamp_of(path: Path) -> Stamp | None:
         info = path.stat()
     except OSError:
         return None
-    return Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+    return Stamp.of(info)
 
 
 def hashes(path: str | Path, end: int) -> tuple[str, str] | None:
@@ -210,7 +203,7 @@ def find(source: Source) -> Found:
         info = os.stat(path)
     except OSError:
         return Found(State.MISS, None)
-    stamp = Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+    stamp = Stamp.of(info)
     absolute = os.path.abspath(path)
     if not absolute.isascii() and not _is_text(absolute):
         return Found(State.MISS, None)  # a name that is not UTF-8 is no key (never stored)

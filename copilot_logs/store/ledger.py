@@ -1,14 +1,10 @@
 """What was sent where: ``otel --endpoint``'s ledger, so that a second push sends only the
-interactions that are new or changed since.
+interactions that are new or changed since (docs/otel.md, "Pushing to a collector").
 
-One file per destination in the store folder, ``<hash of the destination>.sent``: the
-destination's URL and, for each trace sent, a digest of what was sent. It is read and written
-under the store's rules (:mod:`copilot_logs.store.trust`): opened only when it is a regular
-file of the user's own, written to a temporary file and renamed over the old one
-(:func:`copilot_logs.store.entry.replace`). Its bytes are a header like an entry's: magic,
-length, CRC-32, then MessagePack decoded into a typed struct (never executed). A ledger that
-cannot be read is taken as empty: everything is sent again, which a collector takes as the same
-spans again (same ids). ``cache clear`` removes the ledgers with the entries.
+One file per destination in the store folder, ``<hash of the destination>.sent``, under the
+store's rules (:mod:`copilot_logs.store.trust`, :func:`copilot_logs.store.entry.replace`): the
+destination's URL and a digest of each trace sent, behind a header like an entry's. A ledger
+that cannot be read is taken as empty: everything is sent again (same span ids).
 """
 
 from __future__ import annotations

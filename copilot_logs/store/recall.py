@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.store.entry import Header, Result, Rows, rows_of
+from copilot_logs.store.entry import Header, Result, Rows, diagnostics_of, frame_of, rows_of
 from copilot_logs.store.key import Found, State, no_gc
-from copilot_logs.store.rows import diagnostics_of, frame_of
 
 if TYPE_CHECKING:
     import polars as pl

@@ -1,13 +1,8 @@
 """Which store folder and entries copilot-logs uses: its own, and nothing else.
 
-As ssh treats its keys, the store is used only when it is ours: the folders ``copilot-logs``
-and ``store`` are real folders (never a symbolic link, which is never followed) owned by the
-user and writable by no one else, in a cache folder owned by the user or root that others
-cannot rename things in (not writable by others, or sticky like ``/tmp``). An entry is used only
-when it is a regular file (opened without following a link, never waiting on a named pipe)
-owned by the user and writable by no one else. Anything else is never read, written over,
-chmod-ed or deleted: the logs are read without the store, and :func:`take_notice` says why,
-once, for the command line to print.
+As ssh treats its keys (docs/cache.md, "What the store trusts"): anything else is never read,
+written over, chmod-ed or deleted; the logs are read without the store, and
+:func:`take_notice` says why, once, for the command line to print.
 """
 
 from __future__ import annotations

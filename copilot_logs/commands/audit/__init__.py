@@ -1,46 +1,7 @@
 """Autopilot verdicts: which sessions really finished their task (``copilot-logs audit``).
 
-In autopilot the agent is meant to end by calling ``task_complete``; when a loop ends without
-it the CLI injects a nudge and the loop starts again, each time costing another premium
-request, until the model complies or the cap is hit. ``audit`` gives each session one verdict
-and the cost of the nudges, from the same frames every other command reads.
-
-What is judged: a session's *task* is a typed prompt and everything up to the next typed
-prompt (nudges belong to the task they continue, and so does a message queued while a turn
-ran: it carries the running interaction's id). An autopilot session is judged on its last
-autopilot task; an interactive one (judged only with ``require_task_complete``) on its last
-task. On that task the last word wins, checked in this order:
-
-1. ``completed`` / ``completion-rejected`` / ``blocked``: a ``session.task_complete`` after the
-   task's last ``session.error``, last nudge and last main-agent LLM call (every CLI recorded,
-   1.0.20 to 1.0.102, ends the loop at task_complete: a call after it means the task was taken
-   up again, and what followed decides). Rejected means ``success: false`` or the outcome
-   ``continue``; the outcome ``blocked`` (with its ``blocker``) is ``blocked``.
-2. ``errored``: a main-agent ``session.error`` after the last task_complete, nudge and LLM
-   call: nothing ran after it, so it ended the task. An error the agent recovered from is still
-   reported (``session_error``) but does not decide the verdict.
-3. ``interrupted``: the task was aborted (an ``abort``, or a stop reason ``aborted``, after its
-   last LLM call) or its last turn is open; ``user-quit`` when that open turn is followed by a
-   routine ``session.shutdown`` (the user ended the session while the turn ran, e.g. at a
-   permission prompt).
-4. ``nudge-cap``: the loop ended with no task_complete after at least ``nudge_cap`` nudges
-   in the task (the cap is counted per task, as the CLI counts it per prompt), or the CLI
-   said its continuation limit stopped it (``stop_reason`` ``cap_reached`` or
-   ``agent_stop_block_limit``).
-5. ``interrupted``: the loop ended but no ``session.shutdown`` (nor a later prompt) followed:
-   the process was killed.
-6. ``missing-task-complete``: the loop ended and the session shut down without task_complete.
-
-``running`` replaces ``interrupted`` (cases 3 and 5, an abort excepted) when the judged task is
-the session's last, the file has no shutdown after its last turn, and its last event is at most
-``running_within`` before ``now``: the session may still finish. So an errored session that
-also hit the cap is ``errored`` when the error came after the last nudge's loop, ``nudge-cap``
-when the loop recovered from the error and then ran out of nudges; a session.error followed by
-a successful task_complete after a retry is ``completed``.
-
-``stop_reason`` is the CLI's own word, when the log has it: ``session.completion_receipt``
-``stopReason`` (written when the CLI accepts an end) or ``session.autopilot_stopped``
-``reason`` (ephemeral: only in an ``--output-format json`` stream read as a log).
+What a task is, the verdicts and the order in which the last word wins: docs/audit.md,
+"Verdicts". The verdict is one polars expression over the audit facts (:func:`verdict_of`).
 """
 
 from __future__ import annotations
@@ -53,50 +14,90 @@ import polars as pl
 
 from copilot_logs import derive
 from copilot_logs.commands.audit import loops
-from copilot_logs.commands.audit.verdict import (
-    BLOCKED,
-    CAP_STOPS,
+from copilot_logs.derive import MAIN, SESSION, TYPE
+from copilot_logs.derive import after as _after
+from copilot_logs.ingest.reader import ReadResult
+
+COMPLETED = "completed"
+COMPLETION_REJECTED = "completion-rejected"
+BLOCKED = "blocked"
+MISSING_TASK_COMPLETE = "missing-task-complete"
+NUDGE_CAP = "nudge-cap"
+ERRORED = "errored"
+INTERRUPTED = "interrupted"
+USER_QUIT = "user-quit"
+RUNNING = "running"
+INTERACTIVE = "interactive"
+
+VERDICTS = (
     COMPLETED,
     COMPLETION_REJECTED,
-    ERRORED,
-    INTERACTIVE,
-    INTERRUPTED,
+    BLOCKED,
     MISSING_TASK_COMPLETE,
     NUDGE_CAP,
-    RUNNING,
+    ERRORED,
+    INTERRUPTED,
     USER_QUIT,
-    VERDICTS,
-    verdict_of,
+    RUNNING,
+    INTERACTIVE,
 )
+"""Every verdict, in the order summaries list them."""
 
-__all__ = [
-    "AUDIT_COLUMNS",
-    "BLOCKED",
-    "CAP_STOPS",
-    "COMPLETED",
-    "COMPLETION_REJECTED",
-    "DEFAULT_FAIL_ON",
-    "DEFAULT_NUDGE_CAP",
-    "DEFAULT_RUNNING_WITHIN",
-    "ERRORED",
-    "FAILING_VERDICTS",
-    "INTERACTIVE",
-    "INTERRUPTED",
-    "LOOPING",
-    "MISSING_TASK_COMPLETE",
-    "NUDGE_CAP",
-    "RUNNING",
-    "USER_QUIT",
-    "VERDICTS",
-    "audit",
-    "facts",
-    "failing",
-    "judge",
-    "judged",
-    "verdict_counts",
-]
-from copilot_logs.derive import MAIN, SESSION, TYPE
-from copilot_logs.ingest.reader import ReadResult
+CAP_STOPS = ("cap_reached", "agent_stop_block_limit")
+"""Stop reasons that say the CLI's continuation limit ended the run (autopilot_stopped,
+completion receipt)."""
+
+
+def verdict_of(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Expr:
+    decided = pl.col("last_completion")
+    # A completion, accepted or rejected, decides only when no nudge and no LLM call of the
+    # main agent came after it: every CLI recorded ends the loop at task_complete, so a call
+    # after it means the task was taken up again (nudged, or a message queued into the run).
+    completion_is_last = derive.completion_is_last()
+    error_is_last = _after("error_line", "tc_line", "nudge_line", "turn_line")
+    # The CLI's own word on the stop, when the log has it and nothing ran after it.
+    stopped = pl.when(_after("stop_line", "turn_line")).then(pl.col("stop_reason"))
+    aborted = _after("abort_line", "turn_line") | (stopped == "aborted").fill_null(False)
+    loop_ended = _after("shutdown_line", "turn_line") | (
+        pl.col("judged_task") < pl.col("last_task")
+    )
+    may_still_run = (
+        recent.fill_null(False)
+        & pl.col("file_open")
+        & (pl.col("judged_task") == pl.col("last_task"))
+    )
+    cut_short = pl.when(may_still_run).then(pl.lit(RUNNING)).otherwise(pl.lit(INTERRUPTED))
+    capped = (pl.col("task_nudges") >= nudge_cap) | stopped.is_in(CAP_STOPS).fill_null(False)
+    return (
+        pl.when(interactive)
+        .then(pl.lit(INTERACTIVE))
+        .when(completion_is_last)
+        .then(
+            pl.when(decided == derive.BLOCKED)
+            .then(pl.lit(BLOCKED))
+            .when(decided == derive.REJECTED)
+            .then(pl.lit(COMPLETION_REJECTED))
+            .otherwise(pl.lit(COMPLETED))
+        )
+        .when(error_is_last)
+        .then(pl.lit(ERRORED))
+        .when(aborted)
+        .then(pl.lit(INTERRUPTED))
+        .when(
+            pl.col("turn_open")
+            & _after("shutdown_line", "turn_line")
+            & (pl.col("shutdown_type") == "routine")
+        )
+        .then(pl.lit(USER_QUIT))
+        .when(pl.col("turn_open"))
+        .then(cut_short)
+        .when(capped)
+        .then(pl.lit(NUDGE_CAP))
+        .when(~loop_ended)
+        .then(cut_short)
+        .otherwise(pl.lit(MISSING_TASK_COMPLETE))
+    )
+
 
 FAILING_VERDICTS = tuple(v for v in VERDICTS if v != INTERACTIVE)
 """The verdicts ``--fail-on`` accepts (an interactive session is never judged)."""

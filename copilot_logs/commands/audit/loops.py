@@ -1,33 +1,10 @@
 """Loops: autopilot runs that spend LLM calls without making progress (``audit``'s ``looping``).
 
-Four signs, each found per autopilot task as a *span* of the log with a strength; a span whose
-strength reaches its threshold makes the session ``looping``:
-
-- ``stalled-nudges``: nudges in a row after which the agent made no progress, i.e. no
-  successful tool call (task_complete aside) that the task had not already made with the same
-  arguments. Strength: how many in a row; the span runs from the first of them to the next
-  nudge that was followed by progress (or the end of the task).
-- ``repeated-call``: the main agent's same tool call made again and again with no other tool
-  call between. Strength: how many in a row; the span runs from the LLM call that asked for the
-  second to the call that asked for something else (or the end of the task). A call is judged
-  by what it does: its tool, its arguments less the free text the model words anew each time
-  (:data:`FREE_TEXT_ARGUMENTS`, such as bash's ``description``), and whether it succeeded (not
-  its output, which holds clocks and the CLI's own shell numbers). Polling
-  (:data:`POLLING_TOOLS`, such as ``read_agent`` waiting on a background agent) is no loop when
-  the task goes on to an accepted completion.
-- ``rejected-completions``: task_complete rejected (``success: false`` or outcome
-  ``continue``). Strength: how many in the task; the span runs from the first rejection to the
-  next accepted completion (or the end of the task).
-- ``after-completion``: LLM calls after the task's last accepted completion. Strength: how many.
-
-The *wasted calls* are the LLM calls (main agent and sub-agents) inside the spans that reached
-their threshold, each counted once. Tool calls are compared by name and by the first
-characters of their arguments that the events frame keeps (``PREVIEW_CHARS``): two calls that
-differ only after that are taken for the same call. Which completion is accepted is
-decided in one place, :data:`_ACCEPTED`.
-
-:func:`loop_spans` finds the spans (nothing in them depends on the thresholds, so they can be
-kept with the other audit facts); :func:`looping` applies the thresholds.
+The four signs, each a span of a task with a strength, and their thresholds: docs/audit.md,
+"Loops". :func:`loop_spans` finds the spans (nothing in them depends on the thresholds, so they
+are kept with the other audit facts); :func:`looping` applies the thresholds. Tool calls are
+compared by name and the first ``PREVIEW_CHARS`` of their arguments less
+:data:`FREE_TEXT_ARGUMENTS`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """``copilot-logs diff BASE CANDIDATE``: did a change make the agent worse? A gate over two
 sets of runs.
 
-The runs of each side (:mod:`copilot_logs.commands.diff.runs`; or a saved baseline,
-:mod:`copilot_logs.commands.diff.baseline`) are paired like with like into *cases* by a key
-(the first typed prompt, the session's name, the session, or none: one pool), and each case is
-compared metric by metric (:mod:`copilot_logs.commands.diff.metrics`): n, median, P90, mean and
-the change of the medians (of the rates for a yes/no metric), with an exact two-sided p
-(:mod:`copilot_logs.commands.diff.stats`).
-
-The gate is deterministic. A threshold fires when the statistic it names moved past every
-amount it gives, and (with ``alpha``) the p is below alpha; a row fails only when a threshold
-fired and both sides have at least ``min_runs`` known values. Where a side has fewer and
-something moved, the row is ``insufficient``: it is shown, and cannot fail. A case on one side
-only is ``new`` or ``gone``, and fails only with ``fail_on_missing``.
+The runs of each side (:mod:`~copilot_logs.commands.diff.runs`, or a saved
+:mod:`~copilot_logs.commands.diff.baseline`) are paired into cases by a key and compared metric
+by metric (:mod:`~copilot_logs.commands.diff.metrics`); when a row fails, is ``insufficient``,
+``new`` or ``gone``: docs/diff.md.
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from copilot_logs.commands.diff import stats
+from copilot_logs.commands.diff import metrics
 from copilot_logs.commands.diff.metrics import (
     DEFAULT_THRESHOLDS,
     GONE,
@@ -261,9 +253,9 @@ def figures(values: Sequence[float], runs: int, metric: Metric) -> Figures:
     return Figures(
         runs=runs,
         known=len(values),
-        median=stats.median(values),
-        p90=stats.percentile(values, 0.9),
-        mean=stats.mean(values),
+        median=metrics.median(values),
+        p90=metrics.percentile(values, 0.9),
+        mean=metrics.mean(values),
         yes=None if metric.kind == NUMBER else int(sum(values)),
     )
 
@@ -342,10 +334,10 @@ def _p(
     if not before or not after:
         return None, None
     if metric.kind == NUMBER:
-        found = stats.mann_whitney(before, after)
+        found = metrics.mann_whitney(before, after)
         return found if found is not None else (None, None)
     base_yes, candidate_yes = base.yes or 0, candidate.yes or 0
-    p = stats.fisher_exact(
+    p = metrics.fisher_exact(
         base_yes, base.known - base_yes, candidate_yes, candidate.known - candidate_yes
     )
     return p, "fisher"

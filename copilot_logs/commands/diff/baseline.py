@@ -9,8 +9,6 @@ would not mean what today's do.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from copilot_logs import modes
 from copilot_logs.commands.diff.metrics import METRICS_VERSION
 from copilot_logs.commands.diff.runs import RUN_SCHEMA
 from copilot_logs.errors import FULL, CopilotLogsError, UnreadableError, WriteError
@@ -56,16 +55,9 @@ def save(path: Path, runs: pl.DataFrame, *, unit: str, side: str, version: str) 
         document(runs, unit=unit, side=side, version=version),
         option=orjson.OPT_INDENT_2 | orjson.OPT_UTC_Z,
     )
-    folder = path.parent if str(path.parent) else Path(".")
     try:
-        handle, temporary = tempfile.mkstemp(prefix=".baseline-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data + b"\n")
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with modes.atomic(path) as stream:
+            stream.write(data + b"\n")
     except OSError as error:
         reason = error.strerror or str(error)
         if error.errno in FULL:

@@ -1,15 +1,10 @@
 """The runs ``diff`` compares: one row per session (or per task), its figures taken from what
 ``count``, ``sessions``, ``usage`` and ``audit`` compute, batch by batch.
 
-Nothing here decides what a call, a completion or a credit is: a session's figures are the
-``count`` row's calls, tools and nudges, the ``sessions`` row's wall time and damaged lines,
-the ``usage`` row's credits, tokens and model time (None where usage knows none: never 0) and
-the ``audit`` verdict, loop finding and wasted calls. With ``--unit task`` a run is a task as
-``usage --by task`` cuts them (a typed prompt, or what follows an accepted task_complete), with
-the figures it gives per task; the others are not known per task and stay unknown.
-
-Each run also carries what pairs it with runs of the other side: its first typed prompt
-(whitespace-normalised, hashed, with a short preview), its session's name and its session id.
+Nothing here decides what a call, a completion or a credit is; with ``--unit task`` the
+figures not known per task stay unknown. Each run carries what pairs it with runs of the other
+side: its first typed prompt (normalised, hashed, previewed), its session's name and id
+(docs/diff.md).
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """Where the bytes of ``~/.copilot/session-state`` went (``copilot-logs disk``): each session
-folder's apparent and allocated bytes split by part, its files, last activity, what its
-``workspace.yaml`` names, its prompts and LLM calls (read through the store), its lock and a
-category (docs/disk.md).
-
-The categories, the first that holds:
-
-- ``active``: a live process that started before the lock was written holds it;
-- ``stale-lock``: a lock no live process of its own holds (the CLI was killed);
-- ``scaffold``: no log and nothing but what the CLI writes before the first event;
-- ``log-missing``: no log, but real content;
-- ``empty``: a log with no prompt and no LLM call;
-- ``abandoned``: prompts, but no reply;
-- ``heavy-files``: ``files/`` holds more than the threshold (allocated bytes);
-- ``ok``.
+folder's bytes by part, its files, last activity, ``workspace.yaml`` keys, prompts and LLM
+calls (read through the store), its lock and a category (docs/disk.md, "`disk`").
 
 Only folders named as the CLI names a session (a lowercase UUID) are sessions; the rest of the
-root (``.session-operation-locks``, prune's trash, anything else) and, beside the root,
-``session-store.db*`` and ``logs/`` are totalled, never touched.
+root and what sits beside it are totalled, never touched. ``workspace.yaml`` is read by a small
+strict parser (:func:`parse_workspace`) instead of a YAML library.
 """
 
 from __future__ import annotations
@@ -31,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from copilot_logs.commands.disk import locks as lock_files
-from copilot_logs.commands.disk import workspace
 from copilot_logs.commands.disk.walk import LOG, PARTS, Identity, Judge, Tree, walk
 from copilot_logs.errors import SelectionError, UnreadableError
 from copilot_logs.ingest.decode.envelope import Source
@@ -42,6 +29,139 @@ if TYPE_CHECKING:
     import polars as pl
 
     from copilot_logs.ingest.reader import ReadResult
+
+
+WORKSPACE_KEYS = ("name", "cwd", "client_name")
+WORKSPACE_BYTES = 64 * 1024
+"""Bytes read at most: the CLI's file is a few hundred."""
+
+_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?")
+_SIMPLE_ESCAPES = {
+    "0": "\0",
+    "a": "\a",
+    "b": "\b",
+    "t": "\t",
+    "\t": "\t",
+    "n": "\n",
+    "v": "\v",
+    "f": "\f",
+    "r": "\r",
+    "e": "\x1b",
+    " ": " ",
+    '"': '"',
+    "/": "/",
+    "\\": "\\",
+    "N": "\x85",
+    "_": "\xa0",
+    "L": "\u2028",
+    "P": "\u2029",
+}
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+_PLAIN_BAD_START = tuple("-?:,[]{}#&*!|>'\"%@`")
+
+
+def workspace_keys(folder_fd: int) -> dict[str, str | None]:
+    """:data:`WORKSPACE_KEYS` from ``workspace.yaml`` in the folder open as ``folder_fd``
+    (None for each it does not hold, or holds in a form this parser does not read). Never
+    follows a link, never opens a file that is not a regular one (a named pipe would block)."""
+    try:
+        fd = os.open(
+            "workspace.yaml",
+            os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+            dir_fd=folder_fd,
+        )
+    except OSError:
+        return dict.fromkeys(WORKSPACE_KEYS)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return dict.fromkeys(WORKSPACE_KEYS)
+        data = os.read(fd, WORKSPACE_BYTES + 1)
+    except OSError:
+        return dict.fromkeys(WORKSPACE_KEYS)
+    finally:
+        os.close(fd)
+    return parse_workspace(
+        data[:WORKSPACE_BYTES].decode("utf-8", "replace").splitlines(), WORKSPACE_KEYS
+    )
+
+
+def parse_workspace(lines: Iterable[str], keys: Iterable[str]) -> dict[str, str | None]:
+    """The values of ``keys`` in flat ``key: value`` lines (see the module's docstring)."""
+    wanted = set(keys)
+    found: dict[str, str | None] = {}
+    twice: set[str] = set()
+    for line in lines:
+        match = _LINE.fullmatch(line.rstrip("\r"))
+        if match is None or match[1] not in wanted:
+            continue
+        key = match[1]
+        if key in found:
+            twice.add(key)
+        found[key] = yaml_scalar(match[2] or "")
+    return {key: None if key in twice else found.get(key) for key in keys}
+
+
+def yaml_scalar(text: str) -> str | None:
+    """One flow scalar written on one line, as YAML reads it; None when it is not one."""
+    text = text.strip(" ")
+    if text.startswith("'"):
+        return _single_quoted(text)
+    if text.startswith('"'):
+        return _double_quoted(text)
+    return _plain(text)
+
+
+def _single_quoted(text: str) -> str | None:
+    if len(text) < 2 or not text.endswith("'"):
+        return None
+    inner = text[1:-1]
+    if "'" in inner.replace("''", ""):
+        return None
+    return inner.replace("''", "'")
+
+
+def _double_quoted(text: str) -> str | None:
+    if len(text) < 2 or not text.endswith('"'):
+        return None
+    inner, out, index = text[1:-1], [], 0
+    while index < len(inner):
+        char = inner[index]
+        if char == '"':
+            return None  # a quote inside that no backslash escapes: not one scalar
+        if char != "\\":
+            out.append(char)
+            index += 1
+            continue
+        if index + 1 >= len(inner):
+            return None
+        code = inner[index + 1]
+        if code in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[code])
+            index += 2
+            continue
+        width = _HEX_ESCAPES.get(code)
+        digits = inner[index + 2 : index + 2 + width] if width else ""
+        if (
+            not width
+            or len(digits) != width
+            or not all(c in "0123456789abcdefABCDEF" for c in digits)
+        ):
+            return None
+        point = int(digits, 16)
+        if point > 0x10FFFF:
+            return None
+        out.append(chr(point))
+        index += 2 + width
+    return "".join(out)
+
+
+def _plain(text: str) -> str | None:
+    if text == "" or text in ("~", "null", "Null", "NULL"):
+        return None
+    if text.startswith(_PLAIN_BAD_START) or ": " in text or " #" in text or text.endswith(":"):
+        return None
+    return text
+
 
 SESSION_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 """How the CLI names a session folder."""
@@ -364,12 +484,12 @@ def read_workspace(folder: Folder) -> dict[str, str | None]:
     try:
         fd = os.open(folder.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        return dict.fromkeys(workspace.KEYS)
+        return dict.fromkeys(WORKSPACE_KEYS)
     try:
         own = os.fstat(fd)
         if (own.st_dev, own.st_ino) != folder.identity:
-            return dict.fromkeys(workspace.KEYS)
-        return workspace.read(fd)
+            return dict.fromkeys(WORKSPACE_KEYS)
+        return workspace_keys(fd)
     finally:
         os.close(fd)
 

@@ -1,18 +1,6 @@
 """Whether a session is held: its ``inuse.<pid>.lock``, judged by when the process that has that
-pid started, against when the lock was written and when the machine booted.
-
-Seen with the real CLI 1.0.102: a CLI holding a session writes ``inuse.<pid>.lock`` (0644, the
-pid and a newline) and ``inuse.<pid>.hold`` (empty, kept open), removes both at a clean exit and
-leaves both when killed. On resume it removes a lock naming a dead pid itself; a lock naming a
-live, unrelated pid (a pid reused after a reboot) makes it log ``session.resume.alreadyInUse:
-true`` and the lock stays. So a lock is judged by the process, never by the pid being alive:
-
-- ``active``: a process with that pid runs and started before the lock was written;
-- ``stale``: no process has that pid, or the one that has it started after the lock was
-  written (also: the lock was written before the last boot);
-- ``unknown``: the start time of processes cannot be known here (no ``/proc``: another OS), the
-  folder is on a network file system (the lock may be another machine's), the name or content
-  is not what the CLI writes, or the lock's time is in the future. Never removed.
+pid started, against when the lock was written and when the machine booted (``active``,
+``stale``, ``unknown``: docs/disk.md, "`disk`").
 """
 
 from __future__ import annotations

@@ -1,35 +1,148 @@
 """Which sessions the Copilot CLI can no longer resume, and why (``copilot-logs doctor``).
 
-Each session gets a verdict, the worst of its reasons (docs/doctor.md):
-
-- ``cannot-resume``: the CLI version that wrote the log refused, in a recorded resume, a log
-  with this damage (or sent the model a request a provider refuses), or the log is past the
-  JavaScript string limit;
-- ``at-risk``: it resumes today, but something will cost the user: the CLI drops events while
-  resuming, damage nobody has recorded a resume of, a log still being written that reaches
-  the string limit within :data:`SOON` at its rate of growth, sub-agents or tool results out
-  of place, no shutdown (its usage is lost);
-- ``running``: no shutdown and a last event within ``running_within``: being written now,
-  not judged;
-- ``healthy``: nothing but notes.
-
-The damage is judged by :mod:`~copilot_logs.commands.doctor.evidence`, the outcome of real
-resumes of damaged recordings by several CLI versions.
+Each session gets a verdict, the worst of its reasons (docs/doctor.md, "Verdicts" and
+"Reasons"). The damage is judged by what the CLI version that wrote a log did in a real resume
+of a log damaged the same way (``evidence.json`` beside this module, written by ``python -m
+rig.resume --evidence``; tests/test_doctor.py checks it); a version not recorded, by the nearest
+recorded version at or below it (the oldest for an older one), and the reasons name both.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.doctor import checks, resumes
+from copilot_logs.commands.doctor import checks
 from copilot_logs.derive import SESSION
+from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.reader import ReadResult
+
+_EVIDENCE = json.loads(Path(__file__).with_name("evidence.json").read_text(encoding="utf-8"))
+VERSIONS: tuple[str, ...] = tuple(_EVIDENCE["versions"])
+DAMAGES: dict[str, str] = _EVIDENCE["damages"]
+OUTCOMES: dict[str, dict[str, str]] = _EVIDENCE["outcomes"]
+"""Per damage and recorded CLI version, what its resume did (a key of SEVERITY_OF_OUTCOME)."""
+NOTES: dict[str, dict[str, str]] = _EVIDENCE["notes"]
+REPAIRED: dict[str, dict[str, str]] = _EVIDENCE["repaired"]
+"""The same, for the copy ``doctor --repair`` wrote of each damaged recording."""
+CLOSE_VERSION: str = _EVIDENCE["close_version"]
+CLOSE_TOOL: dict[str, Any] = _EVIDENCE["close_tool"]
+"""How CLOSE_VERSION closes a killed session's open tool call on resume (its data)."""
+CLOSE_WARNING: dict[str, Any] = _EVIDENCE["close_warning"]
+
+
+INFO, RISK, FATAL = "info", "risk", "fatal"
+SEVERITY_OF_OUTCOME = {
+    "resumed": INFO,
+    "resumed-dropping": RISK,
+    "history-lost": RISK,
+    "unanswered-tool-call": FATAL,
+    "failed-after-call": FATAL,
+    "no-call": FATAL,
+    "refused": FATAL,
+}
+WORDS_OF_OUTCOME = {
+    "resumed": "resumes such a log",
+    "resumed-dropping": "resumes such a log but rewrites it without some of its events",
+    "history-lost": "resumes such a log but leaves the earlier conversation out",
+    "unanswered-tool-call": "sends the model a tool call without its result (providers refuse "
+    "that request)",
+    "failed-after-call": "fails after its first model call on such a log",
+    "no-call": "makes no model call on such a log",
+    "refused": "refuses to resume such a log",
+}
+FLOOR = {
+    checks.NO_SHUTDOWN: RISK,  # the usage of the run is lost, whatever the resume does
+    checks.OUT_OF_PLACE: RISK,
+}
+"""The least severity of a finding, whatever the evidence says."""
+
+UNRECORDED = "No resume of a log with this damage was recorded"
+
+
+def nearest(version: str | None, recorded: Iterable[str] = VERSIONS) -> str:
+    """The recorded version whose evidence judges ``version``: itself, else the newest
+    recorded below it, else the oldest recorded (the newest when the version is unknown)."""
+    recorded = sorted(recorded, key=lambda v: cli_format.version_key(v) or ())
+    key = cli_format.version_key(version)
+    if key is None:
+        return recorded[-1]
+    below = [v for v in recorded if (cli_format.version_key(v) or ()) <= key]
+    return below[-1] if below else recorded[0]
+
+
+def refuses_separators(version: str | None) -> bool:
+    """Whether the version that wrote a log does anything but resume one holding a raw
+    U+2028 (so that the log is searched for it)."""
+    known = outcome("u2028", version)
+    return known is not None and known[0] != "resumed"
+
+
+def outcome(damage: str, version: str | None) -> tuple[str, str, str] | None:
+    """(outcome, recorded version, note) of ``damage`` for ``version``; None when no resume
+    of that damage was recorded."""
+    row = OUTCOMES.get(damage)
+    if not row:
+        return None
+    recorded = nearest(version, row)
+    return row[recorded], recorded, NOTES.get(damage, {}).get(recorded, "")
+
+
+def _judgement(damage: str | None, code: str, version: str | None) -> tuple[str, str]:
+    """(severity, the sentence added to the finding's message)."""
+    known = outcome(damage, version) if damage else None
+    if known is None:
+        if code == checks.DAMAGE:
+            return RISK, UNRECORDED
+        return FLOOR.get(code, INFO), ""
+    result, recorded, note = known
+    who = f"CLI {version or '(unknown version)'}"
+    if recorded != version:
+        who += f" (judged by {recorded}, the nearest recorded version)"
+    sentence = f"{who} {WORDS_OF_OUTCOME[result]} (recorded{': ' + note if note else ''})"
+    severity = max(
+        SEVERITY_OF_OUTCOME[result], FLOOR.get(code, INFO), key=SEVERITY_RANK.__getitem__
+    )
+    return severity, sentence
+
+
+SEVERITY_RANK = {INFO: 0, RISK: 1, FATAL: 2}
+
+
+def judged(found: pl.DataFrame, figures: pl.DataFrame) -> pl.DataFrame:
+    """The findings with the writer's version, a severity and the evidence in their message."""
+    rows = found.join(
+        figures.select("file", "session_id", "cli_version"), on=["file", "session_id"], how="left"
+    )
+    keys = rows.select("damage", "code", "cli_version").unique()
+    table = pl.DataFrame(
+        [
+            (damage, code, version, *_judgement(damage, code, version))
+            for damage, code, version in keys.iter_rows()
+        ],
+        schema={
+            "damage": pl.String,
+            "code": pl.String,
+            "cli_version": pl.String,
+            "severity": pl.String,
+            "_why": pl.String,
+        },
+        orient="row",
+    )
+    joined = rows.join(table, on=["damage", "code", "cli_version"], how="left", nulls_equal=True)
+    return joined.with_columns(
+        message=pl.when(pl.col("_why") != "")
+        .then(pl.format("{}. {}", "message", "_why"))
+        .otherwise("message")
+    )
+
 
 HEALTHY = "healthy"
 RUNNING = "running"
@@ -38,7 +151,6 @@ CANNOT_RESUME = "cannot-resume"
 VERDICTS = (HEALTHY, RUNNING, AT_RISK, CANNOT_RESUME)
 DEFAULT_FAIL_ON = (RUNNING, AT_RISK, CANNOT_RESUME)
 
-INFO, RISK, FATAL = "info", "risk", "fatal"
 SEVERITIES = (INFO, RISK, FATAL)
 VERDICT_OF = {INFO: HEALTHY, RISK: AT_RISK, FATAL: CANNOT_RESUME}
 
@@ -88,7 +200,9 @@ def judge(
     """The verdict of every session. ``files``: each log's path by its name in the frames (a
     log not in it, such as standard input, is measured by the bytes read, and not scanned
     for raw line separators)."""
-    found, figures = _concat(list(parts))
+    parts = list(parts)
+    found = pl.concat([f for f, _ in parts] or [pl.DataFrame(schema=checks.FINDINGS_SCHEMA)])
+    figures = pl.concat([f for _, f in parts] or [pl.DataFrame(schema=checks.FIGURES_SCHEMA)])
     sizes = {name: _size_of(path) for name, path in files.items()}
     # A log's UTF-16 length is at most its bytes: counted only where the bytes reach the limit.
     units = {
@@ -101,9 +215,9 @@ def judge(
         characters=pl.col("file").replace_strict(units, default=None, return_dtype=pl.Int64),
     ).with_columns(bytes=pl.coalesce("bytes", "bytes_read"))
     figures = figures.with_columns(characters=pl.coalesce("characters", "bytes"))
-    found = pl.concat([found, checks.separators(figures, files, resumes.refuses_separators)])
-    judged = [resumes.judged(found, figures), _size(figures, now, running_within)]
-    reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(_SCHEMA) for part in judged])
+    found = pl.concat([found, checks.separators(figures, files, refuses_separators)])
+    frames = [judged(found, figures), _size(figures, now, running_within)]
+    reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(_SCHEMA) for part in frames])
     return Doctor(_verdicts(figures, reasons, now, running_within), _sorted(reasons))
 
 
@@ -112,12 +226,6 @@ def _size_of(path: Path) -> int | None:
         return path.stat().st_size
     except OSError:
         return None
-
-
-def _concat(parts: list[Facts]) -> Facts:
-    found = [f for f, _ in parts] or [pl.DataFrame(schema=checks.FINDINGS_SCHEMA)]
-    figures = [f for _, f in parts] or [pl.DataFrame(schema=checks.FIGURES_SCHEMA)]
-    return pl.concat(found), pl.concat(figures)
 
 
 def _sorted(reasons: pl.DataFrame) -> pl.DataFrame:
@@ -229,14 +337,14 @@ def _verdicts(
             )
         )
     )
-    versions = {v: resumes.nearest(v) for v in figures["cli_version"].drop_nulls().unique()}
+    versions = {v: nearest(v) for v in figures["cli_version"].drop_nulls().unique()}
     judged_by = pl.col("cli_version").replace_strict(versions, default=None, return_dtype=pl.String)
     joined = figures.join(worst, on=SESSION, how="left")
     return joined.select(
         "session_id",
         verdict.alias("verdict"),
         "cli_version",
-        judged_by.fill_null(resumes.nearest(None)).alias("judged_by"),
+        judged_by.fill_null(nearest(None)).alias("judged_by"),
         "bytes",
         "events",
         pl.col("problems").fill_null(0),

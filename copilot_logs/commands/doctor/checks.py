@@ -1,6 +1,6 @@
 """What ``doctor`` finds in one batch of logs, before judging: each finding names a file, a
 line and, where the resume evidence has a row for it, the damage it is (see
-:mod:`copilot_logs.commands.doctor.evidence`); and each session's figures (the CLI version
+:mod:`copilot_logs.commands.doctor`); and each session's figures (the CLI version
 that wrote it, its span, its bytes by event type).
 
 The damage is what the reader already reports (its diagnostics) and what ``validate``'s rules

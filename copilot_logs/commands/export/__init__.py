@@ -1,16 +1,5 @@
 """The frames as Parquet datasets: what ``copilot-logs export OUT`` writes (see docs/export.md).
 
-Six tables (:mod:`copilot_logs.commands.export.tables`), each a hive-partitioned dataset under OUT,
-``OUT/<table>/date=<YYYY-MM-DD>/part-<run>-<batch>.parquet``: a batch of logs gives one file per
-table and per start day of its sessions (:mod:`copilot_logs.commands.export.files`).
-
-Export is incremental. ``OUT/_manifest.json`` (:mod:`copilot_logs.commands.export.manifest`)
-records each source log as the store keys it and which files hold its rows. A later export reads
-only the sources that changed (ordered by start, so that a batch spans few days), writes them as
-new files, rewrites the earlier files that held rows of changed or gone sources without those rows,
-and never touches a file it did not write. New files are written under temporary names and moved
-into place together once the manifest records the moves.
-
 The flow, inside :func:`exporting` (OUT's lock; an OSError on the way becomes one clear error):
 :func:`prepare` (check OUT, finish an interrupted export, compare with the manifest),
 :func:`write_batch` mapped over batches of the changed sources (memory bounded by a batch),
@@ -30,19 +19,20 @@ from typing import Any, NamedTuple
 
 from copilot_logs import modes
 from copilot_logs.commands.export import files
-from copilot_logs.commands.export.folder import cannot_write, exporting
+from copilot_logs.commands.export.files import PARTITION, TABLES, frames
 from copilot_logs.commands.export.manifest import (
     MANIFEST,
     Commit,
     ExportError,
     Manifest,
     Part,
+    cannot_write,
+    exporting,
     load,
     record,
     save,
     unchanged,
 )
-from copilot_logs.commands.export.tables import PARTITION, TABLES, frames
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import peek_start
 from copilot_logs.ingest.reader import ReadResult

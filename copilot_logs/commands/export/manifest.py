@@ -1,22 +1,20 @@
 """``OUT/_manifest.json``: what an export wrote from which log, so that the next one into the same
-folder writes only what changed (docs/export.md, "Exporting again").
+folder writes only what changed (docs/export.md, "Exporting again"); and OUT itself: one export
+at a time (``fcntl.flock`` on ``OUT/.copilot-logs-export.lock``), what cannot be written there
+as one clear error.
 
-Version 5 (4 before the session model's columns in turns, tools and usage; 3 kept a fingerprint
-of its own) records each source log as the store keys it (``sources``: a
-:class:`~copilot_logs.store.key.Seen`, flat), so that a log is unchanged or changed by the one
-growth check (:func:`copilot_logs.store.key.growth`); and the parts written: each part is a
-batch of logs and the files holding their rows (``parts``). While an export moves its new files
-into place the manifest also holds the moves (``commit``): an export that was interrupted there
-is finished by the next one. A manifest of another version, or one whose parts cannot be
-trusted, makes the next export write everything again (and remove the files that manifest lists,
-and those named as export names them). Only paths of the form
-``<table>/date=<day>/<name>.parquet`` inside OUT are ever read, replaced or removed.
+A manifest of another :data:`VERSION`, or one whose parts cannot be trusted, makes the next
+export write everything again. Only paths ``<table>/date=<day>/<name>.parquet`` inside OUT are
+ever read, replaced or removed.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -24,16 +22,16 @@ from typing import Any, TypeGuard
 import msgspec
 import orjson
 
-from copilot_logs.commands.export.files import RUN, atomic, is_ours, written_files
-from copilot_logs.commands.export.tables import PARTITION, TABLES
-from copilot_logs.errors import CopilotLogsError, ExitCode
+from copilot_logs import modes
+from copilot_logs.commands.export.files import PARTITION, RUN, TABLES, is_ours, written_files
+from copilot_logs.errors import FULL, CopilotLogsError, ExitCode, WriteError
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.store.entry import Stamp
 from copilot_logs.store.key import Seen, State, growth, stamp_of
 
 MANIFEST = "_manifest.json"
 LOCK = ".copilot-logs-export.lock"
-"""Held while an export writes into OUT (:mod:`copilot_logs.commands.export.folder`)."""
+"""Held while an export writes into OUT (:mod:`copilot_logs.commands.export.manifest`)."""
 FORMAT = "copilot-logs-export"
 VERSION = 5
 """Bumped when a table's columns or the manifest change: an export of another version is
@@ -243,5 +241,85 @@ def save(out: Path, manifest: Manifest) -> None:
         commit = manifest.commit
         document["commit"] = {"run": commit.run, "files": commit.files, "remove": commit.remove}
     out.mkdir(parents=True, exist_ok=True)
-    with atomic(out / MANIFEST) as stream:
+    with modes.atomic(out / MANIFEST) as stream:
         stream.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+DENIED = {errno.EACCES, errno.EPERM, errno.EROFS}
+IN_THE_WAY = {errno.ENOTDIR, errno.EEXIST, errno.EISDIR}
+
+
+@contextmanager
+def exporting(out: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold OUT's lock while an export writes in it (OUT is made when new); ``on_wait`` is
+    called once when another export holds it. An OSError on the way is raised as one clear
+    :class:`~copilot_logs.errors.CopilotLogsError`."""
+    try:
+        descriptor = _lock_file(out)
+        try:
+            _lock(descriptor, on_wait)
+            yield
+        finally:
+            os.close(descriptor)
+    except OSError as error:
+        raise cannot_write(out, error) from None
+
+
+def _lock_file(out: Path) -> int:
+    if out.is_symlink() and not out.is_dir():
+        raise ExportError(f"{out}: a link to no folder; give a new or empty folder")
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out}: not a folder; give a new or empty folder, or an earlier export")
+    if not (out / LOCK).exists() and not (out / MANIFEST).exists():
+        refuse_foreign(out)  # before a lock file is left in a folder that is not an export
+    out.mkdir(parents=True, exist_ok=True)
+    return os.open(out / LOCK, os.O_RDWR | os.O_CREAT | NOFOLLOW | CLOEXEC, 0o600)
+
+
+def _lock(descriptor: int, on_wait: Callable[[], None] | None) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks to take
+        return
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        if on_wait is not None:
+            on_wait()
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+
+
+def cannot_write(out: Path, error: OSError) -> CopilotLogsError:
+    """One clear error for an OSError met while exporting into ``out``."""
+    where = error.filename or out
+    reason = error.strerror or str(error)
+    if error.errno in FULL:
+        return WriteError(
+            f"{where}: cannot write ({reason}); free some space and export again "
+            f"({out} is as the last finished export left it)"
+        )
+    if error.errno in DENIED:
+        return ExportError(f"{where}: cannot write there ({reason}); give a folder you can write")
+    if error.errno in IN_THE_WAY:
+        blocking = in_the_way(Path(where), out)
+        return ExportError(
+            f"{blocking}: a file where export keeps a folder, or a folder where it writes a file; "
+            f"move it out of {out}"
+        )
+    return WriteError(f"{where}: cannot write ({reason}); {out} is as the last export left it")
+
+
+def in_the_way(path: Path, out: Path) -> Path:
+    """The first thing from OUT down to ``path`` that is not what export would put there."""
+    try:
+        relative = path.relative_to(out)
+    except ValueError:
+        return path
+    at = out
+    for part in relative.parts[:-1]:
+        at = at / part
+        if at.exists() and not at.is_dir():
+            return at
+    return path

@@ -5,8 +5,8 @@ Each batch of logs gives its interactions as :class:`~copilot_logs.commands.otel
 (:func:`batch_traces`), built from the frames the other commands read
 (:mod:`copilot_logs.commands.otel.spans`); :func:`plan` puts the batches in one order (so the
 same logs give the same bytes) and leaves out the open interactions and the sessions already
-in the CLI's own files; :mod:`~copilot_logs.commands.otel.encode` writes them and
-:mod:`~copilot_logs.commands.otel.push` sends them.
+in the CLI's own files (read for their ``gen_ai.conversation.id`` and nothing else: no session
+log is read here); :mod:`~copilot_logs.commands.otel.push` encodes and sends them.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from copilot_logs import derive
-from copilot_logs.commands.otel import encode
+from copilot_logs.commands.otel import push
 from copilot_logs.commands.otel.push import Destination, Sleep, batches, send
 from copilot_logs.commands.otel.spans import Trace, traces
 from copilot_logs.errors import UnreadableError
@@ -78,7 +81,6 @@ def existing_sessions(paths: Sequence[Path]) -> set[str]:
     """The sessions (``gen_ai.conversation.id``) that OpenTelemetry files already hold: the
     CLI's own (``COPILOT_OTEL_FILE_EXPORTER_PATH``), or OTLP JSON lines such as ``otel --out``
     writes. A line that is neither is passed over; a file that cannot be read is an error."""
-    from copilot_logs.commands.otel.existing import conversations
 
     found: set[str] = set()
     for path in paths:
@@ -121,7 +123,7 @@ def push_traces(
     """Send the traces the ledger does not hold as they are now (every one with ``force``), in
     batches, and add each accepted batch to the ledger, also when a later one fails (then
     :class:`~copilot_logs.commands.otel.push.PushError` is raised after)."""
-    digests = {trace.trace_id.hex(): encode.digest(trace) for trace in traces}
+    digests = {trace.trace_id.hex(): push.digest(trace) for trace in traces}
     before = {} if force else ledger.read(destination.url)
     todo = [t for t in traces if before.get(t.trace_id.hex()) != digests[t.trace_id.hex()]]
     accepted: dict[str, str] = {}
@@ -140,3 +142,44 @@ def push_traces(
     finally:
         recorded = ledger.record(destination.url, accepted)
     return Pushed(destination.url, sent, requests, len(traces) - len(todo), rejected, recorded)
+
+
+CONVERSATION = "gen_ai.conversation.id"
+
+
+def conversations(data: bytes) -> set[str]:
+    """The session ids the lines of ``data`` name; a line that is not JSON, or holds none,
+    adds nothing."""
+    found: set[str] = set()
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            found |= _in_line(value)
+    return found
+
+
+def _in_line(line: dict[str, Any]) -> set[str]:
+    attributes = line.get("attributes")
+    if line.get("type") == "span" and isinstance(attributes, dict):
+        session = attributes.get(CONVERSATION)
+        return {session} if isinstance(session, str) else set()
+    found: set[str] = set()
+    for resource in _list(line.get("resourceSpans")):
+        for scope in _list(resource.get("scopeSpans")):
+            for span in _list(scope.get("spans")):
+                for pair in _list(span.get("attributes")):
+                    value = pair.get("value")
+                    if pair.get("key") == CONVERSATION and isinstance(value, dict):
+                        session = value.get("stringValue")
+                        if isinstance(session, str):
+                            found.add(session)
+    return found
+
+
+def _list(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []

@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.timeline.frames import tool_frame
+from copilot_logs.commands.timeline import tool_frame
 from copilot_logs.derive import MAIN, SESSION, TYPE
 from copilot_logs.derive.calls import EXACT, call_records
 

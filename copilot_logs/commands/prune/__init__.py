@@ -2,17 +2,14 @@
 
 A plan is made from a survey (:mod:`copilot_logs.commands.disk`): each session folder that a
 criterion picks becomes an :class:`Item` with what is done to it (the whole folder, only its
-``files/``, or only its stale lock files), unless a rule never lets it go; those are listed
-with the rule (:class:`Held`). Never selected: a link, a folder on another file system or
-holding one, files of another user, a folder not read whole, a folder whose log could not be
-read, an ``active`` or ``unknown`` lock, anything written within ``quiet_for``, and (but for
-removing a stale lock, which keeps the session) the ``keep_newest`` newest sessions of each
-root. :mod:`copilot_logs.commands.prune.apply` carries a plan out, checking everything again.
+``files/``, or only its stale lock files), unless a rule never lets it go (:class:`Held`; the
+rules: docs/disk.md, "prune"). :mod:`copilot_logs.commands.prune.apply` carries a plan out,
+checking everything again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -106,7 +103,8 @@ def plan(
     that may be picked, None for all; the others still count among the newest)."""
     made = Plan([], [], now, criteria)
     for root in survey.roots:
-        newest = _newest(root.folders, criteria.keep_newest)
+        ranked = sorted(root.folders, key=lambda f: (f.tree.newest_ns, f.name), reverse=True)
+        newest = {folder.name for folder in ranked[: criteria.keep_newest]}
         names = chosen.get(root.path) if chosen is not None else None
         for folder in root.folders:
             if names is not None and folder.name not in names:
@@ -114,12 +112,6 @@ def plan(
             log = figures.get(Source(folder.log_path, folder.name).name)
             _consider(made, folder, log, criteria, now, folder.name in newest, heavy)
     return made
-
-
-def _newest(folders: Iterable[Folder], keep: int) -> set[str]:
-    """The names of the ``keep`` folders with the newest last activity."""
-    ranked = sorted(folders, key=lambda folder: (folder.tree.newest_ns, folder.name), reverse=True)
-    return {folder.name for folder in ranked[:keep]}
 
 
 def picks(

@@ -1,17 +1,8 @@
 """Carrying out a prune plan, one folder at a time, each checked again just before it moves.
 
 Every move is made relative to a descriptor of the root checked to be the folder surveyed,
-never through a path a link could redirect: a session folder is renamed atomically into
-``<root>/.copilot-logs-trash/<run>/`` (undo: rename it back), ``files/`` alone into
-``<run>/<id>.files``, and a stale lock is unlinked relative to a descriptor of its session
-folder. Just before each, the folder is walked again: the same folder (device and inode), the
-same entries (paths, types, inodes, sizes, times), no lock held or unknown, nothing written
-within ``--quiet-for``; any change skips it and says why. Just after a move, the folder is
-walked once more where it went: a CLI that took the session in between (a new lock, new lines)
-gets it put back. ``--delete`` then removes what was moved with :func:`shutil.rmtree` on a
-descriptor (which never follows a link), and only where that removal resists symlink attacks.
-Each apply leaves a record, ``<root>/.copilot-logs-trash/<run>.json``: ids, categories, bytes,
-each log's sha256, where each went.
+never through a path a link could redirect; the trash, its undo, the checks before and after
+each move, ``--delete`` and the record each apply leaves: docs/disk.md, "`prune`".
 """
 
 from __future__ import annotations

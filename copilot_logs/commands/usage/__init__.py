@@ -1,9 +1,10 @@
 """What sessions used and cost (``copilot-logs usage``), from the session model's usage.
 
 The session rows are the model's (:mod:`copilot_logs.derive.usage`: the shutdowns' figures,
-each run of the CLI, the calls no shutdown holds); a session is counted whole in the day it
-started. How they are grouped is :mod:`copilot_logs.commands.usage.grouping`; the rows per
-call, prompt, agent and task are :mod:`copilot_logs.commands.usage.breakdown`.
+each run of the CLI, the calls no shutdown holds), regrouped here by day, week (ISO) or month
+of their start in the chosen zone, repository or model; a grouped figure sums the sessions
+where it is known (None when known for none). The rows per call, prompt, agent and task are
+:mod:`copilot_logs.commands.usage.breakdown`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,143 @@ from typing import Any
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.usage.grouping import group, totals
+from copilot_logs.derive import SESSION
 from copilot_logs.derive import usage as derive_usage
+from copilot_logs.derive.shutdowns import MODEL_FIGURES, MODEL_USAGE, NANO_PER_CREDIT, SUMMED
 from copilot_logs.errors import CopilotLogsError
 from copilot_logs.ingest.reader import ReadResult
+
+GROUPINGS = ("session", "day", "week", "month", "model", "repository")
+
+
+def _known_sum(name: str) -> pl.Expr:
+    """The sum over the rows where the figure is known; None when it is known for none."""
+    column = pl.col(name)
+    summed = column.sum()
+    if name == "premium_requests":
+        summed = summed.round(6)
+    return pl.when(column.is_not_null().any()).then(summed).otherwise(None).alias(name)
+
+
+def _credits() -> pl.Expr:
+    # Polars divides by multiplying with the reciprocal (657380000 / 1e9 -> 0.6573800000000001):
+    # a credit has nine decimals at most, so rounding there gives the exact figure back.
+    return (pl.col("nano_aiu") / NANO_PER_CREDIT).round(9).alias("ai_credits")
+
+
+def _merged_models(sessions: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Per key, the per-model figures of its sessions summed model by model."""
+    exploded = sessions.select(*keys, "models").explode("models").drop_nulls("models")
+    per_model = (
+        exploded.unnest("models")
+        .group_by(*keys, "model")
+        .agg(_known_sum(name) for name in MODEL_FIGURES if name != "ai_credits")
+        .with_columns(_credits())
+        .sort(*keys, "model")
+    )
+    fields = [pl.col(name) for name in MODEL_USAGE.to_schema()]
+    if not keys:
+        return per_model.select(models=pl.struct(fields).implode())
+    return per_model.group_by(keys, maintain_order=True).agg(models=pl.struct(fields))
+
+
+def _bucket(by: str, zone: str) -> pl.Expr:
+    local = pl.col("started_at").dt.convert_time_zone(zone)
+    if by == "day":
+        return local.dt.date().alias("day")
+    if by == "week":
+        return local.dt.strftime("%G-W%V").alias("week")
+    return local.dt.strftime("%Y-%m").alias("month")
+
+
+def _aggregates() -> list[pl.Expr]:
+    return [
+        pl.len().cast(pl.Int64).alias("sessions"),
+        (~pl.col("complete")).sum().cast(pl.Int64).alias("incomplete_sessions"),
+        *_known_counts(),
+        *(_known_sum(name) for name in SUMMED),
+    ]
+
+
+KNOWN = {"sessions_with_credits": "nano_aiu", "sessions_with_tokens": "input_tokens"}
+"""How many of a row's sessions have a figure at all: its credits, its tokens. A sum over
+fewer than all of them says so (``0.00 (88 of 140 known)``), never a bare 0.00."""
+
+
+def _known_counts() -> list[pl.Expr]:
+    return [
+        pl.col(figure).is_not_null().sum().cast(pl.Int64).alias(name)
+        for name, figure in KNOWN.items()
+    ]
+
+
+def _by_model(sessions: pl.DataFrame) -> pl.DataFrame:
+    """One row per model: its per-model figures summed over the sessions that used it."""
+    exploded = (
+        sessions.select(_session=pl.struct(SESSION), complete="complete", models="models")
+        .explode("models")
+        .drop_nulls("models")
+        .unnest("models")
+    )
+    return (
+        exploded.group_by("model")
+        .agg(
+            pl.col("_session").n_unique().cast(pl.Int64).alias("sessions"),
+            pl.col("_session")
+            .filter(~pl.col("complete"))
+            .n_unique()
+            .cast(pl.Int64)
+            .alias("incomplete_sessions"),
+            *(
+                pl.col("_session")
+                .filter(pl.col(figure).is_not_null())
+                .n_unique()
+                .cast(pl.Int64)
+                .alias(name)
+                for name, figure in KNOWN.items()
+            ),
+            *(_known_sum(name) for name in MODEL_FIGURES if name != "ai_credits"),
+        )
+        .with_columns(_credits())
+        .select("model", "sessions", "incomplete_sessions", *KNOWN, *MODEL_FIGURES)
+        .sort("model")
+    )
+
+
+def group(sessions: pl.DataFrame, by: str, zone: str) -> pl.DataFrame:
+    """The session rows regrouped: ``session`` (as they are), ``day`` / ``week`` / ``month``
+    of the session's start in ``zone``, ``repository``, or ``model``."""
+    if by not in GROUPINGS:
+        raise ValueError(f"unknown grouping {by!r}")
+    if by == "session":
+        return sessions
+    if by == "model":
+        return _by_model(sessions)
+    keyed = sessions.with_columns(pl.col("repository") if by == "repository" else _bucket(by, zone))
+    keys = [by]
+    rows = keyed.group_by(keys).agg(_aggregates()).with_columns(_credits())
+    rows = rows.join(_merged_models(keyed, keys), on=keys, how="left")
+    return rows.select(
+        *keys,
+        "sessions",
+        "incomplete_sessions",
+        *KNOWN,
+        "premium_requests",
+        "nano_aiu",
+        "ai_credits",
+        *(name for name in SUMMED if name not in ("premium_requests", "nano_aiu")),
+        pl.col("models").fill_null([]),
+    ).sort(keys)
+
+
+def totals(sessions: pl.DataFrame) -> dict[str, Any]:
+    """Every figure summed over all sessions (whatever the grouping), with per-model sums."""
+    row = sessions.select(_aggregates()).with_columns(_credits())
+    merged = _merged_models(sessions, [])
+    figures = row.to_dicts()[0]
+    figures["models"] = merged["models"].to_list()[0] if merged.height else []
+    return figures
+
 
 SESSION_SCHEMA = derive_usage.SESSION_SCHEMA
 

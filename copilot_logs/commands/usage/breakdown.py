@@ -1,18 +1,8 @@
 """``usage --by call|prompt|agent|task``: where the credits and tokens went inside sessions.
 
-Rows are made of the calls of :mod:`copilot_logs.derive.calls`. A group whose every
-call has the CLI's record is ``exact`` (its figures are the records' sums). Otherwise a figure
-is taken from the log's totals only where the log gives it for exactly that group, and the
-row says ``from totals``:
-
-- ``agent``: the last shutdown's ``agentMetrics`` (CLI 1.0.85 on) has each agent's figures
-  (``main`` and each sub-agent, by its instance id); a session with no sub-agent gives the
-  main agent the session's figures.
-- ``prompt`` / ``task``: a session with one prompt (one task) gives it the session's figures.
-
-Nothing is apportioned beyond that (no share by calls or by time): a group the log has no
-figure for keeps the output tokens of its messages (``messages``) and null elsewhere. A
-session's totals are used only when its shutdowns record all its usage (``complete``).
+Rows are made of the calls of :mod:`copilot_logs.derive.calls`; when a figure is ``exact``,
+``from totals`` or only the messages' output tokens: docs/usage.md, "Per call, prompt, agent,
+task". Nothing is apportioned (no share by calls or by time).
 """
 
 from __future__ import annotations

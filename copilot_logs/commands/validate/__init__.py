@@ -6,73 +6,289 @@ explanation, declared in its family's module beside the check that finds it (or 
 diagnostics that report it). :func:`check` evaluates the selected rules as polars expressions
 over the annotated events of every file at once, maps the reader's diagnostics onto the
 envelope rules, and returns one findings frame: each finding points at a file, a line and an
-event id. ``python -m copilot_logs.render.rules`` writes docs/rules.md from the rules.
+event id. Codes are never renumbered or reused: a retired rule keeps its code, a new rule
+takes the next free one in its family. ``python -m copilot_logs.render.rules`` writes
+docs/rules.md from the rules.
 
-The package:
-
-- ``rule``: what a rule is (:class:`Rule`) and the :class:`Family` that registers each one;
-- ``envelope``, ``turns``, ``tools``, ``subagents``, ``completion``, ``continuity``: the rules
-  of each family with their checks;
-- ``context``: the events prepared once for every check, and the helpers checks share;
-- ``registry``: every rule by code and name, and the --select / --ignore selection;
-- ``report``: checking a batch, and the report validate decides on;
-- ``docs``: the reference page generated from the rules.
+Here: every rule by code and name, the --select / --ignore selection, checking a batch and the
+report validate decides on over all batches. ``rule``: what a rule is, its family, and what
+every check reads; ``envelope``, ``turns``, ``tools``, ``subagents``, ``completion``,
+``continuity``: each family's rules beside their checks.
 """
 
 from __future__ import annotations
 
-from copilot_logs.commands.validate.registry import (
-    DIAGNOSTIC_RULES,
-    OTHER_DAMAGE,
-    RULES,
-    RULES_BY_CODE,
-    RULES_BY_NAME,
-    find_rule,
-    matching,
-    resolve,
-    split_selectors,
-)
-from copilot_logs.commands.validate.report import (
-    FINDINGS_SCHEMA,
-    Report,
-    check,
-    check_batch,
-    checked_files,
-    combine,
-    empty_findings,
-    failing_severities,
-    validate,
-)
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from copilot_logs.commands.validate import completion, continuity, envelope, subagents, tools, turns
+from copilot_logs.commands.validate.envelope import OTHER_DAMAGE
 from copilot_logs.commands.validate.rule import (
     FAMILIES,
     SEVERITIES,
+    Context,
     Rule,
     Severity,
     UnknownRuleError,
+    prepare,
+)
+from copilot_logs.derive import SESSION
+from copilot_logs.ingest.reader import ReadResult
+
+FINDINGS_SCHEMA: dict[str, pl.DataType] = {
+    "file": pl.String(),
+    "line": pl.Int64(),  # null for a finding about the whole file (unreadable, empty)
+    "event_id": pl.String(),
+    "code": pl.String(),
+    "name": pl.String(),
+    "severity": pl.String(),
+    "message": pl.String(),
+    "session_id": pl.String(),
+}
+
+
+def _diagnostic_findings(diagnostics: pl.LazyFrame, chosen: Sequence[Rule]) -> pl.LazyFrame:
+    """The reader's diagnostics as findings of the chosen rules that report them."""
+    code = pl.col("kind").replace_strict(
+        DIAGNOSTIC_RULES, default=OTHER_DAMAGE, return_dtype=pl.String
+    )
+    message = (
+        pl.when(code == OTHER_DAMAGE)
+        .then(pl.format("{}: {}", "kind", "message"))
+        .otherwise(pl.col("message"))
+    )
+    names = pl.LazyFrame(
+        [(rule.code, rule.name, rule.severity) for rule in chosen],
+        schema={"code": pl.String, "name": pl.String, "severity": pl.String},
+        orient="row",
+    )
+    return diagnostics.select(
+        "file",
+        line=pl.when(pl.col("line") > 0).then(pl.col("line")),
+        event_id="event_id",
+        session_id="session_id",
+        message=message,
+        code=code,
+    ).join(names, on="code", how="inner", maintain_order="left")
+
+
+def _tagged(findings: pl.LazyFrame, rule: Rule) -> pl.LazyFrame:
+    """A check's findings as FINDINGS_SCHEMA's columns, in its order, tagged with the rule."""
+    return findings.select(
+        "file",
+        "line",
+        "event_id",
+        code=pl.lit(rule.code),
+        name=pl.lit(rule.name),
+        severity=pl.lit(rule.severity),
+        message="message",
+        session_id="session_id",
+    )
+
+
+def empty_findings() -> pl.DataFrame:
+    return pl.DataFrame(schema=FINDINGS_SCHEMA)
+
+
+def check(
+    result: ReadResult,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+) -> pl.DataFrame:
+    """Check every file of ``result`` against the selected rules.
+
+    Returns the findings frame (FINDINGS_SCHEMA), sorted by file, line and code. ``select`` and
+    ``ignore`` take codes, code prefixes, names or ``ALL`` (see :func:`matching`).
+    """
+    chosen = resolve(select, ignore)
+    # Every check starts from these two: each is planned once and read once.
+    ctx = Context(prepare(result.events).lazy().cache(), result.diagnostics.lazy().cache())
+    parts = [_tagged(rule.check(ctx), rule) for rule in chosen if rule.check is not None]
+    from_reader = _diagnostic_findings(ctx.diagnostics, chosen).select(list(FINDINGS_SCHEMA))
+    # The checks give their columns in the schema's types: the frames stack as they are.
+    return (
+        pl.concat([empty_findings().lazy(), *parts, from_reader], how="vertical")
+        .sort("file", "line", "code", "event_id", nulls_last=False, maintain_order=True)
+        .collect(engine="in-memory")
+    )
+
+
+def failing_severities(*, strict: bool) -> tuple[Severity, ...]:
+    """The severities that fail the gate: errors, and warnings too under --strict."""
+    return ("error", "warning") if strict else ("error",)
+
+
+def checked_files(result: ReadResult) -> pl.DataFrame:
+    """One row per session log read (file, session_id), in file order: events and diagnostics
+    both, so a file that gave no event is still listed."""
+    parts = [
+        result.events.select("file", "session_id"),
+        result.diagnostics.select("file", "session_id"),
+    ]
+    return (
+        pl.concat(parts, how="vertical")
+        .unique(subset=SESSION, keep="first", maintain_order=True)
+        .sort("file", maintain_order=True)
+    )
+
+
+@dataclass(frozen=True)
+class Report:
+    """What validate decides: the findings, the logs checked, and whether the gate fails."""
+
+    findings: pl.DataFrame
+    files: pl.DataFrame
+    rules: Sequence[Rule]
+    strict: bool = False
+
+    @property
+    def failing(self) -> pl.DataFrame:
+        return self.findings.filter(
+            pl.col("severity").is_in(list(failing_severities(strict=self.strict)))
+        )
+
+    @property
+    def failed(self) -> bool:
+        return not self.failing.is_empty()
+
+    def statistics(self) -> pl.DataFrame:
+        """Findings per rule, most frequent first."""
+        return (
+            self.findings.group_by("code", "name", "severity")
+            .agg(count=pl.len().cast(pl.Int64))
+            .sort(["count", "code"], descending=[True, False])
+        )
+
+    def summary(self) -> dict[str, Any]:
+        by_severity = dict(self.findings.group_by("severity").len().iter_rows())
+        return {
+            "files": self.files["file"].n_unique(),
+            "sessions": self.files["session_id"].n_unique(),
+            "findings": self.findings.height,
+            "errors": by_severity.get("error", 0),
+            "warnings": by_severity.get("warning", 0),
+            "info": by_severity.get("info", 0),
+            "failing": self.failing.height,
+            "files_failing": self.failing["file"].n_unique(),
+            "strict": self.strict,
+            "failed": self.failed,
+        }
+
+
+def check_batch(
+    result: ReadResult,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The findings and the files checked of one batch of logs (for :func:`combine`)."""
+    return check(result, select=select, ignore=ignore), checked_files(result)
+
+
+def combine(
+    parts: Sequence[tuple[pl.DataFrame, pl.DataFrame]],
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    strict: bool = False,
+) -> Report:
+    """The report over several batches' :func:`check_batch` results."""
+    findings = [f for f, _ in parts] or [empty_findings()]
+    files = [f for _, f in parts]
+    return Report(
+        findings=pl.concat(findings).sort("file", "line", "code", nulls_last=False),
+        files=pl.concat(files).sort("file", maintain_order=True)
+        if files
+        else pl.DataFrame(schema={"file": pl.String, "session_id": pl.String}),
+        rules=resolve(select, ignore),
+        strict=strict,
+    )
+
+
+def validate(
+    result: ReadResult,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    strict: bool = False,
+) -> Report:
+    """Check ``result`` and decide the gate (the core of ``copilot-logs validate``)."""
+    select = list(select) if select is not None else None
+    ignore = list(ignore)
+    return Report(
+        findings=check(result, select=select, ignore=ignore),
+        files=checked_files(result),
+        rules=resolve(select, ignore),
+        strict=strict,
+    )
+
+
+# The families in code order (E, T, X, S, C, R), each rule in the order its module declares it.
+RULES: tuple[Rule, ...] = (
+    *envelope.RULES,
+    *turns.RULES,
+    *tools.RULES,
+    *subagents.RULES,
+    *completion.RULES,
+    *continuity.RULES,
 )
 
-__all__ = [
-    "DIAGNOSTIC_RULES",
-    "FAMILIES",
-    "FINDINGS_SCHEMA",
-    "OTHER_DAMAGE",
-    "RULES",
-    "RULES_BY_CODE",
-    "RULES_BY_NAME",
-    "SEVERITIES",
-    "Report",
-    "Rule",
-    "Severity",
-    "UnknownRuleError",
-    "check",
-    "check_batch",
-    "checked_files",
-    "combine",
-    "empty_findings",
-    "failing_severities",
-    "find_rule",
-    "matching",
-    "resolve",
-    "split_selectors",
-    "validate",
-]
+RULES_BY_CODE = {rule.code: rule for rule in RULES}
+RULES_BY_NAME = {rule.name: rule for rule in RULES}
+
+# Reader diagnostic kind -> the envelope rule that reports it (any other kind: OTHER_DAMAGE).
+DIAGNOSTIC_RULES = {kind: rule.code for rule in RULES for kind in rule.diagnostics}
+
+
+def find_rule(key: str) -> Rule:
+    """A rule by code (any case) or by name."""
+    rule = RULES_BY_CODE.get(key.strip().upper()) or RULES_BY_NAME.get(key.strip().lower())
+    if rule is None:
+        raise UnknownRuleError(
+            f"no rule '{key}': run `copilot-logs rules` to list the codes and names"
+        )
+    return rule
+
+
+def matching(selector: str) -> list[Rule]:
+    """The rules a --select / --ignore value names: ``ALL``, a code, a code prefix (``E``,
+    ``E1``, ``X30``) or a rule name. Raises UnknownRuleError when it names none."""
+    key = selector.strip()
+    if key.upper() == "ALL":
+        return list(RULES)
+    if key.lower() in RULES_BY_NAME:
+        return [RULES_BY_NAME[key.lower()]]
+    if re.fullmatch(r"[A-Za-z]\d{0,3}", key):
+        found = [rule for rule in RULES if rule.code.startswith(key.upper())]
+        if found:
+            return found
+    raise UnknownRuleError(
+        f"'{selector}' names no rule (give a code like E104, a prefix like E or T2, a name "
+        "like orphan-turn-end, or ALL); run `copilot-logs rules` to list them"
+    )
+
+
+def split_selectors(values: Iterable[str]) -> list[str]:
+    """``["E1,T201", "X"]`` -> ``["E1", "T201", "X"]``."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def resolve(select: Iterable[str] | None = None, ignore: Iterable[str] = ()) -> list[Rule]:
+    """The rules to check: those selected (all when ``select`` is None), minus those ignored."""
+    chosen: set[str] = set()
+    if select is None:
+        chosen = set(RULES_BY_CODE)
+    else:
+        for selector in split_selectors(select):
+            chosen.update(rule.code for rule in matching(selector))
+    for selector in split_selectors(ignore):
+        chosen.difference_update(rule.code for rule in matching(selector))
+    return [rule for rule in RULES if rule.code in chosen]
+
+
+__all__ = ["FAMILIES", "SEVERITIES", "Rule", "Severity", "UnknownRuleError"]

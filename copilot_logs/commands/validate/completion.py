@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import LOG, TOOL_START, Context, found
-from copilot_logs.commands.validate.rule import Family
+from copilot_logs.commands.validate.rule import LOG, TOOL_START, Context, Family, found
 from copilot_logs.derive import TYPE
 
 COMPLETION = Family("C")

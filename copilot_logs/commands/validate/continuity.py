@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import LOCATION, LOG, Context, found
-from copilot_logs.commands.validate.rule import Family
+from copilot_logs.commands.validate.rule import LOCATION, LOG, Context, Family, found
 from copilot_logs.derive import SESSION, TURN_END, TYPE
 from copilot_logs.ingest.decode import cli_format
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import LOG, Context, found, text, timestamp
-from copilot_logs.commands.validate.rule import Family
+from copilot_logs.commands.validate.rule import LOG, Context, Family, found, text, timestamp
 from copilot_logs.derive import TYPE
 from copilot_logs.ingest.decode.cli_format import EPHEMERAL_TYPES, KNOWN_TYPES
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.commands.validate.context import (
+from copilot_logs.commands.validate.rule import (
     LOG,
     SUBAGENT_END,
     SUBAGENT_KEY,
     Context,
+    Family,
     found,
     shared,
     text,
 )
-from copilot_logs.commands.validate.rule import Family
 from copilot_logs.derive import TYPE
 
 SUBAGENTS = Family("S")

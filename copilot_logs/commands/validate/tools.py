@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.validate.context import (
+from copilot_logs.commands.validate.rule import (
     LOCATION,
     LOG,
     SUBAGENT_END,
@@ -14,13 +14,13 @@ from copilot_logs.commands.validate.context import (
     TOOL_COMPLETE,
     TOOL_START,
     Context,
+    Family,
     found,
     shared,
     text,
     tool_starts,
     why_shut_down,
 )
-from copilot_logs.commands.validate.rule import Family
 from copilot_logs.derive import MAIN, TYPE
 
 TOOLS = Family("X")

@@ -5,15 +5,15 @@ from __future__ import annotations
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.validate.context import (
+from copilot_logs.commands.validate.rule import (
     LOG,
     Context,
+    Family,
     found,
     shared,
     text,
     why_shut_down,
 )
-from copilot_logs.commands.validate.rule import Family
 from copilot_logs.derive import MAIN, TURN_END, TURN_START, TYPE
 
 TURNS = Family("T")

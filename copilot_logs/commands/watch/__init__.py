@@ -1,7 +1,7 @@
 """The core of ``watch``: which logs to follow, and their events folded into a live state.
 
 Following the files as they grow is :mod:`copilot_logs.commands.watch.tail`; the ndjson records are
-:mod:`copilot_logs.commands.watch.records`. Every figure is derived from the accumulated events
+:mod:`copilot_logs.commands.watch.tail`. Every figure is derived from the accumulated events
 frame by the batch commands' own functions (:func:`copilot_logs.commands.count.count`,
 :mod:`copilot_logs.derive`, :func:`copilot_logs.commands.audit.audit`), so ``watch`` cannot
 disagree with them.

@@ -1,22 +1,30 @@
-"""Options every command shares, and the one way commands load sessions."""
+"""Options every command shares, and the one way commands load sessions.
+
+Also the values the user gives that only the command line reads: sizes (:func:`parse_size`) and
+time zones for day buckets (:func:`resolve_zone`: an IANA name, else the machine's local zone;
+either known to polars, which buckets the days).
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-from copilot_logs.cli import complete_sessions
-from copilot_logs.errors import ExitCode
+from copilot_logs.cli import Command, complete_sessions
+from copilot_logs.errors import ExitCode, SelectionError
 from copilot_logs.render import output
+from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import report_damage, report_growth
-from copilot_logs.render.output import one_line
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -31,6 +39,7 @@ if TYPE_CHECKING:
     from copilot_logs.store.collect import BatchResult
 
     Engine = Callable[[list[Source], Callable[[ReadResult], Any]], Iterable[BatchResult[Any]]]
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -84,6 +93,24 @@ def reading_flags() -> list[Callable[[F], F]]:
     return [no_cache, quiet]
 
 
+def selectors_and_root(*, stdin: bool) -> list[Callable[[F], F]]:
+    """The SELECTORS argument (``-``, standard input, with ``stdin``) and --root."""
+    return [
+        click.argument(
+            "selectors",
+            nargs=-1,
+            metavar="[SESSION|PREFIX|PATH|-]..." if stdin else "[SESSION|PREFIX|PATH]...",
+            shell_complete=complete_sessions,
+        ),
+        click.option(
+            "--root",
+            type=click.Path(path_type=Path, file_okay=False),
+            help="Folder of sessions [default: $COPILOT_HOME/session-state or "
+            "~/.copilot/session-state].",
+        ),
+    ]
+
+
 def selection_options(function: F, *, stdin: bool = True) -> F:
     """SELECTORS plus --root, --since, --until, --latest, --no-cache and --quiet, read the same
     way by every command: the command receives them as one ``picked`` argument (a
@@ -103,18 +130,7 @@ def selection_options(function: F, *, stdin: bool = True) -> F:
         return function(*args, picked=picked, **kwargs)
 
     decorators = [
-        click.argument(
-            "selectors",
-            nargs=-1,
-            metavar="[SESSION|PREFIX|PATH|-]..." if stdin else "[SESSION|PREFIX|PATH]...",
-            shell_complete=complete_sessions,
-        ),
-        click.option(
-            "--root",
-            type=click.Path(path_type=Path, file_okay=False),
-            help="Folder of sessions [default: $COPILOT_HOME/session-state or "
-            "~/.copilot/session-state].",
-        ),
+        *selectors_and_root(stdin=stdin),
         click.option(
             "--since",
             metavar="WHEN",
@@ -411,13 +427,144 @@ def parse_duration(ctx: click.Context, param: click.Parameter, value: str) -> ti
         raise click.BadParameter(str(error), ctx, param) from None
 
 
-def parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A size option's value (see :mod:`copilot_logs.sizes`) -> bytes (None when not given)."""
-    from copilot_logs.sizes import parse_size as parse
+LARGEST_SIZE = 1 << 60
+"""The largest size taken (an exbibyte): more than any disk, and still an int64."""
+_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?b?)", re.IGNORECASE)
+_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 
+
+def parse_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A size option's value -> bytes (None when not given): ``500M``, ``1.5G``, ``20GiB``,
+    ``10MB`` or a bare number of bytes, read as ``du`` and ``ls`` read them: K, M, G, T (and KiB
+    ... TiB) are powers of 1024, KB, MB, GB, TB powers of 1000."""
     if value is None:
         return None
+    found = _SIZE.fullmatch(value.strip())
+    if found is None or (found[2] == "" and found[3].lower() not in ("", "b")):
+        why = f"{value!r} is not a size like 500M, 1.5G, 20GiB, 10MB or 4096 (bytes)"
+        raise click.BadParameter(why, ctx, param)
+    number, prefix, suffix = found[1], found[2].lower(), found[3].lower()
+    size = float(number) * (1000 if suffix == "b" and prefix else 1024) ** _POWER[prefix]
+    if size > LARGEST_SIZE:
+        raise click.BadParameter(
+            f"{value!r} is larger than the largest size taken, 1EiB", ctx, param
+        )
+    return int(size)
+
+
+def reading_command(
+    *formats: str, default: str = "table", engine: bool = True, stdin: bool = True
+) -> Callable[[Callable[..., None]], click.Command]:
+    """A command that reads session logs: click's command, called with the context first and
+    SELECTORS and the options of :func:`selection_options` as one ``picked``; then --engine and
+    --master (unless ``engine`` is false) and --format FORMATS (none without ``formats``). In
+    --help these come first, the command's own options after them."""
+
+    def declare(function: Callable[..., None]) -> click.Command:
+        wrapped: Any = click.pass_context(function)
+        if formats:
+            wrapped = format_option(*formats, default=default)(wrapped)
+        if engine:
+            wrapped = engine_options(wrapped)
+        return click.command(cls=Command)(selection_options(wrapped, stdin=stdin))
+
+    return declare
+
+
+def fail_on_option(
+    verdicts: Sequence[str], default: str, *, also: tuple[str, str] | None = None
+) -> Callable[[F], F]:
+    """--fail-on VERDICT,...: exit 1 when a session gets one of these verdicts (``none``:
+    never); ``also`` is one more name and what it marks. The command receives a frozenset."""
+    names = (*verdicts, also[0]) if also else tuple(verdicts)
+
+    def chosen(ctx: click.Context, param: click.Parameter, value: str) -> frozenset[str]:
+        picked = {part.strip().lower() for part in value.split(",") if part.strip()}
+        picked.discard("none")
+        unknown = sorted(picked - set(names))
+        if unknown:
+            raise click.BadParameter(
+                f"unknown verdict {', '.join(unknown)}; choose from {', '.join(names)} (or none)",
+                ctx,
+                param,
+            )
+        return frozenset(picked)
+
+    more = f"; and `{also[0]}`, {also[1]}." if also else "."
+    return click.option(
+        "--fail-on",
+        metavar="VERDICT,...",
+        default=default,
+        show_default=True,
+        callback=chosen,
+        help="Exit 1 when a session gets one of these verdicts (`none`: never). Verdicts: "
+        + ", ".join(verdicts)
+        + more,
+    )
+
+
+def running_within_option(what: str) -> Callable[[F], F]:
+    """--running-within DURATION (default 10m): ``what`` is a session whose last event is this
+    recent; the command receives a timedelta."""
+    return click.option(
+        "--running-within",
+        default="10m",
+        callback=parse_duration,
+        show_default=True,
+        metavar="DURATION",
+        help=f"{what} (90s, 10m, 1h; a bare number is seconds; 0: never).",
+    )
+
+
+def nudge_cap_option(note: str = "its default is 5") -> Callable[[F], F]:
+    """--nudge-cap N (default 5, the CLI's own): the nudges per task after which the CLI stops."""
+    return click.option(
+        "--nudge-cap",
+        type=click.IntRange(min=1),
+        default=5,
+        show_default=True,
+        help=f"Nudges per task after which the CLI stops ({note}).",
+    )
+
+
+def local_zone_name() -> str:
+    """The local IANA zone: $TZ, else what /etc/localtime points at, else UTC."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
     try:
-        return parse(value)
-    except ValueError as error:
-        raise click.BadParameter(str(error), ctx, param) from None
+        target = str(Path("/etc/localtime").resolve())
+        if "zoneinfo/" in target:
+            candidates.append(target.split("zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    for name in candidates:
+        if name and _valid_zone(name):
+            return name
+    return "UTC"
+
+
+def _valid_zone(name: str) -> bool:
+    """Whether both Python and polars know the zone: the system's zone files also hold
+    names polars' own database refuses (``posixrules``, ``localtime``, ``Factory``,
+    ``posix/...``, ``right/...``)."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    import polars as pl
+
+    try:
+        pl.Series([0], dtype=pl.Datetime("ms", "UTC")).dt.convert_time_zone(name)
+    except pl.exceptions.PolarsError:
+        return False
+    return True
+
+
+def resolve_zone(name: str | None) -> str:
+    """An IANA zone name checked to exist; None means the local zone."""
+    if name is None:
+        return local_zone_name()
+    if not _valid_zone(name):
+        raise SelectionError(
+            f"--tz {name}: unknown time zone; use an IANA name like Europe/Berlin or UTC"
+        )
+    return name
