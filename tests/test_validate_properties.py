@@ -167,13 +167,23 @@ def drop_turn_end(
     ends = [i for i, e in enumerate(events) if _main(e, "assistant.turn_end")]
     k = data.draw(st.sampled_from(ends), label="dropped turn_end")
     start = max(i for i in range(k) if _main(events[i], "assistant.turn_start"))
-    following = [i for i in range(k + 1, len(events)) if _main(events[i], "assistant.turn_start")]
-    # The line after the gap points at the lost line; the next turn_start finds a turn open
-    # (or, with none left, the turn stays open to the end: T204, or T205 when a shutdown
-    # follows, which reads as the user quitting with the turn open).
-    shut_down = any(e["type"] == "session.shutdown" for e in events[k + 1 :])
-    last_rule = "T205" if shut_down else "T204"
-    turn_rule = ("T202", following[0]) if following else (last_rule, start + 1)
+    # A session.resume starts a new run of the CLI (derive's segment): the open turn belongs
+    # to the run it was written in, and only that run's next turn_start finds it open.
+    run_end = next(
+        (i for i in range(k + 1, len(events)) if events[i]["type"] == "session.resume"),
+        len(events),
+    )
+    following = [i for i in range(k + 1, run_end) if _main(events[i], "assistant.turn_start")]
+    # The line after the gap points at the lost line; the run's next turn_start finds a turn
+    # open (T202). With none left in the run, the turn stays open to the run's end: T205 when
+    # a shutdown follows in that run (the user quitting with the turn open), T206 when the run
+    # ended without one and a later run resumed the session, else T204.
+    if following:
+        turn_rule: tuple[str, int | None] = ("T202", following[0])
+    elif any(e["type"] == "session.shutdown" for e in events[k + 1 : run_end]):
+        turn_rule = ("T205", start + 1)
+    else:
+        turn_rule = ("T206" if run_end < len(events) else "T204", start + 1)
     expected = {("E104", k + 1), turn_rule} | _shutdowns_after(events, k, -1)
     expected |= _resumes_after(events, k, -1)
     return synth.join_lines(lines[:k] + lines[k + 1 :]), expected
