@@ -32,6 +32,9 @@ rotel = pytest.importorskip(
     "these tests)",
 )
 
+# rotel is a process of its own: these tests are in the `process` tier (docs/development.md).
+pytestmark = pytest.mark.process
+
 AGENT = Path(rotel.__file__).with_name("rotel-agent")
 LOGS = [str(SAMPLES), *sorted(str(p) for p in COMMITTED.glob("*/*/events.jsonl"))]
 
@@ -50,9 +53,8 @@ def listening(port: int) -> bool:
 @pytest.fixture
 def collector(tmp_path: Path) -> Iterator[tuple[str, Sink]]:
     """rotel on a free loopback port, exporting over OTLP/HTTP to a sink; (its URL, the sink)."""
-    with Sink() as sink:
+    with Sink() as sink, (tmp_path / "rotel.log").open("wb") as log:
         port = free_port()
-        log = (tmp_path / "rotel.log").open("wb")
         agent = subprocess.Popen(
             [
                 str(AGENT),
@@ -88,7 +90,6 @@ def collector(tmp_path: Path) -> Iterator[tuple[str, Sink]]:
             except subprocess.TimeoutExpired:
                 os.killpg(agent.pid, signal.SIGKILL)
                 agent.wait()
-            log.close()
 
 
 def otel(*args: str) -> Result:
