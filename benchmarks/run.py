@@ -320,6 +320,46 @@ def disk_bench(cli: list[str], root: Path | None) -> Bench:
     )
 
 
+CCUSAGE = "CCUSAGE"
+"""The ccusage executable of the peer row (else ``ccusage`` on PATH); never a dependency."""
+CCUSAGE_INSTALL = "npm install ccusage@20.0.24 @ccusage/ccusage-linux-x64@20.0.24"
+
+
+def _ccusage_sessions(stdout: bytes) -> int | None:
+    report = orjson.loads(stdout)
+    sessions = report.get("sessions") if isinstance(report, dict) else None
+    return len(sessions) if isinstance(sessions, list) else None
+
+
+def ccusage_bench(folder: Path, manifest: Manifest, work: Path) -> Bench:
+    """The native peer (issue 39): ``ccusage copilot session --json --offline`` on the corpus,
+    through a Copilot home of its own whose ``session-state`` is a link to the corpus, and an
+    empty HOME. Its count is the sessions it found, against the corpus's."""
+    label = "ccusage copilot session (peer)"
+    program = os.environ.get(CCUSAGE) or shutil.which("ccusage")
+    if not program:
+        then = f"{CCUSAGE}=node_modules/.bin/ccusage"
+        skip = f"ccusage is not installed ({CCUSAGE_INSTALL}; then {then})"
+        return Bench("ccusage", label, [], "baseline", skip=skip)
+    home = work / "ccusage"
+    (home / "home").mkdir(parents=True, exist_ok=True)
+    (home / "copilot").mkdir(exist_ok=True)
+    link = home / "copilot" / "session-state"
+    if not link.is_symlink():
+        link.symlink_to(folder, target_is_directory=True)
+    return Bench(
+        "ccusage",
+        label,
+        [program, "copilot", "session", "--json", "--offline"],
+        "baseline",
+        counter=_ccusage_sessions,
+        expected=manifest.sessions,
+        env={"HOME": str(home / "home"), "COPILOT_HOME": str(home / "copilot")},
+        note="issue 39's target: usage (cold) within 2× this row; its count is the sessions it "
+        "found",
+    )
+
+
 def copilot_logs_argv() -> list[str]:
     script = Path(sys.executable).with_name("copilot-logs")
     return [str(script)] if script.is_file() else [sys.executable, "-m", "copilot_logs"]
@@ -429,6 +469,7 @@ def plan(
             "stops at the first damaged line; the × polars ratios use its time scaled to the "
             "whole corpus",
         ),
+        ccusage_bench(folder, manifest, Path(env["XDG_CACHE_HOME"]).parent),
     ]
     cli = copilot_logs_argv()
     largest = str(folder / manifest.largest_file)
@@ -864,6 +905,7 @@ IDS = (
     "json",
     REFERENCE_ORJSON,
     REFERENCE_POLARS,
+    "ccusage",
     "count-total",
     "count",
     "sessions",

@@ -110,3 +110,29 @@ def test_a_single_file_of_many_pieces_reads_as_one_clean_session(tmp_path: Path)
         events["parent_id"].slice(1).to_list()
         == events["event_id"].slice(0, events.height - 1).to_list()
     )
+
+
+def test_the_peer_row_reads_the_corpus_through_a_home_of_its_own_or_says_what_to_install(
+    corpus: tuple[Path, Manifest], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import run
+
+    folder, manifest = corpus
+    monkeypatch.delenv(run.CCUSAGE, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
+    absent = run.ccusage_bench(folder, manifest, tmp_path)
+    assert absent.skip.startswith("ccusage is not installed (npm install ccusage@20.0.24")
+    assert not (tmp_path / "ccusage").exists()
+
+    monkeypatch.setenv(run.CCUSAGE, "/opt/peer/ccusage")
+    row = run.ccusage_bench(folder, manifest, tmp_path)
+    assert not row.skip
+    assert row.argv == ["/opt/peer/ccusage", "copilot", "session", "--json", "--offline"]
+    state = Path(row.env["COPILOT_HOME"]) / "session-state"
+    assert state.resolve() == folder.resolve()
+    assert Path(row.env["HOME"]).is_dir() and not any(Path(row.env["HOME"]).iterdir())
+    assert row.expected == manifest.sessions
+    # Its count is the sessions it lists (ccusage's JSON: {"sessions": [...], "totals": ...}).
+    assert row.counter is not None
+    assert row.counter(b'{"sessions":[{"sessionId":"a"},{"sessionId":"b"}],"totals":{}}') == 2
+    assert row.counter(b'{"totals":{}}') is None
