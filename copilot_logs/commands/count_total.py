@@ -125,13 +125,13 @@ def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[Figures]:
     a worker dies, with a traceback.)"""
     if not jobs:
         return []  # every file was in the store: no worker module to import
-    from concurrent.futures import FIRST_COMPLETED, Future, wait
-
     from copilot_logs.store import pool as parallel
 
     plan = parallel.plan(sum(sizes), frames=False)
     if plan.workers < 2 or any(source.path is None for source, _ in jobs):
         return _count_and_keep(jobs, use_cache)
+    from concurrent.futures import FIRST_COMPLETED, Future, wait
+
     batches = parallel.balance(jobs, sizes, plan.workers * 32)
     done: list[list[Figures] | None] = [None] * len(batches)
     todo = list(range(len(batches)))
