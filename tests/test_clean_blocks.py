@@ -325,6 +325,19 @@ def test_a_number_past_a_double_in_a_rare_field_is_reported_where_it_is_read(
     assert (line, "out-of-range-number") in fast.diagnostics.select("line", "kind").rows()
 
 
+@pytest.mark.parametrize(
+    "value", [b"1e300", b"[1e300]", b"[0,9223372036854775808]", b'{"a":[-1.5e19]}']
+)
+def test_a_number_beyond_64_bits_in_a_detail_is_found_wherever_it_stands(value: bytes) -> None:
+    # The whole data of a DETAIL_TYPES line is its detail column: a number orjson reads but
+    # no 64-bit column holds is found there whether it follows ":", "," or "[" (the three
+    # searches of json_limits.may_hold_big_numbers), and reported as line by line.
+    data, line = with_number(every_rare_type(8), "session.start", "extra", value)
+    fast, slow = both_ways(data)
+    assert_same(fast, slow)
+    assert (line, "out-of-range-number") in fast.diagnostics.select("line", "kind").rows()
+
+
 def test_a_rare_field_on_a_type_not_read_for_it_is_skipped_like_any_unread_field() -> None:
     # A summary on an assistant.turn_start is read by no command: 1e999 there is what it is in
     # a field of any other name, skipped by the clean lane (hand rule, docs/damaged-logs.md:

@@ -296,6 +296,23 @@ def test_total_never_imports_polars(cache: str, tmp_path: Path) -> None:
     assert len(list(store.folder().glob("*.entry"))) == (0 if cache == "--no-cache" else 2)
 
 
+@pytest.mark.process
+def test_a_total_read_on_one_core_imports_no_worker_machinery(tmp_path: Path) -> None:
+    """Less to read than is worth a worker (pool.SCAN_PARALLEL_BYTES): multiprocessing and
+    concurrent.futures, most of the start-up cost of a small total, are never imported."""
+    log = write(tmp_path, session(2).to_bytes())
+    code = (
+        "import sys; from copilot_logs.cli import main\n"
+        "try:\n    main(['count', '--total', '--no-cache', sys.argv[1]])\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted({'multiprocessing', 'concurrent.futures'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.splitlines() == ["3", "[]"]
+
+
 def test_the_total_reads_through_the_block_reader_every_command_uses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -237,6 +237,25 @@ def test_open_log_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
         logfile.open_log(tmp_path)
 
 
+@pytest.mark.parametrize("buffered", [True, False])
+def test_open_log_says_why_it_cannot_open_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffered: bool
+) -> None:
+    """The kind of file is found after the open fails (a socket cannot be opened at all), and
+    any other failure is the open's own."""
+    monkeypatch.chdir(tmp_path)  # a socket's path is limited to about 100 bytes
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind("s")
+        with pytest.raises(logfile.NotALogFile, match="a socket, not a regular file"):
+            logfile.open_log(Path("s"), buffered=buffered)
+    with pytest.raises(FileNotFoundError):
+        logfile.open_log(tmp_path / "missing", buffered=buffered)
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"x" * 70_000)
+    with logfile.open_log(log, buffered=buffered) as stream:
+        assert stream.read(65_536) + stream.read(10_000) == b"x" * 70_000
+
+
 def test_a_sessions_folder_we_may_not_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "s"
     shutil.copytree(SAMPLES, root)

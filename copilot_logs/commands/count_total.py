@@ -120,23 +120,38 @@ def count_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Total
 def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[Figures]:
     """Count the jobs, on ``plan.workers`` processes when there is enough to read: this one
     and ``plan.workers - 1`` workers. The pool takes batches from the first, two a worker at a
-    time, and this process from the last, so it works while the workers start. (No batch is
+    time, and this process from the last, so it works while the workers start (their first
+    batches are handed out from another thread: handing one waits for the worker). (No batch is
     handed out and then taken back: a future cancelled that way breaks Python 3.11's pool when
     a worker dies, with a traceback.)"""
     if not jobs:
         return []  # every file was in the store: no worker module to import
-    from concurrent.futures import FIRST_COMPLETED, Future, wait
-
     from copilot_logs.store import pool as parallel
 
     plan = parallel.plan(sum(sizes), frames=False)
     if plan.workers < 2 or any(source.path is None for source, _ in jobs):
         return _count_and_keep(jobs, use_cache)
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
     batches = parallel.balance(jobs, sizes, plan.workers * 32)
     done: list[list[Figures] | None] = [None] * len(batches)
     todo = list(range(len(batches)))
     with parallel.executor(plan.workers - 1, frames=False) as pool:
-        running: dict[Future[list[Figures]], int] = {}
+        # Handing a worker its first batch waits until it has started (its fork server imports
+        # the reader first, a tenth of a second): the first batches are handed out from another
+        # thread, and this process reads meanwhile.
+        first = todo[: 2 * (plan.workers - 1)]
+        del todo[: len(first)]
+
+        def hand_first() -> dict[Future[list[Figures]], int]:
+            return {pool.submit(_count_and_keep, batches[i], use_cache): i for i in first}
+
+        with ThreadPoolExecutor(1) as starter:
+            handed = starter.submit(hand_first)
+            while todo and not handed.done():
+                index = todo.pop()
+                done[index] = _count_and_keep(batches[index], use_cache)
+            running = handed.result()
         while todo or running:
             while todo and len(running) < 2 * (plan.workers - 1):
                 index = todo.pop(0)

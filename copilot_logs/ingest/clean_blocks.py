@@ -95,12 +95,13 @@ def decode_run(
     ids = [event.id for event in events]
     if len(set(ids)) != len(ids) or not seen_ids.isdisjoint(ids):
         return None
-    starts = [start, *(end + 1 for end in ends[:-1])]
     kinds = [event.type for event in events]
-    details = _details(view, kinds, starts, ends)
+    lines = _Lines(view, start, ends)
+    rows = [row for row, kind in enumerate(kinds) if kind in _READ_AGAIN]
+    details = _details(lines, kinds, rows)
     if details is None:
         return None
-    rare = _rare_fields(view, kinds, starts, ends)
+    rare = _rare_fields(lines, kinds, rows)
     if rare is None:
         return None
     sessions = [(row, data.sessionId) for row, data in rare.items() if kinds[row] == START]
@@ -112,6 +113,7 @@ def decode_run(
     ]
     for row, data in rare.items():
         datas[row] = data
+    starts = [start, *(end + 1 for end in ends[:-1])]
     envelope: list[list[Any]] = [
         list(range(number, number + len(events))),
         [offset + at for at in starts],
@@ -126,18 +128,32 @@ def decode_run(
 
 
 START = "session.start"
+_READ_AGAIN = DETAIL_TYPES | RARE_TYPES
+"""The types whose lines are read again, alone: for the ``detail`` column, or the fields
+only :class:`copilot_logs.ingest.decode.event_structs.Data` holds (few lines are)."""
 
 
-def _rare_fields(
-    view: memoryview, kinds: list[str], starts: list[int], ends: list[int]
-) -> dict[int, Data] | None:
-    """The whole ``data`` of each line of RARE_TYPES, by row: each of those lines decoded
-    again, alone (:data:`copilot_logs.ingest.decode.event_structs.FULL_EVENT`); None when one
-    of them holds a value its fields refuse (the line reader then reads it, and reports it)."""
-    rows = [row for row, kind in enumerate(kinds) if kind in RARE_TYPES]
+class _Lines:
+    """The lines of a run by row, each cut out only when asked for (few are): its newline
+    excluded."""
+
+    __slots__ = ("ends", "start", "view")
+
+    def __init__(self, view: memoryview, start: int, ends: list[int]) -> None:
+        self.view, self.start, self.ends = view, start, ends
+
+    def __getitem__(self, row: int) -> memoryview:
+        return self.view[self.ends[row - 1] + 1 if row else self.start : self.ends[row]]
+
+
+def _rare_fields(lines: _Lines, kinds: list[str], rows: list[int]) -> dict[int, Data] | None:
+    """The whole ``data`` of each line of RARE_TYPES among ``rows``, by row: each of those
+    lines decoded again, alone (:data:`copilot_logs.ingest.decode.event_structs.FULL_EVENT`);
+    None when one of them holds a value its fields refuse (the line reader then reads it, and
+    reports it)."""
     decode = FULL_EVENT.decode
     try:
-        return {row: decode(view[starts[row] : ends[row]]).data for row in rows}
+        return {row: decode(lines[row]).data for row in rows if kinds[row] in RARE_TYPES}
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
 
@@ -170,15 +186,13 @@ def _one_object_a_line(block: bytes, start: int, ends: list[int]) -> bool:
     return all(block[end - 1] == 125 and (end == last or block[end + 1] == 123) for end in ends)
 
 
-def _details(
-    view: memoryview, kinds: list[str], starts: list[int], ends: list[int]
-) -> list[str | None] | None:
-    """The ``detail`` column of the run; None when a payload holds what only the line reader
-    handles."""
+def _details(lines: _Lines, kinds: list[str], rows: list[int]) -> list[str | None] | None:
+    """The ``detail`` column of the run (its DETAIL_TYPES are among ``rows``); None when a
+    payload holds what only the line reader handles."""
     details: list[str | None] = [None] * len(kinds)
-    for row, kind in enumerate(kinds):
-        if kind in DETAIL_TYPES:
-            text = _clean_detail(view[starts[row] : ends[row]])
+    for row in rows:
+        if kinds[row] in DETAIL_TYPES:
+            text = _clean_detail(lines[row])
             if text is False:
                 return None
             details[row] = text

@@ -34,17 +34,27 @@ def display_name(path: Path | str) -> str:
     return text
 
 
-def open_log(path: Path) -> BinaryIO:
+def open_log(path: Path, *, buffered: bool = True) -> BinaryIO:
     """Open a log for reading; raises OSError (NotALogFile for a name that is not UTF-8 or a
     file that is not a regular one). Opened without blocking, so a named pipe nobody writes to
-    is refused, not waited on."""
+    is refused, not waited on. Not ``buffered``: a raw file, for a reader that reads in large
+    blocks (fewer system calls per file)."""
     if display_name(path) != str(path):
         raise NotALogFile(errno.EILSEQ, "its path is not valid UTF-8")
-    _regular(os.stat(path).st_mode)  # a socket cannot even be opened: say what it is
-    descriptor = _open_regular(path)
+    try:
+        descriptor = _open_regular(path)
+    except NotALogFile:
+        raise
+    except OSError as error:  # a socket cannot even be opened: say what it is
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            raise error from None
+        _regular(mode)
+        raise
     try:
         os.set_blocking(descriptor, True)
-        return os.fdopen(descriptor, "rb")
+        return os.fdopen(descriptor, "rb", buffering=-1 if buffered else 0)
     except BaseException:
         os.close(descriptor)
         raise
@@ -86,9 +96,10 @@ class Capped:
     """A binary stream read no further than byte ``end``: what a log held when the command
     reached it, however fast it is appended to meanwhile (``watch`` alone follows a log)."""
 
-    def __init__(self, stream: BinaryIO, end: int) -> None:
+    def __init__(self, stream: BinaryIO, end: int, at: int | None = None) -> None:
+        """``at``: where the stream is (asked of it when not given)."""
         self.stream = stream
-        self.left = max(0, end - stream.tell())
+        self.left = max(0, end - (stream.tell() if at is None else at))
 
     def read(self, size: int = -1, /) -> bytes:
         wanted = self.left if size < 0 else min(size, self.left)

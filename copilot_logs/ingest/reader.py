@@ -121,12 +121,11 @@ def _read_source_into(
             return Span(source.name, source.session_hint, 0, 1), None
         return _read(sys.stdin.buffer, source, rows, diagnostics)[0], None
     try:
-        with open_log(source.path) as stream:
-            if resume is not None:
-                stream.seek(resume.end)
+        with open_log(source.path, buffered=False) as stream:  # (read in large blocks)
+            at = stream.seek(resume.end) if resume is not None else 0
             # Up to the size the file has now: a log appended to faster than it is read
             # would keep the reader going for ever (the command says when one grew).
-            capped = Capped(stream, os.fstat(stream.fileno()).st_size)
+            capped = Capped(stream, os.fstat(stream.fileno()).st_size, at)
             return _read(capped, source, rows, diagnostics, resume)
     except OSError as exc:
         before = len(diagnostics.rows)

@@ -11,24 +11,24 @@ does on a bigger machine.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
-from multiprocessing import get_context
-from multiprocessing.connection import Connection
-from multiprocessing.context import BaseContext, ForkServerContext
 from typing import TYPE_CHECKING, TypeVar
 
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.store import worker
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from multiprocessing.connection import Connection
+    from multiprocessing.context import BaseContext
+
     from copilot_logs.store.key import Found
+
+# multiprocessing and concurrent.futures are imported where workers start: a command that
+# reads on one core (:func:`plan`) never pays for importing them.
 
 T = TypeVar("T")
 
@@ -82,6 +82,8 @@ def start_method() -> str:
     that imported the reader but never ran polars. ``spawn`` where it has none (Windows). Never
     plain ``fork``: forking a process whose polars thread pool has started can deadlock the
     child, and macOS's system libraries do not survive a fork."""
+    import multiprocessing
+
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
@@ -103,6 +105,11 @@ def executor(workers: int, *, frames: bool) -> Iterator[ProcessPoolExecutor]:
     it is the server, which outlives this process as long as a worker holds its pipe. On an
     error or Ctrl-C here the pipe is closed and nothing waits for their batches; a worker that
     dies raises :class:`WorkerLost` (one line, not a traceback)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from copilot_logs.store import worker
+
     context = _context(frames)
     lifeline, held = context.Pipe(duplex=False)
     pool = ProcessPoolExecutor(
@@ -136,6 +143,8 @@ WAKE_SECONDS = 0.2
 def as_done(futures: Iterable[Future[T]]) -> Iterator[Future[T]]:
     """The futures as they finish. The wait wakes up every WAKE_SECONDS: Ctrl-C can be handled
     by another thread than the waiting one, and then reaches it only when it wakes."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
     pending = set(futures)
     while pending:
         done, pending = wait(pending, timeout=WAKE_SECONDS, return_when=FIRST_COMPLETED)
@@ -149,6 +158,9 @@ def _stop(pool: ProcessPoolExecutor, held: Connection) -> None:
 
 
 def _context(frames: bool) -> BaseContext:
+    from multiprocessing import get_context
+    from multiprocessing.context import ForkServerContext
+
     context = get_context(start_method())
     if isinstance(context, ForkServerContext):
         modules = (
