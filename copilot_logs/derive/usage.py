@@ -89,21 +89,30 @@ SESSION_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def lifecycle(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, list[dict[str, Any]]]]:
+def _unanswered_turns(annotated: pl.DataFrame) -> pl.DataFrame:
+    """The turns that got no reply: their session and ``line``."""
+    return turns(annotated).filter(pl.col("messages") == 0).select(*SESSION, "line")
+
+
+def lifecycle(
+    annotated: pl.DataFrame, unanswered: pl.DataFrame | None = None
+) -> dict[tuple[str, str], dict[str, list[dict[str, Any]]]]:
     """Per session, the payloads of its main-agent shutdowns, checkpoints and compactions, in
     file order; each shutdown's payload carries ``_calls`` (the LLM calls counted before it),
-    ``_unanswered`` (of those, the turns that got no reply) and ``_segment``.
+    ``_unanswered`` (of those, the turns that got no reply: ``unanswered``, found here when not
+    given) and ``_segment``.
 
     Few lines per session carry usage: just those are parsed, once.
     """
     found: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
-    unanswered = (
-        turns(annotated)
-        .filter(pl.col("messages") == 0)
-        .select(*SESSION, "line", _unanswered=pl.lit(1, pl.Int64))
-    )
+    if unanswered is None:
+        unanswered = _unanswered_turns(annotated)
     counted = (
-        annotated.join(unanswered, on=[*SESSION, "line"], how="left")
+        annotated.join(
+            unanswered.with_columns(_unanswered=pl.lit(1, pl.Int64)),
+            on=[*SESSION, "line"],
+            how="left",
+        )
         .with_columns(
             _calls=pl.col("llm_call").cast(pl.Int64).cum_sum().over(*SESSION),
             _unanswered=pl.col("_unanswered").fill_null(0).cum_sum().over(*SESSION),
@@ -139,9 +148,9 @@ def _message_tokens(annotated: pl.DataFrame) -> dict[tuple[str, str], dict[str, 
     return tokens
 
 
-def _call_counts(annotated: pl.DataFrame) -> pl.DataFrame:
+def _call_counts(annotated: pl.DataFrame, unanswered: pl.DataFrame) -> pl.DataFrame:
     """Per session: LLM calls counted from the events, before and after the last shutdown,
-    the turns before it that got no reply, and its rewinds."""
+    the turns before it that got no reply (of ``unanswered``), and its rewinds."""
     flags = count_flags(annotated)
     last_shutdown = pl.col("line").filter(TYPE == SHUTDOWN).max().over(*SESSION)
     after = pl.col("line") > last_shutdown.fill_null(0)
@@ -155,16 +164,14 @@ def _call_counts(annotated: pl.DataFrame) -> pl.DataFrame:
         .sum()
         .cast(pl.Int64),
     )
-    unanswered = (
-        turns(annotated)
-        .filter(pl.col("messages") == 0)
-        .join(per_file.select(*SESSION, "_last_shutdown"), on=SESSION)
+    before_last = (
+        unanswered.join(per_file.select(*SESSION, "_last_shutdown"), on=SESSION)
         .filter(pl.col("line") < pl.col("_last_shutdown"))
         .group_by(*SESSION)
         .agg(turns_without_reply=pl.len().cast(pl.Int64))
     )
     return (
-        per_file.join(unanswered, on=SESSION, how="left")
+        per_file.join(before_last, on=SESSION, how="left")
         .with_columns(pl.col("turns_without_reply").fill_null(0))
         .drop("_last_shutdown")
     )
@@ -353,7 +360,8 @@ def session_rows(annotated: pl.DataFrame) -> pl.DataFrame:
         "started_at",
         repository=pl.coalesce("repository", "cwd", pl.lit(UNKNOWN)),
     )
-    payloads = lifecycle(annotated)
+    unanswered = _unanswered_turns(annotated)
+    payloads = lifecycle(annotated, unanswered)
     messages = _message_tokens(annotated)
     figures = []
     for file, session_id in facts.select(*SESSION).iter_rows():
@@ -376,7 +384,7 @@ def session_rows(annotated: pl.DataFrame) -> pl.DataFrame:
         annotated, facts.join(pl.DataFrame(figures, schema=schema), on=SESSION, how="left")
     )
     table = (
-        table.join(_call_counts(annotated), on=SESSION, how="left")
+        table.join(_call_counts(annotated, unanswered), on=SESSION, how="left")
         .join(_segments(annotated, payloads), on=SESSION, how="left")
         .with_columns(reconciliation=_reconciliation())
         .with_columns(

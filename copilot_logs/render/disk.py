@@ -57,20 +57,16 @@ def _beside(beside: list[dict[str, Any]]) -> None:
         output.echo(f"  {one_line(row['name'])}: {size} ({files}) in {one_line(row['folder'])}")
 
 
-def _size(value: Any) -> str:
-    return human_bytes(value)
-
-
 SESSION_TABLE = [
     Column("session_id", "session", 1, format=short_id),
     Column("category", "category", 1),
     Column("lock", "lock", 3),
-    Column("allocated_bytes", "size", 1, numeric=True, format=_size),
-    Column("log_allocated", "log", 2, numeric=True, format=_size),
-    Column("files_allocated", "files/", 2, numeric=True, format=_size),
-    Column("checkpoints_allocated", "checkpoints", 6, numeric=True, format=_size),
-    Column("rewind_allocated", "rewind", 6, numeric=True, format=_size),
-    Column("other_allocated", "other", 5, numeric=True, format=_size),
+    Column("allocated_bytes", "size", 1, numeric=True, format=human_bytes),
+    Column("log_allocated", "log", 2, numeric=True, format=human_bytes),
+    Column("files_allocated", "files/", 2, numeric=True, format=human_bytes),
+    Column("checkpoints_allocated", "checkpoints", 6, numeric=True, format=human_bytes),
+    Column("rewind_allocated", "rewind", 6, numeric=True, format=human_bytes),
+    Column("other_allocated", "other", 5, numeric=True, format=human_bytes),
     Column("files", "count", 4, numeric=True),
     Column("last_activity", "last activity", 2, format=local_time),
     Column("user_prompts", "prompts", 3, numeric=True),
@@ -82,7 +78,7 @@ SESSION_TABLE = [
 CATEGORY_TABLE = [
     Column("category", "category", 1),
     Column("sessions", "sessions", 1, numeric=True),
-    Column("allocated_bytes", "size", 1, numeric=True, format=_size),
-    Column("files_allocated", "files/", 2, numeric=True, format=_size),
+    Column("allocated_bytes", "size", 1, numeric=True, format=human_bytes),
+    Column("files_allocated", "files/", 2, numeric=True, format=human_bytes),
     Column("files", "count", 3, numeric=True),
 ]

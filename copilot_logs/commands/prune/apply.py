@@ -368,7 +368,8 @@ def record(
     }
 
 
-def _item(item: Item) -> dict[str, Any]:
+def _what(item: Item) -> dict[str, Any]:
+    """What an item of the plan is, and why: the fields every record of it starts with."""
     return {
         "session_id": item.folder.name,
         "category": item.category,
@@ -376,6 +377,12 @@ def _item(item: Item) -> dict[str, Any]:
         "why": item.why,
         "bytes": item.bytes,
         "allocated_bytes": item.allocated_bytes,
+    }
+
+
+def _item(item: Item) -> dict[str, Any]:
+    return {
+        **_what(item),
         "from": display_name(
             item.folder.path if item.action != FILES else item.folder.path / "files"
         ),
@@ -567,12 +574,7 @@ def rows(plan: Plan, applied: Applied | None = None) -> list[dict[str, Any]]:
         entry = done.get(id(item))
         found.append(
             {
-                "session_id": item.folder.name,
-                "category": item.category,
-                "action": item.action,
-                "why": item.why,
-                "bytes": item.bytes,
-                "allocated_bytes": item.allocated_bytes,
+                **_what(item),
                 "last_activity": item.folder.last_activity,
                 "status": "done" if entry else "skipped" if id(item) in skipped else "planned",
                 "to": entry.to if entry else None,
