@@ -20,7 +20,7 @@ from copilot_logs.commands import count
 from copilot_logs.commands.usage import report, session_usage
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
-from copilot_logs.spark import engine, tasks
+from copilot_logs.spark import engine
 from copilot_logs.store import collect
 
 from .conftest import SAMPLES, SPARK_EXTRA
@@ -49,7 +49,7 @@ def test_files_are_grouped_by_size_and_never_split() -> None:
     files = [
         (Source(Path(f"{n}.jsonl"), str(n)), b"x" * size) for n, size in enumerate([5, 5, 12, 1])
     ]
-    groups = list(tasks.grouped(files, limit=10))
+    groups = list(engine.grouped(files, limit=10))
     assert [[s.session_hint for s, _ in g] for g in groups] == [["0", "1"], ["2"], ["3"]]
 
 
@@ -139,7 +139,7 @@ def _arrow_batch(logs: list[tuple[Source, bytes]]) -> Any:
 def _run_task(logs: list[tuple[Source, bytes]], fn: Callable[[ReadResult], Any]) -> list[Any]:
     """The executors' function (``mapInArrow``'s) over the logs: each batch's Done."""
     named = engine.by_key(source for source, _ in logs)
-    out = tasks.task(fn, named)(iter([_arrow_batch(logs)]))
+    out = engine.task(fn, named)(iter([_arrow_batch(logs)]))
     return [pickle.loads(batch.column("result")[0].as_py()) for batch in out]
 
 

@@ -17,13 +17,14 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.spark.engine import (
     by_key,
     files_frame,
+    grouped,
     is_uri,
     list_uris,
     opens,
     plain,
     session,
+    sources_in,
 )
-from copilot_logs.spark.tasks import grouped, sources_in
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,20 +1,12 @@
 """The Spark engine: the project's own reader and per-batch core functions, run on executors.
 
 Spark reads the logs (``binaryFile``: local paths or any URI the cluster's Hadoop file systems
-read, ``s3a://`` included), each file whole in one task; a task reads its files in batches of
-about BATCH_BYTES and maps the command's core function over each by the local engine's own
-batch step (:func:`copilot_logs.store.collect.map_held`: the same batch reader, the same
-fallback when a log breaks the reader or the function), and sends back the pickled value with
-the batch's diagnostics. The driver gets exactly what
-:func:`copilot_logs.store.collect.map_batches` gives locally, so the commands combine and render
-the values as they always do. A session resumed in its log stays in one file, so in one batch:
-it is judged whole.
-
-A local file that cannot be opened (or that Spark fails to read) is read on the driver by the
-local reader, which reports it as the local engine does. Spark's own failures become
-:class:`SparkError` (one line, an exit code), never a traceback. How far Spark is (starting,
-then the job's tasks done, from its status tracker polled on a thread) goes to an object the
-command line passes (:class:`copilot_logs.render.output.SparkStatus`).
+read, ``s3a://`` included), each file whole in one task. A task maps the command's core function
+over batches of its files by the local engine's own batch step
+(:func:`copilot_logs.store.collect.map_held`), so the driver gets what the local
+:func:`copilot_logs.store.collect.map_batches` gives. A file Spark cannot be given or read is
+read on the driver by the local reader. Spark's failures become :class:`SparkError`, one line and
+an exit code. See docs/spark.md.
 """
 
 from __future__ import annotations
@@ -29,78 +21,44 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from copilot_logs.errors import CopilotLogsError, ExitCode
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
 from copilot_logs.ingest.logfile import open_log
-from copilot_logs.spark.tasks import RESULT_SCHEMA, Done, key, task
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
     from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.store.collect import BatchResult
 
-
+T = TypeVar("T")
 POLL_SECONDS = 0.5
-"""How often the status tracker is asked while a job runs."""
+BATCH_BYTES = 24 << 20
+"""A task reads and reduces its files in batches of about this much input (as locally)."""
+MAX_FILE_BYTES = (1 << 31) - 1
+"""The largest file Spark's ``binaryFile`` reads (one larger fails the whole job)."""
+MAX_LEFT_OUT = 16
+"""Files Spark fails to read that a job is run again without (a job fails whole for one)."""
+RESULT_SCHEMA = "result binary"
+
+_GLOB = re.compile(r"([\\*?\[\]{}])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_WRAPPERS = ("An error occurred while calling", "An exception was thrown from the Python worker")
+_FILE_IN_ERROR = re.compile(r"(?:reading file|does not exist:) ([a-z][a-z0-9+.-]*:\S+)")
 
 
 class Progress(Protocol):
     """What Spark is doing, as it happens."""
 
-    def starting(self, master: str) -> None:
-        """A new Spark session is being started on ``master`` (the JVM takes seconds)."""
+    def starting(self, master: str) -> None: ...
 
-    def tasks(self, done: int, total: int) -> None:
-        """The running job has ``done`` of its ``total`` tasks finished."""
+    def tasks(self, done: int, total: int) -> None: ...
 
-    def finished(self) -> None:
-        """The work on Spark is over (done, or failed)."""
-
-
-def tasks_done(spark: SparkSession) -> tuple[int, int]:
-    """The tasks finished and in all, over the stages running now."""
-    tracker = spark.sparkContext.statusTracker()
-    done = total = 0
-    for stage in tracker.getActiveStageIds():
-        info = tracker.getStageInfo(stage)
-        if info is not None:
-            done += info.numCompletedTasks
-            total += info.numTasks
-    return done, total
-
-
-@contextmanager
-def watching(spark: SparkSession, progress: Progress | None) -> Iterator[None]:
-    """While the block runs a job, tell ``progress`` how far it is, every POLL_SECONDS."""
-    if progress is None:
-        yield
-        return
-    stop = threading.Event()
-
-    def poll() -> None:
-        while not stop.wait(POLL_SECONDS):
-            done, total = tasks_done(spark)
-            if total:
-                progress.tasks(done, total)
-
-    thread = threading.Thread(target=poll, name="copilot-logs-spark-progress", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
-T = TypeVar("T")
-
-_GLOB = re.compile(r"([\\*?\[\]{}])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_WRAPPERS = ("An error occurred while calling", "An exception was thrown from the Python worker")
+    def finished(self) -> None: ...
 
 
 class SparkError(CopilotLogsError):
@@ -126,9 +84,26 @@ class RemoteSource(Source):
         return self.uri
 
 
+@dataclass(frozen=True)
+class Done:
+    """A batch's result as it travels back to the driver, with the files it read."""
+
+    value: Any
+    diagnostics: Any
+    files_with_events: list[str]
+    names: list[str]
+
+
 def is_uri(selector: str) -> bool:
-    """A selector Spark resolves (``s3a://bucket/logs``, ``file:///x``), not a local one."""
     return "://" in selector
+
+
+def key(path: str) -> str:
+    """A file as Spark names it (``file:/a/b c``) and as we named it, made the same."""
+    parts = urlsplit(path)
+    if parts.scheme in ("", "file"):
+        return os.path.normpath(unquote(parts.path) if parts.scheme else path)
+    return path
 
 
 def session_hint(path: str) -> str:
@@ -142,8 +117,7 @@ def session_hint(path: str) -> str:
 
 def session(master: str | None = None, progress: Progress | None = None) -> SparkSession:
     """The running SparkSession (under spark-submit or a notebook), else a new one on
-    ``master`` (``local[*]`` when neither says) whose JVM writes its logs to :func:`log_file`,
-    not to the terminal; ``progress`` is told when one is started."""
+    ``master`` (``local[*]`` when neither says) whose JVM writes to :func:`log_file`."""
     try:
         from pyspark import SparkConf
         from pyspark.sql import SparkSession
@@ -177,16 +151,15 @@ def session(master: str | None = None, progress: Progress | None = None) -> Spar
 
 
 def log_file() -> Path:
-    """Where the JVM that copilot-logs starts writes its stderr (Spark's log, executor
-    errors): ``$XDG_CACHE_HOME/copilot-logs/spark.log``, written anew by each run."""
+    """``$XDG_CACHE_HOME/copilot-logs/spark.log``: the JVM's stderr, written anew by each run."""
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return Path(cache) / "copilot-logs" / "spark.log"
 
 
 @contextmanager
 def _stderr_to(path: Path) -> Iterator[None]:
-    """The JVM (and the Python workers it starts) inherit file descriptor 2 when launched:
-    point it at ``path`` for the launch, so that Spark never writes to the user's terminal."""
+    """The JVM (and its Python workers) inherit file descriptor 2 when launched: point it at
+    ``path`` for the launch, so that Spark never writes to the user's terminal."""
     path.parent.mkdir(parents=True, exist_ok=True)
     log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     saved = os.dup(2)
@@ -197,6 +170,32 @@ def _stderr_to(path: Path) -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(log)
+
+
+@contextmanager
+def watching(spark: SparkSession, progress: Progress | None) -> Iterator[None]:
+    """While the block runs a job, tell ``progress`` its tasks done, every POLL_SECONDS."""
+    if progress is None:
+        yield
+        return
+    stop = threading.Event()
+    tracker = spark.sparkContext.statusTracker()
+
+    def poll() -> None:
+        while not stop.wait(POLL_SECONDS):
+            infos = (tracker.getStageInfo(stage) for stage in tracker.getActiveStageIds())
+            stages = [info for info in infos if info is not None]
+            total = sum(info.numTasks for info in stages)
+            if total:
+                progress.tasks(sum(info.numCompletedTasks for info in stages), total)
+
+    thread = threading.Thread(target=poll, name="copilot-logs-spark-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def first_line(error: BaseException) -> str:
@@ -212,7 +211,6 @@ def first_line(error: BaseException) -> str:
 
 
 def spark_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions a Spark call raises for a failed job or a bad path."""
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
@@ -232,19 +230,15 @@ def list_uris(spark: SparkSession, uris: Iterable[str]) -> list[Source]:
             [base] if base.endswith(".jsonl") else [f"{base}/*/{EVENTS_FILE}", f"{base}/*.jsonl"]
         )
         for pattern in patterns:
-            for path in _listed(spark, pattern):
-                sources.append(RemoteSource(None, session_hint(path), uri=path))
+            try:
+                frame = spark.read.format("binaryFile").load(pattern).select("path")
+                paths = sorted(row.path for row in frame.collect())
+            except spark_errors() as error:
+                if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
+                    continue
+                raise SparkJobError(f"cannot list {pattern}: {first_line(error)}") from None
+            sources += [RemoteSource(None, session_hint(path), uri=path) for path in paths]
     return sources
-
-
-def _listed(spark: SparkSession, pattern: str) -> list[str]:
-    try:
-        frame = spark.read.format("binaryFile").load(pattern).select("path")
-        return sorted(row.path for row in frame.collect())
-    except spark_errors() as error:
-        if "PATH_NOT_FOUND" in str(error) or "does not exist" in str(error):
-            return []
-        raise SparkJobError(f"cannot list {pattern}: {first_line(error)}") from None
 
 
 def _location(source: Source) -> str:
@@ -276,15 +270,9 @@ def plain(source: Source) -> bool:
     return name.isprintable() and ":" not in name
 
 
-MAX_FILE_BYTES = (1 << 31) - 1
-"""The largest file Spark's ``binaryFile`` reads (one larger fails the whole job)."""
-
-
 def opens(source: Source) -> bool:
     """Whether Spark can be given the source: a regular file the local reader would open (stat
-    first, as locally, so that a named pipe is never waited on) and Spark can hold whole. Any
-    other is read here by the local reader, which reads a larger file and reports the rest as
-    the local engine does."""
+    first, so that a named pipe is never waited on) and Spark can hold whole."""
     if source.path is None:
         return True
     try:
@@ -295,8 +283,8 @@ def opens(source: Source) -> bool:
 
 
 def files_frame(spark: SparkSession, sources: Sequence[Source]) -> DataFrame:
-    """The sources' bytes as Spark reads them (one row per file: ``path``, ``content``).
-    A file that vanished or cannot be read is left out (the caller reads it locally)."""
+    """The sources' bytes (``path``, ``content``); a file that vanished or cannot be read is
+    left out (the caller reads it locally)."""
     return (
         spark.read.format("binaryFile")
         .option("ignoreMissingFiles", "true")
@@ -304,6 +292,59 @@ def files_frame(spark: SparkSession, sources: Sequence[Source]) -> DataFrame:
         .load([_location(s) for s in sources])
         .select("path", "content")
     )
+
+
+# --- the executors' work ----------------------------------------------------------------------
+
+
+def sources_in(
+    batches: Iterable[pa.RecordBatch], named: dict[str, Source]
+) -> Iterator[tuple[Source, bytes]]:
+    for batch in batches:
+        for index, path in enumerate(batch.column("path").to_pylist()):
+            source = named.get(key(path))
+            if source is not None:
+                yield source, batch.column("content")[index].as_py()
+
+
+def grouped(
+    pairs: Iterable[tuple[Source, bytes]], limit: int = BATCH_BYTES
+) -> Iterator[list[tuple[Source, bytes]]]:
+    """Files in groups of about ``limit`` bytes, at least one file each."""
+    group: list[tuple[Source, bytes]] = []
+    size = 0
+    for source, data in pairs:
+        if group and size + len(data) > limit:
+            yield group
+            group, size = [], 0
+        group.append((source, data))
+        size += len(data)
+    if group:
+        yield group
+
+
+def task(
+    fn: Callable[[ReadResult], Any], named: dict[str, Source]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``mapInArrow``'s function: each group's :class:`Done`, pickled."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        from copilot_logs.store.collect import map_held
+
+        schema = pa.schema([("result", pa.binary())])
+        for group in grouped(sources_in(batches, named)):
+            done = map_held(group, fn)
+            names = [source.name for source, _ in group]
+            value = Done(done.value, done.diagnostics, done.files_with_events, names)
+            result = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            yield pa.RecordBatch.from_pydict({"result": [result]}, schema=schema)
+
+    return run
+
+
+# --- the driver -------------------------------------------------------------------------------
 
 
 def map_batches(
@@ -314,8 +355,7 @@ def map_batches(
     progress: Progress | None = None,
 ) -> Iterator[BatchResult[T]]:
     """``fn`` over batches of the sources on Spark's executors: what
-    :func:`copilot_logs.store.collect.map_batches` gives locally (values in no particular order).
-    ``progress`` hears how far Spark is."""
+    :func:`copilot_logs.store.collect.map_batches` gives locally (in no particular order)."""
     from copilot_logs.store.collect import BatchResult, map_batches
 
     readable = [s for s in sources if plain(s) and opens(s)]
@@ -332,15 +372,10 @@ def map_batches(
         seen.update(done.names)
         yield BatchResult(done.value, done.diagnostics, done.files_with_events)
     missed = [s for s in sources if s.name not in seen]
-    local = [s for s in missed if not isinstance(s, RemoteSource)]
-    yield from map_batches(local, fn)
+    yield from map_batches([s for s in missed if not isinstance(s, RemoteSource)], fn)
     remote = [s for s in missed if isinstance(s, RemoteSource)]
     if remote:
         yield _unread(remote, fn)
-
-
-MAX_LEFT_OUT = 16
-"""Files Spark fails to read that a job is run again without (a job fails whole for one)."""
 
 
 def _collect(
@@ -365,15 +400,12 @@ def _collect(
     raise SparkJobError(f"the Spark job failed on more than {MAX_LEFT_OUT} files")
 
 
-_FILE_IN_ERROR = re.compile(r"(?:reading file|does not exist:) ([a-z][a-z0-9+.-]*:\S+)")
-
-
 def failed_file(error: BaseException, named: dict[str, Source]) -> Source | None:
-    """The source a failed job names as the file it could not read or find, if it names one
-    of ``named`` (what Spark reports: PATH_NOT_FOUND, FAILED_READ_FILE)."""
+    """The source of ``named`` a failed job names as the file it could not read or find
+    (Spark's PATH_NOT_FOUND, FAILED_READ_FILE); None when the job failed as a whole."""
     text = str(error)
     if "FAILED_READ_FILE" not in text and "PATH_NOT_FOUND" not in text:
-        return None  # not about one file: the job failed as a whole
+        return None
     parameters = getattr(error, "getMessageParameters", None)
     paths = [(parameters() or {}).get("path", "")] if callable(parameters) else []
     paths += [found.rstrip(".") for found in _FILE_IN_ERROR.findall(text)]
@@ -392,19 +424,19 @@ def _unread(sources: Sequence[Source], fn: Callable[[ReadResult], T]) -> BatchRe
     from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
     from copilot_logs.store.collect import BatchResult
 
+    count = len(sources)
     diagnostics = pl.DataFrame(
         {
             "session_id": [s.session_hint for s in sources],
             "file": [s.name for s in sources],
-            "line": [0] * len(sources),
-            "offset": [0] * len(sources),
-            "kind": ["unreadable"] * len(sources),
-            "message": ["cannot read the file: Spark could not read it"] * len(sources),
-            "event_id": [None] * len(sources),
-            "more_lines": [None] * len(sources),
-            "new_lines": [None] * len(sources),
+            "line": [0] * count,
+            "offset": [0] * count,
+            "kind": ["unreadable"] * count,
+            "message": ["cannot read the file: Spark could not read it"] * count,
+            "event_id": [None] * count,
+            "more_lines": [None] * count,
+            "new_lines": [None] * count,
         },
         schema=DIAGNOSTICS_SCHEMA,
     )
-    result = ReadResult(empty_events(), diagnostics)
-    return BatchResult(fn(result), diagnostics, [])
+    return BatchResult(fn(ReadResult(empty_events(), diagnostics)), diagnostics, [])
