@@ -2,14 +2,16 @@
 reads: the annotated events with each line's neighbours and turn facts, the reader's
 diagnostics, and the helpers that turn a frame into findings.
 
-A family module (``envelope``, ``turns``, ...) makes one :class:`Family` and declares every rule
-of its letter on it: a check over the prepared events frame with the ``@FAMILY.rule(...)``
-decorator, or a rule the reader reports (its diagnostics) with :meth:`Family.reported`. The code,
-name, severity and texts sit next to the code that finds the breach, so the two cannot drift.
+A family module (``envelope``, ``turns``, ...) declares every rule of its letter on its
+:class:`Family`: a check over the prepared events with ``@FAMILY.rule(code, name, severity)``
+(its docstring is the rule's summary and explanation), or a rule the reader reports with
+:meth:`Family.reported`. The texts sit next to the code that finds the breach, so the two cannot
+drift.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import wraps
@@ -34,8 +36,7 @@ FAMILIES = {
 }
 
 Check = Callable[["Context"], "pl.LazyFrame"]
-"""A check: the prepared events in, one row per breach out (file, line, event_id,
-session_id, message)."""
+"""A check: the prepared events in, one row per breach out (LOCATION and message)."""
 
 
 class UnknownRuleError(CopilotLogsError):
@@ -81,21 +82,24 @@ class Family:
         self.rules: list[Rule] = []
 
     def _add(self, rule: Rule) -> None:
-        """Add ``rule``: its code must carry the family's letter and follow the codes declared
-        before it (so the module reads in code order, and no code is declared twice)."""
+        """Add ``rule``, whose code carries the family's letter and follows the codes declared
+        before it (the module reads in code order; no code is declared twice)."""
         last = self.rules[-1].code if self.rules else ""
         if not rule.code.startswith(self.letter) or rule.code <= last:
             raise ValueError(f"{rule.code} cannot follow {last or 'nothing'} in {self.name}")
         self.rules.append(rule)
 
     def rule(
-        self, code: str, name: str, severity: Severity, summary: str, explanation: str
+        self, code: str, name: str, severity: Severity, summary: str = "", explanation: str = ""
     ) -> Callable[[Check], Check]:
         """Declare a rule whose breaches the decorated check finds (the check is returned as
-        it is)."""
+        it is); unless given, its summary is the first paragraph of the check's docstring and
+        its explanation the rest."""
 
         def register(check: Check) -> Check:
-            self._add(Rule(code, name, severity, summary, explanation, check=check))
+            head, _, rest = inspect.cleandoc(check.__doc__ or "").partition("\n\n")
+            texts = (summary or " ".join(head.split()), explanation or " ".join(rest.split()))
+            self._add(Rule(code, name, severity, *texts, check=check))
             return check
 
         return register
@@ -125,8 +129,7 @@ SUBAGENT_KEY = pl.coalesce("tool_call_id", "agent_id")
 LOCATION = ("file", "line", "event_id", "session_id")
 
 LOG = "_log"
-"""One integer per session log (file and session id): the key the checks window, group and join
-by (cheaper than the two strings of :data:`SESSION`)."""
+"""One integer per session log (file and session id): what checks window, group and join by."""
 
 
 def text(expr: pl.Expr) -> pl.Expr:
@@ -143,14 +146,13 @@ def found(frame: pl.LazyFrame, message: pl.Expr) -> pl.LazyFrame:
     return frame.select(*LOCATION, message=message)
 
 
-def why_shut_down() -> pl.Expr:
-    """What a shutdown after an open turn or tool means: the user quit (a routine shutdown,
-    or one that names no type), or the session ended some other way (``error``)."""
-    return (
-        pl.when(pl.col("_shutdown_type") == "routine")
-        .then(pl.lit("the user ended the session while it ran (e.g. at a permission prompt)"))
-        .otherwise(pl.format("the session shut down ({}) while it ran", "_shutdown_type"))
-    )
+# What a shutdown after an open turn or tool means: the user quit (a routine shutdown, or one
+# that names no type), or the session ended some other way (``error``).
+WHY_SHUT_DOWN = (
+    pl.when(pl.col("_shutdown_type") == "routine")
+    .then(pl.lit("the user ended the session while it ran (e.g. at a permission prompt)"))
+    .otherwise(pl.format("the session shut down ({}) while it ran", "_shutdown_type"))
+)
 
 
 def prepare(events: pl.DataFrame) -> pl.DataFrame:
@@ -196,8 +198,8 @@ def prepare(events: pl.DataFrame) -> pl.DataFrame:
 
 @dataclass
 class Context:
-    """The prepared events and the reader's diagnostics of one batch, with the frames several
-    checks share (see :func:`shared`)."""
+    """The prepared events and the reader's diagnostics of one batch, and the :func:`shared`
+    frames."""
 
     events: pl.LazyFrame
     diagnostics: pl.LazyFrame
