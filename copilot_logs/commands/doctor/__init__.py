@@ -387,9 +387,6 @@ REASONS_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-_SCHEMA = pl.Schema(REASONS_SCHEMA)
-
-
 def facts(result: ReadResult) -> Facts:
     """What doctor needs of one batch of logs: (findings, figures), both by file, so that the
     store keeps them per log."""
@@ -431,7 +428,8 @@ def judge(
     figures = figures.with_columns(characters=pl.coalesce("characters", "bytes"))
     found = pl.concat([found, separators(figures, files)])
     frames = [judged(found, figures), _size(figures, now, running_within)]
-    reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(_SCHEMA) for part in frames])
+    schema = pl.Schema(REASONS_SCHEMA)
+    reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(schema) for part in frames])
     return Doctor(_verdicts(figures, reasons, now, running_within), _sorted(reasons))
 
 
@@ -457,12 +455,9 @@ says little about the weeks after it."""
 def being_written(now: datetime, running_within: timedelta) -> pl.Expr:
     """A session still being written: no shutdown after its last work, and a last event at
     most ``running_within`` before ``now`` (the verdict ``running``)."""
-    recent = (
-        derive.recent(pl.col("last_event_at"), now, running_within)
-        if running_within
-        else pl.lit(False)
-    )
-    return ~pl.col("shut_down") & recent
+    if not running_within:
+        return pl.lit(False)
+    return ~pl.col("shut_down") & derive.recent(pl.col("last_event_at"), now, running_within)
 
 
 def _size(figures: pl.DataFrame, now: datetime, running_within: timedelta) -> pl.DataFrame:

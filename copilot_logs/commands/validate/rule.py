@@ -97,8 +97,7 @@ class Family:
         its explanation the rest."""
 
         def register(check: Check) -> Check:
-            head, _, rest = inspect.cleandoc(check.__doc__ or "").partition("\n\n")
-            texts = (summary or " ".join(head.split()), explanation or " ".join(rest.split()))
+            texts = (summary, explanation) if summary else paragraphs(check.__doc__ or "")
             self._add(Rule(code, name, severity, *texts, check=check))
             return check
 
@@ -117,6 +116,19 @@ class Family:
         """Declare a rule the reader reports: its diagnostics of these ``kinds`` become this
         rule's findings (no ``kinds``: the catch-all for any other kind)."""
         self._add(Rule(code, name, severity, summary, explanation, diagnostics=kinds))
+
+    def reports(self, rules: dict[tuple[str, str, Severity, tuple[str, ...]], str]) -> None:
+        """Declare rules the reader reports: (code, name, severity, kinds) -> the rule's text,
+        its summary and its explanation as a check's docstring holds them."""
+        for (code, name, severity, kinds), text in rules.items():
+            self.reported(code, name, severity, *paragraphs(text), kinds=kinds)
+
+
+def paragraphs(doc: str) -> tuple[str, str]:
+    """A rule's summary and explanation, each on one line: a docstring's first paragraph, and
+    the rest."""
+    head, _, rest = inspect.cleandoc(doc).partition("\n\n")
+    return " ".join(head.split()), " ".join(rest.split())
 
 
 TOOL_START = "tool.execution_start"
