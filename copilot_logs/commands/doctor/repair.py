@@ -293,7 +293,9 @@ def _judged(
 def _salvage(log: BinaryIO, result: ReadResult, done: Repair) -> list[Unit]:
     """The events of the log as units; the bytes between them set aside (listed in ``done``)."""
     units: list[Unit] = []
-    why = _why_by_line(result.diagnostics)
+    # What the reader reported of each line, for the changes made there.
+    messages = pl.format("{}: {}", "kind", "message").str.join("; ")
+    why = dict(result.diagnostics.group_by("line", maintain_order=True).agg(messages).iter_rows())
 
     def gap(data: bytes, offset: int, line: int) -> bool:
         """Set aside ``data`` (read at ``offset``, from ``line``), but for the newline that
@@ -319,13 +321,6 @@ def _salvage(log: BinaryIO, result: ReadResult, done: Repair) -> list[Unit]:
     if not gap(rest, cursor, line) and units and not rest:
         done.changes.append(Change(units[-1].line, "added the newline", "the last line had none"))
     return units
-
-
-def _why_by_line(diagnostics: pl.DataFrame) -> dict[int, str]:
-    why: dict[int, str] = {}
-    for line, kind, message in diagnostics.select("line", "kind", "message").iter_rows():
-        why[line] = f"{why[line]}; {kind}: {message}" if line in why else f"{kind}: {message}"
-    return why
 
 
 def _why(why: dict[int, str], line: int) -> str:

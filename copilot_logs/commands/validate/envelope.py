@@ -162,20 +162,17 @@ def session_id(ctx: Context) -> pl.LazyFrame:
     starts = (
         ctx.events.filter(TYPE == "session.start")
         .unique(subset=["file"], keep="first", maintain_order=True)
-        .with_columns(
-            _expected=named.otherwise(stem),
-            _claimed=pl.col("claimed_session_id"),
-        )
+        .with_columns(_expected=named.otherwise(stem))
     )
+    claimed = pl.col("claimed_session_id")
     wrong = starts.filter(
-        pl.col("_expected").str.contains(_UUID)
-        & ~pl.col("_claimed").eq_missing(pl.col("_expected"))
+        pl.col("_expected").str.contains(_UUID) & ~claimed.eq_missing(pl.col("_expected"))
     )
     return found(
         wrong,
         pl.format(
             "session.start says sessionId {} but the log is stored as session {}",
-            text(pl.col("_claimed")),
+            text(claimed),
             "_expected",
         ),
     )

@@ -63,14 +63,8 @@ class Rule:
         return FAMILIES[self.code[0]]
 
     def as_dict(self) -> dict[str, str]:
-        return {
-            "code": self.code,
-            "name": self.name,
-            "severity": self.severity,
-            "family": self.family,
-            "summary": self.summary,
-            "explanation": self.explanation,
-        }
+        keys = ("code", "name", "severity", "family", "summary", "explanation")
+        return {key: getattr(self, key) for key in keys}
 
 
 class Family:
