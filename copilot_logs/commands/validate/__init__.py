@@ -102,12 +102,8 @@ def check(
 def checked_files(result: ReadResult) -> pl.DataFrame:
     """One row per session log read (file, session_id), in file order: events and diagnostics
     both, so a file that gave no event is still listed."""
-    parts = [
-        result.events.select("file", "session_id"),
-        result.diagnostics.select("file", "session_id"),
-    ]
     return (
-        pl.concat(parts, how="vertical")
+        pl.concat([result.events.select(SESSION), result.diagnostics.select(SESSION)])
         .unique(subset=SESSION, keep="first", maintain_order=True)
         .sort("file", maintain_order=True)
     )
