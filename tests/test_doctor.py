@@ -294,7 +294,7 @@ def test_the_table_names_every_recorded_version() -> None:
 
 
 def test_raw_line_separators_are_found_across_block_boundaries(tmp_path: Path) -> None:
-    from copilot_logs.commands.doctor.checks import _separator_lines
+    from copilot_logs.commands.doctor import _separator_lines
 
     sep, par = "\u2028".encode(), "\u2029".encode()
     log = tmp_path / "events.jsonl"
@@ -326,7 +326,7 @@ def test_a_sub_agent_that_never_finished_is_out_of_place(tmp_path: Path) -> None
 def test_the_string_limit_counts_characters_as_javascript_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from copilot_logs.commands.doctor.checks import utf16_units
+    from copilot_logs.commands.doctor import utf16_units
 
     text = tmp_path / "text"
     text.write_bytes("aé€😀".encode())  # 1 + 2 + 3 + 4 bytes; 1 + 1 + 1 + 2 UTF-16 units

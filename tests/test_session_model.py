@@ -1119,7 +1119,7 @@ def told(name: str) -> dict[str, Any]:
     """What every command says of each session of the corpus, from one read of it."""
     from copilot_logs.api import read as read_logs
     from copilot_logs.api import sessions, usage
-    from copilot_logs.commands.doctor import checks
+    from copilot_logs.commands import doctor as doctor_core
 
     paths = _corpus_paths(name)
     result = read_logs(*paths)
@@ -1140,7 +1140,7 @@ def told(name: str) -> dict[str, Any]:
         "sessions": keyed(sessions(result)),
         "audit": keyed(audit.audit(result, now=LATER, require_task_complete=True)),
         "facts": keyed(audit.facts(result)),
-        "doctor": keyed(checks.figures(result.events)),
+        "doctor": keyed(doctor_core.figures(result.events)),
         "usage": keyed(report.sessions),
         "by": {by: usage(result, by=by).rows for by in (*BY_CALL, *BY_SESSION)},
         "watch": {},
@@ -1447,7 +1447,7 @@ def story(data: bytes, tmp_path: Path) -> dict[str, Any]:
     """Per command, what it says of each session of the log (in file order), and watch's
     state of the file (its last session)."""
     from copilot_logs.api import read_file, sessions, usage
-    from copilot_logs.commands.doctor import checks
+    from copilot_logs.commands import doctor as doctor_core
 
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
@@ -1472,7 +1472,7 @@ def story(data: bytes, tmp_path: Path) -> dict[str, Any]:
         "ended": {
             "sessions": [s == "ended" for s in in_order(sessions(result), "status")],
             "audit": [not o for o in in_order(audit.facts(result), "file_open")],
-            "doctor": in_order(checks.figures(result.events), "shut_down"),
+            "doctor": in_order(doctor_core.figures(result.events), "shut_down"),
             "watch": (state.ended, watch.tail.shut_down(follower.result)),
         },
         "completed": {

@@ -5,6 +5,10 @@ Each session gets a verdict, the worst of its reasons (docs/doctor.md, "Verdicts
 of a log damaged the same way (``evidence.json`` beside this module, written by ``python -m
 rig.resume --evidence``; tests/test_doctor.py checks it); a version not recorded, by the nearest
 recorded version at or below it (the oldest for an older one), and the reasons name both.
+
+What it finds is what the reader already reports (its diagnostics) and what ``validate``'s rules
+already find (open tool calls, unfinished sub-agents): nothing here reads a line again, but for
+the search of a raw U+2028 where the writer's version refuses it, and a log's UTF-16 length.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from typing import Any
 import polars as pl
 
 from copilot_logs import derive
-from copilot_logs.commands.doctor import checks
-from copilot_logs.derive import SESSION
+from copilot_logs.commands.validate import check
+from copilot_logs.derive import SESSION, TYPE, WORK
 from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.reader import ReadResult
 
@@ -35,7 +39,228 @@ REPAIRED: dict[str, dict[str, str]] = _EVIDENCE["repaired"]
 CLOSE_VERSION: str = _EVIDENCE["close_version"]
 CLOSE_TOOL: dict[str, Any] = _EVIDENCE["close_tool"]
 """How CLOSE_VERSION closes a killed session's open tool call on resume (its data)."""
-CLOSE_WARNING: dict[str, Any] = _EVIDENCE["close_warning"]
+
+
+FINDINGS_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.String(),
+    "file": pl.String(),
+    "line": pl.Int64(),
+    "event_id": pl.String(),
+    "code": pl.String(),
+    "damage": pl.String(),  # the evidence table's row, or null when none applies
+    "message": pl.String(),
+}
+
+DAMAGE = "damage"
+OPEN_TOOL = "open-tool-call"
+OUT_OF_PLACE = "out-of-place"
+NO_SHUTDOWN = "no-shutdown"
+BYTES = "bytes"
+SIZE = "size"
+
+DAMAGE_OF_KIND = {
+    "cut-line": "cut-last-line",
+    "nul-bytes": "nul-tail",
+    "truncated-event": "glued-line",
+    "split-event": "raw-newline",
+    "invalid-utf8": "invalid-utf8",
+    "blank-line": "blank-line",
+    "duplicate-id": "duplicate-line",
+}
+"""The reader's diagnostic kinds the resume evidence has a row for."""
+
+VALID_JSON_KINDS = frozenset({"out-of-range-number", "lone-surrogate"})
+"""Kinds that are valid JSON, which the CLI parses like any line: noted, never a risk."""
+
+DAMAGE_OF_RULE = {
+    "X303": (OPEN_TOOL, "orphan-start"),
+    "X307": (OPEN_TOOL, "orphan-start"),
+    "X309": (OPEN_TOOL, "orphan-start"),
+    "X306": (OPEN_TOOL, "orphan-request"),
+    "X302": (OPEN_TOOL, "orphan-mid"),
+    "S401": (OUT_OF_PLACE, None),
+    "S402": (OUT_OF_PLACE, None),
+    "X305": (OUT_OF_PLACE, None),
+}
+"""validate's rules whose findings doctor reports, as (code, evidence row)."""
+
+
+def findings(result: ReadResult) -> pl.DataFrame:
+    """Everything doctor reports of a batch's lines, in FINDINGS_SCHEMA."""
+    parts = [_damage(result.diagnostics), _structure(result)]
+    parts += [_no_shutdown(result.events), _bytes(result.events)]
+    schema = pl.Schema(FINDINGS_SCHEMA)
+    return pl.concat([part.select(*FINDINGS_SCHEMA).cast(schema) for part in parts])
+
+
+def _damage(diagnostics: pl.DataFrame) -> pl.DataFrame:
+    """The reader's damage, one finding per damaged line (a split event once, at its first
+    line)."""
+    follower = (pl.col("kind") == "split-event") & pl.col("message").str.starts_with("continues")
+    kept = diagnostics.filter(~follower & ~pl.col("kind").is_in(VALID_JSON_KINDS))
+    return kept.with_columns(
+        code=pl.lit(DAMAGE),
+        damage=pl.col("kind").replace_strict(DAMAGE_OF_KIND, default=None, return_dtype=pl.String),
+        message=pl.format("{}: {}", "kind", "message"),
+    )
+
+
+def _structure(result: ReadResult) -> pl.DataFrame:
+    found = check(result, select=sorted(DAMAGE_OF_RULE))
+    codes = {rule: code for rule, (code, _) in DAMAGE_OF_RULE.items()}
+    damages = {rule: damage for rule, (_, damage) in DAMAGE_OF_RULE.items() if damage}
+    return found.with_columns(
+        damage=pl.col("code").replace_strict(damages, default=None, return_dtype=pl.String),
+        code=pl.col("code").replace_strict(codes, return_dtype=pl.String),
+        message=pl.format("{} {}: {}", "code", "name", "message"),
+    )
+
+
+def _no_shutdown(events: pl.DataFrame) -> pl.DataFrame:
+    """A session that worked after its last session.shutdown (or has none), at its last line:
+    the usage of that run was never written (the CLI writes it only at shutdown)."""
+    shutdown = pl.col("line").filter(TYPE == "session.shutdown").max()
+    after = TYPE.is_in(WORK) & (pl.col("line") > shutdown.fill_null(0))
+    return (
+        events.group_by(SESSION, maintain_order=True)
+        .agg(
+            pl.col("line", "event_id").last(),
+            last_type=pl.col("type").last(),
+            shutdown_line=shutdown,
+            unsaved_line=pl.col("line").filter(after).first(),
+        )
+        .filter(pl.col("unsaved_line").is_not_null())
+        .with_columns(
+            code=pl.lit(NO_SHUTDOWN),
+            damage=pl.lit("no-shutdown"),
+            message=pl.when(pl.col("shutdown_line").is_null())
+            .then(pl.format("no session.shutdown: the log ends with {}", "last_type"))
+            .otherwise(
+                pl.format(
+                    "no session.shutdown after line {}: work from line {} on, the log ends with {}",
+                    "shutdown_line",
+                    "unsaved_line",
+                    "last_type",
+                )
+            )
+            + pl.lit("; the usage of that run (tokens, requests) was never written"),
+        )
+    )
+
+
+def _bytes(events: pl.DataFrame) -> pl.DataFrame:
+    """Where a session's bytes go: the system prompt, written again as a system.message before
+    every prompt, is often most of a log."""
+    system = TYPE == "system.message"
+    shares = events.group_by(SESSION, maintain_order=True).agg(
+        pl.col("line", "event_id").filter(system).first(),
+        count=system.sum(),
+        bytes=pl.col("length").filter(system).sum(),
+        total=pl.col("length").sum(),
+    )
+    return shares.filter(pl.col("count") > 0).with_columns(
+        code=pl.lit(BYTES),
+        damage=pl.lit(None, pl.String),
+        message=pl.format(
+            "system.message: {}, {} of the {} bytes of events ({}%): the whole system "
+            "prompt, written again before every prompt",
+            pl.when(pl.col("count") == 1)
+            .then(pl.lit("1 line"))
+            .otherwise(pl.format("{} lines", "count")),
+            "bytes",
+            "total",
+            (pl.col("bytes") * 100 / pl.col("total")).round(0).cast(pl.Int64),
+        ),
+    )
+
+
+def separators(figures: pl.DataFrame, files: Mapping[str, Path]) -> pl.DataFrame:
+    """A finding for each line holding a raw U+2028 or U+2029 (valid JSON, so no damage to the
+    reader), in the logs of the versions that refuse it: only there is the file searched."""
+    message = "a raw U+2028 or U+2029 inside a string (valid JSON)"
+    rows = [
+        (session_id, file, line, None, DAMAGE, "u2028", message)
+        for file, session_id, version in figures.select(*SESSION, "cli_version").iter_rows()
+        if (path := files.get(file)) is not None and refuses_separators(version)
+        for line in _separator_lines(path)
+    ]
+    return pl.DataFrame(rows, schema=FINDINGS_SCHEMA, orient="row")
+
+
+def _separator_lines(path: Path, block: int = 1 << 20) -> list[int]:
+    """The lines of ``path`` holding a raw U+2028 or U+2029."""
+    found: list[int] = []
+    newlines, tail = 0, b""
+    try:
+        with open(path, "rb") as log:
+            for chunk in iter(lambda: log.read(block), b""):
+                data = tail + chunk
+                for mark in (b"\xe2\x80\xa8", b"\xe2\x80\xa9"):
+                    at = data.find(mark)
+                    while at != -1:
+                        found.append(newlines + data.count(b"\n", 0, at) + 1)
+                        at = data.find(mark, at + 1)
+                keep = min(2, len(data))
+                newlines += data.count(b"\n", 0, len(data) - keep)
+                tail = data[len(data) - keep :]
+    except OSError:
+        return []
+    return sorted(set(found))
+
+
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_FOUR_BYTE_LEAD = bytes(range(0xF0, 0xF8))
+
+
+def utf16_units(path: Path, block: int = 1 << 24) -> int | None:
+    """The length of ``path``'s text as a JavaScript string (UTF-16 code units): each UTF-8
+    sequence is one unit, a four-byte one two; None when it cannot be read."""
+    units = 0
+    try:
+        with open(path, "rb") as log:
+            for chunk in iter(lambda: log.read(block), b""):
+                continuation = len(chunk) - len(chunk.translate(None, _CONTINUATION))
+                four = len(chunk) - len(chunk.translate(None, _FOUR_BYTE_LEAD))
+                units += len(chunk) - continuation + four
+    except OSError:
+        return None
+    return units
+
+
+FIGURES_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.String(),
+    "file": pl.String(),
+    "cli_version": pl.String(),
+    "started_at": pl.Datetime("ms", "UTC"),
+    "last_event_at": pl.Datetime("ms", "UTC"),
+    "events": pl.UInt32(),
+    "last_line": pl.Int64(),
+    "bytes_read": pl.Int64(),
+    "shut_down": pl.Boolean(),
+}
+
+
+def figures(events: pl.DataFrame) -> pl.DataFrame:
+    """One row per session: the CLI version that started it (``session.start``'s
+    copilotVersion: a later resume by another version is not written down), its first and
+    last event times, its lines and the bytes of its events, and whether its last run shut
+    down (the session model's ``ended``)."""
+    facts = derive.session_facts(derive.annotate(events))
+    read = events.group_by(SESSION, maintain_order=True).agg(
+        pl.len().alias("events"),
+        (pl.col("offset") + pl.col("length")).max().alias("bytes_read"),
+    )
+    frame = facts.join(read, on=list(SESSION), how="left").select(
+        *SESSION,
+        cli_version="copilot_version",
+        started_at="first_at",
+        last_event_at="last_at",
+        events="events",
+        last_line="last_line",
+        bytes_read="bytes_read",
+        shut_down="ended",
+    )
+    return frame.select(*FIGURES_SCHEMA).cast(pl.Schema(FIGURES_SCHEMA))
 
 
 INFO, RISK, FATAL = "info", "risk", "fatal"
@@ -59,8 +284,8 @@ WORDS_OF_OUTCOME = {
     "refused": "refuses to resume such a log",
 }
 FLOOR = {
-    checks.NO_SHUTDOWN: RISK,  # the usage of the run is lost, whatever the resume does
-    checks.OUT_OF_PLACE: RISK,
+    NO_SHUTDOWN: RISK,  # the usage of the run is lost, whatever the resume does
+    OUT_OF_PLACE: RISK,
 }
 """The least severity of a finding, whatever the evidence says."""
 
@@ -99,7 +324,7 @@ def _judgement(damage: str | None, code: str, version: str | None) -> tuple[str,
     """(severity, the sentence added to the finding's message)."""
     known = outcome(damage, version) if damage else None
     if known is None:
-        if code == checks.DAMAGE:
+        if code == DAMAGE:
             return RISK, UNRECORDED
         return FLOOR.get(code, INFO), ""
     result, recorded, note = known
@@ -107,13 +332,7 @@ def _judgement(damage: str | None, code: str, version: str | None) -> tuple[str,
     if recorded != version:
         who += f" (judged by {recorded}, the nearest recorded version)"
     sentence = f"{who} {WORDS_OF_OUTCOME[result]} (recorded{': ' + note if note else ''})"
-    severity = max(
-        SEVERITY_OF_OUTCOME[result], FLOOR.get(code, INFO), key=SEVERITY_RANK.__getitem__
-    )
-    return severity, sentence
-
-
-SEVERITY_RANK = {INFO: 0, RISK: 1, FATAL: 2}
+    return max(SEVERITY_OF_OUTCOME[result], FLOOR.get(code, INFO), key=RANK.__getitem__), sentence
 
 
 def judged(found: pl.DataFrame, figures: pl.DataFrame) -> pl.DataFrame:
@@ -127,13 +346,7 @@ def judged(found: pl.DataFrame, figures: pl.DataFrame) -> pl.DataFrame:
             (damage, code, version, *_judgement(damage, code, version))
             for damage, code, version in keys.iter_rows()
         ],
-        schema={
-            "damage": pl.String,
-            "code": pl.String,
-            "cli_version": pl.String,
-            "severity": pl.String,
-            "_why": pl.String,
-        },
+        schema=dict.fromkeys([*keys.columns, "severity", "_why"], pl.String),
         orient="row",
     )
     joined = rows.join(table, on=["damage", "code", "cli_version"], how="left", nulls_equal=True)
@@ -152,6 +365,7 @@ VERDICTS = (HEALTHY, RUNNING, AT_RISK, CANNOT_RESUME)
 DEFAULT_FAIL_ON = (RUNNING, AT_RISK, CANNOT_RESUME)
 
 SEVERITIES = (INFO, RISK, FATAL)
+RANK = {severity: rank for rank, severity in enumerate(SEVERITIES)}
 VERDICT_OF = {INFO: HEALTHY, RISK: AT_RISK, FATAL: CANNOT_RESUME}
 
 STRING_LIMIT = 536_870_888
@@ -173,13 +387,10 @@ REASONS_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-_SCHEMA = pl.Schema(REASONS_SCHEMA)
-
-
 def facts(result: ReadResult) -> Facts:
     """What doctor needs of one batch of logs: (findings, figures), both by file, so that the
     store keeps them per log."""
-    return checks.findings(result), checks.figures(result.events)
+    return findings(result), figures(result.events)
 
 
 @dataclass(frozen=True)
@@ -201,12 +412,12 @@ def judge(
     log not in it, such as standard input, is measured by the bytes read, and not scanned
     for raw line separators)."""
     parts = list(parts)
-    found = pl.concat([f for f, _ in parts] or [pl.DataFrame(schema=checks.FINDINGS_SCHEMA)])
-    figures = pl.concat([f for _, f in parts] or [pl.DataFrame(schema=checks.FIGURES_SCHEMA)])
+    found = pl.concat([f for f, _ in parts] or [pl.DataFrame(schema=FINDINGS_SCHEMA)])
+    figures = pl.concat([f for _, f in parts] or [pl.DataFrame(schema=FIGURES_SCHEMA)])
     sizes = {name: _size_of(path) for name, path in files.items()}
     # A log's UTF-16 length is at most its bytes: counted only where the bytes reach the limit.
     units = {
-        name: checks.utf16_units(path)
+        name: utf16_units(path)
         for name, path in files.items()
         if (sizes.get(name) or 0) >= STRING_LIMIT
     }
@@ -215,9 +426,10 @@ def judge(
         characters=pl.col("file").replace_strict(units, default=None, return_dtype=pl.Int64),
     ).with_columns(bytes=pl.coalesce("bytes", "bytes_read"))
     figures = figures.with_columns(characters=pl.coalesce("characters", "bytes"))
-    found = pl.concat([found, checks.separators(figures, files, refuses_separators)])
+    found = pl.concat([found, separators(figures, files)])
     frames = [judged(found, figures), _size(figures, now, running_within)]
-    reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(_SCHEMA) for part in frames])
+    schema = pl.Schema(REASONS_SCHEMA)
+    reasons = pl.concat([part.select(*REASONS_SCHEMA).cast(schema) for part in frames])
     return Doctor(_verdicts(figures, reasons, now, running_within), _sorted(reasons))
 
 
@@ -230,7 +442,7 @@ def _size_of(path: Path) -> int | None:
 
 def _sorted(reasons: pl.DataFrame) -> pl.DataFrame:
     """Worst first, then by line; the same order on every run."""
-    rank = pl.col("severity").replace_strict({s: i for i, s in enumerate(SEVERITIES)}, default=0)
+    rank = pl.col("severity").replace_strict(RANK, default=0)
     keys = ["file", "session_id", rank, "line", "code", "message"]
     return reasons.sort(keys, descending=[False, False, True, False, False, False])
 
@@ -243,12 +455,9 @@ says little about the weeks after it."""
 def being_written(now: datetime, running_within: timedelta) -> pl.Expr:
     """A session still being written: no shutdown after its last work, and a last event at
     most ``running_within`` before ``now`` (the verdict ``running``)."""
-    recent = (
-        derive.recent(pl.col("last_event_at"), now, running_within)
-        if running_within
-        else pl.lit(False)
-    )
-    return ~pl.col("shut_down") & recent
+    if not running_within:
+        return pl.lit(False)
+    return ~pl.col("shut_down") & derive.recent(pl.col("last_event_at"), now, running_within)
 
 
 def _size(figures: pl.DataFrame, now: datetime, running_within: timedelta) -> pl.DataFrame:
@@ -272,7 +481,7 @@ def _size(figures: pl.DataFrame, now: datetime, running_within: timedelta) -> pl
         "session_id",
         "file",
         line=pl.col("last_line"),
-        code=pl.lit(checks.SIZE),
+        code=pl.lit(SIZE),
         severity=severity,
         damage=pl.lit(None, pl.String),
         message=_size_message(per_day, days_left, being_written(now, running_within), now),
@@ -323,9 +532,8 @@ def _size_message(per_day: pl.Expr, days_left: pl.Expr, written: pl.Expr, now: d
 def _verdicts(
     figures: pl.DataFrame, reasons: pl.DataFrame, now: datetime, running_within: timedelta
 ) -> pl.DataFrame:
-    rank = {s: i for i, s in enumerate(SEVERITIES)}
     worst = reasons.group_by(SESSION).agg(
-        pl.col("severity").replace_strict(rank, return_dtype=pl.Int8).max().alias("worst"),
+        pl.col("severity").replace_strict(RANK, return_dtype=pl.Int8).max().alias("worst"),
         (pl.col("severity") != INFO).sum().alias("problems"),
     )
     verdict = (
@@ -333,7 +541,7 @@ def _verdicts(
         .then(pl.lit(RUNNING))
         .otherwise(
             pl.col("worst").replace_strict(
-                {i: VERDICT_OF[s] for s, i in rank.items()}, default=HEALTHY, return_dtype=pl.String
+                {i: VERDICT_OF[s] for s, i in RANK.items()}, default=HEALTHY, return_dtype=pl.String
             )
         )
     )

@@ -56,7 +56,9 @@ class Change:
 
 @dataclass
 class Unit:
-    """One event of the copy: its bytes (no newline), where it was, what it is."""
+    """One event of the copy: its bytes (no newline), where it was, what it is. ``after_gap``:
+    bytes were set aside (or an event added) right before it, so its parentId may name them;
+    ``marks``: an added event's sub-agent marks, as the event it closes carries them."""
 
     line: int
     data: bytes
@@ -66,17 +68,13 @@ class Unit:
     tool_call_id: str | None = None
     turn_id: str | None = None
     after_gap: bool = False
-    """Bytes were set aside (or an event added) right before it: its parentId may name them."""
-    offset: int = -1
-    """Its byte offset in the original (-1: added by the repair)."""
     marks: dict[str, Any] = field(default_factory=dict)
-    """An added event's sub-agent marks, as the event it closes carries them
-    (``agentId`` on the envelope, ``parentToolCallId`` in its data)."""
 
 
 @dataclass
 class Repair:
-    """What ``--repair`` wrote for one session."""
+    """What ``--repair`` wrote for one session; ``verdict`` and ``blockers`` are doctor's
+    judgement of the copy (as a log no longer written) and its fatal reasons."""
 
     session_id: str
     source: Path
@@ -87,11 +85,11 @@ class Repair:
     original_bytes: int = 0
     original_sha256: str = ""
     verdict: str = ""
-    """doctor's verdict of the copy (judged as a log that is no longer written)."""
     blockers: list[dict[str, Any]] = field(default_factory=list)
-    """The copy's reasons that make it ``cannot-resume`` (line, message)."""
     scratch: Path | None = None
     """Where the copy is prepared, until it is moved into place."""
+    pieces: list[bytes] = field(default_factory=list, repr=False)
+    """The bytes set aside, in the sidecar's order."""
 
     @property
     def events(self) -> Path:
@@ -127,22 +125,9 @@ class Repair:
         }
 
 
-def repair(
-    source: Source,
-    out: Path,
-    *,
-    now: datetime | None = None,
-    running_within: timedelta = timedelta(0),
-    even_if_running: bool = False,
-) -> Repair:
+def repair(source: Source, out: Path, **options: Any) -> Repair:
     """Write the repaired copy of ``source``'s session as ``out/<sessionId>/``."""
-    return repair_all(
-        [source],
-        out,
-        now=now,
-        running_within=running_within,
-        even_if_running=even_if_running,
-    )[0]
+    return repair_all([source], out, **options)[0]
 
 
 def repair_all(
@@ -158,43 +143,22 @@ def repair_all(
     if any(source.path is None for source in sources):
         raise SelectionError("--repair reads a session's file, not standard input")
     out = Path(os.path.abspath(out))
-    made = _made_folders(out)
-    prepared: list[Repair] = []
-    try:
-        for source in sources:
-            taken = {done.folder for done in prepared}
-            prepared.append(
-                _prepare(source, out, taken, now, running_within if not even_if_running else None)
-            )
-    except BaseException:
-        _discard(prepared, made)
-        raise
-    return _placed(prepared)
-
-
-def _made_folders(out: Path) -> list[Path]:
-    """``out`` made (with its parents): the folders that did not exist before, deepest first."""
-    missing = [folder for folder in (out, *out.parents) if not os.path.lexists(folder)]
+    # The folders --out makes, deepest first: removed again when nothing is written.
+    made = [folder for folder in (out, *out.parents) if not os.path.lexists(folder)]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise WriteError(f"--out {out}: {error.strerror or error}") from error
-    return missing
-
-
-def _discard(prepared: Iterable[Repair], made: list[Path]) -> None:
-    for done in prepared:
-        if done.scratch is not None:
-            shutil.rmtree(done.scratch, ignore_errors=True)
-    for folder in made:
-        try:
-            folder.rmdir()
-        except OSError:
-            break
-
-
-def _placed(prepared: list[Repair]) -> list[Repair]:
-    """Each prepared copy moved into place; a failure names the copies already written."""
+    within = None if even_if_running else running_within
+    prepared: list[Repair] = []
+    try:
+        for source in sources:
+            taken = {done.folder for done in prepared}
+            prepared.append(_prepare(source, out, taken, now, within))
+    except BaseException:
+        _discard(prepared, made)
+        raise
+    # Each prepared copy moved into place; a failure names the copies already written.
     for index, done in enumerate(prepared):
         assert done.scratch is not None
         try:
@@ -211,16 +175,23 @@ def _placed(prepared: list[Repair]) -> list[Repair]:
     return prepared
 
 
+def _discard(prepared: Iterable[Repair], made: list[Path]) -> None:
+    for done in prepared:
+        if done.scratch is not None:
+            shutil.rmtree(done.scratch, ignore_errors=True)
+    for folder in made:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
+
+
 def _prepare(
-    source: Source,
-    out: Path,
-    taken: set[Path],
-    now: datetime | None,
-    running_within: timedelta | None,
+    source: Source, out: Path, taken: set[Path], now: datetime | None, within: timedelta | None
 ) -> Repair:
     """The repaired copy of one session, written in a scratch folder of ``out``. Refused
     (SelectionError) when its id is not a folder name, its folder exists, another selected log
-    holds it, or (``running_within`` given) doctor calls it running."""
+    holds it, or (``within`` given) doctor calls it running."""
     assert source.path is not None
     scratch = Path(tempfile.mkdtemp(prefix=".repair.", dir=out))
     snapshot = Path(tempfile.mkstemp(prefix=".repair.", suffix=".log", dir=out)[1])
@@ -235,15 +206,22 @@ def _prepare(
                 f"{source.name}: session {session_id} is selected twice: repair it once"
             )
         _refuse_to_overwrite(target, source.path)
-        if running_within is not None:
-            _refuse_running(result, snapshot, source, now, running_within)
+        judged = _judged(result, snapshot, now, within) if within is not None else None
+        if judged is not None and doctor.RUNNING in judged.sessions["verdict"].to_list():
+            raise SelectionError(
+                f"{source.name}: doctor calls this session running (no shutdown, its last event "
+                f"within {within}): a copy would miss what is written next. Repair it once it "
+                "ends, or add --even-if-running"
+            )
         done = Repair(session_id, Path(os.path.abspath(source.path)), target, scratch=scratch)
         done.original_bytes, done.original_sha256 = size, digest
         with open(snapshot, "rb") as log:
-            units, pieces = _salvage(log, result, done)
-        units = mended(units, result, done)
+            units = _salvage(log, result, done)
+        units = _close_lost_turn_ends(_close_open_tools(units, result, done), result, done)
+        _relink(units, done)
+        _count(units, done)
         done.changes.sort(key=lambda change: change.line)
-        _write(scratch, source.path, out, units, pieces, done, mode)
+        _write(scratch, source.path, out, units, done, mode)
         return done
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -255,13 +233,12 @@ def _prepare(
 def _snapshot(original: Path, into: Path) -> tuple[int, str, int]:
     """``original``'s bytes copied to ``into``: (their count, their sha256, the log's mode)."""
     digest = hashlib.sha256()
-    size = 0
     with open(original, "rb") as log, open(into, "wb") as copy:
         mode = stat.S_IMODE(os.fstat(log.fileno()).st_mode)
         for block in iter(lambda: log.read(1 << 20), b""):
             digest.update(block)
             copy.write(block)
-            size += len(block)
+        size = copy.tell()
     return size, digest.hexdigest(), mode
 
 
@@ -301,163 +278,119 @@ def _refuse_to_overwrite(target: Path, original: Path) -> None:
         )
 
 
-def _refuse_running(
-    result: ReadResult, snapshot: Path, source: Source, now: datetime | None, within: timedelta
-) -> None:
-    """A session doctor calls ``running`` (being written now) is not copied: what is appended
-    after the copy would be in neither file."""
-    judged = doctor.judge(
+def _judged(
+    result: ReadResult, log: Path, now: datetime | None, within: timedelta
+) -> doctor.Doctor:
+    """doctor's judgement of the one log ``result`` read from ``log``."""
+    return doctor.judge(
         [doctor.facts(result)],
-        files={Source(snapshot, "").name: snapshot},
+        files={Source(log, "").name: log},
         now=now or datetime.now().astimezone(),
         running_within=within,
     )
-    if doctor.RUNNING in judged.sessions["verdict"].to_list():
-        raise SelectionError(
-            f"{source.name}: doctor calls this session running (no shutdown, its last event "
-            f"within {within}): a copy would miss what is written next. Repair it once it "
-            "ends, or add --even-if-running"
-        )
 
 
-def _judge_copy(done: Repair, copy: Path) -> None:
-    """doctor's verdict of the copy, as a log no longer written; its fatal reasons."""
-    result = read_files([(Source(copy, done.session_id), None)])[0]
-    judged = doctor.judge(
-        [doctor.facts(result)],
-        files={Source(copy, "").name: copy},
-        now=datetime.now().astimezone(),
-        running_within=timedelta(0),
-    )
-    verdicts = judged.sessions["verdict"].to_list()
-    done.verdict = verdicts[0] if verdicts else doctor.CANNOT_RESUME
-    fatal = judged.reasons.filter(pl.col("severity") == doctor.FATAL)
-    done.blockers = [
-        {"line": line, "message": message}
-        for line, message in fatal.select("line", "message").iter_rows()
-    ]
-
-
-def _salvage(log: BinaryIO, result: ReadResult, done: Repair) -> tuple[list[Unit], list[bytes]]:
-    """The events of the log as units, and the bytes set aside between them (listed in
-    ``done``)."""
+def _salvage(log: BinaryIO, result: ReadResult, done: Repair) -> list[Unit]:
+    """The events of the log as units; the bytes between them set aside (listed in ``done``)."""
     units: list[Unit] = []
-    pieces: list[bytes] = []
-    why = _why_by_line(result.diagnostics)
+    # What the reader reported of each line, for the changes made there.
+    messages = pl.format("{}: {}", "kind", "message").str.join("; ")
+    why = dict(result.diagnostics.group_by("line", maintain_order=True).agg(messages).iter_rows())
+
+    def gap(data: bytes, offset: int, line: int) -> bool:
+        """Set aside ``data`` (read at ``offset``, from ``line``), but for the newline that
+        ended the line before it; whether anything was."""
+        aside = data.removeprefix(b"\n")
+        if aside:
+            at = line + (data[:1] == b"\n")
+            _set_aside(done, aside, offset + len(data) - len(aside), at, _why(why, at))
+        return bool(aside)
+
     cursor, line = 0, 1
     for row in result.events.sort("offset").iter_rows(named=True):
-        gap = _read(log, cursor, row["offset"] - cursor)
-        newlines = gap.count(b"\n")
-        aside = gap[1:] if gap.startswith(b"\n") else gap
-        if aside:
-            _set_aside(
-                aside, cursor + len(gap) - len(aside), line + (gap[:1] == b"\n"), why, pieces, done
-            )
-        line += newlines
-        data = _read(log, row["offset"], row["length"])
-        units.append(_unit(row, data, line, bool(aside), why, pieces, done))
+        log.seek(cursor)
+        between = log.read(row["offset"] - cursor)
+        after_gap = gap(between, cursor, line)
+        line += between.count(b"\n")
+        log.seek(row["offset"])
+        data = log.read(row["length"])
+        units.append(_unit(row, data, line, after_gap, why, done))
         line += data.count(b"\n")
         cursor = row["offset"] + row["length"]
     rest = log.read()
-    aside = rest[1:] if rest.startswith(b"\n") else rest
-    if aside:
-        _set_aside(
-            aside, cursor + len(rest) - len(aside), line + (rest[:1] == b"\n"), why, pieces, done
-        )
-    elif units and not rest:
+    if not gap(rest, cursor, line) and units and not rest:
         done.changes.append(Change(units[-1].line, "added the newline", "the last line had none"))
-    return units, pieces
+    return units
 
 
-def _bytes(count: int) -> str:
-    return f"{count} byte" if count == 1 else f"{count} bytes"
+def _why(why: dict[int, str], line: int) -> str:
+    return why.get(line, "bytes that are not an event")
 
 
-def _read(log: BinaryIO, offset: int, length: int) -> bytes:
-    log.seek(offset)
-    return log.read(length)
-
-
-def _why_by_line(diagnostics: pl.DataFrame) -> dict[int, str]:
-    why: dict[int, str] = {}
-    for line, kind, message in diagnostics.select("line", "kind", "message").iter_rows():
-        why[line] = f"{why[line]}; {kind}: {message}" if line in why else f"{kind}: {message}"
-    return why
-
-
-def _set_aside(
-    data: bytes, offset: int, line: int, why: dict[int, str], pieces: list[bytes], done: Repair
-) -> None:
-    start = sum(len(piece) for piece in pieces)
-    pieces.append(data)
-    reason = why.get(line, "bytes that are not an event")
+def _set_aside(done: Repair, data: bytes, offset: int, line: int, why: str) -> None:
+    start = done.set_aside_bytes
+    done.pieces.append(data)
+    sha256 = hashlib.sha256(data).hexdigest()
     done.set_aside.append(
         {
             "line": line,
             "offset": offset,
             "length": len(data),
             "sidecar_offset": start,
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "why": reason,
+            "sha256": sha256,
+            "why": why,
         }
     )
-    done.changes.append(
-        Change(line, f"set aside {_bytes(len(data))} (sidecar offset {start})", reason)
-    )
+    size = f"{len(data)} byte" if len(data) == 1 else f"{len(data)} bytes"
+    done.changes.append(Change(line, f"set aside {size} (sidecar offset {start})", why))
 
 
 def _unit(
-    row: dict[str, Any],
-    data: bytes,
-    line: int,
-    after_gap: bool,
-    why: dict[int, str],
-    pieces: list[bytes],
-    done: Repair,
+    row: dict[str, Any], data: bytes, line: int, after_gap: bool, why: dict[int, str], done: Repair
 ) -> Unit:
     """One event's bytes made a clean line: padding set aside, split lines joined, raw line
-    separators escaped."""
+    separators escaped, bytes that are not UTF-8 written as U+FFFD (as the reader reads them;
+    the line as it was goes to the sidecar)."""
     core = data.strip(b"\x00").rstrip(b"\r")
     lead = len(data) - len(data.lstrip(b"\x00"))
-    if len(core) != len(data):
-        for piece, at in (
-            (data[:lead], row["offset"]),
-            (data[lead + len(core) :], row["offset"] + lead + len(core)),
-        ):
-            if piece:
-                _set_aside(piece, at, line, why, pieces, done)
+    offset = row["offset"] + lead
+    for piece, at in ((data[:lead], row["offset"]), (data[lead + len(core) :], offset + len(core))):
+        if piece:
+            _set_aside(done, piece, at, line, _why(why, line))
     as_it_was = core
     if b"\n" in core:
         count = core.count(b"\n")
         core = core.replace(b"\r\n", b"\\r\\n").replace(b"\n", b"\\n")
+        joined = f"joined lines {line}-{line + count} into one event"
+        done.changes.append(Change(line, joined, why.get(line, "raw newlines inside a string")))
+    try:
+        core.decode("utf-8")
+    except UnicodeDecodeError:
+        was = "the line as it was, before its bytes that are not UTF-8 were replaced"
+        _set_aside(done, as_it_was, offset, line, was)
         done.changes.append(
             Change(
                 line,
-                f"joined lines {line}-{line + count} into one event",
-                why.get(line, "raw newlines inside a string"),
+                "wrote the bytes that are not UTF-8 as U+FFFD",
+                "the line is not UTF-8; the original line is in the sidecar",
             )
         )
-    core = _valid_utf8(core, as_it_was, row["offset"] + lead, line, pieces, done)
+        core = core.decode("utf-8", "replace").encode()
     for raw, escape in SEPARATORS.items():
         if raw in core:
             core = core.replace(raw, escape)
-            done.changes.append(
-                Change(
-                    line,
-                    f"wrote the raw U+{escape.decode()[2:].upper()} as {escape.decode()}",
-                    _refusing("u2028"),
-                )
-            )
+            written = f"wrote the raw U+{escape.decode()[2:].upper()} as {escape.decode()}"
+            done.changes.append(Change(line, written, _refusing("u2028")))
+    writer = cli_format.writer(row["agent_id"], row["parent_tool_call_id"])
     return Unit(
         line,
         core,
         row["event_id"],
         row["type"],
-        cli_format.writer(row["agent_id"], row["parent_tool_call_id"]),
+        writer,
         row["tool_call_id"],
         row["turn_id"],
         after_gap or bool(lead),
-        row["offset"],
     )
 
 
@@ -469,42 +402,8 @@ def _refusing(damage: str) -> str:
     return f"CLI {', '.join(versions)} did not resume a log holding it (recorded)"
 
 
-def _valid_utf8(
-    core: bytes, as_it_was: bytes, offset: int, line: int, pieces: list[bytes], done: Repair
-) -> bytes:
-    """``core`` with bytes that are not UTF-8 written as U+FFFD (as the reader reads them);
-    the line as it was (``as_it_was``: its bytes in the original, at ``offset``) goes to the
-    sidecar."""
-    try:
-        core.decode("utf-8")
-    except UnicodeDecodeError:
-        _set_aside(
-            as_it_was,
-            offset,
-            line,
-            {line: "the line as it was, before its bytes that are not UTF-8 were replaced"},
-            pieces,
-            done,
-        )
-        done.changes.append(
-            Change(
-                line,
-                "wrote the bytes that are not UTF-8 as U+FFFD",
-                "the line is not UTF-8; the original line is in the sidecar",
-            )
-        )
-        return core.decode("utf-8", "replace").encode()
-    return core
-
-
 def _write(
-    scratch: Path,
-    original: Path,
-    out: Path,
-    units: list[Unit],
-    pieces: list[bytes],
-    done: Repair,
-    mode: int,
+    scratch: Path, original: Path, out: Path, units: list[Unit], done: Repair, mode: int
 ) -> None:
     """The copy, written in ``scratch`` (moved into place once every session is ready): the
     log, the sidecar and repair.json with the log's mode, the folder's other files as they
@@ -517,9 +416,16 @@ def _write(
         readers = mode & (stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
         scratch.chmod(stat.S_IRWXU | readers | (readers >> 2))
     _written_like_the_log(scratch / EVENTS, (unit.data + b"\n" for unit in units), mode)
-    if pieces:
-        _written_like_the_log(scratch / SIDECAR, pieces, mode)
-    _judge_copy(done, scratch / EVENTS)
+    if done.pieces:
+        _written_like_the_log(scratch / SIDECAR, done.pieces, mode)
+    copy = scratch / EVENTS
+    judged = _judged(
+        read_files([(Source(copy, done.session_id), None)])[0], copy, None, timedelta(0)
+    )
+    verdicts = judged.sessions["verdict"].to_list()
+    done.verdict = verdicts[0] if verdicts else doctor.CANNOT_RESUME
+    fatal = judged.reasons.filter(pl.col("severity") == doctor.FATAL)
+    done.blockers = list(fatal.select("line", "message").iter_rows(named=True))
     report = json.dumps(done.record(), indent=1, ensure_ascii=False) + "\n"
     _written_like_the_log(scratch / REPORT, [report.encode()], mode)
 
@@ -528,10 +434,8 @@ def _written_like_the_log(path: Path, blocks: Iterable[bytes], mode: int) -> Non
     """A new file holding ``blocks``, with the mode every file copilot-logs writes from a log
     gets (:mod:`copilot_logs.modes`): the log's read and write bits, never more open than the
     umask (a 0600 log's copy is 0600)."""
-    descriptor = modes.create(path, modes.like(mode))
-    with open(descriptor, "wb") as written:
-        for block in blocks:
-            written.write(block)
+    with open(modes.create(path, modes.like(mode)), "wb") as written:
+        written.writelines(blocks)
 
 
 def _copy_siblings(folder: Path, into: Path, out: Path, done: Repair, below: str = "") -> None:
@@ -543,29 +447,23 @@ def _copy_siblings(folder: Path, into: Path, out: Path, done: Repair, below: str
         name = f"{below}{entry.name}"
         if not below and entry.name == EVENTS:
             continue
-        info = entry.lstat()
-        if stat.S_ISDIR(info.st_mode) and entry.resolve() == out:
+        mode = entry.lstat().st_mode
+        if stat.S_ISDIR(mode) and entry.resolve() == out:
             done.not_copied.append({"path": name, "why": "the --out folder the copy is written to"})
         elif not below and IN_USE.fullmatch(entry.name):
             done.not_copied.append(
                 {"path": name, "why": "the lock of the CLI that held the session"}
             )
-        elif stat.S_ISLNK(info.st_mode) or stat.S_ISREG(info.st_mode):
+        elif stat.S_ISLNK(mode) or stat.S_ISREG(mode):
             shutil.copy2(entry, into / entry.name, follow_symlinks=False)
-        elif stat.S_ISDIR(info.st_mode):
+        elif stat.S_ISDIR(mode):
             (into / entry.name).mkdir()
             _copy_siblings(entry, into / entry.name, out, done, f"{name}/")
             shutil.copystat(entry, into / entry.name)
         else:
-            done.not_copied.append({"path": name, "why": f"{_kind(info.st_mode)}, not a file"})
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a device"
+            kind = "a named pipe" if stat.S_ISFIFO(mode) else "a device"
+            kind = "a socket" if stat.S_ISSOCK(mode) else kind
+            done.not_copied.append({"path": name, "why": f"{kind}, not a file"})
 
 
 Insert = tuple[int, Unit, Change]
@@ -573,22 +471,11 @@ Insert = tuple[int, Unit, Change]
 CLOSE = "tool.execution_complete"
 TURN_START = "assistant.turn_start"
 TURN_END = "assistant.turn_end"
-SHUTDOWN = "session.shutdown"
-SUBAGENT_STARTED = "subagent.started"
-SUBAGENT_ENDS = ("subagent.completed", "subagent.failed")
 ENDS = {
-    "X302": "assistant.turn_end",  # the turn ended without the tool's result
+    "X302": TURN_END,  # the turn ended without the tool's result
     "X307": "session.shutdown",  # the session shut down while it ran
     "X303": None,  # the log ends while it runs
 }
-
-
-def mended(units: list[Unit], result: ReadResult, done: Repair) -> list[Unit]:
-    units = _close_open_tools(units, result, done)
-    units = _close_lost_turn_ends(units, result, done)
-    _relink(units, done)
-    _count(units, done)
-    return units
 
 
 def _close_open_tools(units: list[Unit], result: ReadResult, done: Repair) -> list[Unit]:
@@ -596,7 +483,7 @@ def _close_open_tools(units: list[Unit], result: ReadResult, done: Repair) -> li
     session) ended, else at the end."""
     found = check(result, select=sorted(ENDS)).sort("line")
     by_id = {unit.event_id: index for index, unit in enumerate(units) if unit.event_id}
-    tasks = {u.agent_id: u.tool_call_id for u in units if u.type == SUBAGENT_STARTED}
+    tasks = {u.agent_id: u.tool_call_id for u in units if u.type == "subagent.started"}
     inserts: list[Insert] = []
     for code, event_id in found.select("code", "event_id").iter_rows():
         start = by_id.get(event_id)
@@ -625,35 +512,17 @@ def _close_open_tools(units: list[Unit], result: ReadResult, done: Repair) -> li
     return _inserted(units, inserts, done)
 
 
-def _inserted(units: list[Unit], inserts: list[Insert], done: Repair) -> list[Unit]:
-    """``units`` with each added event in its place (its change listed), the event after it
-    marked as following a gap."""
-    for at, added, _change in sorted(inserts, key=lambda item: item[0], reverse=True):
-        units.insert(at, added)
-        if at + 1 < len(units):
-            units[at + 1].after_gap = True
-    done.changes.extend(change for _, _, change in inserts)
-    return units
-
-
 def _close_lost_turn_ends(units: list[Unit], result: ReadResult, done: Repair) -> list[Unit]:
     """An ``assistant.turn_end`` for a turn whose end was lost (set aside with damaged bytes):
     validate finds the next turn starting while it is open (T202); the end is added right
     before that start, so the turns pair again."""
-    found = check(result, select=["T202"])
     by_id = {unit.event_id: index for index, unit in enumerate(units) if unit.event_id}
     inserts: list[Insert] = []
-    for event_id in found["event_id"].to_list():
-        at = by_id.get(event_id)
-        opened = (
-            next(
-                (u for u in reversed(units[:at]) if u.type == TURN_START and u.agent_id is None),
-                None,
-            )
-            if at is not None
-            else None
-        )
-        if at is None or opened is None:
+    for event_id in check(result, select=["T202"])["event_id"].to_list():
+        if (at := by_id.get(event_id)) is None:
+            continue
+        starts = (u for u in reversed(units[:at]) if u.type == TURN_START and u.agent_id is None)
+        if (opened := next(starts, None)) is None:
             continue
         line = units[at].line
         closing = Unit(line, b"", _id_closing(f"turn:{event_id}"), TURN_END, turn_id=opened.turn_id)
@@ -665,6 +534,17 @@ def _close_lost_turn_ends(units: list[Unit], result: ReadResult, done: Repair) -
         )
         inserts.append((at, closing, change))
     return _inserted(units, inserts, done)
+
+
+def _inserted(units: list[Unit], inserts: list[Insert], done: Repair) -> list[Unit]:
+    """``units`` with each added event in its place (its change listed), the event after it
+    marked as following a gap."""
+    for at, added, _change in sorted(inserts, key=lambda item: item[0], reverse=True):
+        units.insert(at, added)
+        if at + 1 < len(units):
+            units[at + 1].after_gap = True
+    done.changes.extend(change for _, _, change in inserts)
+    return units
 
 
 def _id_closing(start_id: str) -> str:
@@ -687,9 +567,12 @@ def _closing_place(
         if end_type and unit.type == end_type and unit.agent_id == opened.agent_id:
             return index
         if task is not None and (
-            (unit.type in (*SUBAGENT_ENDS, CLOSE) and unit.tool_call_id == task)
+            (
+                unit.type in ("subagent.completed", "subagent.failed", CLOSE)
+                and unit.tool_call_id == task
+            )
             or (unit.type == TURN_END and unit.agent_id is None)
-            or unit.type == SHUTDOWN
+            or unit.type == "session.shutdown"
         ):
             return index
     return len(units)
@@ -699,43 +582,34 @@ def _marks(opened: Unit) -> dict[str, Any]:
     """The sub-agent marks of the event ``opened`` as it carries them: the envelope
     ``agentId`` (1.0.3x on) and ``data.parentToolCallId`` (1.0.2x has only this one)."""
     event = parse_line(opened.data) or {}
-    data = event.get("data")
-    marks: dict[str, Any] = {}
-    if "agentId" in event:
-        marks["agentId"] = event["agentId"]
-    if isinstance(data, dict) and "parentToolCallId" in data:
-        marks["parentToolCallId"] = data["parentToolCallId"]
-    return marks
+    data = event["data"] if isinstance(event.get("data"), dict) else {}
+    held = (("agentId", event), ("parentToolCallId", data))
+    return {key: where[key] for key, where in held if key in where}
 
 
 def _relink(units: list[Unit], done: Repair) -> None:
     """Fill in the added events and keep the parent chain whole across what changed."""
-    previous: dict[str, Any] | None = None
+    previous: dict[str, Any] = {}
     for unit in units:
         if not unit.data:
             unit.data = orjson.dumps(_closing_event(unit, previous))
-        elif unit.after_gap and previous is not None:
+        elif unit.after_gap and previous:
             event = parse_line(unit.data)
             relinked = with_value(unit.data, ("parentId",), orjson.dumps(previous.get("id")))
-            if (
-                event is not None
-                and event.get("parentId") != previous.get("id")
-                and relinked is not None
-            ):
-                was = event.get("parentId")
+            if event is not None and event.get("parentId") != previous.get("id") and relinked:
                 unit.data = relinked
                 done.changes.append(
                     Change(
                         unit.line,
-                        f"parentId {was} -> {previous.get('id')}",
+                        f"parentId {event.get('parentId')} -> {previous.get('id')}",
                         f"the event it named is not in the copy; line {unit.line} now follows "
                         "the event before it",
                     )
                 )
-        previous = parse_line(unit.data)
+        previous = parse_line(unit.data) or {}
 
 
-def _closing_event(unit: Unit, previous: dict[str, Any] | None) -> dict[str, Any]:
+def _closing_event(unit: Unit, previous: dict[str, Any]) -> dict[str, Any]:
     """An added event at the time of the event before it: the CLI's own closing of an open
     tool call, or the end of a turn."""
     data = (
@@ -748,10 +622,11 @@ def _closing_event(unit: Unit, previous: dict[str, Any] | None) -> dict[str, Any
     event: dict[str, Any] = {"type": unit.type, "data": data}
     if "agentId" in unit.marks:
         event["agentId"] = unit.marks["agentId"]
-    event["id"] = unit.event_id
-    event["timestamp"] = (previous or {}).get("timestamp")
-    event["parentId"] = (previous or {}).get("id")
-    return event
+    return event | {
+        "id": unit.event_id,
+        "timestamp": previous.get("timestamp"),
+        "parentId": previous.get("id"),
+    }
 
 
 COUNTED = {
@@ -764,28 +639,21 @@ def _count(units: list[Unit], done: Repair) -> None:
     """The resume and shutdown counters set to what the copy holds before each."""
     offset = 0
     for count, unit in enumerate(units):
-        fields = COUNTED.get(unit.type)
-        if fields:
-            truth = {"eventCount": count, "eventsFileSizeBytes": offset}
-            event = parse_line(unit.data)
-            data = event.get("data") if event is not None else None
-            wrong = [
-                name
-                for name in fields
-                if isinstance(data, dict) and name in data and data[name] != truth[name]
-            ]
-            for name in wrong:
-                span = value_span(unit.data, ("data", name))
-                counted = with_value(unit.data, ("data", name), str(truth[name]).encode())
-                if span is None or counted is None:
-                    continue
-                was = unit.data[span[0] : span[1]].decode("utf-8", "replace")
-                unit.data = counted
-                done.changes.append(
-                    Change(
-                        unit.line,
-                        f"{unit.type} {name} {was} -> {truth[name]}",
-                        "what the copy holds before this line",
-                    )
+        truth = {"eventCount": count, "eventsFileSizeBytes": offset}
+        fields = COUNTED.get(unit.type, ())
+        data = (parse_line(unit.data) or {}).get("data") if fields else None
+        for name in fields:
+            span = value_span(unit.data, ("data", name))
+            wrong = isinstance(data, dict) and name in data and data[name] != truth[name]
+            if not wrong or span is None:
+                continue
+            was = unit.data[span[0] : span[1]].decode("utf-8", "replace")
+            unit.data = unit.data[: span[0]] + str(truth[name]).encode() + unit.data[span[1] :]
+            done.changes.append(
+                Change(
+                    unit.line,
+                    f"{unit.type} {name} {was} -> {truth[name]}",
+                    "what the copy holds before this line",
                 )
+            )
         offset += len(unit.data) + 1

@@ -1,19 +1,11 @@
 """The invariants of a session log as named rules, checked over the events frame.
 
-Every rule has a stable code (the letter names its family: E envelope, T turns, X tools,
-S sub-agents, C completion, R continuity), a kebab-case name, a default severity and an
-explanation, declared in its family's module beside the check that finds it (or the reader
-diagnostics that report it). :func:`check` evaluates the selected rules as polars expressions
-over the annotated events of every file at once, maps the reader's diagnostics onto the
-envelope rules, and returns one findings frame: each finding points at a file, a line and an
-event id. Codes are never renumbered or reused: a retired rule keeps its code, a new rule
-takes the next free one in its family. ``python -m copilot_logs.render.rules`` writes
-docs/rules.md from the rules.
-
-Here: every rule by code and name, the --select / --ignore selection, checking a batch and the
-report validate decides on over all batches. ``rule``: what a rule is, its family, and what
-every check reads; ``envelope``, ``turns``, ``tools``, ``subagents``, ``completion``,
-``continuity``: each family's rules beside their checks.
+Every rule has a stable code (its letter names its family), a kebab-case name, a default severity
+and an explanation, declared in its family's module beside the check that finds it (``rule``:
+what a rule is and what every check reads). :func:`check` evaluates the selected rules as polars
+expressions over every file at once, maps the reader's diagnostics onto the envelope rules, and
+returns one findings frame, each finding at a file, a line and an event id. Codes are never
+renumbered or reused; ``python -m copilot_logs.render.rules`` writes docs/rules.md from the rules.
 """
 
 from __future__ import annotations
@@ -76,24 +68,6 @@ def _diagnostic_findings(diagnostics: pl.LazyFrame, chosen: Sequence[Rule]) -> p
     ).join(names, on="code", how="inner", maintain_order="left")
 
 
-def _tagged(findings: pl.LazyFrame, rule: Rule) -> pl.LazyFrame:
-    """A check's findings as FINDINGS_SCHEMA's columns, in its order, tagged with the rule."""
-    return findings.select(
-        "file",
-        "line",
-        "event_id",
-        code=pl.lit(rule.code),
-        name=pl.lit(rule.name),
-        severity=pl.lit(rule.severity),
-        message="message",
-        session_id="session_id",
-    )
-
-
-def empty_findings() -> pl.DataFrame:
-    return pl.DataFrame(schema=FINDINGS_SCHEMA)
-
-
 def check(
     result: ReadResult,
     *,
@@ -108,30 +82,28 @@ def check(
     chosen = resolve(select, ignore)
     # Every check starts from these two: each is planned once and read once.
     ctx = Context(prepare(result.events).lazy().cache(), result.diagnostics.lazy().cache())
-    parts = [_tagged(rule.check(ctx), rule) for rule in chosen if rule.check is not None]
-    from_reader = _diagnostic_findings(ctx.diagnostics, chosen).select(list(FINDINGS_SCHEMA))
+    parts = [
+        rule.check(ctx).with_columns(
+            code=pl.lit(rule.code), name=pl.lit(rule.name), severity=pl.lit(rule.severity)
+        )
+        for rule in chosen
+        if rule.check is not None
+    ]
+    parts.append(_diagnostic_findings(ctx.diagnostics, chosen))
     # The checks give their columns in the schema's types: the frames stack as they are.
+    empty = pl.LazyFrame(schema=FINDINGS_SCHEMA)
     return (
-        pl.concat([empty_findings().lazy(), *parts, from_reader], how="vertical")
+        pl.concat([empty, *(part.select(list(FINDINGS_SCHEMA)) for part in parts)])
         .sort("file", "line", "code", "event_id", nulls_last=False, maintain_order=True)
         .collect(engine="in-memory")
     )
 
 
-def failing_severities(*, strict: bool) -> tuple[Severity, ...]:
-    """The severities that fail the gate: errors, and warnings too under --strict."""
-    return ("error", "warning") if strict else ("error",)
-
-
 def checked_files(result: ReadResult) -> pl.DataFrame:
     """One row per session log read (file, session_id), in file order: events and diagnostics
     both, so a file that gave no event is still listed."""
-    parts = [
-        result.events.select("file", "session_id"),
-        result.diagnostics.select("file", "session_id"),
-    ]
     return (
-        pl.concat(parts, how="vertical")
+        pl.concat([result.events.select(SESSION), result.diagnostics.select(SESSION)])
         .unique(subset=SESSION, keep="first", maintain_order=True)
         .sort("file", maintain_order=True)
     )
@@ -148,8 +120,9 @@ class Report:
 
     @property
     def failing(self) -> pl.DataFrame:
+        """The findings that fail the gate: errors, and warnings too under --strict."""
         return self.findings.filter(
-            pl.col("severity").is_in(list(failing_severities(strict=self.strict)))
+            pl.col("severity").is_in(["error", "warning"] if self.strict else ["error"])
         )
 
     @property
@@ -198,7 +171,7 @@ def combine(
     strict: bool = False,
 ) -> Report:
     """The report over several batches' :func:`check_batch` results."""
-    findings = [f for f, _ in parts] or [empty_findings()]
+    findings = [f for f, _ in parts] or [pl.DataFrame(schema=FINDINGS_SCHEMA)]
     files = [f for _, f in parts]
     return Report(
         findings=pl.concat(findings).sort("file", "line", "code", nulls_last=False),
@@ -218,14 +191,9 @@ def validate(
     strict: bool = False,
 ) -> Report:
     """Check ``result`` and decide the gate (the core of ``copilot-logs validate``)."""
-    select = list(select) if select is not None else None
-    ignore = list(ignore)
-    return Report(
-        findings=check(result, select=select, ignore=ignore),
-        files=checked_files(result),
-        rules=resolve(select, ignore),
-        strict=strict,
-    )
+    select, ignore = (list(select) if select is not None else None), list(ignore)
+    findings = check(result, select=select, ignore=ignore)
+    return Report(findings, checked_files(result), resolve(select, ignore), strict)
 
 
 # The families in code order (E, T, X, S, C, R), each rule in the order its module declares it.
@@ -239,7 +207,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 RULES_BY_CODE = {rule.code: rule for rule in RULES}
-RULES_BY_NAME = {rule.name: rule for rule in RULES}
+_BY_NAME = {rule.name: rule for rule in RULES}
 
 # Reader diagnostic kind -> the envelope rule that reports it (any other kind: OTHER_DAMAGE).
 DIAGNOSTIC_RULES = {kind: rule.code for rule in RULES for kind in rule.diagnostics}
@@ -247,7 +215,7 @@ DIAGNOSTIC_RULES = {kind: rule.code for rule in RULES for kind in rule.diagnosti
 
 def find_rule(key: str) -> Rule:
     """A rule by code (any case) or by name."""
-    rule = RULES_BY_CODE.get(key.strip().upper()) or RULES_BY_NAME.get(key.strip().lower())
+    rule = RULES_BY_CODE.get(key.strip().upper()) or _BY_NAME.get(key.strip().lower())
     if rule is None:
         raise UnknownRuleError(
             f"no rule '{key}': run `copilot-logs rules` to list the codes and names"
@@ -261,8 +229,8 @@ def matching(selector: str) -> list[Rule]:
     key = selector.strip()
     if key.upper() == "ALL":
         return list(RULES)
-    if key.lower() in RULES_BY_NAME:
-        return [RULES_BY_NAME[key.lower()]]
+    if key.lower() in _BY_NAME:
+        return [_BY_NAME[key.lower()]]
     if re.fullmatch(r"[A-Za-z]\d{0,3}", key):
         found = [rule for rule in RULES if rule.code.startswith(key.upper())]
         if found:
@@ -280,14 +248,11 @@ def split_selectors(values: Iterable[str]) -> list[str]:
 
 def resolve(select: Iterable[str] | None = None, ignore: Iterable[str] = ()) -> list[Rule]:
     """The rules to check: those selected (all when ``select`` is None), minus those ignored."""
-    chosen: set[str] = set()
-    if select is None:
-        chosen = set(RULES_BY_CODE)
-    else:
-        for selector in split_selectors(select):
-            chosen.update(rule.code for rule in matching(selector))
-    for selector in split_selectors(ignore):
-        chosen.difference_update(rule.code for rule in matching(selector))
+
+    def named(selectors: Iterable[str]) -> set[str]:
+        return {rule.code for key in split_selectors(selectors) for rule in matching(key)}
+
+    chosen = (set(RULES_BY_CODE) if select is None else named(select)) - named(ignore)
     return [rule for rule in RULES if rule.code in chosen]
 
 

@@ -12,17 +12,14 @@ from copilot_logs.ingest.decode import cli_format
 CONTINUITY = Family("R")
 
 
-@CONTINUITY.rule(
-    "R601",
-    "event-count-mismatch",
-    "error",
-    "session.resume's eventCount differs from the events before it.",
-    "On resume the CLI records how many events the file held. Fewer events before the "
-    "resume line than it says means events were lost or removed (a rewind, an edit); "
-    "more means lines were added. Counted: the events read before the line, duplicates "
-    "included.",
-)
+@CONTINUITY.rule("R601", "event-count-mismatch", "error")
 def event_count(ctx: Context) -> pl.LazyFrame:
+    """session.resume's eventCount differs from the events before it.
+
+    On resume the CLI records how many events the file held. Fewer events before the resume line
+    than it says means events were lost or removed (a rewind, an edit); more means lines were added.
+    Counted: the events read before the line, duplicates included.
+    """
     resumes = ctx.events.filter(TYPE == "session.resume").with_columns(
         _claimed=pl.col("event_count")
     )
@@ -101,19 +98,16 @@ def _interrupt_start() -> pl.Expr:
     return pl.when(after_interrupt & (aborts > before_run)).then(run_start).over(LOG)
 
 
-@CONTINUITY.rule(
-    "R602",
-    "file-size-mismatch",
-    "error",
-    "eventsFileSizeBytes (on resume or shutdown) differs from the line's byte offset.",
-    "`session.resume` and `session.shutdown` record the size of the file just before "
-    "their own line. A different byte offset means bytes before the line were lost, "
-    "added or rewritten after the CLI wrote them. A later session in the same file counts "
-    "from its own first line. Not a finding: a shutdown whose size is where the lines of an "
-    "interrupt (`abort`, and the `assistant.turn_end` it closes) begin, just before it: on "
-    "Ctrl-C the CLI takes the size before it writes them.",
-)
+@CONTINUITY.rule("R602", "file-size-mismatch", "error")
 def file_size(ctx: Context) -> pl.LazyFrame:
+    """eventsFileSizeBytes (on resume or shutdown) differs from the line's byte offset.
+
+    `session.resume` and `session.shutdown` record the size of the file just before their own line.
+    A different byte offset means bytes before the line were lost, added or rewritten after the CLI
+    wrote them. A later session in the same file counts from its own first line. Not a finding: a
+    shutdown whose size is where the lines of an interrupt (`abort`, and the `assistant.turn_end` it
+    closes) begin, just before it: on Ctrl-C the CLI takes the size before it writes them.
+    """
     interrupted = (TYPE == "session.shutdown") & (pl.col("_claimed") == pl.col("_interrupted_at"))
     wrong = _sizes(ctx).filter(
         pl.col("_claimed").is_not_null()
@@ -136,19 +130,16 @@ def file_size(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@CONTINUITY.rule(
-    "R603",
-    "several-sessions",
-    "info",
-    "A file holds more than one session: a session.start with another sessionId.",
-    "The CLI writes one session per file, but a recorder, a copy or `cat a b` can put "
-    "two in one file or stream. From a session.start whose sessionId differs from the "
-    "session before it, the lines belong to that new session: every command reports "
-    "each session on its own row and checks each as its own log (its first line starts "
-    "the parent chain and the timestamp order again). The finding points at the "
-    "session.start where the next session begins.",
-)
+@CONTINUITY.rule("R603", "several-sessions", "info")
 def several_sessions(ctx: Context) -> pl.LazyFrame:
+    """A file holds more than one session: a session.start with another sessionId.
+
+    The CLI writes one session per file, but a recorder, a copy or `cat a b` can put two in one file
+    or stream. From a session.start whose sessionId differs from the session before it, the lines
+    belong to that new session: every command reports each session on its own row and checks each as
+    its own log (its first line starts the parent chain and the timestamp order again). The finding
+    points at the session.start where the next session begins.
+    """
     later = ctx.events.with_columns(
         _first=pl.col("session_id").first().over("file"),
         _sessions=pl.col("session_id").n_unique().over("file"),

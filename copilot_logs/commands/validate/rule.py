@@ -2,14 +2,16 @@
 reads: the annotated events with each line's neighbours and turn facts, the reader's
 diagnostics, and the helpers that turn a frame into findings.
 
-A family module (``envelope``, ``turns``, ...) makes one :class:`Family` and declares every rule
-of its letter on it: a check over the prepared events frame with the ``@FAMILY.rule(...)``
-decorator, or a rule the reader reports (its diagnostics) with :meth:`Family.reported`. The code,
-name, severity and texts sit next to the code that finds the breach, so the two cannot drift.
+A family module (``envelope``, ``turns``, ...) declares every rule of its letter on its
+:class:`Family`: a check over the prepared events with ``@FAMILY.rule(code, name, severity)``
+(its docstring is the rule's summary and explanation), or a rule the reader reports with
+:meth:`Family.reported`. The texts sit next to the code that finds the breach, so the two cannot
+drift.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import wraps
@@ -34,8 +36,7 @@ FAMILIES = {
 }
 
 Check = Callable[["Context"], "pl.LazyFrame"]
-"""A check: the prepared events in, one row per breach out (file, line, event_id,
-session_id, message)."""
+"""A check: the prepared events in, one row per breach out (LOCATION and message)."""
 
 
 class UnknownRuleError(CopilotLogsError):
@@ -62,14 +63,8 @@ class Rule:
         return FAMILIES[self.code[0]]
 
     def as_dict(self) -> dict[str, str]:
-        return {
-            "code": self.code,
-            "name": self.name,
-            "severity": self.severity,
-            "family": self.family,
-            "summary": self.summary,
-            "explanation": self.explanation,
-        }
+        keys = ("code", "name", "severity", "family", "summary", "explanation")
+        return {key: getattr(self, key) for key in keys}
 
 
 class Family:
@@ -81,21 +76,23 @@ class Family:
         self.rules: list[Rule] = []
 
     def _add(self, rule: Rule) -> None:
-        """Add ``rule``: its code must carry the family's letter and follow the codes declared
-        before it (so the module reads in code order, and no code is declared twice)."""
+        """Add ``rule``, whose code carries the family's letter and follows the codes declared
+        before it (the module reads in code order; no code is declared twice)."""
         last = self.rules[-1].code if self.rules else ""
         if not rule.code.startswith(self.letter) or rule.code <= last:
             raise ValueError(f"{rule.code} cannot follow {last or 'nothing'} in {self.name}")
         self.rules.append(rule)
 
     def rule(
-        self, code: str, name: str, severity: Severity, summary: str, explanation: str
+        self, code: str, name: str, severity: Severity, summary: str = "", explanation: str = ""
     ) -> Callable[[Check], Check]:
         """Declare a rule whose breaches the decorated check finds (the check is returned as
-        it is)."""
+        it is); unless given, its summary is the first paragraph of the check's docstring and
+        its explanation the rest."""
 
         def register(check: Check) -> Check:
-            self._add(Rule(code, name, severity, summary, explanation, check=check))
+            texts = (summary, explanation) if summary else paragraphs(check.__doc__ or "")
+            self._add(Rule(code, name, severity, *texts, check=check))
             return check
 
         return register
@@ -114,6 +111,19 @@ class Family:
         rule's findings (no ``kinds``: the catch-all for any other kind)."""
         self._add(Rule(code, name, severity, summary, explanation, diagnostics=kinds))
 
+    def reports(self, rules: dict[tuple[str, str, Severity, tuple[str, ...]], str]) -> None:
+        """Declare rules the reader reports: (code, name, severity, kinds) -> the rule's text,
+        its summary and its explanation as a check's docstring holds them."""
+        for (code, name, severity, kinds), text in rules.items():
+            self.reported(code, name, severity, *paragraphs(text), kinds=kinds)
+
+
+def paragraphs(doc: str) -> tuple[str, str]:
+    """A rule's summary and explanation, each on one line: a docstring's first paragraph, and
+    the rest."""
+    head, _, rest = inspect.cleandoc(doc).partition("\n\n")
+    return " ".join(head.split()), " ".join(rest.split())
+
 
 TOOL_START = "tool.execution_start"
 TOOL_COMPLETE = "tool.execution_complete"
@@ -125,8 +135,7 @@ SUBAGENT_KEY = pl.coalesce("tool_call_id", "agent_id")
 LOCATION = ("file", "line", "event_id", "session_id")
 
 LOG = "_log"
-"""One integer per session log (file and session id): the key the checks window, group and join
-by (cheaper than the two strings of :data:`SESSION`)."""
+"""One integer per session log (file and session id): what checks window, group and join by."""
 
 
 def text(expr: pl.Expr) -> pl.Expr:
@@ -143,14 +152,13 @@ def found(frame: pl.LazyFrame, message: pl.Expr) -> pl.LazyFrame:
     return frame.select(*LOCATION, message=message)
 
 
-def why_shut_down() -> pl.Expr:
-    """What a shutdown after an open turn or tool means: the user quit (a routine shutdown,
-    or one that names no type), or the session ended some other way (``error``)."""
-    return (
-        pl.when(pl.col("_shutdown_type") == "routine")
-        .then(pl.lit("the user ended the session while it ran (e.g. at a permission prompt)"))
-        .otherwise(pl.format("the session shut down ({}) while it ran", "_shutdown_type"))
-    )
+# What a shutdown after an open turn or tool means: the user quit (a routine shutdown, or one
+# that names no type), or the session ended some other way (``error``).
+WHY_SHUT_DOWN = (
+    pl.when(pl.col("_shutdown_type") == "routine")
+    .then(pl.lit("the user ended the session while it ran (e.g. at a permission prompt)"))
+    .otherwise(pl.format("the session shut down ({}) while it ran", "_shutdown_type"))
+)
 
 
 def prepare(events: pl.DataFrame) -> pl.DataFrame:
@@ -196,8 +204,8 @@ def prepare(events: pl.DataFrame) -> pl.DataFrame:
 
 @dataclass
 class Context:
-    """The prepared events and the reader's diagnostics of one batch, with the frames several
-    checks share (see :func:`shared`)."""
+    """The prepared events and the reader's diagnostics of one batch, and the :func:`shared`
+    frames."""
 
     events: pl.LazyFrame
     diagnostics: pl.LazyFrame

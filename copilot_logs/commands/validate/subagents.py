@@ -29,16 +29,14 @@ def _spans(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@SUBAGENTS.rule(
-    "S401",
-    "unfinished-subagent",
-    "warning",
-    "A sub-agent started and never finished.",
-    "`subagent.started` is followed by `subagent.completed` or `subagent.failed` with the "
-    "same `toolCallId`. With neither, the log ends while the sub-agent runs: the session "
-    "was cut off or is still running. Reported at the start's line.",
-)
+@SUBAGENTS.rule("S401", "unfinished-subagent", "warning")
 def unfinished(ctx: Context) -> pl.LazyFrame:
+    """A sub-agent started and never finished.
+
+    `subagent.started` is followed by `subagent.completed` or `subagent.failed` with the same
+    `toolCallId`. With neither, the log ends while the sub-agent runs: the session was cut off or is
+    still running. Reported at the start's line.
+    """
     agent = SUBAGENT_KEY
     ends = ctx.events.filter(TYPE.is_in(SUBAGENT_END)).select(LOG, _agent=agent, _end_line="line")
     started = ctx.events.filter(TYPE == "subagent.started").with_columns(_agent=agent)
@@ -59,15 +57,13 @@ def unfinished(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@SUBAGENTS.rule(
-    "S402",
-    "orphan-subagent-finish",
-    "error",
-    "subagent.completed or subagent.failed with no subagent.started before it.",
-    "A sub-agent's end names the `toolCallId` of its start. With no start, the start was "
-    "lost, and the sub-agent's name and model are unknown.",
-)
+@SUBAGENTS.rule("S402", "orphan-subagent-finish", "error")
 def orphan_finish(ctx: Context) -> pl.LazyFrame:
+    """subagent.completed or subagent.failed with no subagent.started before it.
+
+    A sub-agent's end names the `toolCallId` of its start. With no start, the start was lost, and
+    the sub-agent's name and model are unknown.
+    """
     ends = (
         ctx.events.filter(TYPE.is_in(SUBAGENT_END))
         .with_columns(_agent=SUBAGENT_KEY)
@@ -80,19 +76,16 @@ def orphan_finish(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@SUBAGENTS.rule(
-    "S403",
-    "unknown-agent-id",
-    "error",
-    "A sub-agent's line names no started sub-agent.",
-    "A sub-agent's lines are marked as the sub-agent of one `task` call, after its "
-    "`subagent.started`: by `agentId` = the call's `toolCallId` (CLI 1.0.3x to 1.0.80), by "
-    "an instance id that the start's `agentId` links to the call (1.0.85 on), or by "
-    "`data.parentToolCallId` (1.0.2x). A mark with no such start cannot be attributed: "
-    "sub-agent calls and tools would be counted against nothing. Reported once per mark, "
-    "on its first line.",
-)
+@SUBAGENTS.rule("S403", "unknown-agent-id", "error")
 def unknown_agent(ctx: Context) -> pl.LazyFrame:
+    """A sub-agent's line names no started sub-agent.
+
+    A sub-agent's lines are marked as the sub-agent of one `task` call, after its
+    `subagent.started`: by `agentId` = the call's `toolCallId` (CLI 1.0.3x to 1.0.80), by an
+    instance id that the start's `agentId` links to the call (1.0.85 on), or by
+    `data.parentToolCallId` (1.0.2x). A mark with no such start cannot be attributed: sub-agent
+    calls and tools would be counted against nothing. Reported once per mark, on its first line.
+    """
     lines = (
         ctx.events.filter(pl.col("agent_id").is_not_null())
         .join(

@@ -13,30 +13,27 @@ from copilot_logs.commands.validate.rule import (
     SUBAGENT_KEY,
     TOOL_COMPLETE,
     TOOL_START,
+    WHY_SHUT_DOWN,
     Context,
     Family,
     found,
     shared,
     text,
     tool_starts,
-    why_shut_down,
 )
 from copilot_logs.derive import MAIN, TYPE
 
 TOOLS = Family("X")
 
 
-@TOOLS.rule(
-    "X301",
-    "orphan-tool-complete",
-    "error",
-    "tool.execution_complete with no tool.execution_start before it.",
-    "Every tool run writes a start, then a complete with the same `toolCallId`. A complete "
-    "with no start lost its start (which holds the tool's name and arguments). A `!cmd` "
-    "shell escape writes a complete with `isUserRequested: true` and no start: that is "
-    "not a fault and not reported.",
-)
+@TOOLS.rule("X301", "orphan-tool-complete", "error")
 def orphan_complete(ctx: Context) -> pl.LazyFrame:
+    """tool.execution_complete with no tool.execution_start before it.
+
+    Every tool run writes a start, then a complete with the same `toolCallId`. A complete with no
+    start lost its start (which holds the tool's name and arguments). A `!cmd` shell escape writes a
+    complete with `isUserRequested: true` and no start: that is not a fault and not reported.
+    """
     keys = [LOG, "tool_call_id"]
     starts = tool_starts(ctx).select(*keys, _start_line="line")
     completes = (
@@ -121,18 +118,15 @@ def _interrupted_turns(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@TOOLS.rule(
-    "X302",
-    "tool-not-completed-in-turn",
-    "error",
-    "A tool started in a turn was not completed before the turn ended.",
-    "A main-agent tool completes before the `turn_end` of the turn that started it (a "
-    "sub-agent's tool before its `subagent.completed`/`failed`). A start with no complete "
-    "by then lost its complete: the tool's result and success are unknown. Reported at "
-    "the start's line. A tool of a turn the user interrupted (an `abort` next to its "
-    "`turn_end`) is X308 instead.",
-)
+@TOOLS.rule("X302", "tool-not-completed-in-turn", "error")
 def not_completed_in_turn(ctx: Context) -> pl.LazyFrame:
+    """A tool started in a turn was not completed before the turn ended.
+
+    A main-agent tool completes before the `turn_end` of the turn that started it (a sub-agent's
+    tool before its `subagent.completed`/`failed`). A start with no complete by then lost its
+    complete: the tool's result and success are unknown. Reported at the start's line. A tool of a
+    turn the user interrupted (an `abort` next to its `turn_end`) is X308 instead.
+    """
     runs = _unfinished_by_deadline(ctx).filter(~pl.col("_interrupted").fill_null(False))
     message = pl.format(
         "{} ({}) was not completed before {} (line {}){}",
@@ -147,17 +141,15 @@ def not_completed_in_turn(ctx: Context) -> pl.LazyFrame:
     return found(runs, message)
 
 
-@TOOLS.rule(
-    "X303",
-    "tool-never-completed",
-    "warning",
-    "A tool was started and the log ends before it completed.",
-    "The start's turn (or sub-agent) is still open at the end of the log and no "
-    "`session.shutdown` follows the start: the session was cut off while the tool ran, or "
-    "is still running. Reported at the start's line. A tool left running at a shutdown "
-    "is X307 instead, one left running by a run the CLI later resumed X309.",
-)
+@TOOLS.rule("X303", "tool-never-completed", "warning")
 def never_completed(ctx: Context) -> pl.LazyFrame:
+    """A tool was started and the log ends before it completed.
+
+    The start's turn (or sub-agent) is still open at the end of the log and no `session.shutdown`
+    follows the start: the session was cut off while the tool ran, or is still running. Reported at
+    the start's line. A tool left running at a shutdown is X307 instead, one left running by a run
+    the CLI later resumed X309.
+    """
     runs = _left_running(ctx, derive.STILL_OPEN)
     return found(
         runs,
@@ -169,16 +161,13 @@ def never_completed(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@TOOLS.rule(
-    "X304",
-    "duplicate-tool-call-id",
-    "error",
-    "A toolCallId is started (or completed) twice.",
-    "`toolCallId` names one tool run. A second start or a second complete with the same "
-    "id cannot be paired: one of them was replayed or the ids collided. The finding "
-    "points at the second one.",
-)
+@TOOLS.rule("X304", "duplicate-tool-call-id", "error")
 def duplicate_id(ctx: Context) -> pl.LazyFrame:
+    """A toolCallId is started (or completed) twice.
+
+    `toolCallId` names one tool run. A second start or a second complete with the same id cannot be
+    paired: one of them was replayed or the ids collided. The finding points at the second one.
+    """
     key = (LOG, "type", "tool_call_id")
     uses = ctx.events.filter(
         TYPE.is_in([TOOL_START, TOOL_COMPLETE]) & pl.col("tool_call_id").is_not_null()
@@ -197,17 +186,15 @@ def duplicate_id(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@TOOLS.rule(
-    "X305",
-    "tool-outside-turn",
-    "error",
-    "A main-agent tool event outside any turn.",
-    "The main agent runs tools inside the turn whose `assistant.message` requested them. "
-    "A main-agent start or complete between turns means the turn's boundaries were lost. "
-    "`!cmd` shell escapes (`isUserRequested: true`) run between turns and are not "
-    "reported; sub-agent tools are checked against their sub-agent instead.",
-)
+@TOOLS.rule("X305", "tool-outside-turn", "error")
 def outside_turn(ctx: Context) -> pl.LazyFrame:
+    """A main-agent tool event outside any turn.
+
+    The main agent runs tools inside the turn whose `assistant.message` requested them. A main-agent
+    start or complete between turns means the turn's boundaries were lost. `!cmd` shell escapes
+    (`isUserRequested: true`) run between turns and are not reported; sub-agent tools are checked
+    against their sub-agent instead.
+    """
     outside = ctx.events.filter(
         MAIN
         & TYPE.is_in([TOOL_START, TOOL_COMPLETE])
@@ -220,16 +207,14 @@ def outside_turn(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@TOOLS.rule(
-    "X306",
-    "requested-tool-not-started",
-    "warning",
-    "A tool requested in an assistant.message's toolRequests never started.",
-    "Each entry of `toolRequests` normally gets a `tool.execution_start` with its "
-    "`toolCallId`. One that never starts was lost, or the turn was aborted before the "
-    "tool ran. Reported at the message's line, once per missing call.",
-)
+@TOOLS.rule("X306", "requested-tool-not-started", "warning")
 def requested_not_started(ctx: Context) -> pl.LazyFrame:
+    """A tool requested in an assistant.message's toolRequests never started.
+
+    Each entry of `toolRequests` normally gets a `tool.execution_start` with its `toolCallId`. One
+    that never starts was lost, or the turn was aborted before the tool ran. Reported at the
+    message's line, once per missing call.
+    """
     requests = (
         ctx.events.filter((TYPE == "assistant.message") & (pl.col("tool_requests").list.len() > 0))
         .select(*LOCATION, LOG, _request=pl.col("tool_requests"))
@@ -253,16 +238,14 @@ def requested_not_started(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@TOOLS.rule(
-    "X307",
-    "tool-open-at-shutdown",
-    "info",
-    "A tool was still running when the session shut down: the user ended the session.",
-    "A `session.shutdown` after a tool start that has no `tool.execution_complete` means "
-    "the user quit while the tool waited or ran, typically at a `permission.requested` "
-    "prompt for it. The log is whole (X303 does not fire); the tool never ran to its end.",
-)
+@TOOLS.rule("X307", "tool-open-at-shutdown", "info")
 def open_at_shutdown(ctx: Context) -> pl.LazyFrame:
+    """A tool was still running when the session shut down: the user ended the session.
+
+    A `session.shutdown` after a tool start that has no `tool.execution_complete` means the user
+    quit while the tool waited or ran, typically at a `permission.requested` prompt for it. The log
+    is whole (X303 does not fire); the tool never ran to its end.
+    """
     runs = _left_running(ctx, derive.OPEN_AT_SHUTDOWN)
     return found(
         runs,
@@ -271,7 +254,7 @@ def open_at_shutdown(ctx: Context) -> pl.LazyFrame:
             text(pl.col("tool_name")),
             "tool_call_id",
             "_shutdown_after",
-            why_shut_down(),
+            WHY_SHUT_DOWN,
         ),
     )
 
@@ -292,17 +275,15 @@ def _unfinished_by_deadline(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@TOOLS.rule(
-    "X308",
-    "tool-interrupted",
-    "info",
-    "A tool was still running when the user interrupted its turn.",
-    "On Ctrl-C the CLI stops the running tool and ends its turn: from 1.0.85 it writes the "
-    "turn's `turn_end` and an `abort` next to it, and no `tool.execution_complete`. The log "
-    "is whole; the tool never ran to its end. Older CLIs write no `turn_end` then: the "
-    "turn and the tool are open at the shutdown (T205, X307).",
-)
+@TOOLS.rule("X308", "tool-interrupted", "info")
 def interrupted(ctx: Context) -> pl.LazyFrame:
+    """A tool was still running when the user interrupted its turn.
+
+    On Ctrl-C the CLI stops the running tool and ends its turn: from 1.0.85 it writes the turn's
+    `turn_end` and an `abort` next to it, and no `tool.execution_complete`. The log is whole; the
+    tool never ran to its end. Older CLIs write no `turn_end` then: the turn and the tool are open
+    at the shutdown (T205, X307).
+    """
     runs = _unfinished_by_deadline(ctx).filter(pl.col("_interrupted").fill_null(False))
     return found(
         runs,
@@ -315,18 +296,16 @@ def interrupted(ctx: Context) -> pl.LazyFrame:
     )
 
 
-@TOOLS.rule(
-    "X309",
-    "tool-interrupted-by-resume",
-    "info",
-    "A tool was still running when its run of the CLI ended, and a later run resumed the session.",
-    "The run that started the tool was killed or crashed, and `--resume` took the session up "
-    "again. CLI 1.0.102 then writes a `tool.execution_complete` with the error code "
-    "`interrupted` for it (no finding); older versions write nothing, and the tool stays "
-    "open: the shape the real CLI writes on every such resume "
-    "(tests/recordings/*/kill-resume), not damage. The tool never ran to its end.",
-)
+@TOOLS.rule("X309", "tool-interrupted-by-resume", "info")
 def interrupted_by_resume(ctx: Context) -> pl.LazyFrame:
+    """A tool was still running when its run of the CLI ended, and a later run resumed the session.
+
+    The run that started the tool was killed or crashed, and `--resume` took the session up again.
+    CLI 1.0.102 then writes a `tool.execution_complete` with the error code `interrupted` for it (no
+    finding); older versions write nothing, and the tool stays open: the shape the real CLI writes
+    on every such resume (tests/recordings/*/kill-resume), not damage. The tool never ran to its
+    end.
+    """
     runs = _left_running(ctx, derive.INTERRUPTED)
     return found(
         runs,
