@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import pkgutil
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -24,24 +25,10 @@ from copilot_logs.render.escape import one_line
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
-COMMANDS = {
-    "sessions": "copilot_logs.cli.sessions:sessions",
-    "count": "copilot_logs.cli.count:count",
-    "usage": "copilot_logs.cli.usage:usage",
-    "validate": "copilot_logs.cli.validate:validate",
-    "rules": "copilot_logs.cli.rules:rules",
-    "timeline": "copilot_logs.cli.timeline:timeline",
-    "audit": "copilot_logs.cli.audit:audit",
-    "cache": "copilot_logs.cli.cache:cache",
-    "report": "copilot_logs.cli.report:report",
-    "export": "copilot_logs.cli.export:export",
-    "otel": "copilot_logs.cli.otel:otel",
-    "watch": "copilot_logs.cli.watch:watch",
-    "doctor": "copilot_logs.cli.doctor:doctor",
-    "diff": "copilot_logs.cli.diff:diff",
-    "disk": "copilot_logs.cli.disk:disk",
-    "prune": "copilot_logs.cli.prune:prune",
-}
+COMMANDS = sorted(
+    module.name for module in pkgutil.iter_modules(__path__) if module.name != "options"
+)
+"""A command is the function of its own name in the module of that name (``cli/audit.py``)."""
 
 
 class Command(click.Command):
@@ -100,14 +87,12 @@ class LazyGroup(click.Group):
     """A group that imports a command's module only when that command is used or listed."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return COMMANDS
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        if cmd_name not in COMMANDS:
             return None
-        module_name, attribute = target.split(":")
-        command = getattr(importlib.import_module(module_name), attribute)
+        command = getattr(importlib.import_module(f"copilot_logs.cli.{cmd_name}"), cmd_name)
         assert isinstance(command, click.Command)
         return command
 
@@ -206,7 +191,9 @@ def _escaped(error: click.ClickException) -> click.ClickException:
     return click.ClickException(one_line(message))
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "show_default": True}
+)
 @click.version_option(
     None, "-V", "--version", package_name="copilot-logs", prog_name="copilot-logs"
 )

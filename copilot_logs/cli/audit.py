@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import click
@@ -13,8 +12,10 @@ from copilot_logs.cli.options import (
     fail_on_option,
     load,
     nudge_cap_option,
+    read_each,
     reading_command,
     running_within_option,
+    stacked,
 )
 from copilot_logs.errors import ExitCode
 
@@ -41,25 +42,6 @@ LOOP_OPTIONS = (
 )
 
 
-def _name(option: str) -> str:
-    return option.lstrip("-").replace("-", "_")
-
-
-def loop_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The loop thresholds (LOOP_OPTIONS), each an option of its own."""
-    for option, _signal, default, what in reversed(LOOP_OPTIONS):
-        command = click.option(
-            option,
-            _name(option),
-            type=click.IntRange(min=1),
-            default=default,
-            show_default=True,
-            metavar="N",
-            help=f"Looping: {what}.",
-        )(command)
-    return command
-
-
 @reading_command("table", "json", "ndjson", "csv", "markdown", "github")
 @fail_on_option(
     VERDICT_NAMES,
@@ -79,7 +61,14 @@ def loop_options(command: Callable[..., None]) -> Callable[..., None]:
 @running_within_option(
     "An open session whose last event is this recent is `running`, not `interrupted`"
 )
-@loop_options
+@stacked(
+    *(
+        click.option(
+            option, type=click.IntRange(1), default=default, metavar="N", help=f"Looping: {what}."
+        )
+        for option, _, default, what in LOOP_OPTIONS
+    )
+)
 def audit(
     ctx: click.Context,
     picked: Picked,
@@ -89,10 +78,7 @@ def audit(
     nudge_cap: int,
     running_within: timedelta,
     fmt: str,
-    stalled_nudges: int,
-    repeated_calls: int,
-    rejected_completions: int,
-    calls_after_completion: int,
+    **loops: int,
 ) -> None:
     """Find the autopilot runs that never finished their task.
 
@@ -118,22 +104,17 @@ def audit(
     """
     loaded = load(picked)
     from copilot_logs.commands import audit as core
-    from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.render.audit import RENDERERS, AuditContext
 
     table = core.judge(
-        loaded.map(core.facts) if loaded else [core.facts(ReadResult.empty())],
+        read_each(loaded, core.facts),
         now=datetime.now(UTC),
         running_within=running_within,
         nudge_cap=nudge_cap,
         require_task_complete=require_task_complete,
-        loop_thresholds=dict(
-            zip(
-                (signal for _, signal, *_ in LOOP_OPTIONS),
-                (stalled_nudges, repeated_calls, rejected_completions, calls_after_completion),
-                strict=True,
-            )
-        ),
+        loop_thresholds={
+            signal: loops[option[2:].replace("-", "_")] for option, signal, *_ in LOOP_OPTIONS
+        },
     )
     shown = table if show_all else core.judged(table)
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))

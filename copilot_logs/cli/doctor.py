@@ -13,6 +13,7 @@ from copilot_logs.cli.options import (
     fail_on_option,
     find,
     load,
+    read_each,
     reading_command,
     running_within_option,
 )
@@ -86,11 +87,10 @@ def doctor(
         raise click.UsageError("--even-if-running goes with --repair")
     loaded = load(picked, report=False, whole_logs=True)  # the damage is in the reasons
     from copilot_logs.commands import doctor as core
-    from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.render.doctor import RENDERERS
 
     result = core.judge(
-        loaded.map(core.facts) if loaded else [core.facts(ReadResult.empty())],
+        read_each(loaded, core.facts),
         files={s.name: s.path for s in loaded.sources if s.path} if loaded else {},
         now=datetime.now(UTC),
         running_within=running_within,

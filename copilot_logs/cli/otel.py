@@ -28,7 +28,6 @@ from copilot_logs.cli.options import Picked, exit_code, load, read_each, reading
     "--style",
     type=click.Choice(["otlp", "copilot"]),
     default="otlp",
-    show_default=True,
     help="With --out: OTLP/JSON (TracesData lines, the OTLP file exporter's format), or the "
     "Copilot CLI's own file format (a span a line).",
 )
@@ -62,21 +61,18 @@ from copilot_logs.cli.options import Picked, exit_code, load, read_each, reading
     "--protocol",
     type=click.Choice(["http/json", "http/protobuf"]),
     default="http/json",
-    show_default=True,
     help="With --endpoint: the OTLP/HTTP encoding (protobuf: pip install 'copilot-logs[otel]').",
 )
 @click.option(
     "--compression",
     type=click.Choice(["gzip", "none"]),
     default="gzip",
-    show_default=True,
     help="With --endpoint: the requests' compression.",
 )
 @click.option(
     "--batch-spans",
     type=click.IntRange(min=1),
     default=512,
-    show_default=True,
     metavar="N",
     help="With --endpoint: spans per request at most (a trace is never split).",
 )
@@ -84,7 +80,6 @@ from copilot_logs.cli.options import Picked, exit_code, load, read_each, reading
     "--retries",
     type=click.IntRange(min=0, max=20),
     default=5,
-    show_default=True,
     metavar="N",
     help="With --endpoint: retries of a request answered 429 or 5xx, or not answered.",
 )
