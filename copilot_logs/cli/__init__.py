@@ -1,8 +1,6 @@
 """The ``copilot-logs`` command line: a click group whose commands load on first use.
 
-Commands are thin: parse options, call one core function, hand the result to one renderer.
-Nothing heavy (polars, rich) is imported until a command runs, so ``--help`` and
-``--version`` answer at once.
+Nothing heavy (polars, rich) is imported until a command runs: ``--help`` answers at once.
 """
 
 from __future__ import annotations
@@ -96,15 +94,9 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: click.Context | None = None,
-        **extra: Any,
-    ) -> click.Context:
+    def make_context(self, *args: Any, **extra: Any) -> click.Context:
         try:
-            return super().make_context(info_name, args, parent, **extra)
+            return super().make_context(*args, **extra)
         except click.ClickException as error:
             raise _escaped(error) from None
 
@@ -127,17 +119,11 @@ class LazyGroup(click.Group):
             ctx.exit(int(error.exit_code))
         except click.ClickException as error:
             raise _escaped(error) from None
-        finally:
-            _store_notice()
-
-
-def _store_notice() -> None:
-    """Say once, after the command, why the store was not used (a folder or entry that is
-    not the user's own: docs/cache.md)."""
-    trust = sys.modules.get("copilot_logs.store.trust")  # not imported: the store was not used
-    notice = trust.take_notice() if trust is not None else None
-    if notice is not None:
-        output.echo(f"warning: {one_line(notice)}", err=True)
+        finally:  # why the store was not used (not the user's own: docs/cache.md), said once
+            trust = sys.modules.get("copilot_logs.store.trust")  # not imported: not used
+            notice = trust.take_notice() if trust is not None else None
+            if notice is not None:
+                output.echo(f"warning: {one_line(notice)}", err=True)
 
 
 def complete_sessions(
