@@ -44,9 +44,7 @@ LOOP_OPTIONS = (
 
 @reading_command("table", "json", "ndjson", "csv", "markdown", "github")
 @fail_on_option(
-    VERDICT_NAMES,
-    DEFAULT_FAIL_ON,
-    also=(LOOPING, "for a session that loops whatever its verdict"),
+    VERDICT_NAMES, DEFAULT_FAIL_ON, also=(LOOPING, "for a session that loops whatever its verdict")
 )
 @click.option(
     "--require-task-complete",

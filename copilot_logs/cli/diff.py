@@ -9,17 +9,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from copilot_logs.cli import Command, complete_sessions
-from copilot_logs.cli.options import (
-    Loaded,
-    Picked,
-    format_option,
-    load,
-    reading_flags,
-    root_option,
-)
+from copilot_logs.cli.options import Loaded, Picked, format_option, load, reading_flags, root_option
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
+from copilot_logs.render.humanize import plural
 
 if TYPE_CHECKING:
     import polars as pl
@@ -136,8 +130,13 @@ def diff(
     loads: list[Loaded] = []
     base = _read(base_picked, unit, loads)
     if save_to is not None:
-        _save(ctx, save_to, base, unit, base_picked, loads, allow_empty)
-        return
+        from copilot_logs.commands.diff import baseline
+        from copilot_logs.render.ci import tool_version
+
+        named = " ".join(base_picked.selectors) if isinstance(base_picked, Picked) else ""
+        baseline.save(save_to, base, unit=unit, side=named, version=tool_version())
+        output.echo(f"Wrote {one_line(str(save_to))}: {plural(base.height, unit)}.", err=True)
+        ctx.exit(_code(loads, base.is_empty() and not allow_empty))
     assert candidate_picked is not None
     candidate = _read(candidate_picked, unit, loads)
     from copilot_logs.commands.diff import compare
@@ -242,25 +241,6 @@ def _read(side: Side, unit: str, loads: list[Loaded]) -> pl.DataFrame:
         return core.runs([], unit=unit)
     loads.append(loaded)
     return core.runs(loaded.map(core.part_for(unit)), unit=unit, names=workspace_name)
-
-
-def _save(
-    ctx: click.Context,
-    path: Path,
-    runs: pl.DataFrame,
-    unit: str,
-    side: Side,
-    loads: list[Loaded],
-    allow_empty: bool,
-) -> None:
-    from copilot_logs.commands.diff import baseline
-    from copilot_logs.render.ci import tool_version
-    from copilot_logs.render.humanize import plural
-
-    named = " ".join(side.selectors) if isinstance(side, Picked) else str(side)
-    baseline.save(path, runs, unit=unit, side=named, version=tool_version())
-    output.echo(f"Wrote {one_line(str(path))}: {plural(runs.height, unit)}.", err=True)
-    ctx.exit(_code(loads, runs.is_empty() and not allow_empty))
 
 
 def _code(loads: list[Loaded], failed: bool) -> ExitCode:

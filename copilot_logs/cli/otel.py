@@ -134,8 +134,14 @@ def otel(
         raise click.UsageError("--style copilot is a file format: use it with --out")
     destination = None
     if endpoint is not None:
-        if protocol == "http/protobuf":
-            _require_protobuf()
+        try:
+            if protocol == "http/protobuf":
+                import opentelemetry.proto.collector.trace.v1.trace_service_pb2  # noqa: F401
+        except ImportError:
+            raise click.UsageError(
+                "--protocol http/protobuf needs opentelemetry-proto: pip install "
+                "'copilot-logs[otel]' (or use http/json)"
+            ) from None
         destination = Destination(
             traces_url(endpoint, insecure=insecure),
             read_headers(headers),
@@ -157,21 +163,7 @@ def otel(
         render.say_written(plan, out)
     else:
         pushed = core.push_traces(
-            plan.traces,
-            destination,
-            force=force,
-            max_spans=batch_spans,
-            on_retry=render.say_retry,
+            plan.traces, destination, force=force, max_spans=batch_spans, on_retry=render.say_retry
         )
         render.say_pushed(plan, pushed)
     ctx.exit(exit_code(loaded))
-
-
-def _require_protobuf() -> None:
-    try:
-        import opentelemetry.proto.collector.trace.v1.trace_service_pb2  # noqa: F401
-    except ImportError:
-        raise click.UsageError(
-            "--protocol http/protobuf needs opentelemetry-proto: pip install "
-            "'copilot-logs[otel]' (or use http/json)"
-        ) from None
