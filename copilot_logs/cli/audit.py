@@ -6,17 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from copilot_logs.cli.options import (
-    Picked,
-    exit_code,
-    fail_on_option,
-    load,
-    nudge_cap_option,
-    read_each,
-    reading_command,
-    running_within_option,
-    stacked,
-)
+from copilot_logs.cli import options
 from copilot_logs.errors import ExitCode
 
 # Spelled out here so `--help` needs no polars; a test checks them against the core module.
@@ -42,8 +32,8 @@ LOOP_OPTIONS = (
 )
 
 
-@reading_command("table", "json", "ndjson", "csv", "markdown", "github")
-@fail_on_option(
+@options.reading_command("table", "json", "ndjson", "csv", "markdown", "github")
+@options.fail_on_option(
     VERDICT_NAMES, DEFAULT_FAIL_ON, also=(LOOPING, "for a session that loops whatever its verdict")
 )
 @click.option(
@@ -55,11 +45,11 @@ LOOP_OPTIONS = (
 @click.option(
     "--all", "show_all", is_flag=True, help="Also list interactive sessions (not judged)."
 )
-@nudge_cap_option()
-@running_within_option(
+@options.nudge_cap_option()
+@options.running_within_option(
     "An open session whose last event is this recent is `running`, not `interrupted`"
 )
-@stacked(
+@options.stacked(
     *(
         click.option(
             option, type=click.IntRange(1), default=default, metavar="N", help=f"Looping: {what}."
@@ -69,7 +59,7 @@ LOOP_OPTIONS = (
 )
 def audit(
     ctx: click.Context,
-    picked: Picked,
+    picked: options.Picked,
     fail_on: frozenset[str],
     require_task_complete: bool,
     show_all: bool,
@@ -100,12 +90,12 @@ def audit(
       copilot-logs audit ./events.jsonl --require-task-complete --format json
       copilot-logs audit --fail-on looping --stalled-nudges 2
     """
-    loaded = load(picked)
+    loaded = options.load(picked)
     from copilot_logs.commands import audit as core
     from copilot_logs.render.audit import RENDERERS, AuditContext
 
     table = core.judge(
-        read_each(loaded, core.facts),
+        options.read_each(loaded, core.facts),
         now=datetime.now(UTC),
         running_within=running_within,
         nudge_cap=nudge_cap,
@@ -118,4 +108,4 @@ def audit(
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))
     if loaded is None or table.is_empty() or not core.failing(shown, fail_on).is_empty():
         ctx.exit(int(ExitCode.FAILED))
-    ctx.exit(exit_code(loaded))
+    ctx.exit(options.exit_code(loaded))

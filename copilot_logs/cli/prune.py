@@ -10,16 +10,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from copilot_logs.cli import Command
+from copilot_logs.cli import Command, options
 from copilot_logs.cli.disk import surveyed
 from copilot_logs.cli.export import export_into
-from copilot_logs.cli.options import (
-    folder_options,
-    format_option,
-    heavy_option,
-    parse_duration,
-    parse_size,
-)
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
@@ -29,7 +22,7 @@ if TYPE_CHECKING:
 
 
 @click.command(cls=Command)
-@folder_options
+@options.folder_options
 @click.option(
     "--scaffolds", is_flag=True, help="Folders with no log and nothing but the CLI's scaffold."
 )
@@ -43,19 +36,19 @@ if TYPE_CHECKING:
 @click.option(
     "--older-than",
     metavar="DURATION",
-    callback=parse_duration,
+    callback=options.parse_duration,
     help="Folders with nothing written for DURATION (30d, 12h; a bare number is seconds).",
 )
 @click.option(
     "--larger-than",
     metavar="SIZE",
-    callback=parse_size,
+    callback=options.parse_size,
     help="Folders taking more than SIZE on disk (500M, 2G; K/M/G are 1024s, KB/MB/GB 1000s).",
 )
 @click.option(
     "--files-larger-than",
     metavar="SIZE",
-    callback=parse_size,
+    callback=options.parse_size,
     help="Only the files/ of folders whose files/ takes more than SIZE (the log stays).",
 )
 @click.option(
@@ -69,7 +62,7 @@ if TYPE_CHECKING:
     "--quiet-for",
     default="10m",
     metavar="DURATION",
-    callback=parse_duration,
+    callback=options.parse_duration,
     help="Never a folder with anything written within DURATION.",
 )
 @click.option("--apply", is_flag=True, help="Do it (without: a dry run that changes nothing).")
@@ -90,8 +83,8 @@ if TYPE_CHECKING:
 @click.option(
     "--empty-trash", is_flag=True, help="Also remove what earlier runs moved to the trash."
 )
-@heavy_option
-@format_option("table", "json")
+@options.heavy_option
+@options.format_option("table", "json")
 @click.pass_context
 def prune(
     ctx: click.Context,

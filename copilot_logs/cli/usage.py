@@ -8,15 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from copilot_logs.cli.options import (
-    HUMAN_FORMATS,
-    Picked,
-    exit_code,
-    load,
-    read_each,
-    reading_command,
-    resolve_zone,
-)
+from copilot_logs.cli import options
 from copilot_logs.errors import CopilotLogsError
 
 if TYPE_CHECKING:
@@ -28,7 +20,7 @@ GROUPINGS = (
 )
 
 
-@reading_command("table", "json", "ndjson", "csv", "markdown")
+@options.reading_command("table", "json", "ndjson", "csv", "markdown")
 @click.option(
     "--by",
     type=click.Choice(GROUPINGS),
@@ -69,7 +61,7 @@ GROUPINGS = (
 )
 def usage(
     ctx: click.Context,
-    picked: Picked,
+    picked: options.Picked,
     by: str,
     tz: str | None,
     breakdown: bool,
@@ -107,25 +99,27 @@ def usage(
       copilot-logs usage --by model --format json
       copilot-logs usage --verbose 3fa
     """
-    zone = resolve_zone(tz)
-    loaded = load(picked, zone=zone)
+    zone = options.resolve_zone(tz)
+    loaded = options.load(picked, zone=zone)
     by = "repository" if by == "repo" else by
     from copilot_logs.commands import usage as core
     from copilot_logs.commands.usage import breakdown as per_call
     from copilot_logs.render import usage as render
 
-    if loaded is None and fmt in HUMAN_FORMATS:
+    if loaded is None and fmt in options.HUMAN_FORMATS:
         return
     if by in per_call.CALL_GROUPINGS:
-        calls = per_call.call_report(read_each(loaded, partial(per_call.breakdown, by=by)), by)
+        calls = per_call.call_report(
+            options.read_each(loaded, partial(per_call.breakdown, by=by)), by
+        )
         render.write_call_report(replace(calls, rows=_ordered(calls.rows, sort, top)), fmt)
-        ctx.exit(exit_code(loaded))
-    report = core.report(read_each(loaded, core.session_usage), by=by, zone=zone)
+        ctx.exit(options.exit_code(loaded))
+    report = core.report(options.read_each(loaded, core.session_usage), by=by, zone=zone)
     report = replace(report, rows=_ordered(report.rows, sort, top))
     if verbose:
         render.write_reconciliation(report.sessions)
     render.write_report(report, fmt, breakdown=breakdown)
-    ctx.exit(exit_code(loaded))
+    ctx.exit(options.exit_code(loaded))
 
 
 def _ordered(rows: pl.DataFrame, sort: str | None, top: int | None) -> pl.DataFrame:

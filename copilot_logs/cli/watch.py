@@ -8,14 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import (
-    Picked,
-    choose,
-    nudge_cap_option,
-    parse_duration,
-    quiet,
-    reading_command,
-)
+from copilot_logs.cli import options
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
@@ -28,7 +21,7 @@ REFRESH_SECONDS = 1.0
 """How often the live view is drawn again when nothing changed (its clocks move)."""
 
 
-@reading_command("table", "ndjson", engine=False, stdin=False)
+@options.reading_command("table", "ndjson", engine=False, stdin=False)
 @click.option(
     "--until-done",
     is_flag=True,
@@ -39,16 +32,16 @@ REFRESH_SECONDS = 1.0
 )
 @click.option(
     "--timeout",
-    callback=parse_duration,
+    callback=options.parse_duration,
     metavar="DURATION",
     help="With --until-done: give up when no new event arrives for DURATION (90s, 10m, 1h; "
     "a bare number is seconds, as for coreutils timeout), or no session appears, and exit "
     f"{int(ExitCode.TIMEOUT)}.",
 )
-@nudge_cap_option("as for audit")
+@options.nudge_cap_option("as for audit")
 def watch(
     ctx: click.Context,
-    picked: Picked,
+    picked: options.Picked,
     until_done: bool,
     timeout: timedelta | None,
     nudge_cap: int,
@@ -78,7 +71,7 @@ def watch(
     """
     from copilot_logs.commands import watch as core
 
-    watcher = core.choose(choose(picked), started=datetime.now(UTC), new_only=until_done)
+    watcher = core.choose(options.choose(picked), started=datetime.now(UTC), new_only=until_done)
     if until_done and len(watcher.followers) + watcher.wanted != 1:
         raise click.UsageError("--until-done follows one session: name it, or use --latest 1", ctx)
     if not until_done and timeout is not None:
@@ -145,7 +138,7 @@ def _follow(
     with live or nullcontext():
         for changes in core.follow(watcher):
             for _, update in changes:
-                report_damage(update.diagnostics, quiet=quiet())
+                report_damage(update.diagnostics, quiet=options.quiet())
                 if fmt == "ndjson":
                     for record in update.records:
                         write_record(record)
