@@ -128,9 +128,7 @@ def prune(
     _check_usage(criteria, apply, export_to, no_export, trash, empty_trash)
     chosen = dict(disk_core.choose(selectors, root))
     found, figures = surveyed([(path, None) for path in chosen])
-    if all(
-        not place.sessions_seen and disk_core.TRASH not in place.beside for place in found.roots
-    ):
+    if not any(place.sessions_seen or disk_core.TRASH in place.beside for place in found.roots):
         where = ", ".join(one_line(str(place.path)) for place in found.roots)
         raise click.UsageError(
             f"{where} holds no session folder: not a folder of sessions, nothing is pruned"
