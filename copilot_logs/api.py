@@ -1,12 +1,6 @@
 """The public Python API: the same frames the commands print, for notebooks and scripts.
 
-import copilot_logs as cl
-result = cl.read("~/.copilot/session-state")     # or ids, prefixes, files; none = the root
-cl.sessions(result)                               # one row per session
-cl.count(result, by="day", zone="Europe/Berlin")  # the figures of `copilot-logs count`
-result.events, result.diagnostics                 # the raw frames
-cl.frames(result)                                 # the tables `copilot-logs export` writes
-cl.api.export("out/")                             # `copilot-logs export out/`
+docs/api.md shows each function at work.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the gate in ``pyproject.toml``"; docs/diff.md).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ CWD_GONE = (
     "exists and run again"
 )
 """Said when ``os.getcwd()`` fails (here, and by the CLI for any command)."""
+DIFF_KEYS = ("fail-if", "min-runs", "alpha", "key", "unit", "fail-on-missing")
 
 
 class ConfigError(CopilotLogsError):
@@ -31,21 +32,14 @@ class ConfigError(CopilotLogsError):
 
 @dataclass(frozen=True)
 class Settings:
-    """The validate gate: which rules, and whether warnings fail too."""
+    """The validate gate: which rules (``select`` None: every rule), and whether warnings fail."""
 
     select: tuple[str, ...] | None = None
-    """None: every rule."""
     ignore: tuple[str, ...] = ()
     strict: bool = False
-    path: Path | None = None
-    """The pyproject.toml the settings came from, if any."""
 
     def merged(
-        self,
-        *,
-        select: Sequence[str] = (),
-        ignore: Sequence[str] = (),
-        strict: bool | None = None,
+        self, *, select: Sequence[str] = (), ignore: Sequence[str] = (), strict: bool | None = None
     ) -> Settings:
         """These settings under the command line's options."""
         return replace(
@@ -54,6 +48,19 @@ class Settings:
             ignore=(*self.ignore, *ignore),
             strict=self.strict if strict is None else strict,
         )
+
+
+@dataclass(frozen=True)
+class DiffSettings:
+    """The ``diff`` gate pinned in ``[tool.copilot-logs.diff]``: each field None where the file
+    says nothing (the command's default then applies)."""
+
+    fail_if: tuple[str, ...] | None = None
+    min_runs: int | None = None
+    alpha: float | None = None
+    key: str | None = None
+    unit: str | None = None
+    fail_on_missing: bool | None = None
 
 
 def _table(path: Path) -> dict[str, Any] | None:
@@ -75,22 +82,24 @@ def _table(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path}: cannot read it ({error.strerror or error})") from None
     tool = document.get("tool")
     table = tool.get(TABLE) if isinstance(tool, dict) else None
-    if table is None:
-        return None
-    if not isinstance(table, dict):
+    if table is not None and not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
     return table
 
 
-def find_pyproject(start: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The nearest pyproject.toml at or above ``start`` with a [tool.copilot-logs] table
-    (a nearer one without the table is passed over, as ruff does), and that table."""
+def find_pyproject(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest pyproject.toml at or above ``start`` (default: the current folder) with a
+    [tool.copilot-logs] table (a nearer one without the table is passed over, as ruff does),
+    and that table."""
+    try:
+        start = (start or Path.cwd()).resolve()
+    except FileNotFoundError:  # os.getcwd(): the current folder was deleted
+        raise ConfigError(CWD_GONE) from None
     for folder in (start, *start.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            table = _table(candidate)
-            if table is not None:
-                return candidate, table
+        table = _table(candidate) if candidate.is_file() else None
+        if table is not None:
+            return candidate, table
     return None
 
 
@@ -118,10 +127,7 @@ def _codes(path: Path, key: str, value: Any) -> tuple[str, ...]:
 
 def load_settings(start: Path | None = None) -> Settings:
     """The settings pinned for ``start`` (default: the current folder), or the defaults."""
-    try:
-        found = find_pyproject((start or Path.cwd()).resolve())
-    except FileNotFoundError:  # os.getcwd(): the current folder was deleted
-        raise ConfigError(CWD_GONE) from None
+    found = find_pyproject(start)
     if found is None:
         return Settings()
     path, table = found
@@ -132,41 +138,18 @@ def load_settings(start: Path | None = None) -> Settings:
         select=_codes(path, "select", table["select"]) if "select" in table else None,
         ignore=_codes(path, "ignore", table.get("ignore", [])),
         strict=strict,
-        path=path,
     )
-
-
-DIFF_TABLE = "diff"
-DIFF_KEYS = ("fail-if", "min-runs", "alpha", "key", "unit", "fail-on-missing")
-
-
-@dataclass(frozen=True)
-class DiffSettings:
-    """The ``diff`` gate pinned in ``[tool.copilot-logs.diff]``: each field None where the file
-    says nothing (the command's default then applies)."""
-
-    fail_if: tuple[str, ...] | None = None
-    min_runs: int | None = None
-    alpha: float | None = None
-    key: str | None = None
-    unit: str | None = None
-    fail_on_missing: bool | None = None
-    path: Path | None = None
 
 
 def load_diff_settings(start: Path | None = None) -> DiffSettings:
     """The ``diff`` settings pinned for ``start`` (default: the current folder): the
     ``[tool.copilot-logs.diff]`` table of the nearest pyproject.toml with a
     ``[tool.copilot-logs]`` table, each value checked (ConfigError naming the file and key)."""
-    try:
-        found = find_pyproject((start or Path.cwd()).resolve())
-    except FileNotFoundError:
-        raise ConfigError(CWD_GONE) from None
-    if found is None or DIFF_TABLE not in found[1]:
+    found = find_pyproject(start)
+    if found is None or "diff" not in found[1]:
         return DiffSettings()
-    path, outer = found
-    table = outer[DIFF_TABLE]
-    where = f"{path}: [tool.{TABLE}.{DIFF_TABLE}]"
+    path, table = found[0], found[1]["diff"]
+    where = f"{path}: [tool.{TABLE}.diff]"
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table")
     unknown = sorted(set(table) - set(DIFF_KEYS))
@@ -180,8 +163,7 @@ def load_diff_settings(start: Path | None = None) -> DiffSettings:
 
     fail_if = table.get("fail-if")
     if fail_if is not None:
-        if isinstance(fail_if, str):
-            fail_if = [fail_if]
+        fail_if = [fail_if] if isinstance(fail_if, str) else fail_if
         if not isinstance(fail_if, list) or not all(isinstance(t, str) for t in fail_if):
             raise ConfigError(f"{where} fail-if must be a list of thresholds")
         if not fail_if:  # an empty gate would never fail
@@ -193,29 +175,28 @@ def load_diff_settings(start: Path | None = None) -> DiffSettings:
                 parse_threshold(text)
             except ThresholdError as error:
                 raise ConfigError(f"{where} fail-if: {error}") from None
-    min_runs = table.get("min-runs")
-    if min_runs is not None and (
-        isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1
-    ):
-        raise ConfigError(f"{where} min-runs must be a whole number of at least 1")
+    checks: dict[str, tuple[Callable[[Any], bool], str]] = {
+        "min-runs": (
+            lambda value: type(value) is int and value >= 1,
+            "a whole number of at least 1",
+        ),
+        "alpha": (
+            lambda value: type(value) in (int, float) and 0 < value <= 1,
+            "a number above 0 and at most 1",
+        ),
+        "key": (lambda value: value in KEYS, f"one of {', '.join(KEYS)}"),
+        "unit": (lambda value: value in UNITS, f"one of {', '.join(UNITS)}"),
+        "fail-on-missing": (lambda value: isinstance(value, bool), "true or false"),
+    }
+    for key, (valid, what) in checks.items():
+        if table.get(key) is not None and not valid(table[key]):
+            raise ConfigError(f"{where} {key} must be {what}")
     alpha = table.get("alpha")
-    if alpha is not None and (
-        isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha <= 1
-    ):
-        raise ConfigError(f"{where} alpha must be a number above 0 and at most 1")
-    for name, choices in (("key", KEYS), ("unit", UNITS)):
-        value = table.get(name)
-        if value is not None and value not in choices:
-            raise ConfigError(f"{where} {name} must be one of {', '.join(choices)}")
-    missing = table.get("fail-on-missing")
-    if missing is not None and not isinstance(missing, bool):
-        raise ConfigError(f"{where} fail-on-missing must be true or false")
     return DiffSettings(
         fail_if=tuple(fail_if) if fail_if is not None else None,
-        min_runs=min_runs,
+        min_runs=table.get("min-runs"),
         alpha=float(alpha) if alpha is not None else None,
         key=table.get("key"),
         unit=table.get("unit"),
-        fail_on_missing=missing,
-        path=path,
+        fail_on_missing=table.get("fail-on-missing"),
     )

@@ -13,24 +13,14 @@ FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 class ExitCode(IntEnum):
-    """Exit codes of every ``copilot-logs`` command (documented in the README)."""
+    """Exit codes of every ``copilot-logs`` command: the README's "Exit codes" says when."""
 
     OK = 0
-    """The command ran; for gates (validate, audit): nothing reached the failing level."""
     FAILED = 1
-    """A gate failed: validate found an error (or a warning with --strict), audit a failing
-    verdict."""
     USAGE = 2
-    """Bad invocation: unknown option, a path that does not exist, a prefix matching nothing
-    or several sessions, a bad date or time zone."""
     UNREADABLE = 3
-    """Some input could not be read at all (permission denied, a folder of the old
-    history-session-state format, a file holding no event). What could be read was still
-    reported. Also: an output could not be written (standard output closed, a full disk, an
-    I/O error)."""
     TIMEOUT = 124
-    """``watch --until-done --timeout``: no new event (or no log at all) for the whole
-    timeout; the same code as coreutils ``timeout``."""
+    """The code of coreutils ``timeout``."""
 
 
 class CopilotLogsError(Exception):

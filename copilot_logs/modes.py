@@ -14,10 +14,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-PRIVATE = 0o600
-"""The owner reads and writes; nobody else: Copilot CLI's own logs."""
-_SHARED = 0o066
-"""The bits a log may give to its group and others: read and write, never execute."""
+PRIVATE = 0o600  # Copilot CLI's own logs
+_SHARED = 0o066  # what a log may give its group and others: read and write, never execute
 
 
 def like(log_mode: int) -> int:
@@ -26,9 +24,7 @@ def like(log_mode: int) -> int:
 
 
 def mode_of(logs: Iterable[Path | str | None]) -> int:
-    """The mode of a file holding text of ``logs``: read and write for the owner, and the read
-    and write bits for group and others that every log has. ``None`` (standard input) or a log
-    that cannot be stat'ed counts as 0600; no log at all gives 0600."""
+    """The mode of a file holding text of ``logs`` (``None``: standard input)."""
     shared = _SHARED
     for log in logs:
         try:
@@ -36,13 +32,6 @@ def mode_of(logs: Iterable[Path | str | None]) -> int:
         except (OSError, ValueError):  # gone, unreadable, or a name that is no path
             shared = 0
     return PRIVATE | shared
-
-
-def current_umask() -> int:
-    """The process's umask (read by setting it and putting it back)."""
-    umask = os.umask(0o077)
-    os.umask(umask)
-    return umask
 
 
 def create(path: Path, mode: int, *, replace: bool = False) -> int:
@@ -53,8 +42,10 @@ def create(path: Path, mode: int, *, replace: bool = False) -> int:
     flags |= os.O_TRUNC if replace else os.O_EXCL
     descriptor = os.open(path, flags, mode)
     if hasattr(os, "fchmod"):  # POSIX: an existing file keeps its mode unless told
+        umask = os.umask(0o077)  # read by setting it and putting it back
+        os.umask(umask)
         try:
-            os.fchmod(descriptor, mode & ~current_umask())
+            os.fchmod(descriptor, mode & ~umask)
         except BaseException:
             os.close(descriptor)
             raise

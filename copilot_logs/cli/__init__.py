@@ -1,8 +1,6 @@
 """The ``copilot-logs`` command line: a click group whose commands load on first use.
 
-Commands are thin: parse options, call one core function, hand the result to one renderer.
-Nothing heavy (polars, rich) is imported until a command runs, so ``--help`` and
-``--version`` answer at once.
+Nothing heavy (polars, rich) is imported until a command runs: ``--help`` answers at once.
 """
 
 from __future__ import annotations
@@ -10,6 +8,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import pkgutil
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -24,24 +23,10 @@ from copilot_logs.render.escape import one_line
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
-COMMANDS = {
-    "sessions": "copilot_logs.cli.sessions:sessions",
-    "count": "copilot_logs.cli.count:count",
-    "usage": "copilot_logs.cli.usage:usage",
-    "validate": "copilot_logs.cli.validate:validate",
-    "rules": "copilot_logs.cli.rules:rules",
-    "timeline": "copilot_logs.cli.timeline:timeline",
-    "audit": "copilot_logs.cli.audit:audit",
-    "cache": "copilot_logs.cli.cache:cache",
-    "report": "copilot_logs.cli.report:report",
-    "export": "copilot_logs.cli.export:export",
-    "otel": "copilot_logs.cli.otel:otel",
-    "watch": "copilot_logs.cli.watch:watch",
-    "doctor": "copilot_logs.cli.doctor:doctor",
-    "diff": "copilot_logs.cli.diff:diff",
-    "disk": "copilot_logs.cli.disk:disk",
-    "prune": "copilot_logs.cli.prune:prune",
-}
+COMMANDS = sorted(
+    module.name for module in pkgutil.iter_modules(__path__) if module.name != "options"
+)
+"""A command is the function of its own name in the module of that name (``cli/audit.py``)."""
 
 
 class Command(click.Command):
@@ -100,26 +85,18 @@ class LazyGroup(click.Group):
     """A group that imports a command's module only when that command is used or listed."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return COMMANDS
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        if cmd_name not in COMMANDS:
             return None
-        module_name, attribute = target.split(":")
-        command = getattr(importlib.import_module(module_name), attribute)
+        command = getattr(importlib.import_module(f"copilot_logs.cli.{cmd_name}"), cmd_name)
         assert isinstance(command, click.Command)
         return command
 
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: click.Context | None = None,
-        **extra: Any,
-    ) -> click.Context:
+    def make_context(self, *args: Any, **extra: Any) -> click.Context:
         try:
-            return super().make_context(info_name, args, parent, **extra)
+            return super().make_context(*args, **extra)
         except click.ClickException as error:
             raise _escaped(error) from None
 
@@ -142,17 +119,11 @@ class LazyGroup(click.Group):
             ctx.exit(int(error.exit_code))
         except click.ClickException as error:
             raise _escaped(error) from None
-        finally:
-            _store_notice()
-
-
-def _store_notice() -> None:
-    """Say once, after the command, why the store was not used (a folder or entry that is
-    not the user's own: docs/cache.md)."""
-    trust = sys.modules.get("copilot_logs.store.trust")  # not imported: the store was not used
-    notice = trust.take_notice() if trust is not None else None
-    if notice is not None:
-        output.echo(f"warning: {one_line(notice)}", err=True)
+        finally:  # why the store was not used (not the user's own: docs/cache.md), said once
+            trust = sys.modules.get("copilot_logs.store.trust")  # not imported: not used
+            notice = trust.take_notice() if trust is not None else None
+            if notice is not None:
+                output.echo(f"warning: {one_line(notice)}", err=True)
 
 
 def complete_sessions(
@@ -206,7 +177,9 @@ def _escaped(error: click.ClickException) -> click.ClickException:
     return click.ClickException(one_line(message))
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "show_default": True}
+)
 @click.version_option(
     None, "-V", "--version", package_name="copilot-logs", prog_name="copilot-logs"
 )

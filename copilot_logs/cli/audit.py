@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import click
 
-from copilot_logs.cli.options import (
-    Picked,
-    exit_code,
-    fail_on_option,
-    load,
-    nudge_cap_option,
-    reading_command,
-    running_within_option,
-)
+from copilot_logs.cli import options
 from copilot_logs.errors import ExitCode
 
 # Spelled out here so `--help` needs no polars; a test checks them against the core module.
@@ -41,30 +32,9 @@ LOOP_OPTIONS = (
 )
 
 
-def _name(option: str) -> str:
-    return option.lstrip("-").replace("-", "_")
-
-
-def loop_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The loop thresholds (LOOP_OPTIONS), each an option of its own."""
-    for option, _signal, default, what in reversed(LOOP_OPTIONS):
-        command = click.option(
-            option,
-            _name(option),
-            type=click.IntRange(min=1),
-            default=default,
-            show_default=True,
-            metavar="N",
-            help=f"Looping: {what}.",
-        )(command)
-    return command
-
-
-@reading_command("table", "json", "ndjson", "csv", "markdown", "github")
-@fail_on_option(
-    VERDICT_NAMES,
-    DEFAULT_FAIL_ON,
-    also=(LOOPING, "for a session that loops whatever its verdict"),
+@options.reading_command("table", "json", "ndjson", "csv", "markdown", "github")
+@options.fail_on_option(
+    VERDICT_NAMES, DEFAULT_FAIL_ON, also=(LOOPING, "for a session that loops whatever its verdict")
 )
 @click.option(
     "--require-task-complete",
@@ -75,24 +45,28 @@ def loop_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option(
     "--all", "show_all", is_flag=True, help="Also list interactive sessions (not judged)."
 )
-@nudge_cap_option()
-@running_within_option(
+@options.nudge_cap_option()
+@options.running_within_option(
     "An open session whose last event is this recent is `running`, not `interrupted`"
 )
-@loop_options
+@options.stacked(
+    *(
+        click.option(
+            option, type=click.IntRange(1), default=default, metavar="N", help=f"Looping: {what}."
+        )
+        for option, _, default, what in LOOP_OPTIONS
+    )
+)
 def audit(
     ctx: click.Context,
-    picked: Picked,
+    picked: options.Picked,
     fail_on: frozenset[str],
     require_task_complete: bool,
     show_all: bool,
     nudge_cap: int,
     running_within: timedelta,
     fmt: str,
-    stalled_nudges: int,
-    repeated_calls: int,
-    rejected_completions: int,
-    calls_after_completion: int,
+    **loops: int,
 ) -> None:
     """Find the autopilot runs that never finished their task.
 
@@ -116,27 +90,22 @@ def audit(
       copilot-logs audit ./events.jsonl --require-task-complete --format json
       copilot-logs audit --fail-on looping --stalled-nudges 2
     """
-    loaded = load(picked)
+    loaded = options.load(picked)
     from copilot_logs.commands import audit as core
-    from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.render.audit import RENDERERS, AuditContext
 
     table = core.judge(
-        loaded.map(core.facts) if loaded else [core.facts(ReadResult.empty())],
+        options.read_each(loaded, core.facts),
         now=datetime.now(UTC),
         running_within=running_within,
         nudge_cap=nudge_cap,
         require_task_complete=require_task_complete,
-        loop_thresholds=dict(
-            zip(
-                (signal for _, signal, *_ in LOOP_OPTIONS),
-                (stalled_nudges, repeated_calls, rejected_completions, calls_after_completion),
-                strict=True,
-            )
-        ),
+        loop_thresholds={
+            signal: loops[option[2:].replace("-", "_")] for option, signal, *_ in LOOP_OPTIONS
+        },
     )
     shown = table if show_all else core.judged(table)
     RENDERERS[fmt](shown, AuditContext(fail_on, table.height))
     if loaded is None or table.is_empty() or not core.failing(shown, fail_on).is_empty():
         ctx.exit(int(ExitCode.FAILED))
-    ctx.exit(exit_code(loaded))
+    ctx.exit(options.exit_code(loaded))

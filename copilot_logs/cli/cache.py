@@ -6,6 +6,7 @@ import click
 
 from copilot_logs.cli import Group
 from copilot_logs.cli.options import format_option
+from copilot_logs.errors import WriteError
 
 
 @click.group(cls=Group)
@@ -58,8 +59,6 @@ def clear() -> None:
     cleared = store.clear()
     write_cleared(cleared)
     if cleared.failed:
-        from copilot_logs.errors import WriteError
-
         more = f" and {len(cleared.failed) - 1} more" if len(cleared.failed) > 1 else ""
         raise WriteError(
             f"could not remove {cleared.failed[0]}{more} from the store; check the folder's "

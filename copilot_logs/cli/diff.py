@@ -3,17 +3,17 @@ sets of runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from copilot_logs.cli import Command, complete_sessions
-from copilot_logs.cli.options import Loaded, Picked, format_option, load, reading_flags
+from copilot_logs.cli.options import Loaded, Picked, format_option, load, reading_flags, root_option
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
+from copilot_logs.render.humanize import plural
 
 if TYPE_CHECKING:
     import polars as pl
@@ -25,87 +25,62 @@ UNITS = ("session", "task")
 FORMATS = ("table", "json", "markdown", "github", "junit", "sarif")
 
 
-def _options(function: Callable[..., None]) -> Callable[..., None]:
-    decorators: list[Callable[[Any], Any]] = [
-        click.argument(
-            "sides", nargs=-1, metavar="BASE CANDIDATE", shell_complete=complete_sessions
-        ),
-        format_option(*FORMATS),
-        click.option(
-            "--root",
-            type=click.Path(path_type=Path, file_okay=False),
-            help="Folder of sessions that ids, prefixes and the periods are looked up in "
-            "[default: $COPILOT_HOME/session-state or ~/.copilot/session-state].",
-        ),
-        click.option(
-            "--base-since", metavar="WHEN", help="Base: sessions started at or after WHEN."
-        ),
-        click.option("--base-until", metavar="WHEN", help="Base: sessions started before WHEN."),
-        click.option(
-            "--candidate-since",
-            metavar="WHEN",
-            help="Candidate: sessions started at or after WHEN.",
-        ),
-        click.option(
-            "--candidate-until", metavar="WHEN", help="Candidate: sessions started before WHEN."
-        ),
-        click.option(
-            "--key",
-            type=click.Choice(KEYS),
-            help="Pair runs by their first typed prompt, session name, session, or none (one "
-            "pool) [default: `key` from pyproject.toml, else prompt].",
-        ),
-        click.option(
-            "--unit",
-            type=click.Choice(UNITS),
-            help="A run is a session, or each task (as usage --by task cuts them) [default: "
-            "session].",
-        ),
-        click.option(
-            "--fail-if",
-            multiple=True,
-            metavar="THRESHOLD",
-            help="Fail when a statistic moves past these amounts: 'ai_credits.median > +25% and "
-            "+1.0'; repeatable. Replaces `fail-if` from pyproject.toml and the defaults.",
-        ),
-        click.option(
-            "--min-runs",
-            type=click.IntRange(min=1),
-            help="Known values each side needs before a row may fail; fewer: insufficient "
-            "[default: 3].",
-        ),
-        click.option(
-            "--alpha",
-            type=click.FloatRange(0, 1, min_open=True),
-            metavar="P",
-            help="Fail only where the p-value is also below P (exact tests; at 3 runs a side "
-            "the smallest p is 0.10).",
-        ),
-        click.option(
-            "--fail-on-missing/--no-fail-on-missing",
-            default=None,
-            help="A case on one side only (new or gone) fails the gate [default: no].",
-        ),
-        click.option(
-            "--allow-empty", is_flag=True, help="A side with no session is not a failure."
-        ),
-        click.option(
-            "--save-baseline",
-            "save_to",
-            type=click.Path(path_type=Path, dir_okay=False, writable=False),
-            metavar="FILE",
-            help="Write every run of the one side given (or the --base period) to FILE, "
-            "to diff against later.",
-        ),
-        *reading_flags(),
-    ]
-    wrapped: Any = click.pass_context(function)
-    for decorator in reversed(decorators):
-        wrapped = decorator(wrapped)
-    return click.command(cls=Command)(wrapped)
-
-
-@_options
+@click.command(cls=Command)
+@click.argument("sides", nargs=-1, metavar="BASE CANDIDATE", shell_complete=complete_sessions)
+@format_option(*FORMATS)
+@root_option("Folder of sessions that ids, prefixes and the periods are looked up in")
+@click.option("--base-since", metavar="WHEN", help="Base: sessions started at or after WHEN.")
+@click.option("--base-until", metavar="WHEN", help="Base: sessions started before WHEN.")
+@click.option(
+    "--candidate-since", metavar="WHEN", help="Candidate: sessions started at or after WHEN."
+)
+@click.option("--candidate-until", metavar="WHEN", help="Candidate: sessions started before WHEN.")
+@click.option(
+    "--key",
+    type=click.Choice(KEYS),
+    help="Pair runs by their first typed prompt, session name, session, or none (one "
+    "pool) [default: `key` from pyproject.toml, else prompt].",
+)
+@click.option(
+    "--unit",
+    type=click.Choice(UNITS),
+    help="A run is a session, or each task (as usage --by task cuts them) [default: session].",
+)
+@click.option(
+    "--fail-if",
+    multiple=True,
+    metavar="THRESHOLD",
+    help="Fail when a statistic moves past these amounts: 'ai_credits.median > +25% and "
+    "+1.0'; repeatable. Replaces `fail-if` from pyproject.toml and the defaults.",
+)
+@click.option(
+    "--min-runs",
+    type=click.IntRange(min=1),
+    help="Known values each side needs before a row may fail; fewer: insufficient [default: 3].",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True),
+    metavar="P",
+    help="Fail only where the p-value is also below P (exact tests; at 3 runs a side "
+    "the smallest p is 0.10).",
+)
+@click.option(
+    "--fail-on-missing/--no-fail-on-missing",
+    default=None,
+    help="A case on one side only (new or gone) fails the gate [default: no].",
+)
+@click.option("--allow-empty", is_flag=True, help="A side with no session is not a failure.")
+@click.option(
+    "--save-baseline",
+    "save_to",
+    type=click.Path(path_type=Path, dir_okay=False, writable=False),
+    metavar="FILE",
+    help="Write every run of the one side given (or the --base period) to FILE, "
+    "to diff against later.",
+)
+@reading_flags
+@click.pass_context
 def diff(
     ctx: click.Context,
     sides: tuple[str, ...],
@@ -155,8 +130,13 @@ def diff(
     loads: list[Loaded] = []
     base = _read(base_picked, unit, loads)
     if save_to is not None:
-        _save(ctx, save_to, base, unit, base_picked, loads, allow_empty)
-        return
+        from copilot_logs.commands.diff import baseline
+        from copilot_logs.render.ci import tool_version
+
+        named = " ".join(base_picked.selectors) if isinstance(base_picked, Picked) else ""
+        baseline.save(save_to, base, unit=unit, side=named, version=tool_version())
+        output.echo(f"Wrote {one_line(str(save_to))}: {plural(base.height, unit)}.", err=True)
+        ctx.exit(_code(loads, base.is_empty() and not allow_empty))
     assert candidate_picked is not None
     candidate = _read(candidate_picked, unit, loads)
     from copilot_logs.commands.diff import compare
@@ -261,25 +241,6 @@ def _read(side: Side, unit: str, loads: list[Loaded]) -> pl.DataFrame:
         return core.runs([], unit=unit)
     loads.append(loaded)
     return core.runs(loaded.map(core.part_for(unit)), unit=unit, names=workspace_name)
-
-
-def _save(
-    ctx: click.Context,
-    path: Path,
-    runs: pl.DataFrame,
-    unit: str,
-    side: Side,
-    loads: list[Loaded],
-    allow_empty: bool,
-) -> None:
-    from copilot_logs.commands.diff import baseline
-    from copilot_logs.render.ci import tool_version
-    from copilot_logs.render.humanize import plural
-
-    named = " ".join(side.selectors) if isinstance(side, Picked) else str(side)
-    baseline.save(path, runs, unit=unit, side=named, version=tool_version())
-    output.echo(f"Wrote {one_line(str(path))}: {plural(runs.height, unit)}.", err=True)
-    ctx.exit(_code(loads, runs.is_empty() and not allow_empty))
 
 
 def _code(loads: list[Loaded], failed: bool) -> ExitCode:

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from copilot_logs.cli import Command
-from copilot_logs.cli.options import (
-    Loaded,
-    format_option,
-    parse_size,
-    reading_flags,
-    selectors_and_root,
-)
+from copilot_logs.cli.options import Loaded, folder_options, format_option, heavy_option, parse_size
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
@@ -22,27 +16,6 @@ from copilot_logs.render.humanize import plural
 
 if TYPE_CHECKING:
     from copilot_logs.commands.disk import Survey
-
-F = Any
-
-
-def folder_options(function: F) -> F:
-    """SELECTORS, --root, --no-cache and --quiet, as ``disk`` and ``prune`` read them."""
-    decorators = [*selectors_and_root(stdin=False), *reading_flags()]
-    for decorator in reversed(decorators):
-        function = decorator(function)
-    return function
-
-
-def heavy_option(function: F) -> F:
-    return click.option(
-        "--heavy",
-        metavar="SIZE",
-        default="1G",
-        show_default=True,
-        callback=parse_size,
-        help="A session whose files/ holds more than SIZE (allocated) is heavy-files.",
-    )(function)
 
 
 def surveyed(
@@ -61,25 +34,12 @@ def surveyed(
     return found, core.figures_by_file(parts)
 
 
-def warn_partial(rows: list[dict[str, object]]) -> bool:
-    """Say on stderr how many folders could not be read whole; whether any."""
-    partial = sum(1 for row in rows if row["partial"])
-    if partial:
-        output.echo(
-            f"warning: {plural(partial, 'session folder')} could not be read whole: their "
-            "sizes are partial (see the note column, or `partial` in --format json)",
-            err=True,
-        )
-    return bool(partial)
-
-
 @click.command(cls=Command)
 @folder_options
 @click.option(
     "--sort",
     type=click.Choice(["size", "age"]),
     default="size",
-    show_default=True,
     help="Largest first, or the longest quiet first.",
 )
 @click.option(
@@ -92,7 +52,6 @@ def warn_partial(rows: list[dict[str, object]]) -> bool:
     "--by",
     type=click.Choice(["session", "category"]),
     default="session",
-    show_default=True,
     help="One row per session folder, or per category.",
 )
 @heavy_option
@@ -130,7 +89,13 @@ def disk(
 
     found, figures = surveyed(core.choose(selectors, root))
     rows = core.rows(found, figures, heavy)
-    partial = warn_partial(rows)
+    partial = sum(1 for row in rows if row["partial"])
+    if partial:
+        output.echo(
+            f"warning: {plural(partial, 'session folder')} could not be read whole: their "
+            "sizes are partial (see the note column, or `partial` in --format json)",
+            err=True,
+        )
     frame = core.arranged(core.table(rows), sort=sort, min_size=min_size)
     shown = core.by_category(frame) if by == "category" else frame
     write_disk(shown, core.beside(found), fmt, by=by)

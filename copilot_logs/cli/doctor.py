@@ -7,15 +7,7 @@ from pathlib import Path
 
 import click
 
-from copilot_logs.cli.options import (
-    Picked,
-    exit_code,
-    fail_on_option,
-    find,
-    load,
-    reading_command,
-    running_within_option,
-)
+from copilot_logs.cli import options
 from copilot_logs.errors import ExitCode
 
 # Spelled out here so `--help` needs no polars; a test checks them against the core module.
@@ -23,9 +15,9 @@ VERDICT_NAMES = ("healthy", "running", "at-risk", "cannot-resume")
 DEFAULT_FAIL_ON = "running,at-risk,cannot-resume"
 
 
-@reading_command("table", "json", "ndjson", engine=False)
-@fail_on_option(VERDICT_NAMES, DEFAULT_FAIL_ON)
-@running_within_option(
+@options.reading_command("table", "json", "ndjson", engine=False)
+@options.fail_on_option(VERDICT_NAMES, DEFAULT_FAIL_ON)
+@options.running_within_option(
     "A log with no shutdown whose last event is this recent is `running`: being written, not judged"
 )
 @click.option(
@@ -47,7 +39,7 @@ DEFAULT_FAIL_ON = "running,at-risk,cannot-resume"
 )
 def doctor(
     ctx: click.Context,
-    picked: Picked,
+    picked: options.Picked,
     fail_on: frozenset[str],
     running_within: timedelta,
     repair: bool,
@@ -84,13 +76,12 @@ def doctor(
         raise click.UsageError("--out goes with --repair")
     if even_if_running:
         raise click.UsageError("--even-if-running goes with --repair")
-    loaded = load(picked, report=False, whole_logs=True)  # the damage is in the reasons
+    loaded = options.load(picked, report=False, whole_logs=True)  # the damage is in the reasons
     from copilot_logs.commands import doctor as core
-    from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.render.doctor import RENDERERS
 
     result = core.judge(
-        loaded.map(core.facts) if loaded else [core.facts(ReadResult.empty())],
+        options.read_each(loaded, core.facts),
         files={s.name: s.path for s in loaded.sources if s.path} if loaded else {},
         now=datetime.now(UTC),
         running_within=running_within,
@@ -98,12 +89,12 @@ def doctor(
     RENDERERS[fmt](result, fail_on)
     if not core.failing(result.sessions, fail_on).is_empty():
         ctx.exit(int(ExitCode.FAILED))
-    ctx.exit(exit_code(loaded))
+    ctx.exit(options.exit_code(loaded))
 
 
 def _repair(
     ctx: click.Context,
-    picked: Picked,
+    picked: options.Picked,
     out: Path | None,
     fmt: str,
     running_within: timedelta,
@@ -117,7 +108,7 @@ def _repair(
     from copilot_logs.render.doctor import write_repairs
 
     repairs = repair.repair_all(
-        find(picked),
+        options.find(picked),
         out,
         now=datetime.now(UTC),
         running_within=running_within,

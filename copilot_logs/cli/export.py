@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,8 +16,8 @@ from copilot_logs.render.escape import one_line
 from copilot_logs.render.humanize import plural
 
 if TYPE_CHECKING:
-    from copilot_logs.commands.export import Written
-    from copilot_logs.ingest.reader import ReadResult
+    from copilot_logs.commands.export import Summary, Written
+    from copilot_logs.ingest.decode.envelope import Source
 
 
 @click.command(cls=Command)
@@ -43,17 +43,9 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
       copilot-logs export ./copilot-parquet ./recordings/*.jsonl
     """
     loaded = load(picked, whole_logs=True)
-    from copilot_logs.commands import export as core
-
     if loaded is None:
         return
-    waiting = partial(
-        output.echo, f"Waiting for another export into {one_line(str(out))}.", err=True
-    )
-    with core.exporting(out, on_wait=waiting):
-        plan = core.prepare(out, loaded.sources)
-        todo = Loaded(plan.changed)
-        summary = core.finish(plan, _written(todo, core.batch_writer(plan)))
+    summary, todo = export_into(out, loaded.sources)
     logs = summary.written + summary.unchanged
     output.echo(
         f"Exported {plural(logs, 'log')} to {out}: {summary.written} written, "
@@ -63,7 +55,19 @@ def export(ctx: click.Context, out: Path, picked: Picked) -> None:
     ctx.exit(exit_code(todo))
 
 
-def _written(todo: Loaded, writer: Callable[[ReadResult], Written]) -> Iterator[Written]:
-    """The batches written, as :func:`~copilot_logs.commands.export.finish` takes them (it
-    removes this run's temporary files when writing one fails)."""
-    yield from todo.map(writer, remember=False)
+def export_into(
+    out: Path, sources: list[Source], *, keep_others: bool = False
+) -> tuple[Summary, Loaded]:
+    """Export ``sources`` into ``out`` (after another export there, if one is under way): what
+    was done, and the logs read (those that changed)."""
+    from copilot_logs.commands import export as core
+
+    def written(todo: Loaded, plan: core.Plan) -> Iterator[Written]:
+        # read inside finish(), which removes this run's temporary files when writing one fails
+        yield from todo.map(core.batch_writer(plan), remember=False)
+
+    waiting = f"Waiting for another export into {one_line(str(out))}."
+    with core.exporting(out, on_wait=partial(output.echo, waiting, err=True)):
+        plan = core.prepare(out, sources, keep_others=keep_others)
+        todo = Loaded(plan.changed)
+        return core.finish(plan, written(todo, plan)), todo

@@ -1,8 +1,7 @@
 """Options every command shares, and the one way commands load sessions.
 
-Also the values the user gives that only the command line reads: sizes (:func:`parse_size`) and
-time zones for day buckets (:func:`resolve_zone`: an IANA name, else the machine's local zone;
-either known to polars, which buckets the days).
+Also the values only the command line reads: sizes (:func:`parse_size`) and time zones for day
+buckets (:func:`resolve_zone`: an IANA name, else the machine's local zone; both known to polars).
 """
 
 from __future__ import annotations
@@ -11,11 +10,9 @@ import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import timedelta
-from functools import partial
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
@@ -27,7 +24,7 @@ from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import report_damage, report_growth
 
 if TYPE_CHECKING:
-    from datetime import datetime
+    from datetime import datetime, timedelta
 
     import polars as pl
 
@@ -40,17 +37,45 @@ if TYPE_CHECKING:
 
     Engine = Callable[[list[Source], Callable[[ReadResult], Any]], Iterable[BatchResult[Any]]]
 
-
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+HUMAN_FORMATS = ("table", "markdown")
+SAID = 3
+"""Sessions found in two places that are named one by one (then counted)."""
 
 
-NO_CACHE = "copilot_logs.no_cache"
+def stacked(*decorators: Callable[[Any], Any]) -> Callable[[F], F]:
+    """The decorators as one, applied as when written in this order above a function."""
+
+    def apply(function: F) -> F:
+        return functools.reduce(lambda done, decorator: decorator(done), decorators[::-1], function)
+
+    return apply
+
+
+def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    """The callback of an option that gives the command no argument: its value goes to the
+    context's meta, read by :func:`given` wherever the command's reading needs it."""
+
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        ctx.meta[f"copilot_logs.{name}"] = value
+
+    return callback
+
+
+def given(name: str) -> Any:
+    """The value of --no-cache (``no_cache``), --quiet, --engine or --master given the running
+    command (None outside one)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(f"copilot_logs.{name}") if ctx is not None else None
 
 
 def use_cache() -> bool:
-    """False when the running command was given --no-cache."""
-    ctx = click.get_current_context(silent=True)
-    return not (ctx is not None and ctx.meta.get(NO_CACHE))
+    return not given("no_cache")
+
+
+def quiet() -> bool:
+    return bool(given("quiet"))
 
 
 @dataclass(frozen=True)
@@ -64,73 +89,52 @@ class Picked:
     latest: int | None = None
 
 
-QUIET = "copilot_logs.quiet"
-
-
-def quiet() -> bool:
-    """True when the running command was given --quiet: no damage warnings."""
-    ctx = click.get_current_context(silent=True)
-    return bool(ctx is not None and ctx.meta.get(QUIET))
-
-
-def reading_flags() -> list[Callable[[F], F]]:
-    """--no-cache and --quiet, which every command keeps in its context's meta."""
-    no_cache = click.option(
+reading_flags = stacked(
+    click.option(
         "--no-cache",
         is_flag=True,
         expose_value=False,
-        callback=_remember(NO_CACHE),
+        callback=_remember("no_cache"),
         help="Read every file again; neither use nor update the store (see `copilot-logs cache`).",
-    )
-    quiet = click.option(
+    ),
+    click.option(
         "--quiet",
         "-q",
         is_flag=True,
         expose_value=False,
-        callback=_remember(QUIET),
+        callback=_remember("quiet"),
         help="No warnings about damaged lines (`copilot-logs validate` lists them).",
+    ),
+)
+ROOT_HELP = "[default: $COPILOT_HOME/session-state or ~/.copilot/session-state]."
+
+
+def root_option(what: str = "Folder of sessions") -> Callable[[F], F]:
+    return click.option(
+        "--root", type=click.Path(path_type=Path, file_okay=False), help=f"{what} {ROOT_HELP}"
     )
-    return [no_cache, quiet]
 
 
-def selectors_and_root(*, stdin: bool) -> list[Callable[[F], F]]:
+def selectors_and_root(*, stdin: bool) -> Callable[[F], F]:
     """The SELECTORS argument (``-``, standard input, with ``stdin``) and --root."""
-    return [
-        click.argument(
-            "selectors",
-            nargs=-1,
-            metavar="[SESSION|PREFIX|PATH|-]..." if stdin else "[SESSION|PREFIX|PATH]...",
-            shell_complete=complete_sessions,
-        ),
-        click.option(
-            "--root",
-            type=click.Path(path_type=Path, file_okay=False),
-            help="Folder of sessions [default: $COPILOT_HOME/session-state or "
-            "~/.copilot/session-state].",
-        ),
-    ]
+    metavar = "[SESSION|PREFIX|PATH|-]..." if stdin else "[SESSION|PREFIX|PATH]..."
+    argument = click.argument(
+        "selectors", nargs=-1, metavar=metavar, shell_complete=complete_sessions
+    )
+    return stacked(argument, root_option())
 
 
 def selection_options(function: F, *, stdin: bool = True) -> F:
     """SELECTORS plus --root, --since, --until, --latest, --no-cache and --quiet, read the same
-    way by every command: the command receives them as one ``picked`` argument (a
-    :class:`Picked`)."""
+    way by every command: given to it as one ``picked`` (a :class:`Picked`)."""
 
     @functools.wraps(function)
-    def command(
-        *args: Any,
-        selectors: tuple[str, ...],
-        root: Path | None,
-        since: str | None,
-        until: str | None,
-        latest: int | None,
-        **kwargs: Any,
-    ) -> Any:
-        picked = Picked(selectors, root, since, until, latest)
-        return function(*args, picked=picked, **kwargs)
+    def command(*args: Any, selectors: tuple[str, ...], **kwargs: Any) -> Any:
+        chosen = [kwargs.pop(name) for name in ("root", "since", "until", "latest")]
+        return function(*args, picked=Picked(selectors, *chosen), **kwargs)
 
-    decorators = [
-        *selectors_and_root(stdin=stdin),
+    options: Callable[[Any], F] = stacked(
+        selectors_and_root(stdin=stdin),
         click.option(
             "--since",
             metavar="WHEN",
@@ -145,71 +149,58 @@ def selection_options(function: F, *, stdin: bool = True) -> F:
         click.option(
             "--latest", type=click.IntRange(min=1), metavar="N", help="Only the N newest sessions."
         ),
-        *reading_flags(),
-    ]
-    wrapped: Any = command
-    for decorator in reversed(decorators):
-        wrapped = decorator(wrapped)
-    return cast(F, wrapped)
+        reading_flags,
+    )
+    return options(command)
 
 
-ENGINE = "copilot_logs.engine"
-MASTER = "copilot_logs.master"
-
-
-def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
-    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
-        ctx.meta[key] = value
-
-    return callback
-
-
-def engine_options(function: F) -> F:
-    """--engine local|spark and --master URL: where the logs are read (docs/spark.md)."""
-    engine = click.option(
+engine_options = stacked(
+    click.option(
         "--engine",
         type=click.Choice(["local", "spark"]),
         default="local",
-        show_default=True,
         expose_value=False,
-        callback=_remember(ENGINE),
+        callback=_remember("engine"),
         help="Read the logs here, or on Apache Spark (pip install 'copilot-logs[spark]'; "
         "paths may then be URIs such as s3a://bucket/session-state).",
-    )
-    master = click.option(
+    ),
+    click.option(
         "--master",
         metavar="URL",
         expose_value=False,
-        callback=_remember(MASTER),
+        callback=_remember("master"),
         help="With --engine spark: the Spark master [default: spark-submit's, else local[*]].",
-    )
-    return engine(master(function))
-
-
-def spark_engine() -> bool:
-    ctx = click.get_current_context(silent=True)
-    return ctx is not None and ctx.meta.get(ENGINE) == "spark"
+    ),
+)
 
 
 def format_option(*choices: str, default: str = "table") -> Callable[[F], F]:
     return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(choices),
-        default=default,
-        show_default=True,
-        help="Output format.",
+        "--format", "fmt", type=click.Choice(choices), default=default, help="Output format."
     )
 
 
+def reading_command(
+    *formats: str, default: str = "table", engine: bool = True, stdin: bool = True
+) -> Callable[[Callable[..., None]], click.Command]:
+    """A command that reads session logs, called with the context, one ``picked`` (the options
+    of :func:`selection_options`), then --engine and --master (unless ``engine`` is false) and
+    --format FORMATS (if any): in --help before the command's own options."""
+
+    def declare(function: Callable[..., None]) -> click.Command:
+        wrapped: Any = click.pass_context(function)
+        if formats:
+            wrapped = format_option(*formats, default=default)(wrapped)
+        if engine:
+            wrapped = engine_options(wrapped)
+        return click.command(cls=Command)(selection_options(wrapped, stdin=stdin))
+
+    return declare
+
+
 def choose(picked: Picked, *, zone: str | None = None) -> Selection:
-    """What the shared options chose, with --since/--until as UTC times.
-
-    ``zone`` (an IANA name) is where a bare --since/--until date starts and ends (local time
-    when None).
-    """
-    from zoneinfo import ZoneInfo
-
+    """What the shared options chose, with --since/--until as UTC times; a bare date starts and
+    ends in ``zone`` (an IANA name; local time when None)."""
     from copilot_logs.ingest.discover import Selection, parse_when
 
     day_zone = ZoneInfo(zone) if zone else None
@@ -220,10 +211,6 @@ def choose(picked: Picked, *, zone: str | None = None) -> Selection:
         until=parse_when(picked.until, end_of_day=True, zone=day_zone) if picked.until else None,
         latest=picked.latest,
     )
-
-
-SAID = 3
-"""Sessions found in two places that are named one by one (then counted)."""
 
 
 def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
@@ -247,51 +234,39 @@ def find(picked: Picked, *, zone: str | None = None) -> list[Source]:
 def load(
     picked: Picked, *, report: bool = True, zone: str | None = None, whole_logs: bool = False
 ) -> Loaded | None:
-    """Find the selected sessions; reading happens when the command maps its core function
-    over them (:meth:`Loaded.map`), batch by batch, damage reported on stderr (unless
-    ``report`` is false: validate reports it as findings). A log selected by the id of one of
-    its sessions gives that session only, unless ``whole_logs`` (validate, doctor and export
-    judge or write logs, not sessions).
+    """Find the selected sessions, to be read when the command maps its core over them
+    (:meth:`Loaded.map`), damage said on stderr unless not ``report`` (validate's findings say
+    it). A log selected by the id of one of its sessions gives that session only, unless
+    ``whole_logs`` (validate, doctor and export judge or write logs, not sessions).
 
-    Returns None (after saying so on stderr) when there is no session to read. Commands call
-    it before importing their core (and so polars): when the selection is big enough for
-    worker processes, their fork server starts here and imports polars on the other core
-    meanwhile.
+    None (said on stderr) when there is no session. Called before the command imports its core
+    (and polars): worker processes for a big selection start here, importing polars meanwhile.
     """
-    if spark_engine():
+    if given("engine") == "spark":
         loaded = _load_on_spark(picked, report=report, zone=zone)
-        if loaded is not None and not whole_logs:
-            loaded.chosen = picks(loaded.sources)
-        return loaded
-    sources = find(picked, zone=zone)
-    if not sources:
-        return None
-    from copilot_logs.store import look_up
-    from copilot_logs.store.pool import start_workers_early
+    else:
+        from copilot_logs.store import look_up
+        from copilot_logs.store.pool import start_workers_early
 
-    found = look_up(sources) if use_cache() else None
-    start_workers_early(sources, use_cache(), found)
-    chosen = choose(picked, zone=zone)
-    loaded = Loaded(sources, report=report, since=chosen.since, until=chosen.until)
-    loaded.found = found
-    if not whole_logs:
-        loaded.chosen = picks(sources)
+        sources = find(picked, zone=zone)
+        if not sources:
+            return None
+        found = look_up(sources) if use_cache() else None
+        start_workers_early(sources, use_cache(), found)
+        chosen = choose(picked, zone=zone)
+        loaded = Loaded(sources, report=report, window=(chosen.since, chosen.until), found=found)
+    if loaded is not None and not whole_logs:
+        from copilot_logs.ingest.picked import picks
+
+        loaded.chosen = picks(loaded.sources)
     return loaded
-
-
-def picks(sources: list[Source]) -> Picks:
-    from copilot_logs.ingest.picked import picks as of_sources
-
-    return of_sources(sources)
 
 
 def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded | None:
     """As :func:`load`, the logs to be read by Spark: URIs listed there, the rest found here."""
-    from dataclasses import replace
-
     from copilot_logs.spark import engine
 
-    master = click.get_current_context().meta.get(MASTER)
+    master = given("master")
     uris = [s for s in picked.selectors if engine.is_uri(s)]
     rest = tuple(s for s in picked.selectors if not engine.is_uri(s))
     if uris and (picked.since or picked.until or picked.latest):
@@ -305,57 +280,42 @@ def _load_on_spark(picked: Picked, *, report: bool, zone: str | None) -> Loaded 
             output.echo(f"No sessions found in {one_line(', '.join(uris))}.", err=True)
     if not sources:
         return None
-    mapper = partial(engine.map_batches, master=master, progress=output.spark_status())
+    mapper = functools.partial(engine.map_batches, master=master, progress=output.spark_status())
     return Loaded(sources, report=report, engine=mapper)
 
 
-T = TypeVar("T")
-
-
+@dataclass
 class Loaded:
-    """The selected sessions, read batch by batch through the cache (unless --no-cache) when a
-    command maps its core function over them; a progress bar on a terminal when there is a
-    lot to read."""
+    """The selected sessions, read batch by batch through the store (unless --no-cache) when a
+    command maps its core function over them; a progress bar on a terminal for a long read."""
 
-    def __init__(
-        self,
-        sources: list[Source],
-        *,
-        report: bool = True,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        engine: Engine | None = None,
-    ) -> None:
-        self.sources = sources
-        self.report = report
-        self.engine = engine
-        """Where the batches are read: None for here (the cache, worker processes), else
-        :func:`copilot_logs.spark.engine.map_batches`."""
-        self.window = (since, until)
-        """--since/--until, applied to standard input once it is read (files on disk were
-        chosen by them before reading)."""
-        self.diagnostics: pl.DataFrame | None = None
-        self.files_with_events: set[str] = set()
-        self.chosen: Picks = ()
-        """The logs selected by the id of a session they hold, and those ids: their other
-        sessions are left out of every batch (:mod:`copilot_logs.ingest.picked`)."""
-        self.found: list[store.Found] | None = None
-        """Each source's entry in the store, looked up by :func:`load`: used by the first
-        :meth:`map` (a map writes entries, so a later one looks them up again)."""
+    sources: list[Source]
+    report: bool = True
+    window: tuple[datetime | None, datetime | None] = (None, None)
+    """--since/--until, applied to standard input once read (files were chosen by them)."""
+    found: list[store.Found] | None = None
+    """Each source's entry in the store, looked up by :func:`load` for the first :meth:`map`
+    (a map writes entries, so a later one looks them up again)."""
+    engine: Engine | None = None
+    """None: read here (the store, worker processes); else Spark's ``map_batches``."""
+    chosen: Picks = ()
+    """The logs selected by the id of a session they hold, and those ids: their other sessions
+    are left out of every batch (:mod:`copilot_logs.ingest.picked`)."""
+    diagnostics: pl.DataFrame | None = None
+    files_with_events: set[str] = field(default_factory=set)
 
     def map(self, fn: Callable[[ReadResult], T], *, remember: bool = True) -> list[T]:
-        """``fn`` over every batch (it must be picklable: a module-level function or a
-        partial of one); the batches' values, in no particular order. ``remember=False`` for a
-        function whose work is its side effect (export writes files): it always runs."""
+        """``fn`` (picklable: a module-level function or a partial of one) over every batch;
+        their values, in no particular order. ``remember=False`` for a function whose work is
+        its side effect (export writes files): it always runs."""
         import polars as pl
 
+        from copilot_logs.ingest import logfile, picked, window
         from copilot_logs.ingest.schema import empty_diagnostics
         from copilot_logs.store.collect import map_batches
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
-        from copilot_logs.ingest import logfile, picked, window
-
         since, until = self.window
         looked, self.found = self.found, None
         growth = logfile.Growth(self.sources, looked)
@@ -399,17 +359,12 @@ class Loaded:
         return set(self.diagnostics["file"].unique().to_list()) - self.files_with_events
 
 
-HUMAN_FORMATS = ("table", "markdown")
-
-
 def read_each(loaded: Loaded | None, fn: Callable[[ReadResult], T]) -> list[T]:
-    """``fn`` over every batch read (:meth:`Loaded.map`); with no session found, over an
-    empty read, so every machine format keeps its shape (json ``[]``, csv its header)."""
-    if loaded is None:
-        from copilot_logs.ingest.reader import ReadResult
+    """``fn`` over every batch read; with no session found, over an empty read, so every
+    machine format keeps its shape (json ``[]``, csv its header)."""
+    from copilot_logs.ingest.reader import ReadResult
 
-        return [fn(ReadResult.empty())]
-    return loaded.map(fn)
+    return loaded.map(fn) if loaded is not None else [fn(ReadResult.empty())]
 
 
 def exit_code(loaded: Loaded | None) -> ExitCode:
@@ -417,12 +372,15 @@ def exit_code(loaded: Loaded | None) -> ExitCode:
     return ExitCode.UNREADABLE if loaded is not None and loaded.empty_files() else ExitCode.OK
 
 
-def parse_duration(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
-    """A duration option's value (see :mod:`copilot_logs.durations`) -> a timedelta."""
+def parse_duration(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> timedelta | None:
+    """A duration option's value (see :mod:`copilot_logs.durations`) -> a timedelta, or None
+    when not given."""
     from copilot_logs.durations import parse_duration as parse
 
     try:
-        return parse(value)
+        return None if value is None else parse(value)
     except ValueError as error:
         raise click.BadParameter(str(error), ctx, param) from None
 
@@ -446,29 +404,20 @@ def parse_size(ctx: click.Context, param: click.Parameter, value: str | None) ->
     number, prefix, suffix = found[1], found[2].lower(), found[3].lower()
     size = float(number) * (1000 if suffix == "b" and prefix else 1024) ** _POWER[prefix]
     if size > LARGEST_SIZE:
-        raise click.BadParameter(
-            f"{value!r} is larger than the largest size taken, 1EiB", ctx, param
-        )
+        why = f"{value!r} is larger than the largest size taken, 1EiB"
+        raise click.BadParameter(why, ctx, param)
     return int(size)
 
 
-def reading_command(
-    *formats: str, default: str = "table", engine: bool = True, stdin: bool = True
-) -> Callable[[Callable[..., None]], click.Command]:
-    """A command that reads session logs: click's command, called with the context first and
-    SELECTORS and the options of :func:`selection_options` as one ``picked``; then --engine and
-    --master (unless ``engine`` is false) and --format FORMATS (none without ``formats``). In
-    --help these come first, the command's own options after them."""
-
-    def declare(function: Callable[..., None]) -> click.Command:
-        wrapped: Any = click.pass_context(function)
-        if formats:
-            wrapped = format_option(*formats, default=default)(wrapped)
-        if engine:
-            wrapped = engine_options(wrapped)
-        return click.command(cls=Command)(selection_options(wrapped, stdin=stdin))
-
-    return declare
+folder_options = stacked(selectors_and_root(stdin=False), reading_flags)
+"""SELECTORS, --root, --no-cache and --quiet, as ``disk`` and ``prune`` read them."""
+heavy_option = click.option(
+    "--heavy",
+    metavar="SIZE",
+    default="1G",
+    callback=parse_size,
+    help="A session whose files/ holds more than SIZE (allocated) is heavy-files.",
+)
 
 
 def fail_on_option(
@@ -479,15 +428,11 @@ def fail_on_option(
     names = (*verdicts, also[0]) if also else tuple(verdicts)
 
     def chosen(ctx: click.Context, param: click.Parameter, value: str) -> frozenset[str]:
-        picked = {part.strip().lower() for part in value.split(",") if part.strip()}
-        picked.discard("none")
-        unknown = sorted(picked - set(names))
+        picked = {part.strip().lower() for part in value.split(",") if part.strip()} - {"none"}
+        unknown = ", ".join(sorted(picked - set(names)))
         if unknown:
-            raise click.BadParameter(
-                f"unknown verdict {', '.join(unknown)}; choose from {', '.join(names)} (or none)",
-                ctx,
-                param,
-            )
+            why = f"unknown verdict {unknown}; choose from {', '.join(names)} (or none)"
+            raise click.BadParameter(why, ctx, param)
         return frozenset(picked)
 
     more = f"; and `{also[0]}`, {also[1]}." if also else "."
@@ -495,7 +440,6 @@ def fail_on_option(
         "--fail-on",
         metavar="VERDICT,...",
         default=default,
-        show_default=True,
         callback=chosen,
         help="Exit 1 when a session gets one of these verdicts (`none`: never). Verdicts: "
         + ", ".join(verdicts)
@@ -504,42 +448,17 @@ def fail_on_option(
 
 
 def running_within_option(what: str) -> Callable[[F], F]:
-    """--running-within DURATION (default 10m): ``what`` is a session whose last event is this
-    recent; the command receives a timedelta."""
+    """--running-within DURATION: ``what`` is a session whose last event is this recent."""
+    help = f"{what} (90s, 10m, 1h; a bare number is seconds; 0: never)."
     return click.option(
-        "--running-within",
-        default="10m",
-        callback=parse_duration,
-        show_default=True,
-        metavar="DURATION",
-        help=f"{what} (90s, 10m, 1h; a bare number is seconds; 0: never).",
+        "--running-within", default="10m", callback=parse_duration, metavar="DURATION", help=help
     )
 
 
 def nudge_cap_option(note: str = "its default is 5") -> Callable[[F], F]:
     """--nudge-cap N (default 5, the CLI's own): the nudges per task after which the CLI stops."""
-    return click.option(
-        "--nudge-cap",
-        type=click.IntRange(min=1),
-        default=5,
-        show_default=True,
-        help=f"Nudges per task after which the CLI stops ({note}).",
-    )
-
-
-def local_zone_name() -> str:
-    """The local IANA zone: $TZ, else what /etc/localtime points at, else UTC."""
-    candidates = [os.environ.get("TZ", "").lstrip(":")]
-    try:
-        target = str(Path("/etc/localtime").resolve())
-        if "zoneinfo/" in target:
-            candidates.append(target.split("zoneinfo/", 1)[1])
-    except OSError:
-        pass
-    for name in candidates:
-        if name and _valid_zone(name):
-            return name
-    return "UTC"
+    help = f"Nudges per task after which the CLI stops ({note})."
+    return click.option("--nudge-cap", type=click.IntRange(min=1), default=5, help=help)
 
 
 def _valid_zone(name: str) -> bool:
@@ -560,11 +479,18 @@ def _valid_zone(name: str) -> bool:
 
 
 def resolve_zone(name: str | None) -> str:
-    """An IANA zone name checked to exist; None means the local zone."""
-    if name is None:
-        return local_zone_name()
-    if not _valid_zone(name):
-        raise SelectionError(
-            f"--tz {name}: unknown time zone; use an IANA name like Europe/Berlin or UTC"
-        )
-    return name
+    """An IANA zone name checked to exist; None means the local zone: $TZ, else what
+    /etc/localtime points at, else UTC."""
+    if name is not None:
+        if not _valid_zone(name):
+            raise SelectionError(
+                f"--tz {name}: unknown time zone; use an IANA name like Europe/Berlin or UTC"
+            )
+        return name
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        target = str(Path("/etc/localtime").resolve())
+        candidates.append(target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else "")
+    except OSError:
+        pass
+    return next((zone for zone in candidates if zone and _valid_zone(zone)), "UTC")

@@ -28,7 +28,6 @@ from copilot_logs.cli.options import Picked, exit_code, load, read_each, reading
     "--style",
     type=click.Choice(["otlp", "copilot"]),
     default="otlp",
-    show_default=True,
     help="With --out: OTLP/JSON (TracesData lines, the OTLP file exporter's format), or the "
     "Copilot CLI's own file format (a span a line).",
 )
@@ -62,21 +61,18 @@ from copilot_logs.cli.options import Picked, exit_code, load, read_each, reading
     "--protocol",
     type=click.Choice(["http/json", "http/protobuf"]),
     default="http/json",
-    show_default=True,
     help="With --endpoint: the OTLP/HTTP encoding (protobuf: pip install 'copilot-logs[otel]').",
 )
 @click.option(
     "--compression",
     type=click.Choice(["gzip", "none"]),
     default="gzip",
-    show_default=True,
     help="With --endpoint: the requests' compression.",
 )
 @click.option(
     "--batch-spans",
     type=click.IntRange(min=1),
     default=512,
-    show_default=True,
     metavar="N",
     help="With --endpoint: spans per request at most (a trace is never split).",
 )
@@ -84,7 +80,6 @@ from copilot_logs.cli.options import Picked, exit_code, load, read_each, reading
     "--retries",
     type=click.IntRange(min=0, max=20),
     default=5,
-    show_default=True,
     metavar="N",
     help="With --endpoint: retries of a request answered 429 or 5xx, or not answered.",
 )
@@ -139,8 +134,14 @@ def otel(
         raise click.UsageError("--style copilot is a file format: use it with --out")
     destination = None
     if endpoint is not None:
-        if protocol == "http/protobuf":
-            _require_protobuf()
+        try:
+            if protocol == "http/protobuf":
+                import opentelemetry.proto.collector.trace.v1.trace_service_pb2  # noqa: F401
+        except ImportError:
+            raise click.UsageError(
+                "--protocol http/protobuf needs opentelemetry-proto: pip install "
+                "'copilot-logs[otel]' (or use http/json)"
+            ) from None
         destination = Destination(
             traces_url(endpoint, insecure=insecure),
             read_headers(headers),
@@ -162,21 +163,7 @@ def otel(
         render.say_written(plan, out)
     else:
         pushed = core.push_traces(
-            plan.traces,
-            destination,
-            force=force,
-            max_spans=batch_spans,
-            on_retry=render.say_retry,
+            plan.traces, destination, force=force, max_spans=batch_spans, on_retry=render.say_retry
         )
         render.say_pushed(plan, pushed)
     ctx.exit(exit_code(loaded))
-
-
-def _require_protobuf() -> None:
-    try:
-        import opentelemetry.proto.collector.trace.v1.trace_service_pb2  # noqa: F401
-    except ImportError:
-        raise click.UsageError(
-            "--protocol http/protobuf needs opentelemetry-proto: pip install "
-            "'copilot-logs[otel]' (or use http/json)"
-        ) from None

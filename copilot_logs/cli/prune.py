@@ -5,32 +5,24 @@ moves."""
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from copilot_logs.cli import Command
-from copilot_logs.cli.disk import folder_options, heavy_option, surveyed
-from copilot_logs.cli.options import Loaded, format_option, parse_duration, parse_size
+from copilot_logs.cli import Command, options
+from copilot_logs.cli.disk import surveyed
+from copilot_logs.cli.export import export_into
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
 
 if TYPE_CHECKING:
-    from copilot_logs.commands.disk import Survey
-    from copilot_logs.commands.prune import Plan
-
-
-def _optional_duration(
-    ctx: click.Context, param: click.Parameter, value: str | None
-) -> timedelta | None:
-    return None if value is None else parse_duration(ctx, param, value)
+    from copilot_logs.commands.prune import Criteria, Plan
 
 
 @click.command(cls=Command)
-@folder_options
+@options.folder_options
 @click.option(
     "--scaffolds", is_flag=True, help="Folders with no log and nothing but the CLI's scaffold."
 )
@@ -44,35 +36,33 @@ def _optional_duration(
 @click.option(
     "--older-than",
     metavar="DURATION",
-    callback=_optional_duration,
+    callback=options.parse_duration,
     help="Folders with nothing written for DURATION (30d, 12h; a bare number is seconds).",
 )
 @click.option(
     "--larger-than",
     metavar="SIZE",
-    callback=parse_size,
+    callback=options.parse_size,
     help="Folders taking more than SIZE on disk (500M, 2G; K/M/G are 1024s, KB/MB/GB 1000s).",
 )
 @click.option(
     "--files-larger-than",
     metavar="SIZE",
-    callback=parse_size,
+    callback=options.parse_size,
     help="Only the files/ of folders whose files/ takes more than SIZE (the log stays).",
 )
 @click.option(
     "--keep-newest",
     type=click.IntRange(min=0),
     default=5,
-    show_default=True,
     metavar="N",
     help="Never the N newest sessions of a root (their stale locks may still go).",
 )
 @click.option(
     "--quiet-for",
     default="10m",
-    show_default=True,
     metavar="DURATION",
-    callback=parse_duration,
+    callback=options.parse_duration,
     help="Never a folder with anything written within DURATION.",
 )
 @click.option("--apply", is_flag=True, help="Do it (without: a dry run that changes nothing).")
@@ -88,14 +78,13 @@ def _optional_duration(
     "--trash/--delete",
     "trash",
     default=True,
-    show_default=True,
     help="Move into <root>/.copilot-logs-trash (undo: move back), or delete for good.",
 )
 @click.option(
     "--empty-trash", is_flag=True, help="Also remove what earlier runs moved to the trash."
 )
-@heavy_option
-@format_option("table", "json")
+@options.heavy_option
+@options.format_option("table", "json")
 @click.pass_context
 def prune(
     ctx: click.Context,
@@ -132,59 +121,54 @@ def prune(
     from copilot_logs.commands import disk as disk_core
     from copilot_logs.commands import prune as core
     from copilot_logs.commands.prune import apply as applying
+    from copilot_logs.ingest.logfile import display_name
     from copilot_logs.render.prune import write_prune
 
     criteria = core.Criteria(**picked)  # type: ignore[arg-type]
     _check_usage(criteria, apply, export_to, no_export, trash, empty_trash)
     chosen = dict(disk_core.choose(selectors, root))
     found, figures = surveyed([(path, None) for path in chosen])
-    _refuse_roots_without_sessions(found)
+    if not any(place.sessions_seen or disk_core.TRASH in place.beside for place in found.roots):
+        where = ", ".join(one_line(str(place.path)) for place in found.roots)
+        raise click.UsageError(
+            f"{where} holds no session folder: not a folder of sessions, nothing is pruned"
+        )
     now = time.time()
     plan = core.plan(found, figures, criteria, now, chosen=chosen, heavy=heavy)
     runs = applying.trash_runs(found) if empty_trash else []
+    trash_rows: list[dict[str, object]] = [
+        {
+            "name": run.name,
+            "folder": display_name(run.root / disk_core.TRASH),
+            "bytes": run.bytes,
+            "allocated_bytes": run.allocated_bytes,
+        }
+        for run in runs
+    ]
     if not apply:
-        trash_rows = [_run_row(run) for run in runs]
-        write_prune(
-            applying.rows(plan),
-            applying.held_rows(plan),
-            trash_rows,
-            [],
-            fmt,
-            applied=False,
-            now=now,
-        )
+        rows, held = applying.rows(plan), applying.held_rows(plan)
+        write_prune(rows, held, trash_rows, [], fmt, applied=False, now=now)
         return
     exported = _exported(plan, export_to) if export_to is not None else None
     done = applying.apply(plan, found, delete=not trash, exported=exported, exported_to=export_to)
-    emptied = applying.empty_trash(runs)
-    trash_rows = [{**_run_row(run), "left": left} for run, left in emptied]
-    write_prune(
-        applying.rows(plan, done),
-        applying.held_rows(plan),
-        trash_rows,
-        done.records,
-        fmt,
-        applied=True,
-        now=now,
-    )
-    failed = (
-        done.skipped or any(entry.left for entry in done.done) or any(left for _, left in emptied)
-    )
+    emptied = [left for _, left in applying.empty_trash(runs)]
+    trash_rows = [{**row, "left": left} for row, left in zip(trash_rows, emptied, strict=True)]
+    rows, held = applying.rows(plan, done), applying.held_rows(plan)
+    write_prune(rows, held, trash_rows, done.records, fmt, applied=True, now=now)
+    failed = done.skipped or any(entry.left for entry in done.done) or any(emptied)
     ctx.exit(ExitCode.FAILED if failed else ExitCode.OK)
 
 
 def _check_usage(
-    criteria: object,
+    criteria: Criteria,
     apply: bool,
     export_to: Path | None,
     no_export: bool,
     trash: bool,
     empty_trash: bool,
 ) -> None:
-    from copilot_logs.commands.prune import Criteria
     from copilot_logs.commands.prune.apply import removal_resists_symlink_attacks
 
-    assert isinstance(criteria, Criteria)
     if not criteria.any and not empty_trash:
         raise click.UsageError(
             "say what to prune: --scaffolds, --empty, --abandoned, --stale-locks, --older-than, "
@@ -205,19 +189,6 @@ def _check_usage(
         )
 
 
-def _refuse_roots_without_sessions(found: Survey) -> None:
-    """A usage error when no root holds a session folder (nor a trash): not a folder of
-    sessions. (A root without one among others is said on stderr by :func:`surveyed`: nothing
-    in it can be picked.)"""
-    from copilot_logs.commands.disk import TRASH
-
-    if all(not place.sessions_seen and TRASH not in place.beside for place in found.roots):
-        where = ", ".join(one_line(str(place.path)) for place in found.roots)
-        raise click.UsageError(
-            f"{where} holds no session folder: not a folder of sessions, nothing is pruned"
-        )
-
-
 def _exported(plan: Plan, out: Path) -> set[str]:
     """Export the logs of the folders to go into ``out`` (keeping what it holds of others),
     then the names of those the export holds whole."""
@@ -232,27 +203,9 @@ def _exported(plan: Plan, out: Path) -> set[str]:
     ]
     if not sources:
         return set()
-    waiting = f"Waiting for another export into {one_line(str(out))}."
-    with export_core.exporting(out, on_wait=lambda: output.echo(waiting, err=True)):
-        made = export_core.prepare(out, sources, keep_others=True)
-        writer = export_core.batch_writer(made)
-        export_core.finish(made, Loaded(made.changed).map(writer, remember=False))
+    export_into(out, sources, keep_others=True)
     held = export_core.exported_whole(out, sources)
     output.echo(
         f"Exported {len(held)} of {len(sources)} logs to go into {one_line(str(out))}.", err=True
     )
     return held
-
-
-def _run_row(run: object) -> dict[str, object]:
-    from copilot_logs.commands.disk import TRASH
-    from copilot_logs.commands.prune.apply import TrashRun
-    from copilot_logs.ingest.logfile import display_name
-
-    assert isinstance(run, TrashRun)
-    return {
-        "name": run.name,
-        "folder": display_name(run.root / TRASH),
-        "bytes": run.bytes,
-        "allocated_bytes": run.allocated_bytes,
-    }

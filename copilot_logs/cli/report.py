@@ -9,12 +9,10 @@ from typing import NoReturn
 
 import click
 
-from copilot_logs.cli.options import Picked, exit_code, load, reading_command
+from copilot_logs.cli.options import Picked, exit_code, load, reading_command, resolve_zone
 from copilot_logs.errors import FULL, CopilotLogsError, WriteError
 from copilot_logs.render import output
 from copilot_logs.render.humanize import plural
-
-DEFAULT_OUTPUT = "copilot-logs-report.html"
 
 
 @reading_command(engine=False)
@@ -23,15 +21,13 @@ DEFAULT_OUTPUT = "copilot-logs-report.html"
     "--output",
     "path",
     type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
-    default=DEFAULT_OUTPUT,
-    show_default=True,
+    default="copilot-logs-report.html",
     help="Where to write the page (`-`: standard output).",
 )
 @click.option(
     "--timelines",
     type=click.IntRange(min=0),
     default=20,
-    show_default=True,
     metavar="N",
     help="Draw the timelines of the N newest sessions; every session is in the tables.",
 )
@@ -51,8 +47,6 @@ def report(ctx: click.Context, picked: Picked, path: Path, timelines: int, tz: s
       copilot-logs report ./recordings --timelines 50 --tz Europe/Berlin
       copilot-logs report --latest 1 -o - > last.html
     """
-    from copilot_logs.cli.options import resolve_zone
-
     zone = resolve_zone(tz)
     to_file = str(path) != "-"
     if to_file and not path.parent.is_dir():  # said before reading, not after

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import click
 
-from copilot_logs.cli.options import (
-    HUMAN_FORMATS,
-    Picked,
-    exit_code,
-    load,
-    read_each,
-    reading_command,
-)
+from copilot_logs.cli import options
 
 
-@reading_command("table", "json", "ndjson", "csv")
-def sessions(ctx: click.Context, picked: Picked, fmt: str) -> None:
+@options.reading_command("table", "json", "ndjson", "csv")
+def sessions(ctx: click.Context, picked: options.Picked, fmt: str) -> None:
     """List sessions, newest first, with their calls, tools, nudges and status.
 
     \b
@@ -24,11 +17,11 @@ def sessions(ctx: click.Context, picked: Picked, fmt: str) -> None:
       copilot-logs sessions --since 2026-08-01 --format json
       copilot-logs sessions ./recordings/*.jsonl
     """
-    loaded = load(picked)
+    loaded = options.load(picked)
     from copilot_logs.commands.sessions import newest_first, summarize
     from copilot_logs.render.sessions import write_sessions
 
-    if loaded is None and fmt in HUMAN_FORMATS:
+    if loaded is None and fmt in options.HUMAN_FORMATS:
         return
-    write_sessions(newest_first(read_each(loaded, summarize)), fmt)
-    ctx.exit(exit_code(loaded))
+    write_sessions(newest_first(options.read_each(loaded, summarize)), fmt)
+    ctx.exit(options.exit_code(loaded))

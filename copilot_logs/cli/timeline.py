@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from typing import Any
 
 import click
 
-from copilot_logs.cli.options import (
-    HUMAN_FORMATS,
-    Picked,
-    exit_code,
-    load,
-    read_each,
-    reading_command,
-)
+from copilot_logs.cli import options
 from copilot_logs.render import output
 
 
-@reading_command("table", "json", "ndjson", "csv", "svg", engine=False)
+@options.reading_command("table", "json", "ndjson", "csv", "svg", engine=False)
 @click.option("--no-tools", is_flag=True, help="Leave out the tool executions (counts stay).")
 @click.option(
     "--width",
@@ -29,11 +21,7 @@ from copilot_logs.render import output
     "terminal's width].",
 )
 def timeline(
-    ctx: click.Context,
-    picked: Picked,
-    no_tools: bool,
-    width: int | None,
-    fmt: str,
+    ctx: click.Context, picked: options.Picked, no_tools: bool, width: int | None, fmt: str
 ) -> None:
     """Show each session's agent loop: interactions, turns, tools and sub-agents, in order.
 
@@ -55,14 +43,14 @@ def timeline(
     if not picked.selectors and picked.latest is None:
         output.echo("No session given: showing the newest one (as with --latest 1).", err=True)
         picked = replace(picked, latest=1)
-    loaded = load(picked)
+    loaded = options.load(picked)
     from copilot_logs.commands.timeline import newest_first, turn_rows
     from copilot_logs.commands.timeline import timeline as build
     from copilot_logs.render import formats
 
-    if loaded is None and fmt in (*HUMAN_FORMATS, "svg"):
+    if loaded is None and fmt in (*options.HUMAN_FORMATS, "svg"):
         return
-    sessions = newest_first(read_each(loaded, partial(build, include_tools=not no_tools)))
+    sessions = newest_first(options.read_each(loaded, partial(build, include_tools=not no_tools)))
     if picked.latest is not None:  # a file may hold several sessions: keep N sessions, not files
         sessions = sessions[: picked.latest]
     if fmt == "table":
@@ -71,21 +59,15 @@ def timeline(
         print_timeline(sessions, width=width, show_tools=not no_tools)
     elif fmt == "json":
         formats.write_json(sessions)
-    elif fmt == "svg":
-        if sessions:  # none: what could not be read was said on stderr
-            output.write_exact(_one_svg(sessions), escape="xml")
-    else:
-        formats.write_frame(turn_rows(sessions), fmt)
-    ctx.exit(exit_code(loaded))
-
-
-def _one_svg(sessions: list[dict[str, Any]]) -> str:
-    """The standalone SVG of the one session selected; several is a usage error."""
-    from copilot_logs.render.svg import timeline_svg
-
-    if len(sessions) > 1:
+    elif fmt == "svg" and len(sessions) > 1:
         raise click.UsageError(
             f"--format svg draws one session and {len(sessions)} were selected: "
             "name one (an id, a prefix or a file) or add --latest 1"
         )
-    return timeline_svg(sessions[0], standalone=True) + "\n"
+    elif fmt == "svg" and sessions:  # none: what could not be read was said on stderr
+        from copilot_logs.render.svg import timeline_svg
+
+        output.write_exact(timeline_svg(sessions[0], standalone=True) + "\n", escape="xml")
+    elif fmt != "svg":
+        formats.write_frame(turn_rows(sessions), fmt)
+    ctx.exit(options.exit_code(loaded))

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import click
 
-from copilot_logs.cli.options import (
-    HUMAN_FORMATS,
-    Loaded,
-    Picked,
-    exit_code,
-    load,
-    read_each,
-    reading_command,
-)
+from copilot_logs.cli import options
+from copilot_logs.errors import CopilotLogsError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -26,12 +20,11 @@ GROUPINGS = (
 )
 
 
-@reading_command("table", "json", "ndjson", "csv", "markdown")
+@options.reading_command("table", "json", "ndjson", "csv", "markdown")
 @click.option(
     "--by",
     type=click.Choice(GROUPINGS),
     default="session",
-    show_default=True,
     help="One row per session, or per day / ISO week / month of the sessions' start, per "
     "model, per repository (repo); or inside sessions: per LLM call, per prompt (with its "
     "nudges and sub-agents), per agent (main and each sub-agent), per task (a prompt to the "
@@ -68,7 +61,7 @@ GROUPINGS = (
 )
 def usage(
     ctx: click.Context,
-    picked: Picked,
+    picked: options.Picked,
     by: str,
     tz: str | None,
     breakdown: bool,
@@ -106,46 +99,31 @@ def usage(
       copilot-logs usage --by model --format json
       copilot-logs usage --verbose 3fa
     """
-    from copilot_logs.cli.options import resolve_zone
-
-    zone = resolve_zone(tz)
-    loaded = load(picked, zone=zone)
+    zone = options.resolve_zone(tz)
+    loaded = options.load(picked, zone=zone)
     by = "repository" if by == "repo" else by
-    if by in ("call", "prompt", "agent", "task"):
-        _by_call(ctx, loaded, by, fmt, sort, top)
-        return
-    from copilot_logs.commands.usage import report as usage_report
-    from copilot_logs.commands.usage import session_usage
-    from copilot_logs.render.usage import write_reconciliation, write_report
+    from copilot_logs.commands import usage as core
+    from copilot_logs.commands.usage import breakdown as per_call
+    from copilot_logs.render import usage as render
 
-    if loaded is None and fmt in HUMAN_FORMATS:
+    if loaded is None and fmt in options.HUMAN_FORMATS:
         return
-    report = usage_report(read_each(loaded, session_usage), by=by, zone=zone)
+    if by in per_call.CALL_GROUPINGS:
+        calls = per_call.call_report(
+            options.read_each(loaded, partial(per_call.breakdown, by=by)), by
+        )
+        render.write_call_report(replace(calls, rows=_ordered(calls.rows, sort, top)), fmt)
+        ctx.exit(options.exit_code(loaded))
+    report = core.report(options.read_each(loaded, core.session_usage), by=by, zone=zone)
     report = replace(report, rows=_ordered(report.rows, sort, top))
     if verbose:
-        write_reconciliation(report.sessions)
-    write_report(report, fmt, breakdown=breakdown)
-    ctx.exit(exit_code(loaded))
-
-
-def _by_call(
-    ctx: click.Context, loaded: Loaded | None, by: str, fmt: str, sort: str | None, top: int | None
-) -> None:
-    from functools import partial
-
-    from copilot_logs.commands.usage.breakdown import breakdown, call_report
-    from copilot_logs.render.usage import write_call_report
-
-    if loaded is None and fmt in HUMAN_FORMATS:
-        return
-    report = call_report(read_each(loaded, partial(breakdown, by=by)), by)
-    write_call_report(replace(report, rows=_ordered(report.rows, sort, top)), fmt)
-    ctx.exit(exit_code(loaded))
+        render.write_reconciliation(report.sessions)
+    render.write_report(report, fmt, breakdown=breakdown)
+    ctx.exit(options.exit_code(loaded))
 
 
 def _ordered(rows: pl.DataFrame, sort: str | None, top: int | None) -> pl.DataFrame:
     from copilot_logs.commands.usage import ordered
-    from copilot_logs.errors import CopilotLogsError
 
     try:
         return ordered(rows, sort, top)

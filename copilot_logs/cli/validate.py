@@ -6,7 +6,7 @@ from functools import partial
 
 import click
 
-from copilot_logs.cli.options import Picked, load, reading_command
+from copilot_logs.cli.options import Picked, load, read_each, reading_command
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 
@@ -59,7 +59,6 @@ def validate(
     """
     from copilot_logs import config
     from copilot_logs.commands import validate as validate_core
-    from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.render import ci
 
     if statistics and fmt not in ("text", "json"):
@@ -69,7 +68,7 @@ def validate(
     loaded = load(picked, report=False, whole_logs=True)
     check = partial(validate_core.check_batch, select=settings.select, ignore=settings.ignore)
     report = validate_core.combine(
-        loaded.map(check) if loaded else [check(ReadResult.empty())],
+        read_each(loaded, check),
         select=settings.select,
         ignore=settings.ignore,
         strict=settings.strict,

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from copilot_logs.cli.options import (
-    Picked,
-    nudge_cap_option,
-    parse_duration,
-    quiet,
-    reading_command,
-)
+from copilot_logs.cli import options
 from copilot_logs.errors import ExitCode
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
@@ -29,11 +21,7 @@ REFRESH_SECONDS = 1.0
 """How often the live view is drawn again when nothing changed (its clocks move)."""
 
 
-def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> timedelta | None:
-    return None if value is None else parse_duration(ctx, param, value)
-
-
-@reading_command("table", "ndjson", engine=False, stdin=False)
+@options.reading_command("table", "ndjson", engine=False, stdin=False)
 @click.option(
     "--until-done",
     is_flag=True,
@@ -44,16 +32,16 @@ def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> t
 )
 @click.option(
     "--timeout",
-    callback=_timeout,
+    callback=options.parse_duration,
     metavar="DURATION",
     help="With --until-done: give up when no new event arrives for DURATION (90s, 10m, 1h; "
     "a bare number is seconds, as for coreutils timeout), or no session appears, and exit "
     f"{int(ExitCode.TIMEOUT)}.",
 )
-@nudge_cap_option("as for audit")
+@options.nudge_cap_option("as for audit")
 def watch(
     ctx: click.Context,
-    picked: Picked,
+    picked: options.Picked,
     until_done: bool,
     timeout: timedelta | None,
     nudge_cap: int,
@@ -83,157 +71,100 @@ def watch(
     """
     from copilot_logs.commands import watch as core
 
-    watcher = core.choose(_selection(picked), started=datetime.now(UTC), new_only=until_done)
+    watcher = core.choose(options.choose(picked), started=datetime.now(UTC), new_only=until_done)
     if until_done and len(watcher.followers) + watcher.wanted != 1:
         raise click.UsageError("--until-done follows one session: name it, or use --latest 1", ctx)
     if not until_done and timeout is not None:
         raise click.UsageError("--timeout goes with --until-done", ctx)
     console = output.live_console() if fmt == "table" else None
-    live = console is not None
-    if fmt == "table" and not live and not until_done:
+    if fmt == "table" and console is None and not until_done:
         output.echo(
             "Not a terminal: the live view needs one; use --format ndjson for a stream of "
             "events. Following until Ctrl-C.",
             err=True,
         )
-    ending: _Ending | None = None
     try:
-        with _Screen(console) as screen:
-            ending = _follow(watcher, screen, fmt, until_done, timeout, nudge_cap)
+        follower, timed_out = _follow(watcher, console, fmt, until_done, timeout, nudge_cap)
     except KeyboardInterrupt:
         ctx.exit(int(ExitCode.OK))
-    ctx.exit(int(ending.report(fmt, nudge_cap) if ending else ExitCode.OK))
-
-
-def _selection(picked: Picked) -> Any:
-    from copilot_logs.ingest.discover import Selection, parse_when
-
-    return Selection(
-        selectors=picked.selectors,
-        root=picked.root,
-        since=parse_when(picked.since) if picked.since else None,
-        until=parse_when(picked.until, end_of_day=True) if picked.until else None,
-        latest=picked.latest,
-    )
-
-
-class _Screen:
-    """The rich Live display on a terminal; nothing elsewhere (ndjson, or a pipe). A session's
-    state is worked out again only when its file changed."""
-
-    def __init__(self, console: Any) -> None:
-        self.live: Any = None
-        if console is not None:
-            from rich.live import Live
-
-            self.live = Live(
-                console=console, auto_refresh=False, redirect_stderr=False, redirect_stdout=False
-            )
-        self.drawn_at = 0.0
-        self.states: dict[int, Any] = {}
-
-    def __enter__(self) -> _Screen:
-        if self.live is not None:
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live is not None:
-            self.live.__exit__(*exc)
-
-    def draw(self, watcher: Watcher, changed: list[Follower]) -> None:
-        from copilot_logs.commands import watch as core
-        from copilot_logs.render.watch import view
-
-        now = time.monotonic()
-        if self.live is None or not (changed or now - self.drawn_at >= REFRESH_SECONDS):
-            return
-        self.drawn_at = now
-        for follower in changed:
-            self.states[id(follower)] = core.state(follower)
-        shown = watcher.shown()
-        states = [self.states[id(f)] for f in shown if self.states.get(id(f)) is not None]
-        waiting = [f.name for f in shown if f.path is None]
-        self.live.update(view(states, waiting), refresh=True)
-
-
-@dataclass(frozen=True)
-class _Ending:
-    """How an --until-done wait ended: the run is over, or the timeout expired (maybe before
-    any session appeared: no follower)."""
-
-    follower: Follower | None
-    root: Path
-    timed_out: timedelta | None = None
-
-    def report(self, fmt: str, nudge_cap: int) -> ExitCode:
-        if self.follower is None:
-            assert self.timed_out is not None
-            output.echo(
-                f"Error: no session appeared under {one_line(str(self.root))} in "
-                f"{self.timed_out.total_seconds():g}s: gave up waiting",
-                err=True,
-            )
-            return ExitCode.TIMEOUT
-        code = _verdict(self.follower, fmt, nudge_cap)
-        if self.timed_out is None:
-            return code
+    if follower is None:
+        assert timed_out is not None
         output.echo(
-            f"Error: no new event in {self.follower.name} for "
-            f"{self.timed_out.total_seconds():g}s: gave up waiting",
+            f"Error: no session appeared under {one_line(str(watcher.root))} in "
+            f"{timed_out.total_seconds():g}s: gave up waiting",
             err=True,
         )
-        return ExitCode.TIMEOUT
+        ctx.exit(int(ExitCode.TIMEOUT))
+    code = _verdict(follower, fmt, nudge_cap)
+    if timed_out:
+        output.echo(
+            f"Error: no new event in {follower.name} for {timed_out.total_seconds():g}s: "
+            "gave up waiting",
+            err=True,
+        )
+    ctx.exit(int(ExitCode.TIMEOUT if timed_out else code))
 
 
 def _follow(
     watcher: Watcher,
-    screen: _Screen,
+    console: Any,
     fmt: str,
     until_done: bool,
     timeout: timedelta | None,
     nudge_cap: int,
-) -> _Ending:
-    """Follow until the run ends (--until-done) or forever (until Ctrl-C)."""
+) -> tuple[Follower | None, timedelta | None]:
+    """Follow until the run ends (--until-done: its follower, and the timeout if that ended it)
+    or forever (until Ctrl-C), drawing the live view on a terminal (``console``): a session's
+    state is worked out again only when its file changed."""
+    from contextlib import nullcontext
+
     from copilot_logs.commands import watch as core
     from copilot_logs.render.formats import report_damage
-    from copilot_logs.render.watch import write_record
+    from copilot_logs.render.watch import view, write_record
 
-    if fmt == "ndjson" or not screen.live:
+    live = None
+    if console is not None:
+        from rich.live import Live
+
+        live = Live(
+            console=console, auto_refresh=False, redirect_stderr=False, redirect_stdout=False
+        )
+    if fmt == "ndjson" or not live:
         _say_waiting(watcher)
     status = core.RUNNING
     started = time.monotonic()
-    for changes in core.follow(watcher):
-        for _follower, update in changes:
-            report_damage(update.diagnostics, quiet=quiet())
-            if fmt == "ndjson":
-                for record in update.records:
-                    write_record(record)
-        screen.draw(watcher, [follower for follower, _ in changes])
-        if not until_done:
-            continue
-        follower = watcher.followers[0] if watcher.followers else None
-        if follower is not None and changes:
-            status = core.run_status(follower, nudge_cap=nudge_cap)
-        # Nothing followed yet: the wait counts from the start.
-        last = follower.last_growth if follower is not None else started
-        idle = timedelta(seconds=time.monotonic() - last)
-        if follower is not None and _over(status, idle):
-            return _Ending(follower, watcher.root)
-        if timeout is not None and idle >= timeout:
-            return _Ending(follower, watcher.root, timeout)
+    drawn_at = 0.0
+    states: dict[int, Any] = {}
+    with live or nullcontext():
+        for changes in core.follow(watcher):
+            for _, update in changes:
+                report_damage(update.diagnostics, quiet=options.quiet())
+                if fmt == "ndjson":
+                    for record in update.records:
+                        write_record(record)
+            if live and (changes or time.monotonic() - drawn_at >= REFRESH_SECONDS):
+                drawn_at = time.monotonic()
+                states.update((id(follower), core.state(follower)) for follower, _ in changes)
+                shown = watcher.shown()
+                drawn = [states[id(f)] for f in shown if states.get(id(f)) is not None]
+                live.update(view(drawn, [f.name for f in shown if f.path is None]), refresh=True)
+            if not until_done:
+                continue
+            followed = watcher.followers[0] if watcher.followers else None
+            if followed is not None and changes:
+                status = core.run_status(followed, nudge_cap=nudge_cap)
+            # Nothing followed yet: the wait counts from the start.
+            idle = timedelta(
+                seconds=time.monotonic() - (followed.last_growth if followed else started)
+            )
+            # FINISHING: the shutdown may follow; SETTLING: the CLI may retry
+            settle = {core.FINISHING: core.FINISH_SETTLE, core.SETTLING: core.ERROR_SETTLE}
+            over = idle >= settle[status] if status in settle else status == core.ENDED
+            if followed is not None and over:
+                return followed, None
+            if timeout is not None and idle >= timeout:
+                return followed, timeout
     raise AssertionError("follow() never ends")
-
-
-def _over(status: str, idle: timedelta) -> bool:
-    """Whether the run is over, ``idle`` after its last event."""
-    from copilot_logs.commands import watch as core
-
-    if status == core.FINISHING:
-        return idle >= core.FINISH_SETTLE  # the shutdown may follow
-    if status == core.SETTLING:
-        return idle >= core.ERROR_SETTLE  # the CLI may retry
-    return status == core.ENDED
 
 
 def _say_waiting(watcher: Watcher) -> None:
@@ -259,7 +190,6 @@ def _say_waiting(watcher: Watcher) -> None:
 def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     """Print the log's audit verdict as ``copilot-logs audit`` does (on stderr beside ndjson)
     and return audit's exit code for it."""
-    from copilot_logs.cli.audit import DEFAULT_FAIL_ON
     from copilot_logs.commands import audit
     from copilot_logs.commands import watch as core
     from copilot_logs.ingest.decode.envelope import Source
@@ -269,7 +199,7 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     if follower.path is None:
         output.echo(f"No session log appeared at {follower.name}.", err=True)
         return ExitCode.FAILED
-    fail_on = frozenset(DEFAULT_FAIL_ON.split(","))
+    fail_on = frozenset(audit.DEFAULT_FAIL_ON)
     read = read_files([(Source(follower.path, follower.session_hint), None)])[0]
     table = core.verdict(read, nudge_cap=nudge_cap)
     shown = audit.judged(table)
