@@ -17,7 +17,8 @@ import polars as pl
 from copilot_logs import derive
 from copilot_logs.derive import SESSION
 from copilot_logs.derive import usage as derive_usage
-from copilot_logs.derive.shutdowns import MODEL_FIGURES, MODEL_USAGE, NANO_PER_CREDIT, SUMMED
+from copilot_logs.derive.calls import credits
+from copilot_logs.derive.usage import MODEL_FIGURES, MODEL_USAGE, SUMMED
 from copilot_logs.errors import CopilotLogsError
 from copilot_logs.ingest.reader import ReadResult
 
@@ -34,9 +35,7 @@ def _known_sum(name: str) -> pl.Expr:
 
 
 def _credits() -> pl.Expr:
-    # Polars divides by multiplying with the reciprocal (657380000 / 1e9 -> 0.6573800000000001):
-    # a credit has nine decimals at most, so rounding there gives the exact figure back.
-    return (pl.col("nano_aiu") / NANO_PER_CREDIT).round(9).alias("ai_credits")
+    return credits(pl.col("nano_aiu")).alias("ai_credits")
 
 
 def _merged_models(sessions: pl.DataFrame, keys: list[str]) -> pl.DataFrame:

@@ -23,8 +23,7 @@ from copilot_logs.derive.calls import (
     call_usage,
     credits,
 )
-from copilot_logs.derive.shutdowns import TOKEN_FIELDS, agent_figures
-from copilot_logs.derive.usage import lifecycle, session_rows
+from copilot_logs.derive.usage import TOKEN_FIELDS, agent_figures, lifecycle, session_rows
 from copilot_logs.ingest.reader import ReadResult
 
 NOT_ATTRIBUTABLE = "not attributable"
