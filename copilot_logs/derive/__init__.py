@@ -588,6 +588,12 @@ def count_flags(annotated: pl.DataFrame) -> pl.DataFrame:
 # --- segments, prompts, sessions --------------------------------------------------------------
 
 
+def newest_first(frame: pl.DataFrame) -> pl.DataFrame:
+    """Session rows newest first; ties (two sessions of one file may start at one moment) by
+    file and session id, so that the order never depends on batches."""
+    return frame.sort("started_at", *SESSION, descending=[True, False, False], nulls_last=True)
+
+
 def segments(annotated: pl.DataFrame) -> pl.DataFrame:
     """One row per segment (run of the CLI) of each session log, in order: how it began
     (``session.start``, ``session.resume``, or null when the log lost its first line), its

@@ -45,19 +45,7 @@ FIELDS: dict[str, tuple[str, pl.DataType]] = {
     "fusion_id": ("fusion.fusionId", pl.String()),
     "sequence": ("accounting.sequence", pl.Int64()),
 }
-"""column -> (its path under ``data.usage``, its type)."""
-
-USAGE_RECORD_SCHEMA: dict[str, pl.DataType] = {
-    "file": pl.String(),
-    "session_id": pl.String(),
-    "line": pl.Int64(),
-    "event_id": pl.String(),
-    "timestamp": pl.Datetime("ms", "UTC"),
-    "agent_id": pl.String(),
-    "agent_instance": pl.String(),
-    **{name: dtype for name, (_, dtype) in FIELDS.items()},
-}
-"""The columns of :func:`usage_records` (docs/usage.md): ``input_tokens`` includes the cache
+"""column -> (its path under ``data.usage``, its type); ``input_tokens`` includes the cache
 reads and writes; ``cost`` is the premium-request multiplier (legacy billing)."""
 
 
@@ -237,9 +225,7 @@ def _matched(calls: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
             strategy="backward",
             check_sortedness=False,  # sorted by line above; polars cannot check it within groups
         )
-        .with_columns(
-            _first=pl.col("record_line").rank("ordinal").over(*keys, "call_line") == 1,
-        )
+        .with_columns(_first=pl.col("record_line").rank("ordinal").over(*keys, "call_line") == 1)
     )
     taken = located.filter(pl.col("call_line").is_not_null() & pl.col("_first"))
     figures = [
@@ -308,8 +294,6 @@ def _agent_names(events: pl.DataFrame) -> pl.DataFrame:
     """Per sub-agent (by its key, the task call's toolCallId), the name it was started with:
     its display name (the task call's name from CLI 1.0.85), else its agent type."""
     started = events.filter(TYPE == "subagent.started").select(
-        *SESSION,
-        agent_id="tool_call_id",
-        agent=pl.coalesce("text", "tool_name"),
+        *SESSION, agent_id="tool_call_id", agent=pl.coalesce("text", "tool_name")
     )
     return started.unique(subset=[*SESSION, "agent_id"], keep="first", maintain_order=True)

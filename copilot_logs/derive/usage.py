@@ -17,7 +17,16 @@ from typing import Any
 
 import polars as pl
 
-from copilot_logs.derive import MAIN, SESSION, SHUTDOWN, TYPE, count_flags, session_facts, turns
+from copilot_logs.derive import (
+    MAIN,
+    SESSION,
+    SHUTDOWN,
+    TYPE,
+    count_flags,
+    newest_first,
+    session_facts,
+    turns,
+)
 from copilot_logs.derive import segments as segment_rows
 from copilot_logs.derive.calls import (
     MAX_FIGURE,
@@ -37,13 +46,7 @@ TOKEN_FIELDS = {
     "cacheWriteTokens": "cache_write_tokens",
     "reasoningTokens": "reasoning_tokens",
 }
-MODEL_FIGURES = (
-    "requests",
-    "premium_requests",
-    "nano_aiu",
-    "ai_credits",
-    *TOKEN_FIELDS.values(),
-)
+MODEL_FIGURES = ("requests", "premium_requests", "nano_aiu", "ai_credits", *TOKEN_FIELDS.values())
 MODEL_USAGE = pl.Struct(
     {
         "model": pl.String(),
@@ -601,9 +604,7 @@ def _segments(
 def _requests_added(shutdowns: list[dict[str, Any]], *, has_checkpoints: bool) -> list[int | None]:
     """The requests each shutdown adds to those before it."""
     kind = accounting(
-        shutdowns,
-        has_checkpoints=has_checkpoints,
-        calls_before=[s["_calls"] for s in shutdowns],
+        shutdowns, has_checkpoints=has_checkpoints, calls_before=[s["_calls"] for s in shutdowns]
     )
     counts = [figures_of(s)["requests"] for s in shutdowns]
     if kind != "cumulative":
@@ -648,8 +649,7 @@ def _from_records(annotated: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         .group_by(*SESSION, "model")
         .agg(*figures)
         .with_columns(
-            premium_requests=pl.lit(None, pl.Float64),
-            ai_credits=credits(pl.col("nano_aiu")),
+            premium_requests=pl.lit(None, pl.Float64), ai_credits=credits(pl.col("nano_aiu"))
         )
         .sort(*SESSION, "model")
         .group_by(*SESSION, maintain_order=True)
@@ -659,10 +659,7 @@ def _from_records(annotated: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
         records.group_by(*SESSION)
         .agg(*figures, status)
         .join(per_model, on=SESSION, how="left")
-        .with_columns(
-            ai_credits=credits(pl.col("nano_aiu")),
-            accounting=pl.lit(RECORDS),
-        )
+        .with_columns(ai_credits=credits(pl.col("nano_aiu")), accounting=pl.lit(RECORDS))
     )
     fill = [name for name in sums.columns if name not in SESSION]
     unsaved = table.filter(pl.col("accounting") == "none").select(*SESSION)
@@ -677,9 +674,7 @@ def session_rows(annotated: pl.DataFrame) -> pl.DataFrame:
     if annotated.is_empty():
         return pl.DataFrame(schema=SESSION_SCHEMA)
     facts = session_facts(annotated).select(
-        *SESSION,
-        "started_at",
-        repository=pl.coalesce("repository", "cwd", pl.lit(UNKNOWN)),
+        *SESSION, "started_at", repository=pl.coalesce("repository", "cwd", pl.lit(UNKNOWN))
     )
     unanswered = _unanswered_turns(annotated)
     payloads = lifecycle(annotated, unanswered)
@@ -715,9 +710,7 @@ def session_rows(annotated: pl.DataFrame) -> pl.DataFrame:
                 (pl.col("accounting") != "none")
                 & (pl.col("calls_after_shutdown") == 0)
                 & pl.col("reconciliation").is_in(RECONCILED)
-            ),
+            )
         )
     )
-    return table.select(list(SESSION_SCHEMA)).sort(
-        "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
-    )
+    return newest_first(table.select(list(SESSION_SCHEMA)))
