@@ -16,7 +16,7 @@ from polars.testing import assert_frame_equal
 
 from copilot_logs.cli import main
 from copilot_logs.commands import usage
-from copilot_logs.derive import shutdowns as shutdown_usage
+from copilot_logs.derive import usage as shutdown_usage
 from copilot_logs.ingest.reader import ReadResult, read_bytes
 from synth import SessionBuilder, bash, view
 from tests.conftest import SAMPLES

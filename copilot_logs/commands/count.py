@@ -58,9 +58,7 @@ def count(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> pl.D
         table = (
             table.join(order, on=SESSION, how="left")
             .select("session_id", "started_at", *derive.COUNT_FIELDS, "file")
-            .sort(
-                "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
-            )
+            .pipe(derive.newest_first)
         )
     else:
         # Events outside any figure (session.start before the first model event, say) would
@@ -74,9 +72,7 @@ def combine(tables: list[pl.DataFrame]) -> pl.DataFrame:
     groupings summed again (a group may span batches)."""
     table = pl.concat(tables)
     if "started_at" in table.columns:
-        return table.sort(
-            "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
-        )
+        return derive.newest_first(table)
     keys = [name for name in table.columns if name not in derive.COUNT_FIELDS]
     return table.group_by(keys).agg(pl.col(name).sum() for name in derive.COUNT_FIELDS).sort(keys)
 

@@ -28,9 +28,8 @@ be read)."""
 
 def count_file(source: Source, since: store.Found | None = None) -> Counted:
     """A file's figures, read whole, or from where its entry stopped when the file only grew
-    (``since``, its lookup in the store). Nothing past the size the file has when it is opened
-    is read: a log appended to faster than it is read cannot keep the count going (the command
-    says when a log grew)."""
+    (``since``, its lookup in the store). Nothing past the size it has when opened is read: a
+    log appended to faster than it is read cannot keep the count going."""
     resume = _resume(source, since)
     counter = CallCounter()
     if resume is not None and since is not None and since.header is not None:
@@ -41,8 +40,7 @@ def count_file(source: Source, since: store.Found | None = None) -> Counted:
 
 
 def _resume(source: Source, since: store.Found | None) -> ReadState | None:
-    """Where the read of a file that only grew goes on: where its entry stopped, with the ids
-    the read saw before (None: the file is read whole, as when the entry keeps no ids)."""
+    """Where the read of a file that only grew goes on (None: it is read whole)."""
     if since is None or since.header is None or since.state is not store.State.GROWN:
         return None
     seen = store.seen_ids(source, since)
@@ -50,11 +48,9 @@ def _resume(source: Source, since: store.Found | None) -> ReadState | None:
 
 
 Job = tuple[Source, "store.Found"]
-"""A file to count, and its lookup in the store before the count."""
 
 
 def _count_and_keep(jobs: Sequence[Job], use_cache: bool) -> list[Figures]:
-    """Count each file (in a worker process when there are several) and write its entry."""
     results = []
     for source, found in jobs:
         figures, state = _count_one(source, found)
@@ -76,8 +72,7 @@ def _count_one(source: Source, found: store.Found) -> Counted:
 
 @dataclass
 class Totals:
-    """The selection's totals, and the damage met on the way (file, line, kind, message,
-    more_lines, new_lines)."""
+    """The selection's totals, and the damage met on the way."""
 
     llm_calls: int = 0
     subagent_calls: int = 0
@@ -94,8 +89,8 @@ class Totals:
 
 
 def count_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Totals:
-    """Totals of every source: from the store's headers, or read, whichever each file allows;
-    what was counted is written to the store (unless ``use_cache`` is false)."""
+    """Totals of every source: from the store's headers, or read (and written to the store
+    unless ``use_cache`` is false)."""
     totals = Totals()
     jobs: list[Job] = []
     for source in sources:
@@ -120,10 +115,8 @@ def count_sources(sources: Iterable[Source], *, use_cache: bool = True) -> Total
 def _run(jobs: list[Job], sizes: list[int], use_cache: bool) -> list[Figures]:
     """Count the jobs, on ``plan.workers`` processes when there is enough to read: this one
     and ``plan.workers - 1`` workers. The pool takes batches from the first, two a worker at a
-    time, and this process from the last, so it works while the workers start (their first
-    batches are handed out from another thread: handing one waits for the worker). (No batch is
-    handed out and then taken back: a future cancelled that way breaks Python 3.11's pool when
-    a worker dies, with a traceback.)"""
+    time, and this process from the last. (No batch is handed out and then taken back: a
+    future cancelled that way breaks Python 3.11's pool when a worker dies.)"""
     if not jobs:
         return []  # every file was in the store: no worker module to import
     from copilot_logs.store import pool as parallel

@@ -1,15 +1,9 @@
 """What ``copilot-logs report`` shows, gathered in one pass over the logs.
 
-Each batch of logs gives a :class:`Part` (the same core functions as ``sessions``,
-``count --by day``, ``audit``, ``doctor``, ``validate`` and ``usage --by model``, plus the
-timelines of the files chosen to be drawn); :func:`assemble` combines the parts into a
-:class:`Report` of plain values (lists of dicts), which the HTML renderer turns into a page.
-Only the newest sessions' timelines are kept, so memory and the page stay small on a big
-corpus.
-
-What needs attention comes first: each session's reasons (:func:`attention`) from the audit's
-verdict and loops (the default gate's failing verdicts), doctor's verdict on resuming it, and
-its damaged lines and errors; the sessions are ordered by them, the worst first.
+Each batch of logs gives a :class:`Part` (the core functions of ``sessions``, ``count --by
+day``, ``audit``, ``doctor``, ``validate`` and ``usage``, and the timelines of the files chosen
+to be drawn: only the newest, so memory and the page stay small); :func:`assemble` combines
+them into a :class:`Report` of plain values for the HTML renderer, what needs attention first.
 """
 
 from __future__ import annotations
@@ -43,8 +37,6 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class Part:
-    """One batch's share of the report."""
-
     sessions: pl.DataFrame
     calls_by_day: pl.DataFrame
     audit_facts: pl.DataFrame
@@ -57,15 +49,12 @@ class Part:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything the page shows, as plain values; times are aware datetimes in ``zone``."""
+    """Everything the page shows; times are aware datetimes in ``zone``."""
 
     zone: str
     generated_at: datetime
     sessions: list[Row]
-    """Every session, what needs attention first (see :func:`attention`): each row holds the
-    ``sessions`` fields, the audit's ``verdict``, ``looping``, ``wasted_calls`` and
-    ``wasted_credits``, doctor's ``resume`` verdict, ``attention`` (a rank, 0 for nothing)
-    and ``reasons`` (what needs attention, in words)."""
+    """Every session, what needs attention first (see :func:`attention`)."""
     calls_by_day: list[Row]
     verdicts: dict[str, int]
     audited: list[Row]
@@ -75,20 +64,17 @@ class Report:
     credits_by_agent: list[Row]
     timelines: list[timeline.Node]
     needs: Needs = field(default_factory=lambda: Needs({}, 0, 0, None, 0, 0, 0, 0))
-    """What needs attention, summed up."""
 
 
 @dataclass(frozen=True)
 class Needs:
-    """What needs attention over every session: the failing verdicts (by the default gate),
-    the loops and what they wasted, the damaged logs, the sessions that cannot be resumed."""
+    """What needs attention over every session, summed up."""
 
     failing: dict[str, int]
     """Sessions per verdict the default gate fails, most first."""
     looping: int
     wasted_calls: int
     wasted_credits: float | None
-    """The AI credits of the wasted calls where the logs bill them (None: none does)."""
     damaged: int
     damaged_lines: int
     cannot_resume: int
@@ -119,7 +105,6 @@ def part(
     select: tuple[str, ...] | None = None,
     ignore: tuple[str, ...] = (),
 ) -> Part:
-    """One batch's figures; the timelines only of the files in ``drawn``."""
     to_draw = result.events.filter(pl.col("file").is_in(list(drawn)))
     return Part(
         sessions=sessions_core.summarize(result),
@@ -146,8 +131,8 @@ def assemble(
     running_within: timedelta = audit_core.DEFAULT_RUNNING_WITHIN,
     files: Mapping[str, Path] | None = None,
 ) -> Report:
-    """The report over every batch's :func:`part`: all sessions in the tables, the newest
-    ``timelines`` of them drawn. ``files``: each log's path by its name (doctor measures it)."""
+    """The report over every batch's :func:`part`, the newest ``timelines`` sessions drawn.
+    ``files``: each log's path by its name (doctor measures it)."""
     audit = audit_core.judge([p.audit_facts for p in parts], now=now, running_within=running_within)
     judged = audit_core.judged(audit)
     doctor = doctor_core.judge(
@@ -181,11 +166,10 @@ FAILING = frozenset(audit_core.DEFAULT_FAIL_ON)
 
 
 def attention(sessions: pl.DataFrame, judged: pl.DataFrame, resume: pl.DataFrame) -> pl.DataFrame:
-    """The sessions, each with its audit verdict and loop, doctor's verdict on resuming it,
-    an ``attention`` rank and its ``reasons``; what needs it most first, then newest first.
-
-    The rank, worst first: a log the CLI cannot resume, a verdict the default gate fails, a
-    loop (by the calls it wasted), damaged lines, a log at risk, errors."""
+    """The sessions with their audit verdict and loop, doctor's verdict on resuming them, an
+    ``attention`` rank and ``reasons``; the worst first (a log the CLI cannot resume, a verdict
+    the default gate fails, a loop by the calls it wasted, damaged lines, a log at risk,
+    errors), then newest first."""
     verdicts = judged.select(*KEYS, "verdict", "looping", "wasted_calls", "wasted_credits")
     doctors = resume.select(*KEYS, resume="verdict")
     rows = sessions.join(verdicts, on=KEYS, how="left", nulls_equal=True).join(
@@ -224,13 +208,11 @@ def attention(sessions: pl.DataFrame, judged: pl.DataFrame, resume: pl.DataFrame
 
 
 def _counted(column: str, noun: str) -> pl.Expr:
-    """``1 error``, ``2 errors``."""
     plural = pl.when(pl.col(column) == 1).then(pl.lit("")).otherwise(pl.lit("s"))
     return pl.format("{} {}{}", pl.col(column), pl.lit(noun), plural)
 
 
 def needs(sessions: pl.DataFrame) -> Needs:
-    """What needs attention over the sessions of :func:`attention`."""
     failing = sessions.filter(pl.col("verdict").is_in(list(FAILING)))["verdict"].value_counts(
         sort=True
     )
@@ -257,8 +239,7 @@ more it made), so a long session keeps the page small."""
 
 
 def _biggest(groups: pl.DataFrame, limit: int = BIGGEST) -> pl.DataFrame:
-    """The ``limit`` biggest groups: by credits, then by input tokens where the credits are
-    not known, then by output tokens."""
+    """The ``limit`` biggest groups: by credits, then input tokens, then output tokens."""
     order = ["ai_credits", "input_tokens", "output_tokens"]
     return groups.sort(order, descending=True, nulls_last=True).head(limit)
 
@@ -268,8 +249,7 @@ def _keys(by: str) -> list[str]:
 
 
 def _credits_part(result: ReadResult) -> dict[str, pl.DataFrame]:
-    """One batch's biggest groups by prompt and by agent, and only the calls behind them (a
-    big corpus keeps a few rows, not all its calls)."""
+    """One batch's biggest groups by prompt and by agent, and only the calls behind them."""
     found = breakdowns(result, ("call", "prompt", "agent"))
     kept = {by: _biggest(found[by]) for by in ("prompt", "agent")}
     # A session's not-attributable row is a group of no call of its own.
@@ -287,9 +267,8 @@ def _credits_part(result: ReadResult) -> dict[str, pl.DataFrame]:
 
 
 def where_the_credits_went(parts: list[Part], by: str, zone: str) -> list[Row]:
-    """The biggest groups ``by`` prompt or agent over all batches, biggest first, each with
-    the calls behind it (``calls``: its biggest :data:`CALLS_SHOWN` rows of ``usage --by
-    call``, in file order; ``more_calls``: how many it made beyond them)."""
+    """The biggest groups ``by`` prompt or agent over all batches, each with its biggest
+    :data:`CALLS_SHOWN` calls in file order (``calls``) and how many more it made."""
     biggest = _biggest(pl.concat([p.credits[by] for p in parts], how="vertical_relaxed"))
     keys = _keys(by)
     calls = pl.concat([p.credits["call"] for p in parts], how="vertical_relaxed")
@@ -307,7 +286,6 @@ def where_the_credits_went(parts: list[Part], by: str, zone: str) -> list[Row]:
 
 
 def _rows(frame: pl.DataFrame, zone: str) -> list[Row]:
-    """The frame's rows, its datetimes moved to ``zone``."""
     return frame.with_columns(
         pl.col(name).dt.convert_time_zone(zone)
         for name, dtype in frame.schema.items()

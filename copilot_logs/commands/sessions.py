@@ -9,10 +9,6 @@ from copilot_logs.derive import SESSION, TYPE
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.ingest.schema import damaged_line_count
 
-NEWEST_FIRST = ("started_at", "file", "session_id")
-"""How session rows are ordered: newest first, ties (two sessions of one file may start at
-the same moment) by file and session id, so that the order never depends on batches."""
-
 SESSION_COLUMNS = (
     "session_id",
     "started_at",
@@ -40,20 +36,17 @@ SESSION_COLUMNS = (
 
 
 def damaged_lines(diagnostics: pl.DataFrame) -> pl.DataFrame:
-    """Per session, the number of distinct physical lines that carry damage."""
     return diagnostics.group_by(*SESSION).agg(damaged_lines=damaged_line_count())
 
 
 def newest_first(parts: list[pl.DataFrame]) -> pl.DataFrame:
-    """Summaries of several batches as one table, newest session first."""
-    return pl.concat(parts).sort(*NEWEST_FIRST, descending=[True, False, False], nulls_last=True)
+    return derive.newest_first(pl.concat(parts))
 
 
 def summarize(result: ReadResult) -> pl.DataFrame:
-    """One row per session log read, newest first: its facts from the session model, and its
-    counts. ``status`` is ``ended`` when its last run shut down after its last work (a turn
-    left open at that shutdown, the user quitting, still ended: it stays in ``open_turns``),
-    else ``open`` (running, or cut off)."""
+    """One row per session log read, newest first: its facts from the session model and its
+    counts. ``status``: ``ended`` when its last run shut down after its last work (a turn left
+    open at that shutdown still ended: it stays in ``open_turns``), else ``open``."""
     annotated = derive.annotate(result.events)
     flags = derive.count_flags(annotated)
     per_file = flags.group_by(*SESSION, maintain_order=True).agg(
@@ -80,6 +73,4 @@ def summarize(result: ReadResult) -> pl.DataFrame:
             pl.col(name).fill_null(0) for name in (*derive.COUNT_FIELDS, "errors", "subagent_runs")
         )
     )
-    return table.select(SESSION_COLUMNS).sort(
-        *NEWEST_FIRST, descending=[True, False, False], nulls_last=True
-    )
+    return newest_first([table.select(SESSION_COLUMNS)])

@@ -1,31 +1,27 @@
 """One row per LLM call and what it used: ``usage --by call``, and the calls behind the rows
 of ``--by prompt``, ``agent`` and ``task`` (docs/usage.md, "Per call, prompt, agent, task").
 
-A call is what every command counts as one (:mod:`copilot_logs.ingest.calls`): a main-agent
-turn, or a sub-agent's call. Its figures are *exact* where the CLI wrote a
-``session.usage_record`` for it (1.0.102 on; :func:`usage_records`, read field by field from
-the line's kept payload into :data:`USAGE_RECORD_SCHEMA`, so a field missing or of another type
-is null, never an error): the record is matched to the call its agent made last before it.
-Where it wrote none, only the output tokens of the call's ``assistant.message`` lines are known
-(``source`` ``messages``); every other figure is null, never 0. A record that matches no call
-(two records after one call, or one before any) is kept as a call of its own, so no usage the
-log reports is lost.
-
-Each call is placed, as the session model places its events, in its *prompt* (a typed prompt
-and everything it caused: its nudges, its sub-agents, a message queued into its run), its
-*task* (from the prompt, or from the accepted task_complete before, to the accepted
-task_complete that ends it) and its *segment* (the run of the CLI that made it).
+A call is what every command counts as one (a main-agent turn, or a sub-agent's call). Its
+figures are *exact* where the CLI wrote a ``session.usage_record`` for it (1.0.102 on), matched
+to the call its agent made last before it; elsewhere only its messages' output tokens are
+known (``source`` ``messages``), every other figure null, never 0. A record that matches no
+call is kept as a call of its own, so no usage the log reports is lost. Each call is placed,
+as the session model places its events, in its prompt, task and segment.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.derive.events import MAIN, SESSION, TASK_START, TYPE
-from copilot_logs.derive.loop import subagent_calls, turns
-from copilot_logs.derive.shutdowns import MAX_FIGURE
+from copilot_logs.derive import MAIN, SESSION, TASK_START, TYPE, subagent_calls, turns
 
 USAGE_RECORD = "session.usage_record"
+NANO_PER_CREDIT = 1_000_000_000
+MAX_FIGURE = 1 << 50
+"""The largest count or amount taken as a figure (about 10^15 tokens, or a million credits in
+nano-AIU): no CLI writes more for a session, and sums of figures below it cannot overflow the
+64-bit columns. A larger, negative or non-finite value is no figure (None), never a wrapped or
+infinite total (issue 34)."""
 
 FIELDS: dict[str, tuple[str, pl.DataType]] = {
     "model": ("model", pl.String()),
@@ -49,29 +45,13 @@ FIELDS: dict[str, tuple[str, pl.DataType]] = {
     "fusion_id": ("fusion.fusionId", pl.String()),
     "sequence": ("accounting.sequence", pl.Int64()),
 }
-"""column -> (its path under ``data.usage``, its type)."""
-
-USAGE_RECORD_SCHEMA: dict[str, pl.DataType] = {
-    "file": pl.String(),
-    "session_id": pl.String(),
-    "line": pl.Int64(),
-    "event_id": pl.String(),
-    "timestamp": pl.Datetime("ms", "UTC"),
-    "agent_id": pl.String(),
-    "agent_instance": pl.String(),
-    **{name: dtype for name, (_, dtype) in FIELDS.items()},
-}
-"""The columns of :func:`usage_records`. ``agent_id`` is the sub-agent's key (its task call's
-toolCallId, as every command keys a sub-agent; null for the main agent), ``agent_instance``
-the envelope agentId as written. Tokens, cost and time are the CLI's figures for the call:
-``input_tokens`` includes the cache reads and writes; ``cost`` is the premium-request
-multiplier (legacy billing); ``total_nano_aiu`` the AI credits in nano units (credits =
-total_nano_aiu / 1e9), with ``ai_credits_status`` saying whether it was reported at all."""
+"""column -> (its path under ``data.usage``, its type); ``input_tokens`` includes the cache
+reads and writes; ``cost`` is the premium-request multiplier (legacy billing)."""
 
 
 def usage_records(annotated: pl.DataFrame) -> pl.DataFrame:
-    """One row per ``session.usage_record`` of the annotated events (see
-    :func:`copilot_logs.derive.annotate`), in file order, with :data:`USAGE_RECORD_SCHEMA`."""
+    """One row per ``session.usage_record`` of the annotated events, in file order; a field
+    missing or of another type is null, never an error."""
     usage = pl.col("detail")
     columns = [
         _field(usage.str.json_path_match(f"$.usage.{path}"), dtype).alias(name)
@@ -85,10 +65,8 @@ def usage_records(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _field(text: pl.Expr, dtype: pl.DataType) -> pl.Expr:
-    """A field's JSON text in its column's type. A number must be one a log may hold as a
-    figure: finite, from 0 to :data:`~copilot_logs.derive.shutdowns.MAX_FIGURE` (a string such
-    as ``"NaN"`` or ``"Infinity"``, a negative or an absurd amount is null, never a figure that
-    prints ``nan`` or wraps a sum around)."""
+    """A field's JSON text in its column's type; a number only when finite and from 0 to
+    :data:`MAX_FIGURE` (``"NaN"``, ``"Infinity"``, a negative or an absurd amount is null)."""
     value = text.cast(dtype, strict=False)
     if dtype == pl.String():
         return value
@@ -104,7 +82,6 @@ SOURCES = (EXACT, FROM_TOTALS, MESSAGES)
 checkpoints') figures for exactly that group; or only the output tokens of the messages."""
 
 MAIN_AGENT = "main"
-NANO_PER_CREDIT = 1_000_000_000
 
 CALL_SCHEMA: dict[str, pl.DataType] = {
     "file": pl.String(),
@@ -148,9 +125,7 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "cost": pl.Float64(),
     "provider_type": pl.String(),
 }
-"""What :func:`call_records` adds to a call's row from its usage record (null without one):
-the record's line, event id and time, and the CLI's finish reason, initiator, premium-request
-cost and bring-your-own-key provider type for the call."""
+"""What :func:`call_records` adds to a call's row from its usage record (null without one)."""
 
 
 def call_usage(annotated: pl.DataFrame) -> pl.DataFrame:
@@ -159,15 +134,12 @@ def call_usage(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def call_records(annotated: pl.DataFrame) -> pl.DataFrame:
-    """:func:`call_usage`'s rows with :data:`RECORD_SCHEMA`'s columns after them: what
-    ``otel`` makes each chat span of."""
+    """:func:`call_usage`'s rows with :data:`RECORD_SCHEMA` after them (``otel``'s spans)."""
     schema = {**CALL_SCHEMA, **RECORD_SCHEMA}
     if annotated.is_empty():
         return pl.DataFrame(schema=schema)
     events = annotated
-    calls = _calls(events)
-    records = _records(events)
-    matched = _matched(calls, records)
+    matched = _matched(_calls(events), _records(events))
     names = _agent_names(events)
     prompts = events.filter(TASK_START).select(*SESSION, "prompt_index", prompt="text")
     return (
@@ -253,9 +225,7 @@ def _matched(calls: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
             strategy="backward",
             check_sortedness=False,  # sorted by line above; polars cannot check it within groups
         )
-        .with_columns(
-            _first=pl.col("record_line").rank("ordinal").over(*keys, "call_line") == 1,
-        )
+        .with_columns(_first=pl.col("record_line").rank("ordinal").over(*keys, "call_line") == 1)
     )
     taken = located.filter(pl.col("call_line").is_not_null() & pl.col("_first"))
     figures = [
@@ -324,8 +294,6 @@ def _agent_names(events: pl.DataFrame) -> pl.DataFrame:
     """Per sub-agent (by its key, the task call's toolCallId), the name it was started with:
     its display name (the task call's name from CLI 1.0.85), else its agent type."""
     started = events.filter(TYPE == "subagent.started").select(
-        *SESSION,
-        agent_id="tool_call_id",
-        agent=pl.coalesce("text", "tool_name"),
+        *SESSION, agent_id="tool_call_id", agent=pl.coalesce("text", "tool_name")
     )
     return started.unique(subset=[*SESSION, "agent_id"], keep="first", maintain_order=True)

@@ -1,13 +1,13 @@
 """Autopilot verdicts: which sessions really finished their task (``copilot-logs audit``).
 
 What a task is, the verdicts and the order in which the last word wins: docs/audit.md,
-"Verdicts". The verdict is one polars expression over the audit facts (:func:`verdict_of`).
+"Verdicts". The task judged is a typed prompt and all it caused (the model's ``prompt_index``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TypedDict, Unpack
 
 import polars as pl
@@ -44,16 +44,11 @@ VERDICTS = (
 """Every verdict, in the order summaries list them."""
 
 CAP_STOPS = ("cap_reached", "agent_stop_block_limit")
-"""Stop reasons that say the CLI's continuation limit ended the run (autopilot_stopped,
-completion receipt)."""
+"""Stop reasons that say the CLI's continuation limit ended the run."""
 
 
 def verdict_of(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.Expr:
     decided = pl.col("last_completion")
-    # A completion, accepted or rejected, decides only when no nudge and no LLM call of the
-    # main agent came after it: every CLI recorded ends the loop at task_complete, so a call
-    # after it means the task was taken up again (nudged, or a message queued into the run).
-    completion_is_last = derive.completion_is_last()
     error_is_last = _after("error_line", "tc_line", "nudge_line", "turn_line")
     # The CLI's own word on the stop, when the log has it and nothing ran after it.
     stopped = pl.when(_after("stop_line", "turn_line")).then(pl.col("stop_reason"))
@@ -71,7 +66,7 @@ def verdict_of(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.E
     return (
         pl.when(interactive)
         .then(pl.lit(INTERACTIVE))
-        .when(completion_is_last)
+        .when(derive.completion_is_last())
         .then(
             pl.when(decided == derive.BLOCKED)
             .then(pl.lit(BLOCKED))
@@ -102,8 +97,7 @@ def verdict_of(*, interactive: pl.Expr, nudge_cap: int, recent: pl.Expr) -> pl.E
 FAILING_VERDICTS = tuple(v for v in VERDICTS if v != INTERACTIVE)
 """The verdicts ``--fail-on`` accepts (an interactive session is never judged)."""
 LOOPING = "looping"
-"""Not a verdict but a finding beside it (see :mod:`copilot_logs.commands.audit.loops`):
-``--fail-on`` accepts it too."""
+"""Not a verdict but a finding beside it, which ``--fail-on`` accepts too."""
 
 DEFAULT_FAIL_ON = (MISSING_TASK_COMPLETE, NUDGE_CAP, ERRORED, INTERRUPTED, USER_QUIT)
 DEFAULT_NUDGE_CAP = 5
@@ -141,9 +135,7 @@ AUDIT_COLUMNS = (
     "line",
 )
 
-_USER = MAIN & (TYPE == "user.message")
-_NUDGE = _USER & pl.col("is_nudge").fill_null(False)
-# A message queued while a turn ran joins the task under way: it starts none.
+_NUDGE = MAIN & (TYPE == "user.message") & pl.col("is_nudge").fill_null(False)
 _TURN = MAIN & (TYPE == derive.TURN_START)
 _TASK_COMPLETE = pl.col("completion").is_not_null()
 # The CLI's own word on why a run stopped: a completion receipt (1.0.83+, written when it
@@ -155,8 +147,6 @@ _SHUTDOWN = TYPE == "session.shutdown"
 
 
 class Judging(TypedDict, total=False):
-    """How :func:`judge` judges (each with its default there)."""
-
     now: datetime | None
     running_within: timedelta
     nudge_cap: int
@@ -165,17 +155,14 @@ class Judging(TypedDict, total=False):
 
 
 def audit(result: ReadResult, **judging: Unpack[Judging]) -> pl.DataFrame:
-    r"""One row per session read (columns :data:`AUDIT_COLUMNS`), newest first: the
-    :func:`facts` of ``result``, :func:`judge`\ d."""
+    """:func:`judge` of the :func:`facts` of ``result``."""
     return judge([facts(result)], **judging)
 
 
 def facts(result: ReadResult) -> pl.DataFrame:
-    """Per session read, what its verdict is decided from (where its judged task's last
-    task_complete, error, nudge, LLM call, abort and shutdown sit, and its counts). Nothing in
-    it depends on the options or the time, so a batch's facts can be cached.
-
-    The task audit judges is a typed prompt and all it caused (the model's ``prompt_index``)."""
+    """Per session read, what its verdict is decided from: where its judged task's last
+    completion, error, nudge, call, abort and shutdown sit, and its counts. Nothing in it
+    depends on the options or the time, so a batch's facts can be cached."""
     annotated = derive.annotate(result.events)
     tasks = _tasks(annotated)
     per_file = _per_file(annotated)
@@ -212,20 +199,13 @@ def judge(
     require_task_complete: bool = False,
     loop_thresholds: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
-    """The audit table (columns :data:`AUDIT_COLUMNS`, newest first) of the :func:`facts` of
-    one or more batches.
-
-    ``now`` (default: the current time) and ``running_within`` decide ``running``;
-    ``require_task_complete`` judges interactive sessions too instead of calling them
-    ``interactive``; ``loop_thresholds`` (by signal, default
-    :data:`~copilot_logs.commands.audit.loops.DEFAULT_THRESHOLDS`) decide ``looping``. See the
-    module docstring for how the verdict is chosen.
-    """
+    """The audit table (:data:`AUDIT_COLUMNS`, newest first) of the :func:`facts` of one or
+    more batches. ``now`` (default: the time now) and ``running_within`` decide ``running``;
+    ``require_task_complete`` judges interactive sessions too; ``loop_thresholds`` (by
+    signal, over :data:`~copilot_logs.commands.audit.loops.DEFAULT_THRESHOLDS`) decide
+    ``looping``."""
     if nudge_cap < 1:
         raise ValueError("nudge_cap must be at least 1")
-    now = now or datetime.now(UTC)
-    # A naive `now` is taken as UTC, like every timestamp in the logs.
-    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
     verdict = verdict_of(
         interactive=(pl.col("mode") == INTERACTIVE) & pl.lit(not require_task_complete),
         nudge_cap=nudge_cap,
@@ -246,16 +226,16 @@ def judge(
             .then(pl.col("tc_line"))
             .when(pl.col("verdict") == ERRORED)
             .then(pl.col("error_line"))
-            .otherwise(pl.col("last_line")),
+            .otherwise(pl.col("last_line"))
         )
         .select(AUDIT_COLUMNS)
-        .sort("started_at", "file", "session_id", descending=[True, False, False], nulls_last=True)
+        .pipe(derive.newest_first)
     )
 
 
 def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per session and task: where its last task_complete, error, nudge, LLM call, abort and
-    shutdown sit, and what the last task_complete said."""
+    """Per session and task: where its last completion, error, nudge, call, abort and
+    shutdown sit, and what the last completion said."""
     summary = pl.coalesce("summary", "text")
     return annotated.group_by(*SESSION, "prompt_index", maintain_order=True).agg(
         task_nudges=_NUDGE.sum().cast(pl.Int64),
@@ -274,7 +254,6 @@ def _tasks(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def _blocker() -> pl.Expr:
-    """``kind: reason`` of a task_complete's ``blocker`` (outcome ``blocked``)."""
     described = pl.concat_str(
         pl.col("blocker_kind").fill_null("blocked"),
         pl.col("blocker_reason"),
@@ -285,7 +264,6 @@ def _blocker() -> pl.Expr:
 
 
 def _per_file(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per session: counts, the cost after the first nudge, and the task to judge."""
     flags = derive.count_flags(annotated)
     first_nudge = pl.col("line").filter(_NUDGE).min()
     after_first_nudge = (pl.col("line") > first_nudge).fill_null(False)
@@ -326,18 +304,15 @@ def _last_failed_tools(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def failing(table: pl.DataFrame, fail_on: Collection[str]) -> pl.DataFrame:
-    """The rows of an ``audit`` table whose verdict is one of ``fail_on``, or that loop when
-    ``fail_on`` holds ``looping``."""
+    """The rows whose verdict is in ``fail_on``, or that loop if it holds ``looping``."""
     loops_fail = pl.col("looping") & pl.lit(LOOPING in fail_on)
     return table.filter(pl.col("verdict").is_in(list(fail_on)) | loops_fail)
 
 
 def judged(table: pl.DataFrame) -> pl.DataFrame:
-    """The rows that got a verdict (interactive sessions left out)."""
     return table.filter(pl.col("verdict") != INTERACTIVE)
 
 
 def verdict_counts(table: pl.DataFrame) -> dict[str, int]:
-    """How many rows have each verdict, in :data:`VERDICTS` order, zeros left out."""
     counts = dict(table.group_by("verdict").len().iter_rows())
     return {verdict: int(counts[verdict]) for verdict in VERDICTS if counts.get(verdict)}

@@ -52,7 +52,6 @@ _NUDGE = MAIN & (TYPE == "user.message") & pl.col("is_nudge").fill_null(False)
 # (calls after it are the task taken up again) nor rejected by the CLI.
 _REJECTED = pl.col("completion") == derive.REJECTED
 _ACCEPTED = derive.ACCEPTED_COMPLETION
-"""The one test of an accepted completion the signs rely on: the session model's."""
 
 FREE_TEXT_ARGUMENTS = ("description",)
 """Arguments that say what a call is for, in words the model may change on every call (bash's
@@ -69,9 +68,8 @@ cut inside the free text compares equal to a whole one."""
 
 
 def loop_spans(tasks: pl.DataFrame) -> pl.DataFrame:
-    """Per session, its loop spans (a list of :data:`SPAN`). ``tasks`` is the annotated events
-    frame with ``task_index`` and ``autopilot_work`` (see :func:`copilot_logs.commands.audit.
-    facts`); only tasks with autopilot work are looked at."""
+    """Per session, its loop spans (a list of :data:`SPAN`) in the tasks (``task_index``) of
+    the annotated events that hold autopilot work."""
     autopilot = tasks.group_by(*TASK).agg(
         pl.col("autopilot_work").any().alias("autopilot"),
         (pl.col("line").max() + 1).alias("task_end"),
@@ -116,8 +114,8 @@ def loop_spans(tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 def _tool_calls(tasks: pl.DataFrame) -> pl.DataFrame:
-    """The main agent's tool calls of each task in order, with their identity (name and
-    arguments), whether they were new to the task, and the line of the turn that asked."""
+    """The main agent's tool calls of each task in order, with their identity, whether they
+    were new to the task, and the line of the turn that asked."""
     turn_lines = tasks.filter(MAIN & (TYPE == derive.TURN_START)).select(
         *SESSION, "turn_index", turn_line="line"
     )
@@ -267,9 +265,9 @@ def _after_completion(tasks: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
 
 
 def looping(spans: pl.DataFrame, thresholds: Mapping[str, int]) -> pl.DataFrame:
-    """Per session of ``spans`` (:func:`loop_spans`' column ``loop_spans`` beside the session
-    key): ``looping``, ``loop_signals`` (in :data:`SIGNALS` order), ``loop_line`` (where the
-    first span that reached its threshold starts), ``repeated_call`` and ``wasted_calls``."""
+    """Per session of ``spans`` (:func:`loop_spans`' column): ``looping``, ``loop_signals``
+    (in :data:`SIGNALS` order), ``loop_line`` (where the first span that reached its
+    threshold starts), ``repeated_call``, ``wasted_calls`` and ``wasted_credits``."""
     limits = {**DEFAULT_THRESHOLDS, **thresholds}
     order = {signal: index for index, signal in enumerate(SIGNALS)}
     threshold = pl.col("signal").replace_strict(limits, return_dtype=pl.Int64)
@@ -296,7 +294,7 @@ def looping(spans: pl.DataFrame, thresholds: Mapping[str, int]) -> pl.DataFrame:
 
 def _wasted_credits(fired: pl.DataFrame) -> pl.DataFrame:
     """Per session, the AI credits of its wasted calls (each once): null unless every one of
-    them has its credits (CLI 1.0.102's per-call records, billed by GitHub)."""
+    them has its credits."""
     each = (
         fired.select(*SESSION, "calls", "credits")
         .explode("calls", "credits")
@@ -304,7 +302,7 @@ def _wasted_credits(fired: pl.DataFrame) -> pl.DataFrame:
         .unique(subset=[*SESSION, "calls"])
     )
     return each.group_by(*SESSION).agg(
-        wasted_credits=pl.when(pl.col("credits").is_not_null().all())
-        .then(pl.col("credits").sum().round(9))
-        .otherwise(None)
+        wasted_credits=pl.when(pl.col("credits").is_not_null().all()).then(
+            pl.col("credits").sum().round(9)
+        )
     )

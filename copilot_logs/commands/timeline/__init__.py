@@ -1,18 +1,15 @@
 """Each session's agent loop, reconstructed: interactions -> turns -> tools and sub-agents.
 
 ``timeline(result)`` returns plain nested dicts, ready for JSON (docs/timeline.md, "JSON
-fields"): one per session log, its interactions, their turns (one per main-agent LLM call)
-with their tools and the sub-agent runs their ``task`` calls spawned, and the lifecycle events
-where they happened; ``turn_rows(sessions)`` flattens it to one row per LLM call. What no turn
-holds goes straight under its interaction ("loose"); what comes before any user message, under
-an empty interaction 0.
+fields"); ``turn_rows(sessions)`` flattens them to one row per LLM call. What no turn holds goes
+straight under its interaction ("loose"); what comes before any user message, under an empty
+interaction 0.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -43,40 +40,11 @@ EVENT_TYPES = frozenset(
     }
 )
 
-SessionKey = tuple[str, str]
-"""(file, session_id): one session log (see :data:`copilot_logs.derive.SESSION`)."""
-
-
-@dataclass(frozen=True)
-class SessionRows:
-    """The rows of one session log, from each frame, in file order."""
-
-    turns: list[Row]
-    tools: list[Row]
-    runs: list[Row]
-    calls: list[Row]
-    events: list[Row]
-    messages: list[Row]
-
-    @classmethod
-    def empty(cls) -> SessionRows:
-        return cls([], [], [], [], [], [])
-
-
-def rows_by_session(annotated: pl.DataFrame) -> dict[SessionKey, SessionRows]:
-    """Every session log's rows of every frame (a log with none of a kind gets none)."""
-    usage = call_figures(annotated)
-    frames = [
-        _by_session(derive.turns(annotated).join(usage, on=[*SESSION, "line"], how="left")),
-        _by_session(tool_frame(annotated)),
-        _by_session(derive.subagent_runs(annotated)),
-        _by_session(subagent_calls(annotated).join(usage, on=[*SESSION, "line"], how="left")),
-        _by_session(events_frame(annotated)),
-        _by_session(interaction_frame(annotated)),
-    ]
-    keys = dict.fromkeys(key for frame in frames for key in frame)
-    return {key: SessionRows(*(frame.get(key, []) for frame in frames)) for key in keys}
-
+Node = dict[str, Any]
+Row = dict[str, Any]
+Rows = dict[str, list[Row]]
+Owner = tuple[str, Any]
+"""Where a row goes: under a sub-agent (``agent``), a turn, or loose under an interaction."""
 
 CALL_FIGURES = (
     "input_tokens",
@@ -90,115 +58,47 @@ CALL_FIGURES = (
 """What a call node shows of its usage (:mod:`copilot_logs.derive.calls`)."""
 
 
-def call_figures(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per LLM call (by its line), the figures of its usage record, where it has one."""
-    return (
+def rows_by_session(annotated: pl.DataFrame) -> dict[tuple[str, str], Rows]:
+    """Every session log's rows of every kind, in file order (a log with none of a kind gets
+    none). A queued message joins its interaction: it is an event there, not a new one."""
+    usage = (
         call_usage(annotated)
         .rename({"source": "usage_source", "output_tokens": "record_output_tokens"})
         .select(*SESSION, "line", *CALL_FIGURES, "record_output_tokens")
         .unique(subset=[*SESSION, "line"], keep="first")
     )
-
-
-def _by_session(frame: pl.DataFrame) -> dict[SessionKey, list[Row]]:
-    grouped: dict[SessionKey, list[Row]] = defaultdict(list)
-    for row in frame.iter_rows(named=True):
-        grouped[(row["file"], row["session_id"])].append(row)
-    return grouped
+    shown = TYPE.is_in(list(EVENT_TYPES)) | pl.col("stray_end") | pl.col("is_queued")
+    frames = {
+        "turns": derive.turns(annotated).join(usage, on=[*SESSION, "line"], how="left"),
+        "tools": tool_frame(annotated),
+        "runs": derive.subagent_runs(annotated),
+        "calls": derive.subagent_calls(annotated).join(usage, on=[*SESSION, "line"], how="left"),
+        "events": annotated.filter(shown),
+        "messages": annotated.filter(MAIN & (TYPE == "user.message") & ~pl.col("is_queued")),
+    }
+    found: dict[tuple[str, str], Rows] = defaultdict(lambda: {kind: [] for kind in frames})
+    for kind, frame in frames.items():
+        for row in frame.iter_rows(named=True):
+            found[(row["file"], row["session_id"])][kind].append(row)
+    return found
 
 
 def tool_frame(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Tool executions, with their error code, and the name and command a ``!cmd`` shell
-    escape gives in its tool.user_requested line (its complete has neither)."""
+    """Tool executions, with the name and command a ``!cmd`` shell escape gives in its
+    tool.user_requested line (its complete has neither)."""
     keys = [*SESSION, "tool_call_id"]
     requested = (
         annotated.filter(TYPE == "tool.user_requested")
         .select(*keys, requested_name="tool_name", requested_text="text")
         .unique(subset=keys, keep="first", maintain_order=True)
     )
-    codes = (
-        annotated.filter(TYPE == "tool.execution_complete")
-        .select(*keys, "error_code")
-        .unique(subset=keys, keep="first", maintain_order=True)
-    )
     return (
         derive.tools(annotated)
         .join(requested, on=keys, how="left")
-        .join(codes, on=keys, how="left")
         .with_columns(
             tool_name=pl.coalesce("tool_name", "requested_name"),
             arguments=pl.coalesce("arguments", "requested_text"),
         )
-    )
-
-
-def subagent_calls(annotated: pl.DataFrame) -> pl.DataFrame:
-    """One row per sub-agent LLM call (:func:`copilot_logs.derive.subagent_calls`)."""
-    return derive.subagent_calls(annotated).select(
-        *SESSION,
-        "agent_id",
-        "line",
-        "event_id",
-        "timestamp",
-        "previous_at",
-        "ended_at",
-        "open",
-        "state",
-        "turn_id",
-        "model",
-        "text",
-        "output_tokens",
-        "requested_tools",
-    )
-
-
-def events_frame(annotated: pl.DataFrame) -> pl.DataFrame:
-    """The lifecycle events (:data:`EVENT_TYPES`), stray turn ends and queued messages."""
-    shown = TYPE.is_in(list(EVENT_TYPES)) | pl.col("stray_end") | pl.col("is_queued")
-    return annotated.filter(shown).select(
-        *SESSION,
-        "line",
-        "event_id",
-        "type",
-        "timestamp",
-        "agent_id",
-        "in_turn",
-        "turn_index",
-        "interaction_index",
-        "turn_id",
-        "text",
-        "error",
-        "error_code",
-        "model",
-        "agent_mode",
-        "success",
-        "outcome",
-        "stray_end",
-        "info_type",
-        "warning_type",
-        "event_count",
-        "shutdown_type",
-        "tokens_removed",
-        "compaction_success",
-        "compaction_error",
-        "previous_mode",
-        "previous_model",
-    )
-
-
-def interaction_frame(annotated: pl.DataFrame) -> pl.DataFrame:
-    """The main agent's user messages, each starting an interaction."""
-    # A queued message joins its interaction: it is shown as an event there, not as a new one.
-    return annotated.filter(MAIN & (TYPE == "user.message") & ~pl.col("is_queued")).select(
-        *SESSION,
-        "line",
-        "event_id",
-        "timestamp",
-        "interaction_index",
-        "interaction_id",
-        "text",
-        "is_nudge",
-        "agent_mode",
     )
 
 
@@ -209,14 +109,7 @@ def subagent_prompts(annotated: pl.DataFrame) -> dict[tuple[str, str, str], str 
         .group_by(*SESSION, "agent_id", maintain_order=True)
         .agg(prompt=pl.col("text").first())
     )
-    return {
-        (row["file"], row["session_id"], row["agent_id"]): row["prompt"]
-        for row in prompts.iter_rows(named=True)
-    }
-
-
-Node = dict[str, Any]
-Row = dict[str, Any]
+    return {(file, session, agent): prompt for file, session, agent, prompt in prompts.iter_rows()}
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -232,12 +125,8 @@ def ms_between(later: datetime | None, earlier: datetime | None) -> int | None:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
-# --- event texts -----------------------------------------------------------------------------
-
-
 def event_text(row: Row) -> str:
-    """A short line saying what a lifecycle event did (its payload fields as the session model
-    reads them: :data:`copilot_logs.derive.events.LIFECYCLE`)."""
+    """A short line saying what a lifecycle event did."""
     kind = row["type"]
     text = row.get("text") or ""
     if row.get("stray_end") or kind == derive.TURN_END:
@@ -251,61 +140,89 @@ def event_text(row: Row) -> str:
     if kind in ("session.warning", "session.info"):
         label = row.get("info_type") or row.get("warning_type")
         return f"{label}: {text}" if label else text
-    if kind in ("session.compaction_start", "session.compaction_complete"):
-        return _compaction_text(kind, row)
+    if kind == "session.compaction_start":
+        return "compaction started"
+    if kind == "session.compaction_complete":
+        removed = row.get("tokens_removed")
+        if row.get("compaction_success") is False:
+            return f"compaction failed: {row.get('compaction_error') or 'no reason given'}"
+        if removed is None:
+            return "compacted"
+        if removed < 0:  # the summary was longer than what it replaced
+            return f"compaction grew the context by {-removed:,} tokens"
+        return f"compaction removed {removed:,} tokens"
     if kind == "session.resume":
         count = row.get("event_count")
         return f"resumed after {count:,.0f} events" if count is not None else "resumed"
     if kind == "session.shutdown":
         return f"shutdown ({row.get('shutdown_type') or 'unknown'})"
-    if kind == "session.mode_changed":
-        return _change_text("mode", row.get("agent_mode"), row.get("previous_mode"))
-    if kind == "session.model_change":
-        return _change_text("model", row.get("model"), row.get("previous_model"))
+    changed = {"session.mode_changed": "mode", "session.model_change": "model"}.get(kind)
+    if changed:
+        new = row.get("agent_mode" if changed == "mode" else "model")
+        previous = row.get(f"previous_{changed}")
+        return f"{changed} {previous} -> {new}" if previous else f"{changed} {new}"
     if kind == "session.auto_mode_resolved":
         return f"auto model resolved to {row.get('model')}"
     if kind == "session.task_complete":
-        return _task_complete_text(row, text)
+        success = row.get("outcome") or (
+            "done" if row.get("success") is None else ("success" if row["success"] else "failure")
+        )
+        return f"task complete ({success}): {text}" if text else f"task complete ({success})"
     if kind == "abort":
         return f"aborted: {text}" if text else "aborted"
     return text or kind
 
 
-def _compaction_text(kind: str, row: Row) -> str:
-    if kind == "session.compaction_start":
-        return "compaction started"
-    if row.get("compaction_success") is False:
-        return f"compaction failed: {row.get('compaction_error') or 'no reason given'}"
-    removed = row.get("tokens_removed")
-    if removed is None:
-        return "compacted"
-    if removed < 0:  # the summary was longer than what it replaced
-        return f"compaction grew the context by {-removed:,} tokens"
-    return f"compaction removed {removed:,} tokens"
+def _call_usage(call: Row) -> dict[str, Any]:
+    """A call's output tokens (its record's where it has one, else its messages') and its
+    usage figures (null where the log has no record of the call)."""
+    exact = call.get("usage_source") == "exact"
+    return {
+        "output_tokens": call.get("record_output_tokens") if exact else call["output_tokens"],
+        **{name: call.get(name) for name in CALL_FIGURES},
+    }
 
 
-def _change_text(label: str, new: str | None, previous: str | None) -> str:
-    return f"{label} {previous} -> {new}" if previous else f"{label} {new}"
+def _tool_counts(tools: list[Row]) -> dict[str, int]:
+    return {
+        "tool_calls": sum(1 for t in tools if t["started_at"] is not None),
+        "failed_tool_calls": sum(1 for t in tools if t["success"] is False),
+    }
 
 
-def _task_complete_text(row: Row, text: str) -> str:
-    success = row.get("success")
-    verdict = row.get("outcome") or (
-        "done" if success is None else ("success" if success else "failure")
-    )
-    return f"task complete ({verdict}): {text}" if text else f"task complete ({verdict})"
+class _Session:
+    """The tree of one session log, its nodes timed from its start."""
 
-
-# --- the nodes ---------------------------------------------------------------------------------
-
-
-class SessionNodes:
-    """Makes the nodes of one session log, timed from its start."""
-
-    def __init__(self, facts: Row, include_tools: bool) -> None:
+    def __init__(self, facts: Row, rows: Rows, prompts: dict[Any, str | None], tools: bool) -> None:
         self.facts = facts
         self.start: datetime | None = facts["started_at"]
-        self.include_tools = include_tools
+        self.rows = rows
+        self.prompts = prompts
+        self.include_tools = tools
+        self.message_lines = [row["line"] for row in rows["messages"]]
+        self.agent_calls: dict[str, list[Row]] = defaultdict(list)
+        for call in rows["calls"]:
+            self.agent_calls[call["agent_id"]].append(call)
+        self.tools: dict[Owner, list[Row]] = defaultdict(list)
+        for tool in rows["tools"]:
+            self.tools[self._owner(tool["agent_id"], tool["turn_index"], tool["line"])].append(tool)
+        self.events: dict[Owner, list[Row]] = defaultdict(list)
+        for event in rows["events"]:
+            turn = event["turn_index"] if event["in_turn"] else None
+            owner = self._owner(event["agent_id"], turn, event["line"], event["interaction_index"])
+            self.events[owner].append(event)
+        self.subagents: dict[Owner, list[Node]] = defaultdict(list)
+
+    def _owner(
+        self, agent: str | None, turn: int | None, line: int, interaction: int | None = None
+    ) -> Owner:
+        if agent is not None:
+            return ("agent", agent)
+        if turn is not None:
+            return ("turn", turn)
+        if interaction is None:
+            interaction = bisect_right(self.message_lines, line)
+        return ("loose", interaction)
 
     def offset(self, moment: datetime | None) -> int | None:
         return ms_between(moment, self.start)
@@ -355,11 +272,12 @@ class SessionNodes:
             "arguments": row["arguments"],
         }
 
-    def tools(self, rows: list[Row]) -> list[Node]:
+    def tool_nodes(self, rows: list[Row]) -> list[Node]:
         return [self.tool(row) for row in rows] if self.include_tools else []
 
-    def turn(self, row: Row, tools: list[Row], events: list[Row], subagents: list[Node]) -> Node:
+    def turn(self, row: Row) -> Node:
         """A main-agent turn (one LLM call), with its tools, events and sub-agent runs."""
+        owner = ("turn", row["turn_index"])
         ended_at = row["ended_at"]
         return self._shaped(
             {
@@ -376,25 +294,28 @@ class SessionNodes:
                 "model": row["model"],
                 "text": row["text"],
                 "messages": row["messages"],
-                "output_tokens": _output_tokens(row),
-                **_figures(row),
+                **_call_usage(row),
                 "requested_tools": row["requested_tools"],
                 "tool_calls": row["tool_calls"],
                 "failed_tool_calls": row["failed_tool_calls"],
                 "task_complete_called": row["task_complete_called"],
                 "task_complete_event": row["task_complete_event"],
                 "ended_loop": row["ended_loop"],
-                "events": [self.event(e) for e in events],
-                "tools": self.tools(tools),
-                "subagents": subagents,
+                "events": [self.event(e) for e in self.events.get(owner, [])],
+                "tools": self.tool_nodes(self.tools.get(owner, [])),
+                "subagents": self.subagents.get(owner, []),
             }
         )
 
-    def subagent(
-        self, run: Row, prompt: str | None, calls: list[Row], tools: list[Row], events: list[Row]
-    ) -> Node:
+    def subagent(self, run: Row) -> Node:
         """A sub-agent run, with its LLM calls (each with the tools it ran) and events."""
-        tools_by_call = _tools_by_call(calls, tools)
+        agent = run["tool_call_id"]
+        calls = self.agent_calls.get(agent, [])
+        # A sub-agent's tools by the number of the call before them (0: before its first).
+        call_lines = [call["line"] for call in calls]
+        tools_by_call: dict[int, list[Row]] = defaultdict(list)
+        for tool in self.tools.get(("agent", agent), []):
+            tools_by_call[bisect_right(call_lines, tool["line"])].append(tool)
         running = run["status"] == "running"
         call_nodes = [
             self.subagent_call(
@@ -402,13 +323,13 @@ class SessionNodes:
                 number,
                 call,
                 tools_by_call.get(number, []),
-                call["open"] if call["open"] is not None else running and last,
+                call["open"] if call["open"] is not None else running and number == len(calls),
             )
-            for number, call, last in _numbered(calls)
+            for number, call in enumerate(calls, start=1)
         ]
         return self._shaped(
             {
-                "agent_id": run["tool_call_id"],
+                "agent_id": agent,
                 "agent_name": run["agent_name"],
                 "status": run["status"],
                 "error": run["error"],
@@ -418,13 +339,13 @@ class SessionNodes:
                 "offset_ms": self.offset(run["started_at"]),
                 "ended_at": iso(run["finished_at"]),
                 "duration_ms": run["duration_ms"],
-                "prompt": prompt,
+                "prompt": self.prompts.get((self.facts["file"], self.facts["session_id"], agent)),
                 "llm_calls": len(calls),
                 "tool_calls": run["tool_calls"],
                 "failed_tool_calls": run["failed_tool_calls"],
                 "output_tokens": run["output_tokens"],
-                "events": [self.event(e) for e in events],
-                "tools": self.tools(tools_by_call.get(0, [])),
+                "events": [self.event(e) for e in self.events.get(("agent", agent), [])],
+                "tools": self.tool_nodes(tools_by_call.get(0, [])),
                 "calls": call_nodes,
             }
         )
@@ -448,278 +369,131 @@ class SessionNodes:
                 "interrupted": is_open and call["state"] == derive.INTERRUPTED,
                 "model": call["model"] or run["model"],
                 "text": call["text"],
-                "output_tokens": _output_tokens(call),
-                **_figures(call),
+                **_call_usage(call),
                 "requested_tools": call["requested_tools"] or [],
-                "tool_calls": sum(1 for t in own_tools if t["started_at"] is not None),
-                "failed_tool_calls": sum(1 for t in own_tools if t["success"] is False),
+                **_tool_counts(own_tools),
                 "ended_loop": not call["requested_tools"],
-                "tools": self.tools(own_tools),
+                "tools": self.tool_nodes(own_tools),
             }
         )
 
-
-def _output_tokens(call: Row) -> Any:
-    """The record's output tokens where the call has one, else its messages'."""
-    if call.get("usage_source") == "exact":
-        return call.get("record_output_tokens")
-    return call["output_tokens"]
-
-
-def _figures(call: Row) -> dict[str, Any]:
-    """A call's usage figures (null where the log has no record of the call)."""
-    return {name: call.get(name) for name in CALL_FIGURES}
-
-
-def _numbered(calls: list[Row]) -> list[tuple[int, Row, bool]]:
-    """Each call with its number (from 1) and whether it is the run's last."""
-    return [(number, call, number == len(calls)) for number, call in enumerate(calls, start=1)]
-
-
-def _tools_by_call(calls: list[Row], tools: list[Row]) -> dict[int, list[Row]]:
-    """A sub-agent's tools by the number of the call before them (0: before its first call)."""
-    call_lines = [call["line"] for call in calls]
-    tools_by_call: dict[int, list[Row]] = defaultdict(list)
-    for tool in tools:
-        tools_by_call[bisect_right(call_lines, tool["line"])].append(tool)
-    return tools_by_call
-
-
-def run_without_lifecycle(agent: str, calls: list[Row], tools: list[Row], events: list[Row]) -> Row:
-    """A sub-agent whose lines survive but whose subagent.started/completed do not (lost
-    lines): still shown, with status ``unknown``, so none of its calls is dropped."""
-    lines = [row["line"] for row in [*calls, *tools, *events]]
-    moments = [row["timestamp"] for row in [*calls, *events]]
-    moments += [row["started_at"] for row in tools]
-    known_moments = [moment for moment in moments if moment is not None]
-    return {
-        "tool_call_id": agent,
-        "agent_name": None,
-        "status": "unknown",
-        "error": None,
-        "model": None,
-        "start_line": min(lines, default=None),
-        "end_line": None,
-        "started_at": min(known_moments, default=None),
-        "finished_at": None,
-        "duration_ms": None,
-        "tool_calls": sum(1 for t in tools if t["started_at"] is not None),
-        "failed_tool_calls": sum(1 for t in tools if t["success"] is False),
-        "output_tokens": sum(call["output_tokens"] or 0 for call in calls),
-        "turn_index": None,
-    }
-
-
-Prompts = dict[tuple[str, str, str], str | None]
-
-
-class _Placement:
-    """Where each row of one session goes: under a sub-agent, under a turn, or loose under
-    its interaction."""
-
-    def __init__(self, rows: SessionRows) -> None:
-        self.message_lines = [row["line"] for row in rows.messages]
-        self.agent_calls: dict[str, list[Row]] = defaultdict(list)
-        for call in rows.calls:
-            self.agent_calls[call["agent_id"]].append(call)
-        self.agent_tools: dict[str, list[Row]] = defaultdict(list)
-        self.turn_tools: dict[int, list[Row]] = defaultdict(list)
-        self.loose_tools: dict[int, list[Row]] = defaultdict(list)
-        for tool in rows.tools:
-            self._place_tool(tool)
-        self.agent_events: dict[str, list[Row]] = defaultdict(list)
-        self.turn_events: dict[int, list[Row]] = defaultdict(list)
-        self.loose_events: dict[int, list[Row]] = defaultdict(list)
-        for event in rows.events:
-            self._place_event(event)
-        self.turn_subagents: dict[int, list[Node]] = defaultdict(list)
-        self.loose_subagents: dict[int, list[Node]] = defaultdict(list)
-
-    def interaction_of(self, line: int) -> int:
-        return bisect_right(self.message_lines, line)
-
-    def _place_tool(self, tool: Row) -> None:
-        if tool["agent_id"] is not None:
-            self.agent_tools[tool["agent_id"]].append(tool)
-        elif tool["turn_index"] is not None:
-            self.turn_tools[tool["turn_index"]].append(tool)
-        else:
-            self.loose_tools[self.interaction_of(tool["line"])].append(tool)
-
-    def _place_event(self, event: Row) -> None:
-        if event["agent_id"] is not None:
-            self.agent_events[event["agent_id"]].append(event)
-        elif event["in_turn"]:
-            self.turn_events[event["turn_index"]].append(event)
-        else:
-            self.loose_events[event["interaction_index"]].append(event)
-
-    def all_runs(self, runs: list[Row]) -> list[Row]:
+    def all_runs(self) -> list[Row]:
         """The runs, with one of status ``unknown`` for every agent whose lines survive
-        without its lifecycle events, in the order they start."""
+        without its subagent.started/completed (lost lines), so none of its calls is dropped;
+        in the order they start."""
+        runs = self.rows["runs"]
         known = {run["tool_call_id"] for run in runs}
-        seen = dict.fromkeys([*self.agent_calls, *self.agent_tools, *self.agent_events])
-        unknown = [agent for agent in seen if agent not in known]
-        every = runs + [
-            run_without_lifecycle(
-                agent, self.agent_calls[agent], self.agent_tools[agent], self.agent_events[agent]
-            )
-            for agent in unknown
-        ]
-        every.sort(key=lambda run: run["start_line"] or run["end_line"])
-        return every
+        seen = [*self.agent_calls]
+        seen += [key for kind, key in [*self.tools, *self.events] if kind == "agent"]
+        for agent in dict.fromkeys(agent for agent in seen if agent not in known):
+            calls = self.agent_calls[agent]
+            tools = self.tools[("agent", agent)]
+            events = self.events[("agent", agent)]
+            moments = [row["timestamp"] for row in [*calls, *events]]
+            moments += [row["started_at"] for row in tools]
+            known_moments = [moment for moment in moments if moment is not None]
+            runs = [
+                *runs,
+                {
+                    "tool_call_id": agent,
+                    "agent_name": None,
+                    "status": "unknown",
+                    "error": None,
+                    "model": None,
+                    "start_line": min(row["line"] for row in [*calls, *tools, *events]),
+                    "end_line": None,
+                    "started_at": min(known_moments, default=None),
+                    "finished_at": None,
+                    "duration_ms": None,
+                    **_tool_counts(tools),
+                    "output_tokens": sum(call["output_tokens"] or 0 for call in calls),
+                    "turn_index": None,
+                },
+            ]
+        return sorted(runs, key=lambda run: run["start_line"] or run["end_line"])
 
-    def add_subagent(self, node: Node, turn_index: int | None) -> None:
-        if turn_index is not None:
-            self.turn_subagents[turn_index].append(node)
-        else:
-            self.loose_subagents[self.interaction_of(node["line"])].append(node)
-
-
-def build_session(nodes: SessionNodes, rows: SessionRows, prompts: Prompts) -> Node:
-    """The tree of one session log (see :func:`copilot_logs.commands.timeline.timeline`)."""
-    place = _Placement(rows)
-    _place_subagents(nodes, rows, place, prompts)
-    heads = _interaction_heads(nodes, rows.messages)
-    turns = _turns_by_interaction(nodes, rows.turns, place)
-    if turns.get(0) or place.loose_tools.get(0) or place.loose_subagents.get(0):
-        heads[0] = _empty_interaction(0)
-    interactions = [
-        _interaction(nodes, heads[index], turns.get(index, []), place, index)
-        for index in sorted(heads)
-    ]
-    before = [] if 0 in heads else place.loose_events.get(0, [])
-    main_turns = [turn for own in turns.values() for turn in own]
-    return _session(nodes, rows, main_turns, [nodes.event(e) for e in before], interactions)
-
-
-def _place_subagents(
-    nodes: SessionNodes, rows: SessionRows, place: _Placement, prompts: Prompts
-) -> None:
-    file, session_id = nodes.facts["file"], nodes.facts["session_id"]
-    task_turn = {
-        t["tool_call_id"]: t["turn_index"]
-        for t in rows.tools
-        if t["agent_id"] is None and t["turn_index"] is not None
-    }
-    for run in place.all_runs(rows.runs):
-        agent = run["tool_call_id"]
-        node = nodes.subagent(
-            run,
-            prompts.get((file, session_id, agent)),
-            place.agent_calls.get(agent, []),
-            place.agent_tools.get(agent, []),
-            place.agent_events.get(agent, []),
-        )
-        place.add_subagent(node, task_turn.get(agent, run["turn_index"]))
-
-
-def _interaction_heads(nodes: SessionNodes, messages: list[Row]) -> dict[int, Node]:
-    """The start of each interaction: the prompt or nudge that began it."""
-    return {
-        message["interaction_index"]: {
-            "interaction_index": message["interaction_index"],
-            "interaction_id": message["interaction_id"],
-            "trigger": "nudge" if message["is_nudge"] else "prompt",
-            "text": message["text"],
-            "agent_mode": message["agent_mode"],
-            **nodes.placed(message, message["timestamp"]),
+    def node(self) -> Node:
+        """The tree of the session (see :func:`timeline`)."""
+        rows, facts = self.rows, self.facts
+        task_turn = {
+            t["tool_call_id"]: t["turn_index"]
+            for t in rows["tools"]
+            if t["agent_id"] is None and t["turn_index"] is not None
         }
-        for message in messages
-    }
+        for run in self.all_runs():
+            node = self.subagent(run)
+            turn = task_turn.get(run["tool_call_id"], run["turn_index"])
+            self.subagents[self._owner(None, turn, node["line"])].append(node)
+        heads = {
+            message["interaction_index"]: {
+                "interaction_index": message["interaction_index"],
+                "interaction_id": message["interaction_id"],
+                "trigger": "nudge" if message["is_nudge"] else "prompt",
+                "text": message["text"],
+                "agent_mode": message["agent_mode"],
+                **self.placed(message, message["timestamp"]),
+            }
+            for message in rows["messages"]
+        }
+        turns: dict[int, list[Node]] = defaultdict(list)
+        for row in rows["turns"]:
+            turns[row["interaction_index"]].append(self.turn(row))
+        if turns.get(0) or self.tools.get(("loose", 0)) or self.subagents.get(("loose", 0)):
+            heads[0] = {
+                "interaction_index": 0,
+                "interaction_id": None,
+                "trigger": "none",
+                **dict.fromkeys(("text", "agent_mode", "line", "event_id", "started_at")),
+                "offset_ms": None,
+            }
+        interactions = [
+            self.interaction(heads[index], turns.get(index, []), ("loose", index))
+            for index in sorted(heads)
+        ]
+        before = [] if 0 in heads else self.events.get(("loose", 0), [])
+        main_turns = [turn for own in turns.values() for turn in own]
+        return {
+            "session_id": facts["session_id"],
+            "file": facts["file"],
+            "started_at": iso(facts["started_at"]),
+            "ended_at": iso(facts["last_at"]),
+            "duration_ms": ms_between(facts["last_at"], facts["started_at"]),
+            "cwd": facts["cwd"],
+            "repository": facts["repository"],
+            "branch": facts["branch"],
+            "copilot_version": facts["copilot_version"],
+            "model": facts["model"],
+            "llm_calls": len(main_turns),
+            "open_turns": sum(1 for t in main_turns if t["open"]),
+            "interrupted_turns": sum(1 for t in main_turns if t["interrupted"]),
+            "tool_calls": sum(t["tool_calls"] for t in main_turns),
+            "failed_tool_calls": sum(t["failed_tool_calls"] for t in main_turns),
+            "subagent_calls": len(rows["calls"]),
+            "events": [self.event(e) for e in before],
+            "interactions": interactions,
+        }
 
-
-def _empty_interaction(index: int) -> Node:
-    return {
-        "interaction_index": index,
-        "interaction_id": None,
-        "trigger": "none",
-        "text": None,
-        "agent_mode": None,
-        "line": None,
-        "event_id": None,
-        "started_at": None,
-        "offset_ms": None,
-    }
-
-
-def _turns_by_interaction(
-    nodes: SessionNodes, turns: list[Row], place: _Placement
-) -> dict[int, list[Node]]:
-    by_interaction: dict[int, list[Node]] = defaultdict(list)
-    for row in turns:
-        index = row["turn_index"]
-        by_interaction[row["interaction_index"]].append(
-            nodes.turn(
-                row,
-                place.turn_tools.get(index, []),
-                place.turn_events.get(index, []),
-                place.turn_subagents.get(index, []),
-            )
+    def interaction(self, head: Node, own_turns: list[Node], owner: Owner) -> Node:
+        last = own_turns[-1] if own_turns else None
+        duration_ms = None
+        if last is not None and head["offset_ms"] is not None and last["offset_ms"] is not None:
+            duration_ms = last["offset_ms"] + (last["elapsed_ms"] or 0) - head["offset_ms"]
+        head.update(
+            ended_at=last["ended_at"] if last is not None else None,
+            duration_ms=duration_ms,
+            llm_calls=len(own_turns),
+            tool_calls=sum(t["tool_calls"] for t in own_turns),
+            failed_tool_calls=sum(t["failed_tool_calls"] for t in own_turns),
+            subagent_calls=sum(s["llm_calls"] for t in own_turns for s in t["subagents"]),
+            ended_loop=bool(last and last["ended_loop"]),
+            task_complete=any(t["task_complete_event"] for t in own_turns),
+            events=[self.event(e) for e in self.events.get(owner, [])],
         )
-    return by_interaction
-
-
-def _interaction(
-    nodes: SessionNodes, head: Node, own_turns: list[Node], place: _Placement, index: int
-) -> Node:
-    head.update(_interaction_figures(head, own_turns))
-    head["events"] = [nodes.event(e) for e in place.loose_events.get(index, [])]
-    if nodes.include_tools:
-        head["tools"] = [nodes.tool(t) for t in place.loose_tools.get(index, [])]
-    head["subagents"] = place.loose_subagents.get(index, [])
-    head["turns"] = own_turns
-    return head
-
-
-def _interaction_figures(node: Node, own_turns: list[Node]) -> dict[str, Any]:
-    last = own_turns[-1] if own_turns else None
-    ended_at: str | None = None
-    duration_ms = None
-    if last is not None:
-        ended_at = last["ended_at"]
-        if node["offset_ms"] is not None and last["offset_ms"] is not None:
-            duration_ms = last["offset_ms"] + (last["elapsed_ms"] or 0) - node["offset_ms"]
-    return {
-        "ended_at": ended_at,
-        "duration_ms": duration_ms,
-        "llm_calls": len(own_turns),
-        "tool_calls": sum(t["tool_calls"] for t in own_turns),
-        "failed_tool_calls": sum(t["failed_tool_calls"] for t in own_turns),
-        "subagent_calls": sum(s["llm_calls"] for t in own_turns for s in t["subagents"]),
-        "ended_loop": bool(last and last["ended_loop"]),
-        "task_complete": any(t["task_complete_event"] for t in own_turns),
-    }
-
-
-def _session(
-    nodes: SessionNodes,
-    rows: SessionRows,
-    main_turns: list[Node],
-    before: list[Node],
-    interactions: list[Node],
-) -> Node:
-    facts = nodes.facts
-    return {
-        "session_id": facts["session_id"],
-        "file": facts["file"],
-        "started_at": iso(facts["started_at"]),
-        "ended_at": iso(facts["last_at"]),
-        "duration_ms": ms_between(facts["last_at"], facts["started_at"]),
-        "cwd": facts["cwd"],
-        "repository": facts["repository"],
-        "branch": facts["branch"],
-        "copilot_version": facts["copilot_version"],
-        "model": facts["model"],
-        "llm_calls": len(main_turns),
-        "open_turns": sum(1 for t in main_turns if t["open"]),
-        "interrupted_turns": sum(1 for t in main_turns if t["interrupted"]),
-        "tool_calls": sum(t["tool_calls"] for t in main_turns),
-        "failed_tool_calls": sum(t["failed_tool_calls"] for t in main_turns),
-        "subagent_calls": len(rows.calls),
-        "events": before,
-        "interactions": interactions,
-    }
+        if self.include_tools:
+            head["tools"] = [self.tool(t) for t in self.tools.get(owner, [])]
+        head["subagents"] = self.subagents.get(owner, [])
+        head["turns"] = own_turns
+        return head
 
 
 TURN_ROW_SCHEMA: dict[str, pl.DataType] = {
@@ -749,21 +523,13 @@ TURN_ROW_SCHEMA: dict[str, pl.DataType] = {
 
 def timeline(result: ReadResult, *, include_tools: bool = True) -> list[Node]:
     """One nested dict per session log read, newest first (see the module docstring).
-
-    ``include_tools=False`` leaves out the ``tools`` lists (the counts stay).
-    """
+    ``include_tools=False`` leaves out the ``tools`` lists (the counts stay)."""
     annotated = derive.annotate(result.events)
-    models = annotated.group_by(*SESSION, maintain_order=True).agg(model=derive.session_model())
-    facts_frame = derive.session_facts(annotated).join(models, on=SESSION, how="left")
     rows = rows_by_session(annotated)
     prompts = subagent_prompts(annotated)
     sessions = [
-        build_session(
-            SessionNodes(facts, include_tools),
-            rows.get((facts["file"], facts["session_id"])) or SessionRows.empty(),
-            prompts,
-        )
-        for facts in facts_frame.iter_rows(named=True)
+        _Session(facts, rows[(facts["file"], facts["session_id"])], prompts, include_tools).node()
+        for facts in derive.session_facts(annotated).iter_rows(named=True)
     ]
     return newest_first([sessions])
 
@@ -782,25 +548,27 @@ def turn_rows(sessions: list[Node]) -> pl.DataFrame:
     run, ``parent_turn_index`` = the main turn that spawned it), in the order they started."""
     rows: list[dict[str, Any]] = []
     for session in sessions:
-        rows.extend(_session_rows(session))
+        mine: list[dict[str, Any]] = []
+        base = {"session_id": session["session_id"], "file": session["file"]}
+        for interaction in session["interactions"]:
+            index = interaction["interaction_index"]
+            for turn in interaction["turns"]:
+                main = {k: turn[k] for k in TURN_ROW_SCHEMA if k in turn}
+                mine.append({**base, **main, "interaction_index": index, "agent_id": None})
+                mine += [
+                    row
+                    for run in turn["subagents"]
+                    for row in _call_rows(base, index, turn["turn_index"], run)
+                ]
+            mine += [
+                row
+                for run in interaction["subagents"]
+                for row in _call_rows(base, index, None, run)
+            ]
+        # A sub-agent's calls interleave with its parent turn's lines: order by where each
+        # call starts in the file.
+        rows += sorted(mine, key=lambda row: row["line"])
     return pl.DataFrame(rows, schema=TURN_ROW_SCHEMA)
-
-
-def _session_rows(session: Node) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    base = {"session_id": session["session_id"], "file": session["file"]}
-    for interaction in session["interactions"]:
-        index = interaction["interaction_index"]
-        for turn in interaction["turns"]:
-            main = {k: turn[k] for k in TURN_ROW_SCHEMA if k in turn}
-            rows.append({**base, **main, "interaction_index": index, "agent_id": None})
-            for run in turn["subagents"]:
-                rows.extend(_call_rows(base, index, turn["turn_index"], run))
-        for run in interaction["subagents"]:
-            rows.extend(_call_rows(base, index, None, run))
-    # A sub-agent's calls interleave with its parent turn's lines: order by where each
-    # call starts in the file.
-    return sorted(rows, key=lambda row: row["line"])
 
 
 def _call_rows(

@@ -1,10 +1,8 @@
 """What sessions used and cost (``copilot-logs usage``), from the session model's usage.
 
-The session rows are the model's (:mod:`copilot_logs.derive.usage`: the shutdowns' figures,
-each run of the CLI, the calls no shutdown holds), regrouped here by day, week (ISO) or month
-of their start in the chosen zone, repository or model; a grouped figure sums the sessions
-where it is known (None when known for none). The rows per call, prompt, agent and task are
-:mod:`copilot_logs.commands.usage.breakdown`.
+The session rows of :mod:`copilot_logs.derive.usage`, regrouped by day, week (ISO) or month of
+their start in the chosen zone, repository or model; a grouped figure sums the sessions where
+it is known (None when known for none). Per call, prompt, agent and task: ``breakdown``.
 """
 
 from __future__ import annotations
@@ -17,7 +15,8 @@ import polars as pl
 from copilot_logs import derive
 from copilot_logs.derive import SESSION
 from copilot_logs.derive import usage as derive_usage
-from copilot_logs.derive.shutdowns import MODEL_FIGURES, MODEL_USAGE, NANO_PER_CREDIT, SUMMED
+from copilot_logs.derive.calls import credits
+from copilot_logs.derive.usage import MODEL_FIGURES, MODEL_USAGE, SUMMED
 from copilot_logs.errors import CopilotLogsError
 from copilot_logs.ingest.reader import ReadResult
 
@@ -25,7 +24,6 @@ GROUPINGS = ("session", "day", "week", "month", "model", "repository")
 
 
 def _known_sum(name: str) -> pl.Expr:
-    """The sum over the rows where the figure is known; None when it is known for none."""
     column = pl.col(name)
     summed = column.sum()
     if name == "premium_requests":
@@ -34,13 +32,10 @@ def _known_sum(name: str) -> pl.Expr:
 
 
 def _credits() -> pl.Expr:
-    # Polars divides by multiplying with the reciprocal (657380000 / 1e9 -> 0.6573800000000001):
-    # a credit has nine decimals at most, so rounding there gives the exact figure back.
-    return (pl.col("nano_aiu") / NANO_PER_CREDIT).round(9).alias("ai_credits")
+    return credits(pl.col("nano_aiu")).alias("ai_credits")
 
 
 def _merged_models(sessions: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Per key, the per-model figures of its sessions summed model by model."""
     exploded = sessions.select(*keys, "models").explode("models").drop_nulls("models")
     per_model = (
         exploded.unnest("models")
@@ -64,29 +59,24 @@ def _bucket(by: str, zone: str) -> pl.Expr:
     return local.dt.strftime("%Y-%m").alias("month")
 
 
+KNOWN = {"sessions_with_credits": "nano_aiu", "sessions_with_tokens": "input_tokens"}
+"""How many of a row's sessions have a figure at all: a sum over fewer than all of them says
+so (``0.00 (88 of 140 known)``), never a bare 0.00."""
+
+
 def _aggregates() -> list[pl.Expr]:
     return [
         pl.len().cast(pl.Int64).alias("sessions"),
         (~pl.col("complete")).sum().cast(pl.Int64).alias("incomplete_sessions"),
-        *_known_counts(),
+        *(
+            pl.col(figure).is_not_null().sum().cast(pl.Int64).alias(n)
+            for n, figure in KNOWN.items()
+        ),
         *(_known_sum(name) for name in SUMMED),
     ]
 
 
-KNOWN = {"sessions_with_credits": "nano_aiu", "sessions_with_tokens": "input_tokens"}
-"""How many of a row's sessions have a figure at all: its credits, its tokens. A sum over
-fewer than all of them says so (``0.00 (88 of 140 known)``), never a bare 0.00."""
-
-
-def _known_counts() -> list[pl.Expr]:
-    return [
-        pl.col(figure).is_not_null().sum().cast(pl.Int64).alias(name)
-        for name, figure in KNOWN.items()
-    ]
-
-
 def _by_model(sessions: pl.DataFrame) -> pl.DataFrame:
-    """One row per model: its per-model figures summed over the sessions that used it."""
     exploded = (
         sessions.select(_session=pl.struct(SESSION), complete="complete", models="models")
         .explode("models")
@@ -119,8 +109,7 @@ def _by_model(sessions: pl.DataFrame) -> pl.DataFrame:
 
 
 def group(sessions: pl.DataFrame, by: str, zone: str) -> pl.DataFrame:
-    """The session rows regrouped: ``session`` (as they are), ``day`` / ``week`` / ``month``
-    of the session's start in ``zone``, ``repository``, or ``model``."""
+    """The session rows regrouped ``by`` one of :data:`GROUPINGS` (periods in ``zone``)."""
     if by not in GROUPINGS:
         raise ValueError(f"unknown grouping {by!r}")
     if by == "session":
@@ -145,7 +134,6 @@ def group(sessions: pl.DataFrame, by: str, zone: str) -> pl.DataFrame:
 
 
 def totals(sessions: pl.DataFrame) -> dict[str, Any]:
-    """Every figure summed over all sessions (whatever the grouping), with per-model sums."""
     row = sessions.select(_aggregates()).with_columns(_credits())
     merged = _merged_models(sessions, [])
     figures = row.to_dicts()[0]
@@ -158,8 +146,6 @@ SESSION_SCHEMA = derive_usage.SESSION_SCHEMA
 
 @dataclass(frozen=True)
 class UsageReport:
-    """What ``usage`` prints: the grouped rows, the per-session rows they come from, totals."""
-
     by: str
     zone: str
     rows: pl.DataFrame
@@ -168,37 +154,27 @@ class UsageReport:
 
 
 def session_usage(result: ReadResult) -> pl.DataFrame:
-    """One row per session log (``SESSION_SCHEMA``, the session model's usage rows), newest
-    first."""
+    """One row per session log (:data:`SESSION_SCHEMA`), newest first."""
     if result.events.is_empty():
         return pl.DataFrame(schema=SESSION_SCHEMA)
     return derive_usage.session_rows(derive.annotate(result.events))
 
 
 def usage(result: ReadResult, *, by: str = "session", zone: str = "UTC") -> UsageReport:
-    """The ``usage`` command's report: rows grouped ``by``, the session rows, the totals."""
     return report([session_usage(result)], by=by, zone=zone)
 
 
 def report(parts: list[pl.DataFrame], *, by: str = "session", zone: str = "UTC") -> UsageReport:
-    """The report over the session rows of several batches (see :func:`session_usage`)."""
-    sessions = pl.concat(parts).sort(
-        "started_at", "file", "session_id", descending=[True, False, False], nulls_last=True
-    )
+    """The report over the :func:`session_usage` of several batches."""
+    sessions = derive.newest_first(pl.concat(parts))
     return UsageReport(
-        by=by,
-        zone=zone,
-        rows=group(sessions, by, zone),
-        sessions=sessions,
-        totals=totals(sessions),
+        by=by, zone=zone, rows=group(sessions, by, zone), sessions=sessions, totals=totals(sessions)
     )
 
 
 def ordered(rows: pl.DataFrame, sort: str | None = None, top: int | None = None) -> pl.DataFrame:
-    """``rows`` sorted by ``sort`` and cut to the first ``top``. ``sort`` is a field of the
-    rows, biggest first (``FIELD`` or ``FIELD:desc``; a missing figure last), or smallest first
-    (``FIELD:asc``); a tie keeps the rows' own order. Raises :class:`CopilotLogsError` (a
-    usage error) for a field the rows do not have or cannot be sorted by."""
+    """``rows`` sorted by ``sort`` (``FIELD``, ``FIELD:desc``: biggest first, a missing figure
+    last; ``FIELD:asc``; a tie keeps the rows' order) and cut to the first ``top``."""
     if sort:
         field, _, direction = sort.partition(":")
         sortable = [

@@ -23,8 +23,7 @@ from copilot_logs.derive.calls import (
     call_usage,
     credits,
 )
-from copilot_logs.derive.shutdowns import TOKEN_FIELDS, agent_figures
-from copilot_logs.derive.usage import lifecycle, session_rows
+from copilot_logs.derive.usage import TOKEN_FIELDS, agent_figures, lifecycle, session_rows
 from copilot_logs.ingest.reader import ReadResult
 
 NOT_ATTRIBUTABLE = "not attributable"
@@ -53,8 +52,6 @@ SUMMED = ("llm_calls", "ai_credits", *TOKENS, "model_time_ms")
 
 @dataclass(frozen=True)
 class CallReport:
-    """What ``usage --by call|prompt|agent|task`` prints: the rows and their totals."""
-
     by: str
     rows: pl.DataFrame
     totals: dict[str, Any]
@@ -62,13 +59,11 @@ class CallReport:
 
 def call_report(parts: list[pl.DataFrame], by: str) -> CallReport:
     """The report over the :func:`breakdown` rows of several batches. A total sums the rows
-    where the figure is known (null when it is known for none); ``rows_without_figures``
-    says how many rows have only their messages' output tokens."""
+    where the figure is known (null when known for none)."""
     rows = pl.concat(parts, how="diagonal_relaxed") if parts else _empty(by)
     # The same rows in the same order whatever batches the store made of the logs.
     rows = rows.sort(*SESSION, maintain_order=True)
-    counted = rows if "llm_calls" in rows.columns else rows.with_columns(llm_calls=_one_call())
-    summed = counted.select(
+    summed = _counted(rows).select(
         pl.len().cast(pl.Int64).alias("rows"),
         *(
             pl.when(pl.col(name).is_not_null().any()).then(pl.col(name).sum()).alias(name)
@@ -82,22 +77,22 @@ def call_report(parts: list[pl.DataFrame], by: str) -> CallReport:
     return CallReport(by=by, rows=rows, totals=totals)
 
 
-def _one_call() -> pl.Expr:
-    """The LLM calls of a ``--by call`` row: one, but none in a not-attributable row."""
-    return pl.when(pl.col("source") == NOT_ATTRIBUTABLE).then(0).otherwise(1).cast(pl.Int64)
+def _counted(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` with their LLM calls: a ``--by call`` row is one, a not-attributable row none."""
+    if "llm_calls" in rows.columns:
+        return rows
+    one = pl.when(pl.col("source") == NOT_ATTRIBUTABLE).then(0).otherwise(1)
+    return rows.with_columns(llm_calls=one.cast(pl.Int64))
 
 
 def breakdown(result: ReadResult, by: str) -> pl.DataFrame:
-    """The rows of ``usage --by BY`` for one batch of logs, in file order."""
     if by not in CALL_GROUPINGS:
         raise ValueError(f"unknown grouping {by!r}")
-    if result.events.is_empty():
-        return _empty(by)
     return breakdowns(result, (by,))[by]
 
 
 def breakdowns(result: ReadResult, groupings: tuple[str, ...]) -> dict[str, pl.DataFrame]:
-    """:func:`breakdown` of one batch by several groupings, its events read once."""
+    """:func:`breakdown` of one batch by several groupings."""
     if result.events.is_empty():
         return {by: _empty(by) for by in groupings}
     annotated = derive.annotate(result.events)
@@ -133,13 +128,15 @@ def _with_remainder(
     rows: pl.DataFrame, calls: pl.DataFrame, sessions: pl.DataFrame, by: str
 ) -> pl.DataFrame:
     """``rows`` and, per session whose rows do not add up to its own figures, one row
-    ``not attributable`` holding the difference, with why (``reason``): so every grouping's
-    rows sum to the session's credits, tokens, model time and calls wherever those are known.
-    A difference below zero is usage the rows hold and no shutdown does (a killed run's calls
-    before CLI 1.0.102)."""
-    counted = rows if "llm_calls" in rows.columns else rows.with_columns(llm_calls=_one_call())
-    held = counted.group_by(*SESSION).agg(
-        pl.col(name).cast(pl.Float64).fill_null(0).sum().alias(f"_rows_{name}") for name in ADDED_UP
+    ``not attributable`` holding the difference and why (``reason``). A difference below zero
+    is usage the rows hold and no shutdown does (a killed run's calls before CLI 1.0.102)."""
+    held = (
+        _counted(rows)
+        .group_by(*SESSION)
+        .agg(
+            pl.col(name).cast(pl.Float64).fill_null(0).sum().alias(f"_rows_{name}")
+            for name in ADDED_UP
+        )
     )
     has_records = calls.group_by(*SESSION).agg(_records=(pl.col("source") == EXACT).any())
     whole = sessions.select(
@@ -185,9 +182,7 @@ def _with_remainder(
     )
     if by == "call":
         extra = extra.drop("llm_calls")
-    return pl.concat(
-        [rows.with_columns(reason=pl.lit(None, pl.String)), extra], how="diagonal_relaxed"
-    )
+    return pl.concat([rows, extra], how="diagonal_relaxed")
 
 
 def _empty(by: str) -> pl.DataFrame:
@@ -210,8 +205,7 @@ def _empty(by: str) -> pl.DataFrame:
 
 
 def _group(calls: pl.DataFrame, by: str) -> pl.DataFrame:
-    """Per group, the records' sums where every call of it has one (and the figure); the
-    messages' output tokens where every call has them."""
+    """Per group, the records' sums where every call of it has one (and the figure)."""
     exact = (pl.col("source") == EXACT).all()
 
     def known_sum(name: str, *, records_only: bool = True) -> pl.Expr:
@@ -239,8 +233,6 @@ def _group(calls: pl.DataFrame, by: str) -> pl.DataFrame:
 
 
 def _status() -> pl.Expr:
-    """A group's credits status from its calls': ``unavailable`` if any call's credits were
-    not reported, ``complete`` if every call's were, ``partial`` if only some say so."""
     status = pl.col("credits_status")
     return (
         pl.when((status == "unavailable").any())
@@ -253,9 +245,8 @@ def _status() -> pl.Expr:
 
 
 def _completions(annotated: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
-    """Per task, whether an accepted task_complete (the session model's) ended it, and its
-    summary: a completion belongs to the task of the main-agent call it was made in (the last
-    one before it)."""
+    """Per task, whether an accepted completion ended it, and its summary: a completion
+    belongs to the task of the main-agent call it was made in (the last one before it)."""
     summary = pl.coalesce("summary", "text")
     done = (
         annotated.filter(derive.ACCEPTED_COMPLETION)
@@ -272,15 +263,10 @@ def _completions(annotated: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
 
 
 def _totals(annotated: pl.DataFrame, sessions: pl.DataFrame, by: str) -> pl.DataFrame:
-    """The figures the log gives for whole groups: per session (keyed like a lone group), or
-    per agent from agentMetrics."""
+    """The figures the log gives for whole groups: per session, or per agent (agentMetrics)."""
     sessions = sessions.filter("complete")
     figures = sessions.select(
-        *SESSION,
-        "nano_aiu",
-        "credits_status",
-        *TOKENS,
-        model_time_ms="api_duration_ms",
+        *SESSION, "nano_aiu", "credits_status", *TOKENS, model_time_ms="api_duration_ms"
     )
     if by != "agent":
         return figures
@@ -291,8 +277,7 @@ def _totals(annotated: pl.DataFrame, sessions: pl.DataFrame, by: str) -> pl.Data
 
 def _agent_metrics(annotated: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
     """Per agent of each complete session's last shutdown ``agentMetrics``, keyed like the
-    calls (``agent_id`` null and ``_main`` for the main agent, the task call's id for a
-    sub-agent)."""
+    calls (``_main`` for the main agent)."""
     complete = set(sessions.select(*SESSION).iter_rows())
     rows: list[dict[str, Any]] = []
     for (file, session_id), kinds in lifecycle(annotated).items():
@@ -361,8 +346,7 @@ def _filled(grouped: pl.DataFrame, totals: pl.DataFrame, by: str) -> pl.DataFram
 def _take(
     rows: pl.DataFrame, where: pl.Expr, figures: pl.DataFrame, keys: list[str]
 ) -> pl.DataFrame:
-    """``rows`` where the groups ``where`` selects that have no better figures yet (only
-    their messages') take ``figures``."""
+    """The groups ``where`` selects with only their messages' figures take ``figures``."""
     wanted = (
         rows.filter(where & (pl.col("source") == MESSAGES))
         .select("_row", *keys)
