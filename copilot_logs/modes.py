@@ -62,11 +62,14 @@ def create(path: Path, mode: int, *, replace: bool = False) -> int:
 
 
 @contextlib.contextmanager
-def atomic(path: Path | str, mode: int = PRIVATE) -> Iterator[BinaryIO]:
-    """A new file beside ``path`` (``mode`` less the umask) to write, renamed over ``path`` once
-    written whole; on any failure it is removed, and ``path`` is as it was."""
+def atomic(
+    path: Path | str, mode: int = PRIVATE, *, temporary: Path | None = None
+) -> Iterator[BinaryIO]:
+    """A new file beside ``path`` (``mode`` less the umask; ``temporary``, named by the caller,
+    else ``.<name>.<random>.tmp``) to write, renamed over ``path`` once written whole; on any
+    failure it is removed, and ``path`` is as it was."""
     target = Path(path)
-    temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
+    temporary = temporary or target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
     descriptor = create(temporary, mode)
     try:
         with os.fdopen(descriptor, "wb") as stream:

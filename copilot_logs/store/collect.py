@@ -2,9 +2,9 @@
 
 Every command's core function works per file, so a command maps it over batches of files
 (``map_batches``) and keeps only its small result per batch: memory stays bounded by one batch
-per worker (see :func:`copilot_logs.store.pool.plan`), or one larger file, not by the corpus.
-Logs held in memory are read by the same batch reader, with the same fallback: ``watch``'s new
-lines (:func:`read_held`) and a Spark executor's batch (:func:`map_held`).
+per worker (:func:`copilot_logs.store.pool.plan`), not by the corpus. Logs held in memory
+(``watch``'s new lines, a Spark executor's batch) are read by the same batch reader. A warm run
+answers from the store's headers alone (:func:`recall`): it reads no events.
 """
 
 from __future__ import annotations
@@ -21,7 +21,17 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, ReadState, read_many, read_many_bytes
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
 from copilot_logs.store import pool as pool_store
-from copilot_logs.store import recall
+from copilot_logs.store.entry import (
+    Found,
+    Header,
+    Result,
+    Rows,
+    State,
+    diagnostics_of,
+    frame_of,
+    no_gc,
+    rows_of,
+)
 
 T = TypeVar("T")
 
@@ -189,7 +199,7 @@ def map_batches(
     key = store.describe(fn) if use_cache and remember else None
     rest = list(range(len(sources)))
     if looked is not None and key is not None:
-        recalled, rest = recall.recall(sources, looked, key)
+        recalled, rest = recall(sources, looked, key)
         for done in recalled:
             _notify(done.sources, on_read)
             yield BatchResult(cast(T, done.value), done.diagnostics, done.files_with_events)
@@ -256,3 +266,86 @@ def read_all(
     return ReadResult.concat(
         done.value for done in map_batches(sources, _same, use_cache=use_cache, on_read=on_read)
     )
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """Logs answered from their headers alone: the value and what to report about the read."""
+
+    value: object
+    diagnostics: pl.DataFrame
+    files_with_events: list[str]
+    sources: list[Source]
+
+
+Member = tuple[Source, Header, bool, list[Rows]]
+"""A log answered from its header: its header, and whether the value is a tuple of frames
+and each frame's rows."""
+
+
+def recall(
+    sources: Sequence[Source], found: Sequence[Found], key: str
+) -> tuple[list[Recalled], list[int]]:
+    """The value the function described by ``key`` gave for the unchanged logs whose entry
+    holds it, from their headers (one value per schema the logs' rows have); and the indexes
+    of the other sources, to be read."""
+    with no_gc():
+        return _recall(sources, found, key)
+
+
+def _recall(
+    sources: Sequence[Source], found: Sequence[Found], key: str
+) -> tuple[list[Recalled], list[int]]:
+    groups: dict[object, list[tuple[int, Member]]] = {}
+    rest: list[int] = []
+    for index, (source, looked) in enumerate(zip(sources, found, strict=True)):
+        result = _result(looked, key)
+        frames = rows_of(result) if result is not None else None
+        if result is None or frames is None or looked.header is None:
+            rest.append(index)
+            continue
+        shape = (result.is_tuple, *(tuple(rows.schema) for rows in frames))
+        groups.setdefault(shape, []).append(
+            (index, (source, looked.header, result.is_tuple, frames))
+        )
+    recalled = []
+    for members in groups.values():
+        built = _build([member for _, member in members])
+        if built is None:
+            rest.extend(index for index, _ in members)
+        else:
+            recalled.append(built)
+    return recalled, sorted(rest)
+
+
+def _result(found: Found, key: str) -> Result | None:
+    header = found.header
+    if found.state is not State.FRESH or header is None or header.body is None:
+        return None
+    return next((result for result in header.results if result.key == key), None)
+
+
+def _build(members: list[Member]) -> Recalled | None:
+    """The value of logs whose rows have one schema; None when the rows do not fit it."""
+    import polars as pl
+
+    names = [source.name for source, _, _, _ in members]
+    headers = [header for _, header, _, _ in members]
+    rows = [frames for _, _, _, frames in members]
+    try:
+        frames = [
+            frame_of([(name, mine[at]) for name, mine in zip(names, rows, strict=True)])
+            for at in range(len(rows[0]))
+        ]
+        diagnostics = diagnostics_of(zip(names, headers, strict=True))
+    except (ValueError, TypeError, OverflowError, RecursionError, pl.exceptions.PolarsError):
+        return None
+    if not frames:
+        return None
+    value: object = tuple(frames) if members[0][2] else frames[0]
+    with_events = [name for name, header in zip(names, headers, strict=True) if _rows(header)]
+    return Recalled(value, diagnostics, with_events, [source for source, _, _, _ in members])
+
+
+def _rows(header: Header) -> int:
+    return header.body[2] if header.body is not None else 0

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.context import BaseContext
 
-    from copilot_logs.store.key import Found
+    from copilot_logs.store.entry import Found
 
 # multiprocessing and concurrent.futures are imported where workers start: a command that
 # reads on one core (:func:`plan`) never pays for importing them.
