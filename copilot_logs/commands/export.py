@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple
 
 import msgspec
 import orjson
@@ -58,17 +58,8 @@ LATER = ["prompt_index", "task_index", "segment", "state"]
 
 
 def turns_table(annotated: pl.DataFrame) -> pl.DataFrame:
-    """One row per LLM call: the main agent's turns, then the sub-agents' calls.
-
-    A main-agent row is a turn of :func:`copilot_logs.derive.turns` (turn_start to turn_end),
-    ``agent_id`` null. A sub-agent's row is one call counted by ``count``
-    (:func:`copilot_logs.derive.subagent_calls`: its turn pair where the CLI writes one, from
-    1.0.85, else the first ``assistant.message`` line of each messageId), spanning that agent's
-    lines up to its next call; ``agent_id`` is the sub-agent's key (its task call's toolCallId),
-    ``turn_index`` the main-agent turn it ran in; ``ended_at``, ``open`` and ``duration_ms`` are
-    null where it writes no turn pair. ``call_index`` numbers the calls of each agent in the
-    file from 1.
-    """
+    """One row per LLM call: the main agent's turns (:func:`copilot_logs.derive.turns`), then
+    the sub-agents' calls (:func:`copilot_logs.derive.subagent_calls`); docs/export.md."""
     main = derive.turns(annotated).with_columns(
         agent_id=pl.lit(None, pl.String), call_index=pl.col("turn_index")
     )
@@ -163,8 +154,7 @@ def _with_day(table: pl.DataFrame, days: pl.DataFrame, file_days: pl.DataFrame) 
     )
 
 
-RUN = re.compile(r"[0-9a-f]{16}")
-"""A run's id: :func:`new_run`."""
+RUN = re.compile(r"[0-9a-f]{16}")  # a run's id: :func:`new_run`
 _TEMPORARY = re.compile(r"\..+\.parquet\.(?P<run>[0-9a-f]{16})\.tmp")
 _OURS = re.compile(r"part-[0-9a-f]{16}-[0-9a-f]{12}\.parquet")
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -175,7 +165,6 @@ def new_run() -> str:
 
 
 def temporary(final: Path, run: str) -> Path:
-    """Where run ``run`` writes ``final`` before moving it into place."""
     return final.with_name(f".{final.name}.{run}.tmp")
 
 
@@ -186,9 +175,8 @@ def _folder(day: date | None) -> str:
 def write_tables(
     tables: Mapping[str, pl.DataFrame], out: Path, stem: str, run: str, mode: int
 ) -> list[str]:
-    """Write each table's rows (with a ``date`` column) as ``<stem>.parquet`` in its days'
-    folders, under temporary names, each with ``mode`` (that of the logs the rows come from,
-    :func:`copilot_logs.modes.mode_of`). Returns the files, relative to ``out``."""
+    """Write each table's rows as ``<stem>.parquet`` in its days' folders, under temporary
+    names, with ``mode``. Returns the files, relative to ``out``."""
     days = sorted(
         {day for table in tables.values() for day in table[PARTITION].unique().to_list()},
         key=lambda day: (day is None, day),
@@ -288,21 +276,17 @@ def _read(out: Path, relative: str) -> pl.DataFrame:
 
 
 def _intact_file(path: Path) -> bool:
-    """Whether a file of an earlier export is still whole: a regular file (not a link)
-    whose Parquet footer reads."""
-    try:
-        if not stat.S_ISREG(path.lstat().st_mode):
-            return False
-        pl.read_parquet_schema(path)
-    except (OSError, pl.exceptions.PolarsError):
-        return False
-    return True
+    """Whether a file of an earlier export is still there: a regular file (not a link) whose
+    Parquet footer reads."""
+    with suppress(OSError):
+        return stat.S_ISREG(path.lstat().st_mode) and readable(path, footer=True)
+    return False
 
 
-def readable(path: Path) -> bool:
-    """Whether every row of a file of an earlier export reads."""
+def readable(path: Path, *, footer: bool = False) -> bool:
+    """Whether every row (``footer``: the footer) of a file of an earlier export reads."""
     try:
-        pl.read_parquet(path, hive_partitioning=False)
+        pl.read_parquet_schema(path) if footer else pl.read_parquet(path, hive_partitioning=False)
     except (OSError, pl.exceptions.PolarsError):
         return False
     return True
@@ -315,8 +299,8 @@ def is_ours(path: Path) -> bool:
 
 
 def move_in(out: Path, run: str, files: list[str], remove: list[str]) -> None:
-    """Rename the temporaries of ``files`` (those still there) into place and delete
-    ``remove`` (and a partition folder that this leaves empty)."""
+    """Rename the temporaries of ``files`` (those still there) into place, then :func:`delete`
+    ``remove``."""
     for relative in files:
         with suppress(FileNotFoundError):
             os.replace(temporary(out / relative, run), out / relative)
@@ -335,8 +319,7 @@ def delete(out: Path, files: list[str]) -> None:
 
 
 def remove_temporaries(out: Path, run: str | None = None) -> None:
-    """Delete the temporaries of run ``run`` (of any run when None) left in ``out``: those of
-    an interrupted export, or of a batch that was written again."""
+    """Delete the temporaries of run ``run`` (of any run when None) left in ``out``."""
     for table in TABLES:
         for path in (out / table).glob(f"{PARTITION}=*/.*.tmp"):
             found = _TEMPORARY.fullmatch(path.name)
@@ -346,7 +329,6 @@ def remove_temporaries(out: Path, run: str | None = None) -> None:
 
 
 def written_files(out: Path) -> list[str]:
-    """The files of ``out`` named as this version of export names them (relative)."""
     return sorted(
         path.relative_to(out).as_posix()
         for table in TABLES
@@ -357,7 +339,7 @@ def written_files(out: Path) -> list[str]:
 
 MANIFEST = "_manifest.json"
 LOCK = ".copilot-logs-export.lock"
-"""Held while an export writes into OUT (:mod:`copilot_logs.commands.export.manifest`)."""
+"""Held (``fcntl.flock``) while an export writes into OUT: one export at a time."""
 FORMAT = "copilot-logs-export"
 VERSION = 5
 """Bumped when a table's columns or the manifest change: an export of another version is
@@ -382,9 +364,8 @@ class Part:
 
 @dataclass
 class Commit:
-    """The moves that finish an export: each of ``files`` from its temporary name (see
-    :func:`copilot_logs.commands.export.files.temporary`, run ``run``) into place; ``remove``
-    deleted."""
+    """The moves that finish an export: each of ``files`` from its :func:`temporary` name of
+    run ``run`` into place; ``remove`` deleted."""
 
     run: str
     files: list[str]
@@ -443,13 +424,10 @@ def listed(out: Path, relative: object) -> bool:
 
 
 def load(out: Path) -> Manifest:
-    """The manifest of an earlier export into ``out`` (an empty one for a new or empty folder).
-
-    Raises :class:`ExportError` when ``out`` is a file, a non-empty folder without our
-    manifest, or holds a manifest that is not ours.
-    """
-    if out.exists() and not out.is_dir():
-        raise ExportError(f"{out}: not a folder; give a new or empty folder, or an earlier export")
+    """The manifest of an earlier export into ``out`` (an empty one for a new or empty folder);
+    :class:`ExportError` when ``out`` is a file, a non-empty folder without our manifest, or
+    holds a manifest that is not ours."""
+    _refuse_file(out)
     path = out / MANIFEST
     if not path.exists():
         refuse_foreign(out)
@@ -464,6 +442,11 @@ def load(out: Path) -> Manifest:
     if not isinstance(sources, dict):
         raise ExportError(f"{path}: has no sources; delete it and export again")
     return _parsed(out, document, sources)
+
+
+def _refuse_file(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out}: not a folder; give a new or empty folder, or an earlier export")
 
 
 def refuse_foreign(out: Path) -> None:
@@ -498,14 +481,18 @@ def holds_only_exports(out: Path) -> bool:
 def _parsed(out: Path, document: dict[str, Any], sources: dict[str, Any]) -> Manifest:
     """A manifest of this version as it says; any other (or parts that cannot be read) as
     its sources all to export again and every file it lists to remove."""
-    parts = document.get("parts")
-    commit = document.get("commit")
-    if document.get("version") == VERSION and isinstance(parts, list):
-        read = [_part(out, part) for part in parts]
-        moves = _commit(out, commit) if commit is not None else None
-        if all(part is not None for part in read) and (commit is None or moves is not None):
-            prints = {name: _entry(entry) for name, entry in sources.items()}
-            return Manifest(prints, [part for part in read if part is not None], moves)
+    parts, commit = document.get("parts"), document.get("commit")
+    if document.get("version") == VERSION:
+        with suppress(msgspec.ValidationError):
+            read = msgspec.convert(parts, list[Part])
+            moves = msgspec.convert(commit, Commit | None)
+            named = [file for part in read for file in part.files]
+            named += [*moves.files, *moves.remove] if moves is not None else []
+            if all(listed(out, file) for file in named) and (
+                moves is None or RUN.fullmatch(moves.run)
+            ):
+                prints = {name: _entry(entry) for name, entry in sources.items()}
+                return Manifest(prints, read, moves)
     entries = [*sources.values(), *(parts if isinstance(parts, list) else []), commit]
     listed_files = [*_strings(entries, "files"), *_strings(entries, "remove")]
     ours = written_files(out)  # those of a part that cannot be read are not listed
@@ -529,43 +516,12 @@ def _entry(entry: Any) -> dict[str, Any] | None:
     return entry if whole else None
 
 
-def _part(out: Path, entry: Any) -> Part | None:
-    if not isinstance(entry, dict):
-        return None
-    sources, files = entry.get("sources"), entry.get("files")
-    if not (_all_strings(sources) and _all_strings(files)):
-        return None
-    if not all(listed(out, file) for file in files):
-        return None
-    return Part(list(sources), list(files))
-
-
-def _commit(out: Path, entry: Any) -> Commit | None:
-    if not isinstance(entry, dict) or not RUN.fullmatch(str(entry.get("run"))):
-        return None
-    files, remove = entry.get("files"), entry.get("remove")
-    if not (_all_strings(files) and _all_strings(remove)):
-        return None
-    if not all(listed(out, file) for file in [*files, *remove]):
-        return None
-    return Commit(entry["run"], list(files), list(remove))
-
-
-def _all_strings(values: object) -> TypeGuard[list[str]]:
-    return isinstance(values, list) and all(isinstance(value, str) for value in values)
-
-
 def save(out: Path, manifest: Manifest) -> None:
     """Write the manifest (atomically, 0600)."""
-    document: dict[str, Any] = {
-        "format": FORMAT,
-        "version": VERSION,
-        "sources": manifest.sources,
-        "parts": [{"sources": p.sources, "files": p.files} for p in manifest.parts],
-    }
+    document = {"format": FORMAT, "version": VERSION, "sources": manifest.sources}
+    document["parts"] = msgspec.to_builtins(manifest.parts)
     if manifest.commit is not None:
-        commit = manifest.commit
-        document["commit"] = {"run": commit.run, "files": commit.files, "remove": commit.remove}
+        document["commit"] = msgspec.to_builtins(manifest.commit)
     out.mkdir(parents=True, exist_ok=True)
     with modes.atomic(out / MANIFEST) as stream:
         stream.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
@@ -580,8 +536,7 @@ IN_THE_WAY = {errno.ENOTDIR, errno.EEXIST, errno.EISDIR}
 @contextmanager
 def exporting(out: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold OUT's lock while an export writes in it (OUT is made when new); ``on_wait`` is
-    called once when another export holds it. An OSError on the way is raised as one clear
-    :class:`~copilot_logs.errors.CopilotLogsError`."""
+    called once when another export holds it. An OSError on the way is one clear error."""
     try:
         descriptor = _lock_file(out)
         try:
@@ -596,8 +551,7 @@ def exporting(out: Path, on_wait: Callable[[], None] | None = None) -> Iterator[
 def _lock_file(out: Path) -> int:
     if out.is_symlink() and not out.is_dir():
         raise ExportError(f"{out}: a link to no folder; give a new or empty folder")
-    if out.exists() and not out.is_dir():
-        raise ExportError(f"{out}: not a folder; give a new or empty folder, or an earlier export")
+    _refuse_file(out)
     if not (out / LOCK).exists() and not (out / MANIFEST).exists():
         refuse_foreign(out)  # before a lock file is left in a folder that is not an export
     out.mkdir(parents=True, exist_ok=True)
@@ -639,34 +593,13 @@ def cannot_write(out: Path, error: OSError) -> CopilotLogsError:
 
 def in_the_way(path: Path, out: Path) -> Path:
     """The first thing from OUT down to ``path`` that is not what export would put there."""
-    try:
-        relative = path.relative_to(out)
-    except ValueError:
-        return path
-    at = out
-    for part in relative.parts[:-1]:
-        at = at / part
-        if at.exists() and not at.is_dir():
-            return at
+    with suppress(ValueError):
+        at = out
+        for part in path.relative_to(out).parts[:-1]:
+            at = at / part
+            if at.exists() and not at.is_dir():
+                return at
     return path
-
-
-__all__ = [
-    "MANIFEST",
-    "PARTITION",
-    "TABLES",
-    "ExportError",
-    "Plan",
-    "Summary",
-    "Written",
-    "batch_writer",
-    "exported_whole",
-    "exporting",
-    "finish",
-    "frames",
-    "prepare",
-    "write_batch",
-]
 
 
 class Written(NamedTuple):
@@ -702,12 +635,10 @@ class Plan:
     """What an export of ``sources`` into ``out`` has to do."""
 
     out: Path
-    changed: list[Source]
-    """The sources to read, oldest start first."""
+    changed: list[Source]  # oldest start first
     unchanged: list[Source]
     previous: Manifest
-    seen: dict[str, dict[str, Any] | None]
-    """Each changed source's manifest entry, taken before it is read."""
+    seen: dict[str, dict[str, Any] | None]  # each changed source's entry, before it is read
     run: str
     kept: list[str] = field(default_factory=list)
     """Sources of the last export kept although not selected now (``prepare(keep_others=True)``)."""
@@ -731,25 +662,16 @@ class Summary:
 
 
 def prepare(out: Path, sources: Iterable[Source], *, keep_others: bool = False) -> Plan:
-    """Check that ``out`` can take an export, finish an export into it that was interrupted
-    while moving its files into place, and find which sources changed since the last one.
-    ``keep_others``: what the last export holds of sources not given stays (``prune
-    --export-to`` adds the sessions it removes to an archive, never takes the others out).
-
-    Raises :class:`ExportError` when ``out`` is a file, a non-empty folder without our
-    manifest, or holds a manifest that is not ours.
-    """
+    """Check that ``out`` can take an export (:func:`load`), finish an export into it that was
+    interrupted while moving its files into place, and find which sources changed since the last
+    one. ``keep_others``: what the last export holds of sources not given stays (``prune
+    --export-to`` adds the sessions it removes to an archive, never takes the others out)."""
     previous = _recovered(out, load(out))
-    whole = _intact_sources(out, previous)
-    changed: list[Source] = []
-    same: list[Source] = []
     sources = list(sources)
-    for source in sources:
-        fresh = source.name in whole and unchanged(source, previous.sources.get(source.name))
-        (same if fresh else changed).append(source)
-    unreadable = _unreadable_to_narrow(out, previous, {source.name for source in same})
-    changed += [source for source in same if source.name in unreadable]
-    same = [source for source in same if source.name not in unreadable]
+    fresh = _fresh(out, previous, sources)
+    unreadable = _unreadable_to_narrow(out, previous, fresh)
+    changed = [source for source in sources if source.name not in fresh - unreadable]
+    same = [source for source in sources if source.name in fresh - unreadable]
     seen = {source.name: _seen_now(source) for source in changed}
     given = {source.name for source in sources}
     others = sorted(set(previous.sources) - given) if keep_others else []
@@ -779,11 +701,7 @@ def _recovered(out: Path, manifest: Manifest) -> Manifest:
     """The manifest once the moves of an interrupted export are done, with no temporary left
     and no file named as export names its files that the manifest does not list (left by two
     exports that ran at once before OUT was locked: their rows would show twice)."""
-    if manifest.commit is not None:
-        commit = manifest.commit
-        move_in(out, commit.run, commit.files, commit.remove)
-        manifest.commit = None
-        save(out, manifest)
+    _commit(out, manifest)
     remove_temporaries(out)
     listed_files = {file for part in manifest.parts for file in part.files}
     orphans = [file for file in written_files(out) if file not in listed_files]
@@ -791,28 +709,36 @@ def _recovered(out: Path, manifest: Manifest) -> Manifest:
     return manifest
 
 
-def exported_whole(out: Path, sources: Iterable[Source]) -> set[str]:
-    """The names of ``sources`` that the export in ``out`` holds as they are now: listed in its
-    manifest, unchanged by the one growth check, and every file of their part whole."""
-    manifest = load(out)
+def _commit(out: Path, manifest: Manifest) -> None:
+    """Do the moves the manifest records, then record that they are done."""
     if manifest.commit is not None:
-        return set()
-    whole = _intact_sources(out, manifest)
+        commit = manifest.commit
+        move_in(out, commit.run, commit.files, commit.remove)
+        manifest.commit = None
+        save(out, manifest)
+
+
+def exported_whole(out: Path, sources: Iterable[Source]) -> set[str]:
+    """The names of ``sources`` that the export in ``out`` holds as they are now."""
+    manifest = load(out)
+    return set() if manifest.commit is not None else _fresh(out, manifest, list(sources))
+
+
+def _fresh(out: Path, manifest: Manifest, sources: list[Source]) -> set[str]:
+    """The sources the manifest lists as they are now (by the one growth check), every file
+    of their part still there and whole (else the part is exported again, its files
+    replaced)."""
+    whole = {
+        log
+        for part in manifest.parts
+        if all(_intact_file(out / file) for file in part.files)
+        for log in part.sources
+    }
     return {
         source.name
         for source in sources
         if source.name in whole and unchanged(source, manifest.sources.get(source.name))
     }
-
-
-def _intact_sources(out: Path, manifest: Manifest) -> set[str]:
-    """The sources whose every file is still there and whole (a part with a file deleted by
-    hand, cut or overwritten is exported again, and its files replaced)."""
-    whole: set[str] = set()
-    for part in manifest.parts:
-        if all(_intact_file(out / file) for file in part.files):
-            whole.update(part.sources)
-    return whole
 
 
 def _by_start(sources: list[Source]) -> list[Source]:
@@ -830,11 +756,7 @@ def finish(plan: Plan, written: Iterable[Written]) -> Summary:
     except BaseException:
         remove_temporaries(plan.out, plan.run)
         raise
-    if manifest.commit is not None:
-        commit = manifest.commit
-        move_in(plan.out, commit.run, commit.files, commit.remove)
-        manifest.commit = None
-        save(plan.out, manifest)
+    _commit(plan.out, manifest)
     remove_temporaries(plan.out, plan.run)  # those of a batch written again log by log
     return Summary(
         out=plan.out,
