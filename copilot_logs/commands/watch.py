@@ -32,8 +32,8 @@ FIGURES = (
     "subagent_runs",
     "errors",
 )
-"""The running figures every record carries, their values just after its event: ``count``'s
-(but open turns, which a running sum cannot hold), then sub-agent runs and errors."""
+"""The running figures every record carries: ``count``'s (but open turns, which a running sum
+cannot hold), sub-agent runs and errors."""
 
 KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "session_start": ("copilot_version", "cwd"),
@@ -145,12 +145,12 @@ ENDED_LINGER = timedelta(seconds=60)
 
 @dataclass
 class Update:
-    """What one poll of a file brought: new records (in file order) and new damage."""
+    """What one poll of a file brought: new records (in file order) and new damage; ``reread``:
+    the file did not only grow (shrunk, replaced, rewritten), it was read again whole."""
 
     records: list[dict[str, object]]
     diagnostics: pl.DataFrame
     reread: bool = False
-    """The file did not only grow (shrunk, replaced, rewritten): it was read again whole."""
 
 
 class Follower:
@@ -290,12 +290,11 @@ class Watcher:
     """Watching the root: follow sessions that appear; ended ones leave the view."""
     wanted: int = 0  # with --latest N and fewer than N sessions at the start: how many more
     idle: dict[str, Signature] = field(default_factory=dict)
-    """The root's sessions not followed, each with its log's signature when it was last
-    seen: one is followed once its log appears or changes (a session folder created before
-    its events.jsonl, an old session resumed)."""
+    """The root's sessions not followed, as last seen: one is followed once its log appears or
+    changes (a session folder created before its events.jsonl, an old session resumed)."""
     new_only: bool = False
-    """Waiting for the first session written after the start (``--until-done`` with no
-    session named): the one picked up is streamed from its first line."""
+    """``--until-done`` with no session named: the first session written after the start is
+    streamed from its first line."""
     _next_scan: float = 0.0
 
     def tick(self) -> list[tuple[Follower, Update]]:
@@ -331,7 +330,6 @@ class Watcher:
             self.wanted = max(0, self.wanted - 1)
 
     def _note_ended(self, changed: list[Follower]) -> None:
-        """Note when changed sessions shut down (a resumed one runs again)."""
         wall = datetime.now(UTC)
         for follower in changed:
             if not shut_down(follower.result):
@@ -357,15 +355,13 @@ def followed_paths(followers: list[Follower]) -> set[Path]:
 
 
 def _grown_from(seen: Signature, now: Signature) -> int:
-    """Where a log seen before grew from (an old session resumed: what it held then is its
-    state, not news), else 0."""
+    """Where a log seen before grew from (an old session resumed: what it held is not news)."""
     if seen is None or now is None or (seen.inode, seen.device) != (now.inode, now.device):
         return 0
     return seen.size if now.size >= seen.size else 0
 
 
 def follow(watcher: Watcher) -> Iterator[list[tuple[Follower, Update]]]:
-    """Poll forever, every POLL_SECONDS: each round's changes (often none)."""
     while True:
         yield watcher.tick()
         time.sleep(POLL_SECONDS)
@@ -392,12 +388,9 @@ def shut_down(result: ReadResult) -> bool:
 ACTIVE_WITHIN = timedelta(minutes=10)
 """Watching a root: the sessions written to this recently are followed from the start."""
 ERROR_SETTLE = timedelta(seconds=10)
-"""``--until-done``: an error ends the run when no event follows it for this long (the CLI
-may retry the call)."""
 FINISH_SETTLE = timedelta(seconds=3)
-"""``--until-done``: a loop judged over (task_complete, the nudge cap, an abort) ends the wait
-once no event follows for this long, so the shutdown the CLI writes as it exits (with the
-session's usage) is in the stream; a shutdown ends it at once."""
+"""``--until-done``: an error (the CLI may retry), or a loop judged over, ends the wait once no
+event follows for this long (the shutdown the CLI writes as it exits is then in the stream)."""
 FOREVER = timedelta(days=36_500)
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -494,16 +487,12 @@ RUNNING = "running"
 ENDED = "ended"
 FINISHING = "finishing"
 SETTLING = "settling"
-"""What :func:`run_status` says: the run goes on; it is over (a shutdown); its loop is over,
-the shutdown may follow (wait FINISH_SETTLE); it ended on an error unless an event follows
-within ERROR_SETTLE."""
 
 
 def run_status(follower: Follower, *, nudge_cap: int = audit.DEFAULT_NUDGE_CAP) -> str:
-    """Whether the run in the followed log is over: a shutdown after its last work
-    (``ENDED``), or its agent loop ended in a way the audit judges (``FINISHING``:
-    task_complete, the nudge cap once the last loop ended, an abort), or it ended on an error
-    (``SETTLING``: the CLI may still retry)."""
+    """Whether the run in the followed log is over: a shutdown after its last work (``ENDED``),
+    its loop ended in a way the audit judges (``FINISHING``: the shutdown may follow), or on an
+    error (``SETTLING``: the CLI may still retry)."""
     result = follower.result
     if result.events.is_empty():
         return RUNNING
@@ -530,13 +519,12 @@ def run_status(follower: Follower, *, nudge_cap: int = audit.DEFAULT_NUDGE_CAP) 
 
 
 def verdict(result: ReadResult, *, nudge_cap: int) -> pl.DataFrame:
-    """The audit table of the log, exactly as ``copilot-logs audit`` computes it."""
     return audit.judge([audit.facts(result)], now=datetime.now(UTC), nudge_cap=nudge_cap)
 
 
 def _waited_for(selector: str, root: Path) -> Follower | None:
     """A follower for a selector naming a session that does not exist yet (a full session id
-    or a path), else None (the selector is resolved as every command resolves it)."""
+    or a path), else None."""
     path = Path(selector).expanduser()
     if path.exists():
         return None
@@ -549,18 +537,9 @@ def _waited_for(selector: str, root: Path) -> Follower | None:
 
 
 def choose(selection: Selection, *, started: datetime, new_only: bool = False) -> Watcher:
-    """The files to follow for ``selection`` (raises SelectionError as every command does).
-
-    A selector that names a session that does not exist yet (a full session id, or a path) is
-    waited for. With no selector, the sessions written in the last ACTIVE_WITHIN (or the
-    --latest N newest) are followed, and new ones are picked up as they appear (with
-    --latest N, until there are N).
-
-    ``new_only`` (``--until-done`` with no selector): nothing there now is followed; the first
-    session written after now is (a new log, or one that changes: an agent already writing
-    when the watch began), streamed from its first line. An old run already over is never the
-    one judged: name it to wait on it.
-    """
+    """The files to follow for ``selection`` (docs/watch.md); a session named that does not
+    exist yet is waited for. ``new_only`` (``--until-done`` with no selector): nothing there now
+    is followed, the first session written after now is, from its first line."""
     if "-" in selection.selectors:
         raise SelectionError("watch follows files: it cannot read standard input (`-`)")
     root = selection.resolved_root
@@ -596,7 +575,6 @@ def choose(selection: Selection, *, started: datetime, new_only: bool = False) -
 
 
 def _idle(root: Path, followers: list[Follower]) -> dict[str, Signature]:
-    """The root's sessions not followed from the start, and their logs as they are now."""
     followed = followed_paths(followers)
     return {
         name: log_signature(candidates)
