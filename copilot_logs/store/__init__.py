@@ -371,10 +371,7 @@ def write(
     return replace(entry_path(source.path), encode(header, body), where)
 
 
-def _ipc(frame: object) -> bytes:
-    import polars as pl
-
-    assert isinstance(frame, pl.DataFrame)
+def _ipc(frame: pl.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.write_ipc(buffer, compression="lz4")
     return buffer.getvalue()
@@ -461,8 +458,7 @@ class Pending:
 
 Parse = Callable[
     [Sequence[tuple[Source, ReadState | None]]], tuple["ReadResult", list[ReadState | None]]
-]
-"""How logs are read (the reader's ``read_many``, or a caller's wrapper around it)."""
+]  # how logs are read: the reader's ``read_many``, or a caller's wrapper around it
 
 Job = tuple[Source, ReadState | None, Found, "ReadResult | None"]
 
@@ -502,9 +498,8 @@ def read(
 
 
 def _read(jobs: list[Job], parse: Parse | None) -> tuple[list[ReadResult], list[Pending]]:
-    """Read the jobs' logs, grown ones from where their entry stopped (the growth check
-    proved every byte read before unchanged, so the reader going on with its state there reads
-    what a whole read would, whatever the new lines are: tests/test_store.py holds it)."""
+    """Read the jobs' logs, grown ones on from where their entry stopped (every byte read before
+    proved unchanged, going on reads what a whole read would: tests/test_store.py holds it)."""
     from copilot_logs.ingest.reader import ReadResult, read_many
 
     if not jobs:
@@ -515,7 +510,10 @@ def _read(jobs: list[Job], parse: Parse | None) -> tuple[list[ReadResult], list[
     done: list[ReadResult] = []
     pending: list[Pending] = []
     for (source, _, found, cached), state in zip(jobs, states, strict=True):
-        mine = _part(events, diagnostics, source.name, parsed)
+        mine = ReadResult(
+            events.get(source.name, parsed.events.clear()),
+            diagnostics.get(source.name, parsed.diagnostics.clear()),
+        )
         if cached is not None:
             mine = ReadResult.concat([cached, mine])
         done.append(mine)
@@ -563,16 +561,3 @@ def _split(value: object) -> list[tuple[Rows, dict[str, Rows]]] | None:
 
 def _by_file(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:
     return {str(key[0]): part for key, part in frame.partition_by("file", as_dict=True).items()}
-
-
-def _part(
-    events: dict[str, pl.DataFrame],
-    diagnostics: dict[str, pl.DataFrame],
-    name: str,
-    parsed: ReadResult,
-) -> ReadResult:
-    from copilot_logs.ingest.reader import ReadResult
-
-    return ReadResult(
-        events.get(name, parsed.events.clear()), diagnostics.get(name, parsed.diagnostics.clear())
-    )

@@ -241,8 +241,8 @@ _PLAIN = frozenset(
 
 
 def describe(fn: Callable[..., Any]) -> str | None:
-    """A stable text naming ``fn`` and its bound options, or None when it has none (a lambda,
-    a closure, an option that has no stable text): such a function's values are not kept."""
+    """A stable text naming ``fn`` and its bound options; None (its values are not kept) for a
+    lambda, a closure, an option that has no stable text."""
     if isinstance(fn, functools.partial):
         inner = describe(fn.func)
         texts = [_stable(value) for value in fn.args]
@@ -277,8 +277,8 @@ def _stable(value: object) -> str | None:
 
 
 def dtype_text(dtype: Any) -> str | None:
-    """``Int64``, ``Datetime|us|UTC``, ``Duration|ms``, ``List|String``, ``Struct|`` and its
-    fields' names and texts in JSON...; None for a dtype that is not kept."""
+    """``Int64``, ``Datetime|us|UTC``, ``List|String``, ``Struct|`` and its fields' names and
+    texts in JSON...; None for a dtype that is not kept."""
     import polars as pl
 
     name = type(dtype).__name__
@@ -331,8 +331,8 @@ def _unit(text: str) -> Any:
 
 
 def split_rows(frame: object) -> tuple[Rows, dict[str, Rows]] | None:
-    """The rows of a log that has none in a frame with a ``file`` column, and each log's rows;
-    None when it is not a frame with one, or one of its dtypes is not kept."""
+    """The rows of a log that has none, and each log's rows, of a frame with a ``file`` column
+    whose dtypes are all kept (else None)."""
     import polars as pl
 
     if not isinstance(frame, pl.DataFrame) or "file" not in frame.columns:
@@ -354,8 +354,8 @@ def split_rows(frame: object) -> tuple[Rows, dict[str, Rows]] | None:
 
 
 def frame_of(parts: Sequence[tuple[str, Rows]]) -> pl.DataFrame:
-    """One frame of several logs' rows (each under the caller's name for the log), all of one
-    schema. Raises ValueError (or polars' error) when the rows do not fit their schema."""
+    """One frame of several logs' rows of one schema (each under the caller's name for the
+    log); ValueError (or polars' error) when the rows do not fit their schema."""
     import polars as pl
 
     schema = parts[0][1].schema
@@ -380,10 +380,9 @@ def frame_of(parts: Sequence[tuple[str, Rows]]) -> pl.DataFrame:
 
 
 def _series(name: str, values: list[Any], physical: Any) -> pl.Series:
-    """The values as a series of ``physical``. A nested column (a list of structs: usage's per
-    model figures) goes through JSON text that polars decodes to that exact type in one call:
-    built value by value from Python, it costs most of a warm ``usage``. NaN and infinities
-    have no JSON text, so a column holding one takes the slow way."""
+    """The values as a series of ``physical``. A nested column (usage's per model figures)
+    goes through JSON text polars decodes in one call: built value by value from Python, it
+    costs most of a warm ``usage``. NaN and infinities have no JSON text: the slow way."""
     import orjson
     import polars as pl
 
@@ -487,7 +486,7 @@ def seen_whole(path: Path) -> Seen | None:
 
 class Fed:
     """The :class:`Seen` of a log read piece by piece (``watch``): the hashed windows kept from
-    the bytes as they are fed, never read a second time (no CRC: see :func:`growth`)."""
+    the bytes as they are fed, never read a second time, and no CRC."""
 
     def __init__(self) -> None:
         self.end = 0
@@ -529,8 +528,8 @@ class Found:
 
 
 def crc_of(path: str | Path, start: int, end: int, value: int = 0) -> int | None:
-    """CRC-32 of the file's bytes from ``start`` to ``end``, going on from ``value`` (the CRC
-    of the bytes before ``start``); None when they cannot all be read."""
+    """CRC-32 of the file's bytes from ``start`` to ``end``, going on from ``value`` (that of the
+    bytes before); None when they cannot all be read."""
     try:
         with open_log(Path(path)) as stream:
             stream.seek(start)
@@ -571,10 +570,9 @@ def growth(seen: Seen | Header, stamp: Stamp, path: str | Path, *, polling: bool
 
 
 def crc_to_keep(path: str | Path, found: Found | None, end: int) -> int | None:
-    """The CRC-32 of the log's first ``end`` bytes that an entry written now keeps: the
-    served entry's when the log is unchanged, the entry's gone on over the new bytes when it
-    only grew, taken whole when the log changed since its entry was written (a log that
-    changes once may grow again), else None."""
+    """The CRC-32 of the log's first ``end`` bytes that an entry written now keeps: the served
+    entry's, gone on over the new bytes when the log grew, taken whole when it changed since
+    its entry was written (it may grow again), else None."""
     header = found.header if found is not None else None
     if found is None or header is None:
         return None
