@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from copilot_logs.store.entry import LEDGER_NAME, encode, load, named, replace
+from copilot_logs.store.entry import encode, load, named, replace
 from copilot_logs.store.trust import private_folder
 
 MAGIC = b"CLSTORE\xa1"
@@ -30,8 +30,6 @@ class _Ledger(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 _DECODER = msgspec.msgpack.Decoder(_Ledger)
-
-__all__ = ["LEDGER_NAME", "MAGIC", "read", "record"]
 
 
 def path_of(destination: str) -> str:
