@@ -93,8 +93,8 @@ def tools_table(annotated: pl.DataFrame) -> pl.DataFrame:
 
 
 def frames(result: ReadResult) -> dict[str, pl.DataFrame]:
-    """The tables ``export`` writes, for the logs of ``result``, each with its ``date``
-    partition column (the start day, UTC, of the row's session) last."""
+    """The tables ``export`` writes, each with its ``date`` partition column (the start day,
+    UTC, of the row's session) last."""
     annotated = derive.annotate(result.events)
     sessions = sessions_core.summarize(result)
     tables = {
@@ -239,10 +239,6 @@ class _Written(io.RawIOBase):
         super().close()
 
 
-def table_of(relative: str) -> str:
-    return relative.split("/", 1)[0]
-
-
 def narrow(
     out: Path, files: list[str], keep: set[str], run: str
 ) -> tuple[list[str], list[str], list[str]]:
@@ -253,7 +249,7 @@ def narrow(
     kept: list[str] = []
     rewritten: list[str] = []
     for table in TABLES:
-        mine = [f for f in files if table_of(f) == table]
+        mine = [f for f in files if f.split("/", 1)[0] == table]
         frames = {f: _read(out, f) for f in mine}
         left = {f: frame.filter(pl.col("file").is_in(list(keep))) for f, frame in frames.items()}
         full = [f for f in mine if left[f].height > 0] or mine[:1]
