@@ -34,13 +34,13 @@ def mode_of(logs: Iterable[Path | str | None]) -> int:
     return PRIVATE | shared
 
 
-def create(path: Path, mode: int, *, replace: bool = False) -> int:
-    """A file descriptor open for writing on a new file at ``path``, never through a link,
-    with ``mode`` less the umask, also when an earlier attempt left a file there
-    (``replace``: truncated; else an existing file is an error, FileExistsError)."""
+def create(path: Path, mode: int, *, replace: bool = False, dir_fd: int | None = None) -> int:
+    """A file descriptor open for writing on a new file at ``path`` (in ``dir_fd`` when given),
+    never through a link, with ``mode`` less the umask, also when an earlier attempt left a file
+    there (``replace``: truncated; else an existing file is an error, FileExistsError)."""
     flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     flags |= os.O_TRUNC if replace else os.O_EXCL
-    descriptor = os.open(path, flags, mode)
+    descriptor = os.open(path, flags, mode, dir_fd=dir_fd)
     if hasattr(os, "fchmod"):  # POSIX: an existing file keeps its mode unless told
         umask = os.umask(0o077)  # read by setting it and putting it back
         os.umask(umask)
@@ -53,17 +53,30 @@ def create(path: Path, mode: int, *, replace: bool = False) -> int:
 
 
 @contextlib.contextmanager
-def atomic(path: Path | str, mode: int = PRIVATE) -> Iterator[BinaryIO]:
-    """A new file beside ``path`` (``mode`` less the umask) to write, renamed over ``path`` once
-    written whole; on any failure it is removed, and ``path`` is as it was."""
+def atomic(
+    path: Path | str,
+    mode: int = PRIVATE,
+    *,
+    temporary: Path | None = None,
+    dir_fd: int | None = None,
+    durable: bool = False,
+) -> Iterator[BinaryIO]:
+    """A new file beside ``path`` (in ``dir_fd`` when given; ``mode`` less the umask;
+    ``temporary``, named by the caller, else ``.<name>.<random>.tmp``) to write, renamed over
+    ``path`` once written whole (and synced to disk first when ``durable``); on any failure it
+    is removed, and ``path`` is as it was."""
     target = Path(path)
-    temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
-    descriptor = create(temporary, mode)
+    temporary = temporary or target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
+    descriptor = create(temporary, mode, dir_fd=dir_fd)
     try:
         with os.fdopen(descriptor, "wb") as stream:
             yield stream
-        os.replace(temporary, target)
+            if durable:
+                stream.flush()
+                os.fsync(stream.fileno())
+        at = {} if dir_fd is None else {"src_dir_fd": dir_fd, "dst_dir_fd": dir_fd}
+        os.replace(temporary, target, **at)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temporary)
+            os.unlink(temporary, dir_fd=dir_fd)
         raise

@@ -22,11 +22,10 @@ import copilot_logs as cl
 from copilot_logs import api
 from copilot_logs.cli import main
 from copilot_logs.commands import export
-from copilot_logs.commands.export import files
 from copilot_logs.errors import WriteError
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import pool
-from copilot_logs.store.key import HASH_BYTES
+from copilot_logs.store.entry import HASH_BYTES
 from tests.conftest import NO_EDGE_SAMPLES, PROJECT, SAMPLES
 
 REAL_EDGE = PROJECT.parent / "shared" / "real-samples-edge"
@@ -291,7 +290,7 @@ def test_rows_of_a_second_session_in_one_file_take_its_day(samples: Path, tmp_pa
     out = tmp_path / "out"
     written = export.write_batch(two, out=str(out), run="0123456789abcdef")
     assert not parquet_files(out)  # under temporary names until moved in
-    files.move_in(out, "0123456789abcdef", written.part.files, [])
+    export.move_in(out, "0123456789abcdef", written.part.files, [])
     assert parquet_files(out) == set(written.part.files)
     for table in export.TABLES:  # a file for each day the table has rows on
         days = {f.split("/")[1] for f in written.part.files if f.startswith(f"{table}/")}
@@ -655,7 +654,7 @@ def test_temporaries_of_a_killed_export_are_removed(samples: Path, tmp_path: Pat
     out = tmp_path / "out"
     run("export", out, samples)
     listed = sorted(listed_files(out))[0]
-    stray = files.temporary(out / listed, "fedcba9876543210")
+    stray = export.temporary(out / listed, "fedcba9876543210")
     stray.write_bytes(b"half")
     foreign = out / listed.rsplit("/", 1)[0] / ".notes.tmp"
     foreign.write_text("not ours")

@@ -21,7 +21,6 @@ import copilot_logs as cl
 from copilot_logs import api, modes
 from copilot_logs.cli import main
 from copilot_logs.commands import export
-from copilot_logs.commands.export import files, manifest
 
 from .conftest import SAMPLES
 from .test_export import assert_same_tables, scan
@@ -151,7 +150,7 @@ def test_a_damaged_file_of_the_manifest_is_written_again(
     assert "Traceback" not in result.output
     if damage.startswith("its pages") and not touched:
         return  # the footer reads: found the next time a log of its batch changes (below)
-    assert not damaged.exists() or files.readable(damaged)
+    assert not damaged.exists() or export.readable(damaged)
     assert temporaries(out) == []
     rows_once(out, samples)
 
@@ -212,11 +211,11 @@ def test_a_folder_that_cannot_be_written(
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(manifest.os, "open", denied)
+    monkeypatch.setattr(export.os, "open", denied)
     result = run("export", out, samples)
     assert result.exit_code == 2
     assert errors(result) == [
-        f"Error: {out / manifest.LOCK}: cannot write there (Permission denied); give a folder "
+        f"Error: {out / export.LOCK}: cannot write there (Permission denied); give a folder "
         "you can write"
     ]
 
@@ -230,7 +229,7 @@ def test_a_part_that_cannot_be_written_leaves_the_earlier_export(
     out = tmp_path / "out"
     api.export(out, *logs_of(samples)[:3])
     before = contents(out)
-    monkeypatch.setattr(files._Written, "write", fail_with(code))
+    monkeypatch.setattr(export._Written, "write", fail_with(code))
     result = run("export", out, samples)
     assert result.exit_code == (3 if code == errno.ENOSPC else 2)
     [line] = errors(result)
@@ -311,7 +310,7 @@ def test_the_lock_file_alone_is_an_empty_export_folder(samples: Path, tmp_path: 
     """An export that failed before its first manifest leaves OUT taken as empty."""
     out = tmp_path / "out"
     (out / "events" / "date=2026-08-05").mkdir(parents=True)
-    (out / manifest.LOCK).write_bytes(b"")
+    (out / export.LOCK).write_bytes(b"")
     (out / "events" / "date=2026-08-05" / f".part-{'a' * 16}-{'b' * 12}.parquet.{'a' * 16}.tmp")
     result = run("export", out, samples)
     assert result.exit_code == 0, result.output
@@ -346,7 +345,7 @@ def test_a_write_error_is_not_taken_for_a_logs_failure(
         attempts.append(1)
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(files, "write_tables", full)
+    monkeypatch.setattr(export, "write_tables", full)
     result = run("export", tmp_path / "out", samples)
     assert result.exit_code == 3
     assert attempts == [1]

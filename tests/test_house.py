@@ -139,7 +139,7 @@ DECODERS = {
 """What decodes JSON text: outside ``ingest/``, none of these may appear."""
 OWN_JSON = {
     # export's manifest reads the _manifest.json it wrote itself into OUT, not a log
-    "copilot_logs/commands/export/manifest.py",
+    "copilot_logs/commands/export.py",
     # the store reads the dtypes it wrote into its own entries' headers
     "copilot_logs/store/entry.py",
     # diff reads the baseline it wrote itself (--save-baseline), not a log

@@ -1152,7 +1152,7 @@ def told(name: str) -> dict[str, Any]:
             continue
         follower = watch.Follower((path,), path.stem)
         follower.poll()
-        said["watch"][str(path)] = (watch.state(follower), watch.tail.shut_down(follower.result))
+        said["watch"][str(path)] = (watch.state(follower), watch.shut_down(follower.result))
     return said
 
 
@@ -1473,7 +1473,7 @@ def story(data: bytes, tmp_path: Path) -> dict[str, Any]:
             "sessions": [s == "ended" for s in in_order(sessions(result), "status")],
             "audit": [not o for o in in_order(audit.facts(result), "file_open")],
             "doctor": in_order(doctor_core.figures(result.events), "shut_down"),
-            "watch": (state.ended, watch.tail.shut_down(follower.result)),
+            "watch": (state.ended, watch.shut_down(follower.result)),
         },
         "completed": {
             "sessions": in_order(sessions(result), "task_complete"),

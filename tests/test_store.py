@@ -308,7 +308,7 @@ def long_log(turns: int) -> tuple[SessionBuilder, bytes]:
     for n in range(turns):
         builder.turn(f"step {n}", [bash("ls", "a")])
     data = builder.to_bytes()
-    assert len(data) > 8 * store.key.HASH_BYTES
+    assert len(data) > 8 * store.entry.HASH_BYTES
     return builder, data
 
 
@@ -319,7 +319,7 @@ def edit_mid_file(path: Path) -> None:
     data = path.read_bytes()
     marker = b'"type":"assistant.turn_start"'
     middle = data.find(marker, len(data) // 2)
-    assert store.key.HASH_BYTES < middle < len(data) - 2 * store.key.HASH_BYTES
+    assert store.entry.HASH_BYTES < middle < len(data) - 2 * store.entry.HASH_BYTES
     changed = data[:middle] + b'"type":"assistant.turn_stop!"' + data[middle + len(marker) :]
     with path.open("r+b") as stream:  # in place: the same inode
         stream.write(changed)
@@ -334,7 +334,7 @@ def edit_mid_file(path: Path) -> None:
 
 @pytest.mark.parametrize("command", [llm_calls, total])
 def test_freshness_is_not_judged_by_size_alone(command: Any, tmp_path: Path) -> None:
-    """Mutation guard (docs/development.md): store/key.py judging an entry fresh by the size
+    """Mutation guard (docs/development.md): store/entry.py judging an entry fresh by the size
     (and the hashed windows) alone serves 40 for this log's 39 turns."""
     path = long_log(40)[0].write(tmp_path / "s" / "events.jsonl")
     assert command([str(path)]) == 40
@@ -765,7 +765,6 @@ def test_a_warm_run_looks_each_log_up_once_and_starts_no_worker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from copilot_logs.store import entry as entry_store
-    from copilot_logs.store import key as key_store
 
     runner = CliRunner()
     command = ["sessions", str(SAMPLES), "--format", "json"]
@@ -776,7 +775,7 @@ def test_a_warm_run_looks_each_log_up_once_and_starts_no_worker(
     monkeypatch.setattr(pool, "executor", lambda *a, **k: pytest.fail("a worker started"))
     opened: list[str] = []
     original = entry_store.load_header
-    monkeypatch.setattr(key_store, "load_header", lambda e: opened.append(e) or original(e))
+    monkeypatch.setattr(entry_store, "load_header", lambda e: opened.append(e) or original(e))
     warm = runner.invoke(main, command)
     assert (warm.stdout, warm.exit_code) == (cold.stdout, cold.exit_code)
     assert sorted(opened) == sorted(str(store.entry_path(s.path)) for s in sample_sources())

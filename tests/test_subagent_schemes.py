@@ -18,8 +18,7 @@ from click.testing import CliRunner
 import synth
 from copilot_logs import api, store
 from copilot_logs.cli import main
-from copilot_logs.commands import count_total, validate
-from copilot_logs.commands.watch import tail
+from copilot_logs.commands import count_total, validate, watch
 from copilot_logs.ingest.calls import CallCounter
 from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.decode.envelope import Source
@@ -122,7 +121,7 @@ def test_every_frame_keys_a_subagent_by_its_task_call(scheme: str) -> None:
     assert runs["tool_call_id"].to_list() == keys
     assert runs["llm_calls"].to_list() == [calls for _, calls, _ in PLAN]
     assert set(api.tools(result)["agent_id"].drop_nulls()) == set(keys)
-    watched = tail.records(result.events)
+    watched = watch.records(result.events)
     sub_calls = watched.filter(
         (watched["kind"] == "turn_start") & watched["agent_id"].is_not_null()
     )

@@ -31,7 +31,6 @@ from polars.testing import assert_frame_equal
 
 from copilot_logs.cli import main
 from copilot_logs.commands import audit, count, watch
-from copilot_logs.commands.watch import tail
 from copilot_logs.errors import ExitCode
 from copilot_logs.ingest.discover import Selection
 from copilot_logs.ingest.reader import read_bytes
@@ -304,13 +303,13 @@ def test_a_log_that_only_grew_is_read_on_from_where_it_stopped(
     path = tmp_path / "s.jsonl"
     path.write_bytes(old)
     reads: list[tuple[int, int]] = []
-    real = tail.read_held
+    real = watch.read_held
 
     def spy(jobs: Any) -> Any:
         reads.extend((resume.end if resume else 0, len(chunk)) for _, chunk, resume in jobs)
         return real(jobs)
 
-    monkeypatch.setattr(tail, "read_held", spy)
+    monkeypatch.setattr(watch, "read_held", spy)
     follower = watch.Follower((path,), "s")
     assert follower.poll() is not None and _llm_calls(follower) == 6
     with path.open("ab") as out:
@@ -384,7 +383,7 @@ def test_watching_a_root_follows_recent_and_new_sessions_and_lets_ended_ones_lea
     recent = watcher.followers[0]
     assert recent.ended_seen_at is not None  # it shut down
     assert recent in watcher.shown()
-    recent.ended_seen_at -= tail.ENDED_LINGER
+    recent.ended_seen_at -= watch.ENDED_LINGER
     assert [f.session_hint for f in watcher.shown()] == ["new"]
     # Resumed: new work after the shutdown brings it back.
     resumed = COMPLETED_SAMPLE.read_bytes().splitlines(keepends=True)

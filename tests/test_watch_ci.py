@@ -27,7 +27,6 @@ from pathlib import Path
 import pytest
 
 from copilot_logs.commands import watch
-from copilot_logs.commands.watch import tail
 from copilot_logs.ingest.discover import Selection
 
 from .conftest import PROJECT
@@ -313,7 +312,7 @@ def test_the_timeout_fires_on_a_named_session_that_never_appears(tmp_path: Path)
 # --- the root's watch: sessions that start writing while it runs ------------------------------
 
 
-def _scan_now(watcher: watch.Watcher) -> list[tuple[watch.Follower, tail.Update]]:
+def _scan_now(watcher: watch.Watcher) -> list[tuple[watch.Follower, watch.Update]]:
     watcher._next_scan = 0  # list the root in this round
     return watcher.tick()
 

@@ -15,7 +15,7 @@ from copilot_logs.render.escape import one_line
 from copilot_logs.render.humanize import plural
 
 if TYPE_CHECKING:
-    from copilot_logs.commands.watch.tail import Follower, Watcher
+    from copilot_logs.commands.watch import Follower, Watcher
 
 REFRESH_SECONDS = 1.0
 """How often the live view is drawn again when nothing changed (its clocks move)."""

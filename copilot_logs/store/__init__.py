@@ -1,15 +1,11 @@
 """The store: one entry per source log, holding what the commands need of it (docs/cache.md).
 
 A warm run reads one header per log: each log is looked up once (:func:`look_up`), the logs
-whose entry holds the command's value are answered from the headers alone (:func:`recall`), and
-the others are read through :func:`read` and their entries written with the command's value
-(:func:`keep`). The format is :mod:`~copilot_logs.store.entry`, the key
-:mod:`~copilot_logs.store.key`, whose store it is :mod:`~copilot_logs.store.trust`.
-
-Keeping it tidy (:func:`prune`, ``cache info|clear``): only files copilot-logs wrote are ever
-deleted, each recognised by its name, first bytes, owner and being a regular file; the entries
-of logs that are gone are found by reading each header at most once a day
-(:data:`SWEEP_INTERVAL_S`); another build's entry is kept while its log exists.
+whose entry holds the command's value are answered from the headers alone
+(:func:`copilot_logs.store.collect.recall`), the others read through :func:`read` and their
+entries written with the command's value (:func:`keep`). Only files copilot-logs wrote are ever
+deleted (:func:`prune`, ``cache clear``), each known by its name, first bytes, owner and being a
+regular file; the entries of logs that are gone are found at most once a day.
 """
 
 from __future__ import annotations
@@ -40,25 +36,32 @@ from copilot_logs.store.entry import (
     PREFIX,
     TEMPORARY_NAME,
     VERSION,
+    Found,
     Header,
     Result,
     Rows,
     Stamp,
+    State,
     code_stamp,
+    crc_to_keep,
     describe,
     diagnostics_of,
     encode,
     entry_path,
+    find,
+    hashes,
     is_ours,
+    no_gc,
     replace,
     result,
     split_rows,
+    stamp_of,
 )
-from copilot_logs.store.key import Found, State, crc_to_keep, find, hashes, no_gc, stamp_of
 from copilot_logs.store.trust import (
     NOFOLLOW,
     NONBLOCK,
     folder,
+    open_entry,
     private_folder,
     refusal,
     refused,
@@ -74,16 +77,12 @@ if TYPE_CHECKING:
 
 MAX_MB_VARIABLE = "COPILOT_LOGS_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 2048
-STALE_TEMPORARY_S = 3600
-"""A temporary file older than this was left by a run that died mid-write: prune deletes it."""
-SWEEP_INTERVAL_S = 86400
-"""How often prune reads the entries' headers to find those whose log is gone."""
-SWEPT = ".last-sweep"
-"""An empty file of the store folder: its modification time is the last sweep's."""
+STALE_TEMPORARY_S = 3600  # older, a temporary file was left by a run that died mid-write
+SWEEP_INTERVAL_S = 86400  # how often prune reads the headers to find the logs that are gone
+SWEPT = ".last-sweep"  # an empty file: its modification time is the last sweep's
 
 
 def max_bytes() -> int:
-    """The size cap: ``$COPILOT_LOGS_CACHE_MAX_MB`` megabytes (default 2048)."""
     try:
         megabytes = int(os.environ.get(MAX_MB_VARIABLE, DEFAULT_MAX_MB))
     except ValueError:
@@ -127,7 +126,6 @@ def prune(limit: int | None = None) -> None:
 
 
 def _held(where: str) -> list[Held]:
-    """The files of the store folder named as ours, regular, owned by the user."""
     found: list[Held] = []
     try:
         with os.scandir(where) as listing:
@@ -146,16 +144,11 @@ def _held(where: str) -> list[Held]:
 
 
 def _first_bytes(path: str, count: int) -> bytes | None:
-    """The first bytes of a regular file of ours (never through a link, never waiting on a
-    named pipe); None for anything else."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)
-    except OSError:
+    """The first bytes of a regular file of ours; None for anything else."""
+    descriptor = open_entry(path)
+    if descriptor is None:
         return None
     try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode) or refusal(info) is not None:
-            return None
         return os.read(descriptor, count)
     except OSError:
         return None
@@ -164,7 +157,6 @@ def _first_bytes(path: str, count: int) -> bytes | None:
 
 
 def _remove(where: str, name: str) -> bool:
-    """Delete a file of the store folder when it is one copilot-logs wrote."""
     path = os.path.join(where, name)
     start = _first_bytes(path, len(MAGIC))
     if start is None or not (is_ours(name, start) or (name == SWEPT and start == b"")):
@@ -201,9 +193,7 @@ def _sweep_due(where: str, now: float) -> bool:
 
 
 class _Log(msgspec.Struct, frozen=True):
-    """The one field of an entry's header that every version of the store writes."""
-
-    path: str
+    path: str  # the one field of a header that every version of the store writes
 
 
 _LOG = msgspec.msgpack.Decoder(_Log)
@@ -232,13 +222,10 @@ class Info:
     path: Path
     entries: int
     bytes: int
-    trusted: bool = True
-    """False when the store is not the user's own (:mod:`copilot_logs.store.trust`): it is
-    not used, and nothing in it is counted."""
+    trusted: bool = True  # False: not the user's own, not used, nothing in it counted
 
 
 def info() -> Info:
-    """Where the store is, how many logs it holds, and how many bytes it takes."""
     where = usable()
     if where is None:
         return Info(folder(), 0, 0, trusted=refused() is None)
@@ -249,8 +236,7 @@ def info() -> Info:
 
 @dataclass(frozen=True)
 class Cleared:
-    """What ``cache clear`` did: the entries and bytes it removed, and the files of ours it
-    could not remove."""
+    """What ``cache clear`` removed, and the files of ours it could not remove."""
 
     entries: int
     bytes: int
@@ -315,14 +301,14 @@ __all__ = [  # what the rest of copilot-logs uses of the store's modules, under 
 
 
 def look_up(sources: Sequence[Source]) -> list[Found]:
-    """Each source's entry and what to do with it (one lookup per log and run)."""
-    trust.recheck()  # the folder is checked once per lookup, before the first entry is opened
+    """Each source's entry and what to do with it (the folder checked again first)."""
+    trust.recheck()
     with no_gc():
         return [find(source) for source in sources]
 
 
 def figures_of(result: ReadResult) -> Figures:
-    """The figures of one log's frames, counted by the one kernel."""
+    """``count --total``'s figures of one log's frames, by the one kernel."""
     import polars as pl
 
     events, diagnostics = result.events, result.diagnostics
@@ -349,12 +335,9 @@ def write(
     where: Path | None = None,
     found: Found | None = None,
 ) -> bool:
-    """Write the entry of a log read at ``stamp`` as far as ``state``, with its ``figures``
-    (its events frame as ``events_ipc`` when the caller has its IPC already; ``found``, the
-    log's lookup before it was read); False when it cannot be written (the store is a cache:
-    the next run reads the log again). The log is clean, so that a read may go on from
-    ``state`` when it grows, when it was read to its end (a last line with its newline) without
-    damage."""
+    """Write the entry of a log read at ``stamp`` as far as ``state`` (``events_ipc``: its
+    events frame's IPC when the caller has it; ``found``: its lookup before it was read); False
+    when it cannot be written (the next run reads the log again)."""
     if source.path is None:
         return False
     windows = hashes(source.path, state.end)
@@ -388,25 +371,21 @@ def write(
     return replace(entry_path(source.path), encode(header, body), where)
 
 
-def _ipc(frame: object) -> bytes:
-    import polars as pl
-
-    assert isinstance(frame, pl.DataFrame)
+def _ipc(frame: pl.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.write_ipc(buffer, compression="lz4")
     return buffer.getvalue()
 
 
 def load_frames(source: Source, found: Found) -> ReadResult | None:
-    """The frames an entry holds, under the caller's name for the file; None when the entry
-    has none or they are not whole."""
+    """The frames an entry holds (under the caller's name for the file), when whole."""
     loaded = _load_events(source, found)
     return loaded[0] if loaded is not None else None
 
 
 def seen_ids(source: Source, found: Found) -> frozenset[str] | None:
     """The event ids an entry without frames keeps (a read going on from it drops a replayed
-    line as a whole read would); None when it keeps none, or they are not whole."""
+    line as a whole read would), when whole."""
     header = found.header
     if header is None or header.ids is None:
         return None
@@ -427,7 +406,7 @@ def _body(source: Source, found: Found, length: int, crc: int) -> bytes | None:
     """The body of a source's entry, when it is whole (``length`` bytes of CRC-32 ``crc``)."""
     if source.path is None:
         return None
-    descriptor = trust.open_entry(entry_path(source.path))
+    descriptor = open_entry(entry_path(source.path))
     if descriptor is None:
         return None
     try:
@@ -440,7 +419,6 @@ def _body(source: Source, found: Found, length: int, crc: int) -> bytes | None:
 
 
 def _load_events(source: Source, found: Found) -> tuple[ReadResult, bytes] | None:
-    """The frames an entry holds and the IPC of its events (to write the entry again)."""
     import polars as pl
 
     from copilot_logs.ingest.reader import ReadResult
@@ -473,18 +451,14 @@ class Pending:
     state: ReadState
     figures: Figures
     frames: ReadResult
-    found: Found | None = None
-    """The entry that was served (None: the log was read now, so the entry must be written)."""
-    events_ipc: bytes | None = None
-    """The served entry's events IPC, written again as it is."""
-    looked: Found | None = None
-    """The log's lookup, when it was read now."""
+    found: Found | None = None  # the entry served (None: read now, the entry to write)
+    events_ipc: bytes | None = None  # the served entry's, written again as it is
+    looked: Found | None = None  # the log's lookup, when it was read now
 
 
 Parse = Callable[
     [Sequence[tuple[Source, ReadState | None]]], tuple["ReadResult", list[ReadState | None]]
-]
-"""How logs are read (the reader's ``read_many``, or a caller's wrapper around it)."""
+]  # how logs are read: the reader's ``read_many``, or a caller's wrapper around it
 
 Job = tuple[Source, ReadState | None, Found, "ReadResult | None"]
 
@@ -494,10 +468,9 @@ def read(
     parse: Parse | None = None,
     found: Sequence[Found] | None = None,
 ) -> tuple[ReadResult, list[Pending]]:
-    """Every source's frames: from its entry when the log is unchanged, read from where the
-    entry stopped when it only grew, read whole otherwise (by ``parse``, the reader's
-    ``read_many`` by default); and the entries to write (pass them to :func:`keep`).
-    ``found`` is each source's :func:`look_up` when the caller has it."""
+    """Every source's frames: from its entry when the log is unchanged, read on from where the
+    entry stopped when it only grew, read whole otherwise (by ``parse``, else ``read_many``);
+    and the entries to write (pass them to :func:`keep`)."""
     from copilot_logs.ingest.reader import ReadResult
 
     served: list[ReadResult] = []
@@ -525,9 +498,8 @@ def read(
 
 
 def _read(jobs: list[Job], parse: Parse | None) -> tuple[list[ReadResult], list[Pending]]:
-    """Read the jobs' logs, grown ones from where their entry stopped (the growth check
-    proved every byte read before unchanged, so the reader going on with its state there reads
-    what a whole read would, whatever the new lines are: tests/test_store.py holds it)."""
+    """Read the jobs' logs, grown ones on from where their entry stopped (every byte read before
+    proved unchanged, going on reads what a whole read would: tests/test_store.py holds it)."""
     from copilot_logs.ingest.reader import ReadResult, read_many
 
     if not jobs:
@@ -538,7 +510,10 @@ def _read(jobs: list[Job], parse: Parse | None) -> tuple[list[ReadResult], list[
     done: list[ReadResult] = []
     pending: list[Pending] = []
     for (source, _, found, cached), state in zip(jobs, states, strict=True):
-        mine = _part(events, diagnostics, source.name, parsed)
+        mine = ReadResult(
+            events.get(source.name, parsed.events.clear()),
+            diagnostics.get(source.name, parsed.diagnostics.clear()),
+        )
         if cached is not None:
             mine = ReadResult.concat([cached, mine])
         done.append(mine)
@@ -577,7 +552,6 @@ def keep(pending: list[Pending], key: str | None = None, value: object = None) -
 
 
 def _split(value: object) -> list[tuple[Rows, dict[str, Rows]]] | None:
-    """Each frame of a command's value, split by log (None: the value does not split)."""
     frames = value if isinstance(value, tuple) else (value,)
     split = [split_rows(frame) for frame in frames]
     if not split or any(part is None for part in split):
@@ -587,16 +561,3 @@ def _split(value: object) -> list[tuple[Rows, dict[str, Rows]]] | None:
 
 def _by_file(frame: pl.DataFrame) -> dict[str, pl.DataFrame]:
     return {str(key[0]): part for key, part in frame.partition_by("file", as_dict=True).items()}
-
-
-def _part(
-    events: dict[str, pl.DataFrame],
-    diagnostics: dict[str, pl.DataFrame],
-    name: str,
-    parsed: ReadResult,
-) -> ReadResult:
-    from copilot_logs.ingest.reader import ReadResult
-
-    return ReadResult(
-        events.get(name, parsed.events.clear()), diagnostics.get(name, parsed.diagnostics.clear())
-    )

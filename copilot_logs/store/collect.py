@@ -2,9 +2,9 @@
 
 Every command's core function works per file, so a command maps it over batches of files
 (``map_batches``) and keeps only its small result per batch: memory stays bounded by one batch
-per worker (see :func:`copilot_logs.store.pool.plan`), or one larger file, not by the corpus.
-Logs held in memory are read by the same batch reader, with the same fallback: ``watch``'s new
-lines (:func:`read_held`) and a Spark executor's batch (:func:`map_held`).
+per worker (:func:`copilot_logs.store.pool.plan`), not by the corpus. Logs held in memory
+(``watch``'s new lines, a Spark executor's batch) are read by the same batch reader. A warm run
+answers from the store's headers alone (:func:`recall`): it reads no events.
 """
 
 from __future__ import annotations
@@ -21,7 +21,17 @@ from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.reader import ReadResult, ReadState, read_many, read_many_bytes
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
 from copilot_logs.store import pool as pool_store
-from copilot_logs.store import recall
+from copilot_logs.store.entry import (
+    Found,
+    Header,
+    Result,
+    Rows,
+    State,
+    diagnostics_of,
+    frame_of,
+    no_gc,
+    rows_of,
+)
 
 T = TypeVar("T")
 
@@ -32,7 +42,7 @@ def batches(
     sources: Sequence[Source], limit: int, sizes: Sequence[int] | None = None
 ) -> list[list[int]]:
     """The indexes of consecutive sources in batches of about ``limit`` bytes (``sizes``, else
-    their size on disk), at least one source each."""
+    their size on disk)."""
     groups: list[list[int]] = [[]]
     total = 0
     for index, size in enumerate(sizes if sizes is not None else [s.size for s in sources]):
@@ -49,15 +59,12 @@ Job = TypeVar("Job", tuple[Source, ReadState | None], tuple[Source, bytes, ReadS
 
 
 def read_files(jobs: Sequence[tuple[Source, ReadState | None]]) -> Parsed:
-    """Files, each maybe going on from where an earlier read stopped, read together (see
-    :func:`_isolated`)."""
+    """Files, each maybe going on from where an earlier read stopped, read together."""
     return _isolated(jobs, read_many)
 
 
 def read_held(jobs: Sequence[tuple[Source, bytes, ReadState | None]]) -> Parsed:
-    """Logs held in memory (Spark's executors are handed each file's bytes; ``watch`` reads
-    what was appended), each maybe going on from where an earlier read stopped, read together
-    as a batch of files is (see :func:`_isolated`)."""
+    """Logs held in memory (a Spark executor's, ``watch``'s new lines), read as files are."""
     return _isolated(jobs, read_many_bytes)
 
 
@@ -76,13 +83,11 @@ def _isolated(jobs: Sequence[Job], read: Callable[[Sequence[Job]], Parsed]) -> P
         return ReadResult.concat(p[0] for p in parts), [p[1][0] for p in parts]
 
 
-UNPROCESSABLE = "unprocessable"
-"""The diagnostic kind of a file copilot-logs failed on (rule E125)."""
+UNPROCESSABLE = "unprocessable"  # the diagnostic of a file copilot-logs failed on (E125)
 
 
 def unprocessable(file: str, session_id: str) -> pl.DataFrame:
-    """The diagnostic of a file whose events a command failed on (the exception being
-    handled is named in it)."""
+    """The diagnostic of a file a command failed on, naming the exception being handled."""
     return pl.DataFrame(
         [(session_id, file, 0, 0, UNPROCESSABLE, failed_on_session(), None, None, None)],
         schema=DIAGNOSTICS_SCHEMA,
@@ -105,9 +110,8 @@ def _run_batch(
     key: str | None,
     found: Sequence[store.Found] | None,
 ) -> BatchResult[T]:
-    """``fn`` of a batch. Through the store (when ``found``, each source's entry, is given):
-    the frames from the entries where they serve, and the entries written with ``fn``'s
-    value (under ``key``, when it splits by file)."""
+    """``fn`` of a batch; through the store when ``found`` (each source's entry) is given, the
+    entries written with ``fn``'s value under ``key``."""
     if found is None:
         return _batch_result(read_files([(source, None) for source in sources])[0], fn)
     result, pending = store.read(sources, read_files, found)
@@ -117,8 +121,7 @@ def _run_batch(
 
 
 def map_held(logs: Sequence[tuple[Source, bytes]], fn: Callable[[ReadResult], T]) -> BatchResult[T]:
-    """``fn`` of a batch of logs held in memory (what a Spark executor is handed), read and
-    mapped as a batch of files is read and mapped here without the store."""
+    """``fn`` of a batch of logs held in memory (a Spark executor's), as of a batch of files."""
     return _batch_result(read_held([(source, data, None) for source, data in logs])[0], fn)
 
 
@@ -132,8 +135,7 @@ def _with_events(result: ReadResult) -> list[str]:
 
 
 def _mapped(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadResult, bool]:
-    """``fn`` of a batch, what it was given, and whether that was the whole batch (see
-    :func:`_file_by_file`)."""
+    """``fn`` of a batch, what it was given, and whether that was the whole batch."""
     try:
         return fn(result), result, True
     except CopilotLogsError:
@@ -144,9 +146,8 @@ def _mapped(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadR
 
 
 def _file_by_file(result: ReadResult, fn: Callable[[ReadResult], T]) -> tuple[T, ReadResult]:
-    """``fn`` of a batch it raised on: each file is tried alone, and the files it still raises
-    on are left out, each with an ``unprocessable`` diagnostic (their other diagnostics are
-    kept, so that they are still listed). Returns fn of the rest, and what it was given."""
+    """``fn`` of a batch it raised on: each file is tried alone, and those it still raises on
+    are left out with an ``unprocessable`` diagnostic (their others kept, so they are listed)."""
     failed: list[pl.DataFrame] = []
     for (file,), events in result.events.group_by("file", maintain_order=True):
         diagnostics = result.diagnostics.filter(pl.col("file") == file)
@@ -171,28 +172,22 @@ def map_batches(
     remember: bool = True,
     found: Sequence[store.Found] | None = None,
 ) -> Iterator[BatchResult[T]]:
-    """``fn`` applied to each batch of sources, in worker processes when there is a lot to
-    parse. ``fn`` must be picklable for that (a module-level function or a partial of one).
-    Results come in the order batches finish.
-
-    With ``use_cache`` the batches are read through the store (:mod:`copilot_logs.store`),
-    each log looked up once (``found``, when the caller did it already): unless ``remember``
-    is false (a function whose work is a side effect, such as export's), the unchanged logs
-    whose entry holds ``fn``'s value are answered from their headers alone, in this process;
-    the others come from their entries' frames when unchanged, are read from where their entry
-    stopped when they grew, are read whole otherwise, and their entries are written with
-    ``fn``'s value when it splits by file.
-    """
+    """``fn`` (picklable: a module-level function or a partial of one) applied to each batch of
+    sources, in worker processes when there is a lot to parse; results in the order batches
+    finish. With ``use_cache`` the batches are read through the store (``found``: each log's
+    :func:`~copilot_logs.store.look_up`, when the caller has it), and unless ``remember`` is
+    false (a function whose work is a side effect, export's) the unchanged logs whose entry
+    holds ``fn``'s value are answered from their headers alone (:func:`recall`)."""
     if not sources:
         return
     looked = (found or store.look_up(sources)) if use_cache else None
     key = store.describe(fn) if use_cache and remember else None
     rest = list(range(len(sources)))
     if looked is not None and key is not None:
-        recalled, rest = recall.recall(sources, looked, key)
-        for done in recalled:
-            _notify(done.sources, on_read)
-            yield BatchResult(cast(T, done.value), done.diagnostics, done.files_with_events)
+        recalled, rest = recall(sources, looked, key)
+        for done, logs in recalled:
+            _notify(logs, on_read)
+            yield cast(BatchResult[T], done)
     todo = [sources[index] for index in rest]
     todo_found = [looked[index] for index in rest] if looked is not None else None
     yield from _map_rest(todo, fn, key, todo_found, on_read)
@@ -247,12 +242,69 @@ def _same(result: ReadResult) -> ReadResult:
 def read_all(
     sources: Sequence[Source], *, use_cache: bool = False, on_read: OnRead | None = None
 ) -> ReadResult:
-    """Every source's events and diagnostics in one ReadResult (memory grows with the
-    selection: commands use :func:`map_batches` instead).
-
-    With ``use_cache`` unchanged files come from the store and grown ones are read from
-    where their entry stopped (see :mod:`copilot_logs.store`).
-    """
+    """Every source's events and diagnostics in one ReadResult, through the store with
+    ``use_cache`` (memory grows with the selection: commands use :func:`map_batches`)."""
     return ReadResult.concat(
         done.value for done in map_batches(sources, _same, use_cache=use_cache, on_read=on_read)
     )
+
+
+Member = tuple[Source, Header, bool, list[Rows]]  # a log, its header, is_tuple, its frames' rows
+
+
+def recall(
+    sources: Sequence[Source], found: Sequence[Found], key: str
+) -> tuple[list[tuple[BatchResult[object], list[Source]]], list[int]]:
+    """The value the function described by ``key`` gave for the unchanged logs whose entry
+    holds it, from their headers (one value per schema the logs' rows have), with those logs;
+    and the indexes of the other sources, to be read."""
+    groups: dict[object, list[tuple[int, Member]]] = {}
+    rest: list[int] = []
+    recalled = []
+    with no_gc():
+        for index, (source, looked) in enumerate(zip(sources, found, strict=True)):
+            result = _result(looked, key)
+            frames = rows_of(result) if result is not None else None
+            if result is None or frames is None or looked.header is None:
+                rest.append(index)
+                continue
+            shape = (result.is_tuple, *(tuple(rows.schema) for rows in frames))
+            groups.setdefault(shape, []).append(
+                (index, (source, looked.header, result.is_tuple, frames))
+            )
+        for members in groups.values():
+            built = _build([member for _, member in members])
+            if built is None:
+                rest.extend(index for index, _ in members)
+            else:
+                recalled.append((built, [member[0] for _, member in members]))
+    return recalled, sorted(rest)
+
+
+def _result(found: Found, key: str) -> Result | None:
+    header = found.header
+    if found.state is not State.FRESH or header is None or header.body is None:
+        return None
+    return next((result for result in header.results if result.key == key), None)
+
+
+def _build(members: list[Member]) -> BatchResult[object] | None:
+    """The value of logs whose rows have one schema; None when the rows do not fit it."""
+    names = [source.name for source, _, _, _ in members]
+    headers = [header for _, header, _, _ in members]
+    rows = [frames for _, _, _, frames in members]
+    try:
+        frames = [
+            frame_of([(name, mine[at]) for name, mine in zip(names, rows, strict=True)])
+            for at in range(len(rows[0]))
+        ]
+        diagnostics = diagnostics_of(zip(names, headers, strict=True))
+    except (ValueError, TypeError, OverflowError, RecursionError, pl.exceptions.PolarsError):
+        return None
+    if not frames:
+        return None
+    value: object = tuple(frames) if members[0][2] else frames[0]
+    with_events = [
+        name for name, header in zip(names, headers, strict=True) if header.body and header.body[2]
+    ]
+    return BatchResult(value, diagnostics, with_events)

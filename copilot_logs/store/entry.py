@@ -1,34 +1,33 @@
-"""The store's entry format: one file per source log, its header, and writing it atomically;
-and a command's value per log, kept in the header as rows of plain values.
+"""The store's entry (docs/cache.md): its format, its key, which fails closed, and the one
+growth check; and a command's value per log, kept in the header as rows of plain values.
 
-An entry is ``<hash of the log's path>.entry`` in the store folder (:func:`folder`)::
+An entry is ``<hash of the log's path>.entry`` in the store folder::
 
     magic (8 bytes) | header length (u32) | CRC-32 of the header (u32) | header | body
 
-The header is MessagePack, decoded into the typed :class:`Header` by msgspec (never executed):
-the log's path and key, how far the read got and the file's ``count --total`` figures (the
-reader's and the count's own records, nested), its diagnostics, and what commands computed
-from its frames, as rows of plain values (:class:`Result`); a warm run reads only headers.
-The body, when present, is the log's events frame in Arrow IPC, or, in an entry written by
-``count --total``, the event ids its read saw (MessagePack); its length and CRC-32 are in the
-header. Each column of the rows is kept in its physical form with its dtype as text
-(:func:`dtype_text`); a warm run builds one frame per command from all the logs' rows
-(:func:`frame_of`). A value whose dtypes have no text here is computed on every run.
+The header is MessagePack decoded into the typed :class:`Header` by msgspec; a warm run reads
+only headers. The body is the log's events frame in Arrow IPC or, written by ``count
+--total``, the event ids its read saw. :func:`growth` is the one check that a log only grew, for
+every reader that keeps what it read: the store, export's manifest (:func:`seen_whole`) and
+``watch`` (:class:`Fed`, as a poll).
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
+import gc
 import hashlib
 import json
 import math
 import os
 import re
+import secrets
 import struct
-import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 import copilot_logs
+from copilot_logs import modes
+from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import open_log, read_spans
 from copilot_logs.ingest.progress import Count, Figures, ReadState
 from copilot_logs.store.trust import open_entry, private_folder, replaceable, where
 
@@ -46,8 +48,7 @@ if TYPE_CHECKING:
 VERSION = 4
 MAGIC = b"CLSTORE\x04"
 PREFIX = struct.Struct("<8sII")
-HEAD_READ = 16 << 10
-"""Bytes read at once from the start of an entry: the header of almost every entry."""
+HEAD_READ = 16 << 10  # bytes read at once from an entry's start: almost every header
 MAX_HEADER_BYTES = 64 << 20
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -68,12 +69,10 @@ class Stamp(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Rows(msgspec.Struct, frozen=True, forbid_unknown_fields=True, array_like=True):
-    """One log's rows of a frame, column by column, as plain values (see
-    :mod:`copilot_logs.store.entry`); the ``file`` column is left empty (it is the caller's
-    name for the log)."""
+    """One log's rows of a frame, column by column, as plain values (each column's name and
+    :func:`dtype_text`); the ``file`` column is left empty (the caller's name for the log)."""
 
     schema: list[tuple[str, str]]
-    """Each column's name and dtype, as :func:`copilot_logs.store.entry.dtype_text` writes it."""
     height: Count
     columns: list[list[Any]]
 
@@ -82,8 +81,7 @@ class Result(msgspec.Struct, frozen=True, forbid_unknown_fields=True, array_like
     """What the function described by ``key`` computed from the log's frames."""
 
     key: str
-    is_tuple: bool
-    """The value is a tuple of frames (else one frame)."""
+    is_tuple: bool  # a tuple of frames, else one frame
     frames: msgspec.Raw
     """Each frame's :class:`Rows`, decoded only when asked for (:func:`rows_of`): a run
     decodes the rows of its own command, not those of every command the entry holds."""
@@ -94,7 +92,6 @@ def result(key: str, is_tuple: bool, frames: list[Rows]) -> Result:
 
 
 def rows_of(result: Result) -> list[Rows] | None:
-    """The rows of each frame of a result; None when they are not valid rows."""
     try:
         return _ROWS.decode(result.frames)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -104,8 +101,7 @@ def rows_of(result: Result) -> list[Rows] | None:
 Diagnostic = tuple[
     str | None, int | None, int | None, str | None, str | None, str | None, int | None, int | None
 ]
-"""A diagnostics row without its file: session_id, line, offset, kind, message, event_id,
-more_lines, new_lines."""
+"""A diagnostics row without its file (:data:`DIAGNOSTIC_COLUMNS`)."""
 
 
 class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -113,31 +109,23 @@ class Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     code: str
     path: str
     stamp: Stamp
-    read: ReadState
-    """How far the read got (without the ids it saw)."""
+    read: ReadState  # without the ids it saw
     head: str
     tail: str
-    crc: Count | None
-    """CRC-32 of the log's bytes before ``end``, kept once the log was seen to change (see
-    :func:`copilot_logs.store.key.growth`); None until then."""
+    crc: Count | None  # as :class:`Seen`'s, kept once the log was seen to change
     clean: bool
-    """No damage, and the file ended with a newline: a later read may go on from ``end``."""
-    figures: Figures
-    """The file's ``count --total`` figures, and the damage to report."""
+    figures: Figures  # ``count --total``'s, and the damage to report
     body: tuple[Count, Count, Count] | None
     """The events frame in the body: its IPC length and CRC-32, and its rows; None when the
     entry holds only the counts (written by ``count --total``)."""
     ids: tuple[Count, Count] | None
-    """In an entry that holds only the counts, the body is instead the event ids the read saw
-    (a MessagePack array): its length and CRC-32. A read going on from the entry needs them
-    (a replayed line is read once); a warm run never reads them."""
+    """Else the body is the event ids the read saw (its length and CRC-32): a read going on
+    from the entry needs them (a replayed line is read once); a warm run never reads them."""
     diagnostics: list[Diagnostic]
-    """The diagnostics frame's rows (when the entry has a body)."""
     results: list[Result]
 
     @property
     def end(self) -> int:
-        """Bytes read, up to the last newline: what the growth check compares."""
         return self.read.end
 
 
@@ -150,8 +138,8 @@ _PACKAGE = Path(copilot_logs.__file__).resolve().parent
 
 @functools.cache
 def code_stamp() -> str:
-    """A hash of the size and modification time of every module of copilot-logs: an entry is
-    never served to code other than the code that wrote it (an upgrade, an edit)."""
+    """A hash of every module's size and mtime: an entry is served only to the code that wrote
+    it."""
     digest = hashlib.blake2b(f"{VERSION}".encode(), digest_size=16)
     for path in sorted(_PACKAGE.rglob("*.py")):
         info = path.stat()
@@ -160,21 +148,19 @@ def code_stamp() -> str:
 
 
 def entry_path(log: Path) -> Path:
-    return Path(entry_file(os.path.abspath(log)))
+    return Path(named(os.path.abspath(log), ".entry"))
 
 
-def entry_file(absolute: str) -> str:
-    """The entry of the log at ``absolute`` (an absolute path)."""
-    name = hashlib.blake2b(absolute.encode(), digest_size=16).hexdigest()
-    return os.path.join(where(), name + ".entry")
+def named(text: str, suffix: str) -> str:
+    """The file of the store folder keyed by ``text`` (a log's absolute path, a destination)."""
+    return os.path.join(
+        where(), hashlib.blake2b(text.encode(), digest_size=16).hexdigest() + suffix
+    )
 
 
 ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.entry")
-LEDGER_NAME = re.compile(r"[0-9a-f]{32}\.sent")
-"""``otel --endpoint``'s ledgers (:mod:`copilot_logs.store.ledger`), whose magic bytes are of
-the same family."""
-TEMPORARY_NAME = re.compile(r"\.[a-z0-9_]{8}\.tmp")
-"""What :func:`replace` names its temporary files (``tempfile.mkstemp``'s)."""
+LEDGER_NAME = re.compile(r"[0-9a-f]{32}\.sent")  # otel's ledgers: magic of the same family
+TEMPORARY_NAME = re.compile(r"\.[a-z0-9_]{8}\.tmp")  # :func:`replace`'s (and older mkstemp's)
 
 
 def is_ours(name: str, start: bytes) -> bool:
@@ -193,7 +179,16 @@ def is_ours(name: str, start: bytes) -> bool:
 def load_header(entry: str | Path) -> tuple[Header, int] | None:
     """The header of an entry and where its body starts; None for anything but a whole, valid
     entry of this version of copilot-logs."""
-    descriptor = open_entry(entry)
+    loaded: tuple[Header, int] | None = load(entry, MAGIC, _DECODER, MAX_HEADER_BYTES)
+    if loaded is None or loaded[0].version != VERSION or loaded[0].code != code_stamp():
+        return None
+    return loaded
+
+
+def load(path: str | Path, magic: bytes, decoder: msgspec.msgpack.Decoder[Any], limit: int) -> Any:
+    """The header of a file of ours written by :func:`encode` (``magic``, at most ``limit``
+    bytes, its CRC right) and where its body starts; None for anything else."""
+    descriptor = open_entry(path)
     if descriptor is None:
         return None
     try:
@@ -201,8 +196,8 @@ def load_header(entry: str | Path) -> tuple[Header, int] | None:
             start = stream.read(HEAD_READ)
             if len(start) < PREFIX.size:
                 return None
-            magic, length, crc = PREFIX.unpack_from(start)
-            if magic != MAGIC or length > MAX_HEADER_BYTES:
+            found, length, crc = PREFIX.unpack_from(start)
+            if found != magic or length > limit:
                 return None
             raw = start[PREFIX.size : PREFIX.size + length]
             if len(raw) < length:
@@ -212,39 +207,27 @@ def load_header(entry: str | Path) -> tuple[Header, int] | None:
     if len(raw) != length or zlib.crc32(raw) != crc:
         return None
     try:
-        header = _DECODER.decode(raw)
+        return decoder.decode(raw), PREFIX.size + length
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if header.version != VERSION or header.code != code_stamp():
-        return None
-    return header, PREFIX.size + length
 
 
-def encode(header: Header, body: bytes) -> bytes:
-    """An entry's bytes."""
+def encode(header: object, body: bytes = b"", magic: bytes = MAGIC) -> bytes:
     raw = _ENCODER.encode(header)
-    return PREFIX.pack(MAGIC, len(raw), zlib.crc32(raw)) + raw + body
+    return PREFIX.pack(magic, len(raw), zlib.crc32(raw)) + raw + body
 
 
 def replace(target: Path, data: bytes, folder: Path | None = None) -> bool:
-    """Write ``data`` to ``target`` atomically: a temporary file (0600) in the store folder
-    (``folder``, once checked by the caller, else :func:`private_folder`), renamed over the
-    target when that is nothing or an entry of ours; the temporary file is removed when
-    anything fails. False when nothing was written."""
+    """Write ``data`` over ``target`` (nothing, or a file of ours) by the one atomic write, its
+    temporary file in the store folder (``folder`` once checked by the caller, else
+    :func:`private_folder`); False when nothing was written."""
     folder = folder or private_folder()
     if folder is None or not replaceable(target):
         return False
     try:
-        handle, name = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-    except OSError:
-        return False
-    try:
-        with os.fdopen(handle, "wb") as stream:
+        with modes.atomic(target, temporary=folder / f".{secrets.token_hex(4)}.tmp") as stream:
             stream.write(data)
-        os.replace(name, target)
     except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
         return False
     return True
 
@@ -258,8 +241,8 @@ _PLAIN = frozenset(
 
 
 def describe(fn: Callable[..., Any]) -> str | None:
-    """A stable text naming ``fn`` and its bound options, or None when it has none (a lambda,
-    a closure, an option that has no stable text): such a function's values are not kept."""
+    """A stable text naming ``fn`` and its bound options; None (its values are not kept) for a
+    lambda, a closure, an option that has no stable text."""
     if isinstance(fn, functools.partial):
         inner = describe(fn.func)
         texts = [_stable(value) for value in fn.args]
@@ -277,7 +260,7 @@ def describe(fn: Callable[..., Any]) -> str | None:
 
 
 def _stable(value: object) -> str | None:
-    """The text of an option value that is the same in every process (set order is not)."""
+    """The text of a value that is the same in every process (set order is not)."""
     if value is None:
         return "null"
     if isinstance(value, bool | int | float | str | date | datetime | timedelta):
@@ -294,8 +277,8 @@ def _stable(value: object) -> str | None:
 
 
 def dtype_text(dtype: Any) -> str | None:
-    """``Int64``, ``Datetime|us|UTC``, ``Duration|ms``, ``List|String``, ``Struct|`` and its
-    fields' names and texts in JSON...; None for a dtype that is not kept."""
+    """``Int64``, ``Datetime|us|UTC``, ``List|String``, ``Struct|`` and its fields' names and
+    texts in JSON...; None for a dtype that is not kept."""
     import polars as pl
 
     name = type(dtype).__name__
@@ -348,8 +331,8 @@ def _unit(text: str) -> Any:
 
 
 def split_rows(frame: object) -> tuple[Rows, dict[str, Rows]] | None:
-    """The rows of a log that has none in a frame with a ``file`` column, and each log's rows;
-    None when it is not a frame with one, or one of its dtypes is not kept."""
+    """The rows of a log that has none, and each log's rows, of a frame with a ``file`` column
+    whose dtypes are all kept (else None)."""
     import polars as pl
 
     if not isinstance(frame, pl.DataFrame) or "file" not in frame.columns:
@@ -371,8 +354,8 @@ def split_rows(frame: object) -> tuple[Rows, dict[str, Rows]] | None:
 
 
 def frame_of(parts: Sequence[tuple[str, Rows]]) -> pl.DataFrame:
-    """One frame of several logs' rows (each under the caller's name for the log), all of one
-    schema. Raises ValueError (or polars' error) when the rows do not fit their schema."""
+    """One frame of several logs' rows of one schema (each under the caller's name for the
+    log); ValueError (or polars' error) when the rows do not fit their schema."""
     import polars as pl
 
     schema = parts[0][1].schema
@@ -397,10 +380,9 @@ def frame_of(parts: Sequence[tuple[str, Rows]]) -> pl.DataFrame:
 
 
 def _series(name: str, values: list[Any], physical: Any) -> pl.Series:
-    """The values as a series of ``physical``. A nested column (a list of structs: usage's per
-    model figures) goes through JSON text that polars decodes to that exact type in one call:
-    built value by value from Python, it costs most of a warm ``usage``. NaN and infinities
-    have no JSON text, so a column holding one takes the slow way."""
+    """The values as a series of ``physical``. A nested column (usage's per model figures)
+    goes through JSON text polars decodes in one call: built value by value from Python, it
+    costs most of a warm ``usage``. NaN and infinities have no JSON text: the slow way."""
     import orjson
     import polars as pl
 
@@ -439,14 +421,204 @@ DIAGNOSTIC_COLUMNS = (
     *("session_id", "line", "offset", "kind", "message", "event_id"),
     *("more_lines", "new_lines"),
 )
-"""The diagnostics columns a header keeps (``file`` is the caller's name for the log)."""
 
 
 def diagnostics_of(logs: Iterable[tuple[str, Header]]) -> pl.DataFrame:
-    """The diagnostics frame the headers of these logs keep (each under the caller's name)."""
+    """The diagnostics frame the headers of these logs keep (each under the caller's name for
+    the log, the ``file`` the header does not keep)."""
     import polars as pl
 
     from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
 
     rows = [(row[0], name, *row[1:]) for name, header in logs for row in header.diagnostics]
     return pl.DataFrame(rows, schema=DIAGNOSTICS_SCHEMA, orient="row")
+
+
+HASH_BYTES = 4096
+"""Bytes hashed at the start of a log and just before the end of what was read."""
+CRC_CHUNK = 1 << 20
+
+
+def stamp_of(path: Path) -> Stamp | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return Stamp.of(info)
+
+
+def hashes(path: str | Path, end: int) -> tuple[str, str] | None:
+    """:func:`windows` of the file's first bytes and of the bytes just before ``end``."""
+    length = min(end, HASH_BYTES)
+    got = read_spans(path, [(0, length), (end - length, length)])
+    return None if got is None else windows(*got)
+
+
+def windows(head: bytes, tail: bytes) -> tuple[str, str]:
+    return (
+        hashlib.blake2b(head, digest_size=16).hexdigest(),
+        hashlib.blake2b(tail, digest_size=16).hexdigest(),
+    )
+
+
+class Seen(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a reader keeps of a log it read, for :func:`growth` (as an entry's header does)."""
+
+    stamp: Stamp  # before it was read
+    end: int  # bytes read
+    head: str
+    tail: str  # :func:`windows` of the bytes read
+    clean: bool
+    """Nothing damaged up to ``end``, which ends a line: a later read may go on from there."""
+    crc: int | None
+    """CRC-32 of the bytes read; None when not kept (a grown log is then read whole)."""
+
+
+def seen_whole(path: Path) -> Seen | None:
+    """The record of a log taken whole before it is read (``export``; None: it cannot be
+    opened). Not clean: a reader keeping it reads a changed log whole."""
+    stamp = stamp_of(path)
+    held = hashes(path, stamp.size) if stamp is not None else None
+    if stamp is None or held is None:
+        return None
+    return Seen(stamp, stamp.size, held[0], held[1], clean=False, crc=None)
+
+
+class Fed:
+    """The :class:`Seen` of a log read piece by piece (``watch``): the hashed windows kept from
+    the bytes as they are fed, never read a second time, and no CRC."""
+
+    def __init__(self) -> None:
+        self.end = 0
+        self._head = b""
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> None:
+        if len(self._head) < HASH_BYTES:
+            self._head = (self._head + chunk[:HASH_BYTES])[:HASH_BYTES]
+        self._tail = (self._tail + chunk[-HASH_BYTES:])[-HASH_BYTES:]
+        self.end += len(chunk)
+
+    def seen(self, stamp: Stamp, clean: bool) -> Seen:
+        head, tail = windows(self._head, self._tail)
+        return Seen(stamp, self.end, head, tail, clean, None)
+
+
+class State(enum.Enum):
+    FRESH = "fresh"  # as it was read: served
+    GROWN = "grown"  # bytes appended to a clean log: read on from its ``end``
+    MISS = "miss"  # no usable entry, or any other change: read whole
+
+
+@dataclass(frozen=True)
+class Found:
+    state: State
+    stamp: Stamp | None  # before it is read (None: it cannot be stat'ed)
+    header: Header | None = None
+    body_at: int = 0
+
+    def to_parse(self) -> int:
+        """Bytes of the log a read through the store would parse."""
+        size = self.stamp.size if self.stamp is not None else 0
+        if self.header is None or self.header.body is None:
+            return size
+        if self.state is State.FRESH:
+            return 0
+        return size - self.header.end if self.state is State.GROWN else size
+
+
+def crc_of(path: str | Path, start: int, end: int, value: int = 0) -> int | None:
+    """CRC-32 of the file's bytes from ``start`` to ``end``, going on from ``value`` (that of the
+    bytes before); None when they cannot all be read."""
+    try:
+        with open_log(Path(path)) as stream:
+            stream.seek(start)
+            left = end - start
+            while left > 0:
+                chunk = stream.read(min(left, CRC_CHUNK))
+                if not chunk:
+                    return None
+                value = zlib.crc32(chunk, value)
+                left -= len(chunk)
+    except OSError:
+        return None
+    return value
+
+
+def growth(seen: Seen | Header, stamp: Stamp, path: str | Path, *, polling: bool = False) -> State:
+    """The one growth check: is the log the one ``seen`` was read from (FRESH), that log with
+    bytes appended (GROWN: read on from ``seen.end``), or neither (MISS: read it whole)?
+
+    A run proves an unchanged log by its hashed windows and a grown one by the CRC of every
+    byte read before. A poll (``watch``, five times a second: ``polling``) takes an unchanged
+    stamp as proof enough and the hashed windows for the CRC, so that it costs one stat while
+    nothing changes and two 4 KB reads when the log grew, never a pass over the log."""
+    before = seen.stamp
+    same_file = before.inode == stamp.inode and before.device == stamp.device
+    if not same_file or stamp.size < seen.end:
+        return State.MISS
+    if stamp == before:
+        unchanged = polling or hashes(path, seen.end) == (seen.head, seen.tail)
+        return State.FRESH if unchanged else State.MISS
+    if not (seen.clean and stamp.size > before.size):
+        return State.MISS
+    if polling:
+        kept = hashes(path, seen.end) == (seen.head, seen.tail)
+    else:
+        kept = seen.crc is not None and crc_of(path, 0, seen.end) == seen.crc
+    return State.GROWN if kept else State.MISS  # GROWN: the bytes read before are as they were
+
+
+def crc_to_keep(path: str | Path, found: Found | None, end: int) -> int | None:
+    """The CRC-32 of the log's first ``end`` bytes that an entry written now keeps: the served
+    entry's, gone on over the new bytes when the log grew, taken whole when it changed since
+    its entry was written (it may grow again), else None."""
+    header = found.header if found is not None else None
+    if found is None or header is None:
+        return None
+    if found.state is State.FRESH:
+        return header.crc if end == header.end else None
+    if found.state is State.GROWN and header.crc is not None:
+        return crc_of(path, header.end, end, header.crc)
+    return crc_of(path, 0, end)
+
+
+def find(source: Source) -> Found:
+    """The entry of a source and what to do with it."""
+    if source.path is None:
+        return Found(State.MISS, None)
+    path = os.fspath(source.path)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return Found(State.MISS, None)
+    stamp = Stamp.of(info)
+    absolute = os.path.abspath(path)
+    if not absolute.isascii() and not _is_text(absolute):
+        return Found(State.MISS, None)  # a name that is not UTF-8 is no key (never stored)
+    loaded = load_header(named(absolute, ".entry"))
+    if loaded is None or loaded[0].path != absolute:
+        return Found(State.MISS, stamp)
+    header, body_at = loaded
+    return Found(growth(header, stamp, path), stamp, header, body_at)
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many headers are decoded: they make no cycles,
+    and its passes cost more than the decoding (as msgspec's documentation recommends)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()

@@ -1,12 +1,9 @@
 """Worker processes: the one way copilot-logs reads on several cores, with a memory bound.
 
-Workers come from a fork server (never a fork of a process whose polars thread pool has started,
-which can deadlock the child). How many, and how much input each handles at a time, is
-:func:`plan`: at most MAX_FRAME_WORKERS workers (MAX_WORKERS for ``count --total``, which builds no
-frames) whatever the core count, and batches that shrink as workers are added, so that the memory
-summed over all processes stays bounded (under 250 MB in the benchmarks) on any machine.
-``COPILOT_LOGS_CPUS`` overrides the core count: to use fewer cores, or to see what copilot-logs
-does on a bigger machine.
+How many workers, and how much input each handles at a time, is :func:`plan`: a few whatever the
+core count, and batches that shrink as workers are added, so that the memory summed over all
+processes stays bounded (under 250 MB in the benchmarks) on any machine. ``COPILOT_LOGS_CPUS``
+overrides the core count.
 """
 
 from __future__ import annotations
@@ -25,10 +22,9 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.context import BaseContext
 
-    from copilot_logs.store.key import Found
+    from copilot_logs.store.entry import Found
 
-# multiprocessing and concurrent.futures are imported where workers start: a command that
-# reads on one core (:func:`plan`) never pays for importing them.
+# multiprocessing and concurrent.futures are imported where workers start, never on one core.
 
 T = TypeVar("T")
 
@@ -36,21 +32,17 @@ CPUS_VARIABLE = "COPILOT_LOGS_CPUS"
 MAX_WORKERS = 4
 """Workers of ``count --total`` (they never import polars: a few MB each)."""
 MAX_FRAME_WORKERS = 3
-"""Workers that read into frames. Each costs about 35 MB summed PSS before its first batch
-(polars, the interpreter): a fourth one took cold ``sessions --no-cache`` of 1 GB over 250 MB
-summed at 4 cores and more, where three stay near 215 MB."""
-IN_FLIGHT_BYTES = 36 << 20
-"""Input held by all workers at once (a batch each): the part of memory that grows with the
-number of workers; the rest is a fixed cost per process."""
+"""Workers that read into frames, each about 35 MB before its first batch: a fourth took cold
+``sessions --no-cache`` of 1 GB over 250 MB summed, where three stay near 215 MB."""
+IN_FLIGHT_BYTES = 36 << 20  # input held by all workers at once (a batch each)
 MAX_BATCH_BYTES = 24 << 20
 FRAMES_PARALLEL_BYTES = 96 << 20
-"""Below this much to read into frames, starting worker processes costs more than it saves."""
 SCAN_PARALLEL_BYTES = 32 << 20
-"""The same for ``count --total`` (its workers do not import polars)."""
+"""Below this much to read (into frames; by ``count --total``, whose workers do not import
+polars), starting worker processes costs more than it saves."""
 
 
 def cpu_count() -> int:
-    """``$COPILOT_LOGS_CPUS`` when set to a positive integer, else the machine's core count."""
     try:
         given = int(os.environ.get(CPUS_VARIABLE, ""))
     except ValueError:
@@ -60,10 +52,8 @@ def cpu_count() -> int:
 
 @dataclass(frozen=True)
 class Plan:
-    workers: int
-    """1: read in this process."""
-    batch_bytes: int
-    """About how much input one batch holds (a larger file is a batch of its own)."""
+    workers: int  # 1: read in this process
+    batch_bytes: int  # about how much input one batch holds (a larger file is one alone)
 
 
 def plan(to_read: int, cpus: int | None = None, *, frames: bool = True) -> Plan:
@@ -78,10 +68,9 @@ def plan(to_read: int, cpus: int | None = None, *, frames: bool = True) -> Plan:
 
 
 def start_method() -> str:
-    """``forkserver`` where the platform has it (Linux, macOS): the workers fork from a server
-    that imported the reader but never ran polars. ``spawn`` where it has none (Windows). Never
-    plain ``fork``: forking a process whose polars thread pool has started can deadlock the
-    child, and macOS's system libraries do not survive a fork."""
+    """``forkserver`` where the platform has it (a server that imported the reader but never
+    ran polars), else ``spawn``. Never plain ``fork``: forking a process whose polars thread
+    pool has started can deadlock the child, and macOS's libraries do not survive a fork."""
     import multiprocessing
 
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
@@ -95,16 +84,13 @@ class WorkerLost(CopilotLogsError):
 
 @contextmanager
 def executor(workers: int, *, frames: bool) -> Iterator[ProcessPoolExecutor]:
-    """A pool of ``workers`` processes (see :func:`start_method`). Each imports
-    copilot_logs.store.worker before any work (a spawned one through the initializer), then the
-    reader, and polars too when ``frames`` (the workers build frames).
+    """A pool of ``workers`` processes (:func:`start_method`), which import
+    copilot_logs.store.worker first, then the reader (and polars, for ``frames``).
 
-    The workers end with this process however it ends: each watches a pipe whose other end
-    only this process holds (:func:`copilot_logs.store.worker.start`), which the kernel closes
-    when this process dies, even by SIGKILL. Their parent cannot tell them: under a fork server
-    it is the server, which outlives this process as long as a worker holds its pipe. On an
-    error or Ctrl-C here the pipe is closed and nothing waits for their batches; a worker that
-    dies raises :class:`WorkerLost` (one line, not a traceback)."""
+    The workers end with this process however it ends, even by SIGKILL: each watches a pipe
+    whose other end only this process holds (:func:`copilot_logs.store.worker.start`); their
+    parent, the fork server, outlives it. On an error or Ctrl-C here the pipe is closed and
+    nothing waits for their batches; a worker that dies raises :class:`WorkerLost`."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -137,12 +123,11 @@ def executor(workers: int, *, frames: bool) -> Iterator[ProcessPoolExecutor]:
 
 
 WAKE_SECONDS = 0.2
-"""How often a wait for the workers wakes up to let this process handle Ctrl-C."""
 
 
 def as_done(futures: Iterable[Future[T]]) -> Iterator[Future[T]]:
-    """The futures as they finish. The wait wakes up every WAKE_SECONDS: Ctrl-C can be handled
-    by another thread than the waiting one, and then reaches it only when it wakes."""
+    """The futures as they finish, waking every WAKE_SECONDS: Ctrl-C handled by another thread
+    reaches the waiting one only when it wakes."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     pending = set(futures)
@@ -152,7 +137,6 @@ def as_done(futures: Iterable[Future[T]]) -> Iterator[Future[T]]:
 
 
 def _stop(pool: ProcessPoolExecutor, held: Connection) -> None:
-    """End the workers now (closing their lifeline) and drop the batches not started."""
     held.close()
     pool.shutdown(wait=False, cancel_futures=True)
 
@@ -173,9 +157,8 @@ def _context(frames: bool) -> BaseContext:
 def start_workers_early(
     sources: Sequence[Source], use_cache: bool, found: Sequence[Found] | None = None
 ) -> None:
-    """When the sources will be read into frames by worker processes from a fork server,
-    start it now: it imports polars on another core while this process imports it too.
-    ``found`` is each source's entry in the store, when the caller looked them up."""
+    """When the sources will be read into frames by workers from a fork server, start it now:
+    it imports polars on another core while this process imports it too."""
     if start_method() != "forkserver" or any(source.path is None for source in sources):
         return
     if use_cache and found is None:
@@ -190,16 +173,15 @@ def start_workers_early(
 
 
 def to_read(sources: Sequence[Source], found: Sequence[Found] | None) -> int:
-    """How much of the sources a read would parse: all of them without the store (``found``
-    None), else what their entries cannot serve."""
+    """How much of the sources a read would parse (through the store when ``found``)."""
     if found is None:
         return sum(source.size for source in sources)
     return sum(looked.to_parse() for looked in found)
 
 
 def balance(items: Sequence[T], sizes: Sequence[int], count: int) -> list[list[T]]:
-    """Split items into at most ``count`` non-empty batches of about equal total size, biggest
-    first, so that one huge file does not leave the other workers idle at the end."""
+    """At most ``count`` batches of about equal total size, biggest first: one huge file does
+    not leave the other workers idle at the end."""
     batches: list[list[T]] = [[] for _ in range(max(1, count))]
     loads = [0] * len(batches)
     for size, item in sorted(zip(sizes, items, strict=True), key=lambda pair: -pair[0]):

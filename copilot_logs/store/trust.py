@@ -17,11 +17,9 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-OWNED = hasattr(os, "geteuid")
-"""Files have owners and modes here (not on Windows, where only links are refused)."""
+OWNED = hasattr(os, "geteuid")  # files have owners and modes (on Windows only links are refused)
 
-_verdicts: dict[str, str | None] = {}
-"""Each store folder checked in this process, and why it is not used (None: it is)."""
+_verdicts: dict[str, str | None] = {}  # each folder checked, and why it is not used (None: it is)
 _notices: list[str] = []
 
 
@@ -38,15 +36,15 @@ def where() -> str:
 
 @functools.cache
 def _folder(*environment: str | None) -> str:
-    """:func:`folder` for the variables platformdirs reads (asked once per process)."""
+    """:func:`folder` for the variables platformdirs reads."""
     import platformdirs
 
     return os.path.join(platformdirs.user_cache_dir("copilot-logs", appauthor=False), "store")
 
 
 def usable() -> str | None:
-    """The store folder when it exists and is ours (checked once per process and folder, until
-    :func:`take_notice`); None otherwise."""
+    """The store folder when it exists and is ours (checked once per folder, until
+    :func:`recheck`); None otherwise."""
     path = where()
     if path not in _verdicts:
         _verdicts[path] = _refusal(path, create=False)
@@ -61,9 +59,8 @@ def refused() -> str | None:
 
 
 def private_folder() -> Path | None:
-    """The store folder, created 0700 when missing and made so when others may read it;
-    None when it is not ours (see the module's docstring; the reason is noted). Checked once
-    per process and folder once found ours (entries are written one by one)."""
+    """The store folder, created 0700 when missing and made so when others may read it; None
+    when it is not ours (the reason is noted). Checked once per folder once found ours."""
     path = where()
     if path in _verdicts and _verdicts[path] is None:
         return Path(path)
@@ -84,7 +81,8 @@ def _refusal(path: str, *, create: bool) -> str | None:
             if reason is not None:
                 break
             if create:
-                _make(folder_of_ours)
+                with contextlib.suppress(FileExistsError):  # whatever is there is checked next
+                    os.mkdir(folder_of_ours, 0o700)
             reason = _own_refusal(folder_of_ours)
     except FileNotFoundError:
         return "absent"
@@ -93,11 +91,6 @@ def _refusal(path: str, *, create: bool) -> str | None:
     if reason is not None:
         note(f"{reason}: the store is not used, the logs are read without it (docs/cache.md)")
     return reason
-
-
-def _make(path: str) -> None:
-    with contextlib.suppress(FileExistsError):  # whatever is there is checked next
-        os.mkdir(path, 0o700)
 
 
 def _root_refusal(root: str) -> str | None:
@@ -136,7 +129,6 @@ def _own_refusal(path: str) -> str | None:
 
 
 def refusal(info: os.stat_result) -> str | None:
-    """Why a file of the store is not ours to trust, or None."""
     if not OWNED:
         return None
     if info.st_uid != os.geteuid():
@@ -172,7 +164,7 @@ def open_entry(path: str | Path) -> int | None:
 
 
 def replaceable(path: str | Path) -> bool:
-    """Whether an entry may be written at ``path``: nothing is there, or an entry of ours."""
+    """Whether an entry may be written at ``path``: nothing is there, or a file of ours."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -183,19 +175,16 @@ def replaceable(path: str | Path) -> bool:
 
 
 def note(message: str) -> None:
-    """Keep the first reason the store was not used, for :func:`take_notice`."""
     if not _notices:
         _notices.append(message)
 
 
 def recheck() -> None:
-    """Forget the folders checked: the next use checks again (each command's lookup)."""
     _verdicts.clear()
 
 
 def take_notice() -> str | None:
-    """Why the store was not used in this run (one line, or None), and forget it and the
-    folders checked: the next run in this process checks again."""
+    """Why the store was not used in this run (one line, or None); the next run checks again."""
     message = _notices[0] if _notices else None
     _notices.clear()
     _verdicts.clear()

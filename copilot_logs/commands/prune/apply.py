@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from copilot_logs import modes
 from copilot_logs.commands.disk import TRASH, Root, Survey, lock_judge
 from copilot_logs.commands.disk import locks as lock_files
 from copilot_logs.commands.disk.walk import LOG, Tree, lock_content, walk
@@ -468,22 +469,10 @@ def _remove(parent_fd: int, name: str) -> str | None:
 
 
 def _write_atomic(folder_fd: int, name: str, data: bytes) -> None:
-    temporary = f".{name}.{secrets.token_hex(4)}.tmp"
     try:
-        fd = os.open(
-            temporary,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=folder_fd,
-        )
-        with os.fdopen(fd, "wb") as stream:
+        with modes.atomic(name, dir_fd=folder_fd, durable=True) as stream:
             stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.rename(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
     except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=folder_fd)
         raise WriteError(f"cannot write the record {name}: {error.strerror or error}") from None
 
 
