@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from copilot_logs.commands.disk import locks as lock_files
-from copilot_logs.commands.disk.walk import LOG, PARTS, Identity, Judge, Tree, walk
+from copilot_logs.commands.disk.walk import LOG, PARTS, Identity, Judge, Tree, opened, read_at, walk
 from copilot_logs.errors import SelectionError, UnreadableError
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import default_root
@@ -58,31 +58,6 @@ _SIMPLE_ESCAPES = {
 }
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 _PLAIN_BAD_START = tuple("-?:,[]{}#&*!|>'\"%@`")
-
-
-def workspace_keys(folder_fd: int) -> dict[str, str | None]:
-    """:data:`WORKSPACE_KEYS` from ``workspace.yaml`` in the folder open as ``folder_fd``
-    (None for each it does not hold, or holds in a form this parser does not read). Never
-    follows a link, never opens a file that is not a regular one (a named pipe would block)."""
-    try:
-        fd = os.open(
-            "workspace.yaml",
-            os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-            dir_fd=folder_fd,
-        )
-    except OSError:
-        return dict.fromkeys(WORKSPACE_KEYS)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return dict.fromkeys(WORKSPACE_KEYS)
-        data = os.read(fd, WORKSPACE_BYTES + 1)
-    except OSError:
-        return dict.fromkeys(WORKSPACE_KEYS)
-    finally:
-        os.close(fd)
-    return parse_workspace(
-        data[:WORKSPACE_BYTES].decode("utf-8", "replace").splitlines(), WORKSPACE_KEYS
-    )
 
 
 def parse_workspace(lines: Iterable[str], keys: Iterable[str]) -> dict[str, str | None]:
@@ -479,19 +454,18 @@ def lock_judge(network: bool | None, clock: lock_files.Clock, now: float) -> Jud
 
 
 def read_workspace(folder: Folder) -> dict[str, str | None]:
-    """The keys of ``workspace.yaml`` that ``disk`` shows, read from the folder surveyed (its
-    identity checked on the descriptor)."""
+    """:data:`WORKSPACE_KEYS` from ``workspace.yaml`` in the folder surveyed (None for each it
+    does not hold, or holds in a form :func:`parse_workspace` does not read)."""
     try:
-        fd = os.open(folder.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with opened(folder.path, identity=folder.identity) as fd:
+            data = read_at(fd, "workspace.yaml", WORKSPACE_BYTES + 1)
     except OSError:
+        data = None
+    if data is None:
         return dict.fromkeys(WORKSPACE_KEYS)
-    try:
-        own = os.fstat(fd)
-        if (own.st_dev, own.st_ino) != folder.identity:
-            return dict.fromkeys(WORKSPACE_KEYS)
-        return workspace_keys(fd)
-    finally:
-        os.close(fd)
+    return parse_workspace(
+        data[:WORKSPACE_BYTES].decode("utf-8", "replace").splitlines(), WORKSPACE_KEYS
+    )
 
 
 # --- what the logs say, through the store -------------------------------------------------

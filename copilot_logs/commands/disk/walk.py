@@ -19,7 +19,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from copilot_logs.commands.disk import locks as lock_files
@@ -46,6 +47,7 @@ SCAFFOLD_FOLDERS = frozenset({"checkpoints", "files", "research", "rewind-file-s
 nothing else and no log is a scaffold (an aborted start, an interactive resume never used)."""
 
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 LOCK_BYTES = 64
 """What is read of a lock file: the CLI writes its pid and a newline."""
 
@@ -251,20 +253,40 @@ def _session_entry(
 
 
 def lock_content(folder_fd: int, name: str, listed: os.stat_result) -> bytes:
-    """The first bytes of a lock file, opened without following a link or blocking; ``\\0``
-    (which no pid reads as) when it is not the file listed or cannot be read."""
-    try:
-        fd = os.open(
-            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder_fd
-        )
-    except OSError:
-        return b"\0"
+    """The first bytes of a lock file; ``\\0`` (which no pid reads as) when it is not the file
+    listed or cannot be read."""
+    found = read_at(folder_fd, name, LOCK_BYTES, (listed.st_dev, listed.st_ino))
+    return b"\0" if found is None else found
+
+
+@contextmanager
+def opened(
+    name: str | os.PathLike[str],
+    dir_fd: int | None = None,
+    *,
+    identity: Identity | None = None,
+    regular: bool = False,
+) -> Iterator[int]:
+    """A descriptor of the folder (with ``regular``, the regular file) ``name`` in ``dir_fd``,
+    opened without following a link or blocking, checked to be ``identity`` when given; OSError
+    when it is not."""
+    fd = os.open(name, _OPEN_FILE if regular else _OPEN_DIR, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_ino != listed.st_ino:
-            return b"\0"
-        return os.read(fd, LOCK_BYTES)
-    except OSError:
-        return b"\0"
+        if regular and not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file")
+        if identity is not None and (st.st_dev, st.st_ino) != identity:
+            raise OSError(0, "replaced since the plan")
+        yield fd
     finally:
         os.close(fd)
+
+
+def read_at(dir_fd: int, name: str, limit: int, identity: Identity | None = None) -> bytes | None:
+    """The first ``limit`` bytes of the regular file ``name`` in ``dir_fd`` (see
+    :func:`opened`); None when it cannot be read."""
+    try:
+        with opened(name, dir_fd, identity=identity, regular=True) as fd:
+            return os.read(fd, limit)
+    except OSError:
+        return None

@@ -25,7 +25,7 @@ import orjson
 
 from copilot_logs.commands.disk import TRASH, Root, Survey, lock_judge
 from copilot_logs.commands.disk import locks as lock_files
-from copilot_logs.commands.disk.walk import LOG, Tree, lock_content, walk
+from copilot_logs.commands.disk.walk import LOG, Tree, lock_content, opened, walk
 from copilot_logs.commands.prune import FILES, FOLDER, LOCKS, Item, Plan
 from copilot_logs.errors import WriteError
 from copilot_logs.ingest.decode.envelope import Source
@@ -245,8 +245,7 @@ class _RootRun:
 
     def _move_files(self, item: Item, tree: Tree) -> None:
         folder = item.folder
-        inside = _session_fd(self.fd, folder)
-        try:
+        with opened(folder.name, self.fd, identity=folder.identity) as inside:
             st = os.stat("files", dir_fd=inside, follow_symlinks=False)
             if not stat.S_ISDIR(st.st_mode):
                 self.skipped.append(Skipped(item, "its files/ is no longer a folder"))
@@ -261,8 +260,6 @@ class _RootRun:
                 os.rename(target, "files", src_dir_fd=self.run_fd, dst_dir_fd=inside)
                 self.skipped.append(Skipped(item, f"taken during the move, put back: {why}"))
                 return
-        finally:
-            os.close(inside)
         done = Done(item, display_name(self.run_path / target))
         if self.delete:
             done.left = _remove(self.run_fd, target)
@@ -273,19 +270,19 @@ class _RootRun:
     def _unlock(self, item: Item) -> None:
         """Unlink each stale lock of ``item`` (and the ``.hold`` of its pid) relative to the
         session folder's descriptor, after checking its inode and time and judging it again."""
-        try:
-            inside = _session_fd(self.fd, item.folder)
-        except OSError as error:
-            self.skipped.append(Skipped(item, f"cannot be opened ({error.strerror or error})"))
-            return
         unlinked: list[str] = []
         why = ""
-        try:
+        with contextlib.ExitStack() as stack:
+            try:
+                inside = stack.enter_context(
+                    opened(item.folder.name, self.fd, identity=item.folder.identity)
+                )
+            except OSError as error:
+                self.skipped.append(Skipped(item, f"cannot be opened ({error.strerror or error})"))
+                return
             for lock in item.locks:
                 reason = self._unlink_lock(inside, lock, unlinked)
-                why = why or (reason or "")
-        finally:
-            os.close(inside)
+                why = why or reason or ""
         if unlinked:
             self.done.append(Done(item, None, unlinked=unlinked))
         else:
@@ -420,38 +417,15 @@ def _own_folder(parent_fd: int, name: str, device: int) -> int:
     return fd
 
 
-def _session_fd(root_fd: int, folder: Any) -> int:
-    fd = os.open(folder.name, _DIR, dir_fd=root_fd)
-    own = os.fstat(fd)
-    if (own.st_dev, own.st_ino) != folder.identity:
-        os.close(fd)
-        raise OSError(0, "replaced since the plan")
-    return fd
-
-
 def _log_sha256(root_fd: int, name: str) -> str | None:
-    """The sha256 of a session's log, opened relative to the root's descriptor without
-    following a link or blocking."""
-    try:
-        inside = os.open(name, _DIR, dir_fd=root_fd)
-    except OSError:
-        return None
-    try:
-        fd = os.open(LOG, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=inside)
-    except OSError:
-        os.close(inside)
-        return None
+    """The sha256 of a session's log, opened relative to the root's descriptor."""
     digest = hashlib.sha256()
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        while block := os.read(fd, 1 << 20):
-            digest.update(block)
+        with opened(name, root_fd) as inside, opened(LOG, inside, regular=True) as fd:
+            while block := os.read(fd, 1 << 20):
+                digest.update(block)
     except OSError:
         return None
-    finally:
-        os.close(fd)
-        os.close(inside)
     return digest.hexdigest()
 
 
