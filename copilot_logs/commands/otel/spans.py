@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -368,7 +368,9 @@ class _Session:
         ]
         if call["finish_reason"]:
             attributes.append(("gen_ai.response.finish_reasons", [call["finish_reason"]]))
-        attributes += [(name, int(value)) for name, value in _known(call, _TOKENS)]
+        attributes += [
+            (name, int(call[key])) for name, key in _TOKENS.items() if call[key] is not None
+        ]
         if call["source"] == EXACT:
             attributes.append(("gen_ai.response.model", model))
         attributes += _known(call, _CALL_FIGURES)
@@ -628,7 +630,10 @@ _CALL_FIGURES = {
     "github.copilot.nano_aiu": "nano_aiu",
     "github.copilot.initiator": "initiator",
 }
-_CALL_PLACE = {"github.copilot.turn_id": "turn_id", "github.copilot.interaction_id": "interaction_id"}
+_CALL_PLACE = {
+    "github.copilot.turn_id": "turn_id",
+    "github.copilot.interaction_id": "interaction_id",
+}
 
 
 def _known(row: Row, columns: dict[str, str]) -> list[tuple[str, Value]]:
