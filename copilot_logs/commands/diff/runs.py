@@ -71,12 +71,13 @@ def session_part(result: ReadResult) -> tuple[pl.DataFrame, pl.DataFrame]:
         *SESSION, wall_time_ms="duration_ms", damaged_lines="damaged_lines"
     )
     annotated = derive.annotate(result.events)
+    first_prompts = (  # the text of each session's first typed prompt
+        annotated.filter(derive.TASK_START)
+        .group_by(*SESSION, maintain_order=True)
+        .agg(prompt=pl.col("text").first())
+    )
     used = session_rows(annotated).select(
-        *SESSION,
-        "ai_credits",
-        "input_tokens",
-        "output_tokens",
-        model_time_ms="api_duration_ms",
+        *SESSION, "ai_credits", "input_tokens", "output_tokens", model_time_ms="api_duration_ms"
     )
     figures = (
         counted.select(
@@ -89,20 +90,16 @@ def session_part(result: ReadResult) -> tuple[pl.DataFrame, pl.DataFrame]:
             "failed_tool_calls",
             nudges="autopilot_nudges",
         )
-        .join(_first_prompts(annotated), on=SESSION, how="left")
+        .join(first_prompts, on=SESSION, how="left")
         .join(listed, on=SESSION, how="left")
         .join(used, on=SESSION, how="left")
     )
     return figures, audit_core.facts(result)
 
 
-def _first_prompts(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per session, the text of its first typed prompt (``derive.TASK_START``)."""
-    return (
-        annotated.filter(derive.TASK_START)
-        .group_by(*SESSION, maintain_order=True)
-        .agg(prompt=pl.col("text").first())
-    )
+_TASK_FIGURES = (
+    "llm_calls subagent_calls ai_credits input_tokens output_tokens model_time_ms".split()
+)
 
 
 def task_part(result: ReadResult) -> pl.DataFrame:
@@ -124,19 +121,7 @@ def task_part(result: ReadResult) -> pl.DataFrame:
         found["task"]
         .drop("llm_calls")
         .join(calls, on=[*SESSION, "task_index"], how="left")
-        .select(
-            *SESSION,
-            "task_index",
-            "started_at",
-            "prompt",
-            "completed",
-            "llm_calls",
-            "subagent_calls",
-            "ai_credits",
-            "input_tokens",
-            "output_tokens",
-            "model_time_ms",
-        )
+        .select(*SESSION, "task_index", "started_at", "prompt", "completed", *_TASK_FIGURES)
     )
 
 
@@ -210,8 +195,7 @@ def _empty_with_prompt() -> pl.DataFrame:
 
 def _keyed(table: pl.DataFrame) -> pl.DataFrame:
     """The prompt's hash and preview in place of its text."""
-    texts = table["prompt"].to_list()
-    keys = [prompt_key(text) for text in texts]
+    keys = [prompt_key(text) for text in table["prompt"].to_list()]
     return table.drop("prompt").with_columns(
         prompt_hash=pl.Series([k[0] for k in keys], dtype=pl.String),
         prompt_preview=pl.Series([k[1] for k in keys], dtype=pl.String),
