@@ -97,11 +97,6 @@ def session_part(result: ReadResult) -> tuple[pl.DataFrame, pl.DataFrame]:
     return figures, audit_core.facts(result)
 
 
-_TASK_FIGURES = (
-    "llm_calls subagent_calls ai_credits input_tokens output_tokens model_time_ms".split()
-)
-
-
 def task_part(result: ReadResult) -> pl.DataFrame:
     """One batch's figures per task, from ``usage --by task`` (and its calls: which are the
     main agent's, which a sub-agent's); a session's ``not attributable`` row is no task."""
@@ -121,7 +116,19 @@ def task_part(result: ReadResult) -> pl.DataFrame:
         found["task"]
         .drop("llm_calls")
         .join(calls, on=[*SESSION, "task_index"], how="left")
-        .select(*SESSION, "task_index", "started_at", "prompt", "completed", *_TASK_FIGURES)
+        .select(
+            *SESSION,
+            "task_index",
+            "started_at",
+            "prompt",
+            "completed",
+            "llm_calls",
+            "subagent_calls",
+            "ai_credits",
+            "input_tokens",
+            "output_tokens",
+            "model_time_ms",
+        )
     )
 
 
