@@ -40,17 +40,9 @@ class Criteria:
 
     @property
     def any(self) -> bool:
-        return any(
-            (
-                self.scaffolds,
-                self.empty,
-                self.abandoned,
-                self.stale_locks,
-                self.older_than is not None,
-                self.larger_than is not None,
-                self.files_larger_than is not None,
-            )
-        )
+        sizes = (self.older_than, self.larger_than, self.files_larger_than)
+        kinds = (self.scaffolds, self.empty, self.abandoned, self.stale_locks)
+        return any(kinds) or any(size is not None for size in sizes)
 
 
 @dataclass

@@ -25,7 +25,7 @@ import orjson
 
 from copilot_logs.commands.disk import TRASH, Root, Survey, lock_judge
 from copilot_logs.commands.disk import locks as lock_files
-from copilot_logs.commands.disk.walk import LOG, Tree, lock_content, opened, walk
+from copilot_logs.commands.disk.walk import LOG, Judge, Tree, lock_content, opened, walk
 from copilot_logs.commands.prune import FILES, FOLDER, LOCKS, Item, Plan
 from copilot_logs.errors import WriteError
 from copilot_logs.ingest.decode.envelope import Source
@@ -80,7 +80,7 @@ def apply(
 ) -> Applied:
     """Carry ``plan`` out. ``exported``: the logs an export holds whole (``--export-to``; None
     for ``--no-export``): a folder whose log is not among them stays."""
-    judged = clock if clock is not None else lock_files.Clock.here()
+    judged = clock or lock_files.Clock.here()
     applied = Applied()
     roots = {root.path: root for root in survey.roots}
     for path in plan.roots:
@@ -89,31 +89,27 @@ def apply(
     return applied
 
 
+@dataclass
 class _RootRun:
     """One root's part of an apply: its descriptor, its trash, its record."""
 
-    def __init__(
-        self,
-        root: Root,
-        clock: lock_files.Clock,
-        now: Callable[[], float],
-        plan: Plan,
-        delete: bool,
-        exported: set[str] | None,
-        exported_to: Path | None,
-        applied: Applied,
-    ) -> None:
-        self.root, self.clock, self.now, self.plan = root, clock, now, plan
-        self.delete, self.exported, self.exported_to = delete, exported, exported_to
-        self.applied = applied
-        self.fd = -1
-        self.network: bool | None = None
-        self.judge = lock_judge(None, clock, now())
-        self.trash_fd = -1
-        self.run_fd = -1
-        self.name = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(4)
-        self.done: list[Done] = []
-        self.skipped: list[Skipped] = []
+    root: Root
+    clock: lock_files.Clock
+    now: Callable[[], float]
+    plan: Plan
+    delete: bool
+    exported: set[str] | None
+    exported_to: Path | None
+    applied: Applied
+    fd: int = -1
+    trash_fd: int = -1
+    run_fd: int = -1
+    network: bool | None = None
+    name: str = field(
+        default_factory=lambda: datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(4)
+    )
+    done: list[Done] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
 
     @property
     def run_path(self) -> Path:
@@ -146,7 +142,7 @@ class _RootRun:
         self.skipped += [Skipped(item, why) for item in items]
 
     def _one(self, item: Item) -> None:
-        self.judge = lock_judge(self.network, self.clock, self.now())
+        self.judge: Judge = lock_judge(self.network, self.clock, self.now())
         if item.action == LOCKS:
             self._unlock(item)
             return
@@ -236,12 +232,9 @@ class _RootRun:
             os.rename(folder.name, folder.name, src_dir_fd=self.run_fd, dst_dir_fd=self.fd)
             self.skipped.append(Skipped(item, f"taken during the move, put back: {why}"))
             return
-        done = Done(item, display_name(self.run_path / folder.name), log_sha256=digest)
-        if self.delete:
-            done.left = _remove(self.run_fd, folder.name)
-            done.deleted = done.left is None
-            done.to = None if done.deleted else done.to
-        self.done.append(done)
+        self._done(
+            Done(item, display_name(self.run_path / folder.name), log_sha256=digest), folder.name
+        )
 
     def _move_files(self, item: Item, tree: Tree) -> None:
         folder = item.folder
@@ -260,9 +253,13 @@ class _RootRun:
                 os.rename(target, "files", src_dir_fd=self.run_fd, dst_dir_fd=inside)
                 self.skipped.append(Skipped(item, f"taken during the move, put back: {why}"))
                 return
-        done = Done(item, display_name(self.run_path / target))
+        self._done(Done(item, display_name(self.run_path / target)), target)
+
+    def _done(self, done: Done, moved: str) -> None:
+        """A move done; with ``--delete``, what was moved (``moved`` in the run's folder) is
+        removed from the trash."""
         if self.delete:
-            done.left = _remove(self.run_fd, target)
+            done.left = _remove(self.run_fd, moved)
             done.deleted = done.left is None
             done.to = None if done.deleted else done.to
         self.done.append(done)
