@@ -190,14 +190,10 @@ class _Session:
         self.version = rows.facts.get("copilot_version")
         providers = Counter(r["provider_type"] for r in rows.calls if r["provider_type"])
         self.provider = providers.most_common(1)[0][0] if providers else DEFAULT_PROVIDER
-        self.spans: dict[int, list[Span]] = defaultdict(list)
-        """Each interaction's spans, by its index."""
+        self.spans: dict[int, list[Span]] = defaultdict(list)  # by interaction
+        # each tool's and sub-agent's span and interaction, by toolCallId (its task's, for one)
         self.tool_spans: dict[str, tuple[int, Span]] = {}
-        """Each tool's span (and interaction), by its toolCallId."""
         self.agent_spans: dict[str, tuple[int, Span]] = {}
-        """Each sub-agent's span (and interaction), by its key (its task call's toolCallId)."""
-
-    # -- the interactions -------------------------------------------------------------------
 
     def traces(self) -> list[Trace]:
         prompts = {row["interaction_index"]: row for row in self.rows.prompts}
@@ -222,18 +218,8 @@ class _Session:
             if index in self.plans:
                 children = [self._plan(span, index), *children]
             ordered = sorted(children, key=lambda s: (s.start_ns, s.span_id))
-            found.append(
-                Trace(
-                    self.file,
-                    self.session_id,
-                    index,
-                    span.start_ns,
-                    span.trace_id,
-                    is_open,
-                    self.version,
-                    (span, *ordered),
-                )
-            )
+            where = (self.file, self.session_id, index, span.start_ns, span.trace_id)
+            found.append(Trace(*where, is_open, self.version, (span, *ordered)))
         return found
 
     def _plan(self, root: Span, index: int) -> Span:
