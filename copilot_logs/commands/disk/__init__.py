@@ -452,24 +452,11 @@ def log_figures(result: ReadResult) -> pl.DataFrame:
 # --- the table --------------------------------------------------------------------------
 
 COLUMNS = (
-    "session_id",
-    "category",
-    "lock",
-    "bytes",
-    "allocated_bytes",
+    *("session_id", "category", "lock", "bytes", "allocated_bytes"),
     *(f"{part}_bytes" for part in PARTS),
     *(f"{part}_allocated" for part in PARTS),
-    "files",
-    "last_activity",
-    "name",
-    "cwd",
-    "host",
-    "user_prompts",
-    "llm_calls",
-    "replies",
-    "partial",
-    "why",
-    "folder",
+    *("files", "last_activity", "name", "cwd", "host", "user_prompts", "llm_calls", "replies"),
+    *("partial", "why", "folder"),
 )
 
 

@@ -27,20 +27,11 @@ from copilot_logs.commands.disk import locks as lock_files
 
 LOG = "events.jsonl"
 PARTS = ("log", "files", "checkpoints", "rewind", "other")
-_TOP = {
-    LOG: "log",
-    "files": "files",
-    "checkpoints": "checkpoints",
-    "rewind-file-snapshots": "rewind",
-}
+_TOP = dict(zip((LOG, "files", "checkpoints", "rewind-file-snapshots"), PARTS[:4], strict=True))
 
 SCAFFOLD_FILES = frozenset(
-    {
-        "workspace.yaml",
-        ".workspace-fork.lock",
-        "checkpoints/index.md",
-        "rewind-file-snapshots/tracking.json",
-    }
+    {"workspace.yaml", ".workspace-fork.lock", "checkpoints/index.md"}
+    | {"rewind-file-snapshots/tracking.json"}
 )
 SCAFFOLD_FOLDERS = frozenset({"checkpoints", "files", "research", "rewind-file-snapshots"})
 """What the CLI writes into a session folder before the first event (1.0.102): a folder holding
@@ -62,25 +53,19 @@ class Tree:
     apparent: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
     allocated: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
     files: int = 0
-    """Entries that are not folders (files, links, pipes...), each name counted."""
+    """Entries that are not folders, each name counted."""
     newest_ns: int = 0
-    """The newest modification time of the folder or anything in it."""
     log: str | None = None
     """``file`` when ``events.jsonl`` is a regular file, ``other`` when it is something else
     (a link, a pipe), None when there is none."""
     scaffold: bool = True
     """Nothing but what the CLI writes before the first event."""
-    links: int = 0
-    specials: int = 0
-    """Named pipes, sockets and devices: counted by name, never opened."""
+    # relative paths: owned by another user; folders on another file system (not entered);
+    # not listed or stat'ed (the sizes are partial); not what their parent listed (swapped)
     foreign: list[str] = field(default_factory=list)
-    """Paths (relative) owned by another user."""
     mounts: list[str] = field(default_factory=list)
-    """Folders on another file system: not entered."""
     unreadable: list[str] = field(default_factory=list)
-    """Folders that could not be listed (or entries not stat'ed): the sizes are partial."""
     changed: list[str] = field(default_factory=list)
-    """Folders that were not the ones their parent listed when opened (swapped meanwhile)."""
     locks: list[lock_files.Lock] = field(default_factory=list)
     marks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
     """Per part, a sum over every entry in it of a hash of its path, type, inode, size and
@@ -194,13 +179,9 @@ def _list(
                     continue
                 _count(tree, inner, here, st, counted, owner)
                 stack.append((inner, here, (st.st_dev, st.st_ino)))
-            else:
+            else:  # a file, a link, a pipe...: counted by name, never opened
                 tree.files += 1
                 _count(tree, inner, here, st, counted, owner)
-                if stat.S_ISLNK(st.st_mode):
-                    tree.links += 1
-                elif not stat.S_ISREG(st.st_mode):
-                    tree.specials += 1
             if session:
                 _session_entry(tree, fd, relative, inner, name, st, judge)
 
