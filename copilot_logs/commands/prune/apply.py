@@ -147,13 +147,8 @@ class _RootRun:
             self._unlock(item)
             return
         folder = item.folder
-        source = Source(folder.log_path, folder.name).name
-        if (
-            item.action == FOLDER
-            and self.exported is not None
-            and folder.tree.log == "file"
-            and source not in self.exported
-        ):
+        held = self.exported is None or Source(folder.log_path, folder.name).name in self.exported
+        if item.action == FOLDER and folder.tree.log == "file" and not held:
             self.skipped.append(Skipped(item, "its log is not in the export whole"))
             return
         why, tree = self._recheck(item)
@@ -290,10 +285,8 @@ class _RootRun:
             st = os.stat(lock.name, dir_fd=inside, follow_symlinks=False)
         except FileNotFoundError:
             return "its lock is gone already"
-        if not stat.S_ISREG(st.st_mode) or (st.st_ino, st.st_mtime_ns) != (
-            lock.inode,
-            lock.mtime_ns,
-        ):
+        listed = (st.st_ino, st.st_mtime_ns) == (lock.inode, lock.mtime_ns)
+        if not stat.S_ISREG(st.st_mode) or not listed:
             return "its lock changed since the plan"
         again = self.judge(
             lock.name, lock_content(inside, lock.name, st), st.st_ino, st.st_mtime_ns
