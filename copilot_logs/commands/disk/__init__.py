@@ -126,10 +126,8 @@ class Folder:
     name: str
     identity: Identity
     uid: int
-    link: bool = False
-    """The name is a link (never followed: no tree)."""
-    other_device: bool = False
-    """The folder is on another file system than its root (not entered)."""
+    link: bool = False  # never followed: no tree
+    other_device: bool = False  # on another file system than its root: not entered
     tree: Tree = field(default_factory=Tree)
     workspace: dict[str, str | None] = field(default_factory=dict)
     lock: str = lock_files.NONE
@@ -157,12 +155,13 @@ class Folder:
         if self.uid != os.geteuid() or self.tree.foreign:
             where = self.tree.foreign[0] if self.tree.foreign else "."
             return f"holds files of another user ({display_name(where)})"
-        if self.tree.mounts:
-            return f"holds another file system ({display_name(self.tree.mounts[0])})"
-        if self.tree.unreadable:
-            return f"could not be read whole ({display_name(self.tree.unreadable[0])})"
-        if self.tree.changed:
-            return f"changed while it was read ({display_name(self.tree.changed[0])})"
+        for paths, why in (
+            (self.tree.mounts, "holds another file system"),
+            (self.tree.unreadable, "could not be read whole"),
+            (self.tree.changed, "changed while it was read"),
+        ):
+            if paths:
+                return f"{why} ({display_name(paths[0])})"
         return None
 
 
@@ -198,10 +197,6 @@ class Survey:
             for folder in self.folders
             if folder.tree.log == "file" and not folder.link and folder.uid == os.geteuid()
         ]
-
-    @property
-    def partial(self) -> bool:
-        return any(folder.tree.partial for folder in self.folders)
 
 
 # --- choosing roots and folders -----------------------------------------------------------
@@ -369,18 +364,17 @@ def _folder(
     seen: set[Identity],
 ) -> Folder:
     folder = Folder(root.path, name, (st.st_dev, st.st_ino), st.st_uid)
-    if stat.S_ISLNK(st.st_mode):
-        folder.link = True
-        return folder
-    if st.st_dev != device:
-        folder.other_device = True
+    folder.link = stat.S_ISLNK(st.st_mode)
+    folder.other_device = not folder.link and st.st_dev != device
+    if folder.link or folder.other_device:
         return folder
     folder.tree = walk(
         str(folder.path), folder.identity, seen=seen, judge=lock_judge(network, clock, now)
     )
     folder.lock = lock_files.held(folder.tree.locks)
-    reasons = [lock.why for lock in folder.tree.locks if lock.state == folder.lock]
-    folder.lock_why = reasons[0] if reasons else ""
+    folder.lock_why = next(
+        (lock.why for lock in folder.tree.locks if lock.state == folder.lock), ""
+    )
     folder.workspace = read_workspace(folder)
     return folder
 
