@@ -224,20 +224,13 @@ class _Session:
 
     def _plan(self, root: Span, index: int) -> Span:
         """Plan mode's span between the root and the main agent's calls and tools."""
-        return Span(
-            root.trace_id,
-            self.plans[index],
-            root.span_id,
-            "plan",
-            INTERNAL,
-            root.start_ns,
-            root.end_ns,
-            (
-                ("gen_ai.operation.name", "plan"),
-                ("gen_ai.conversation.id", self.session_id),
-                ("gen_ai.agent.id", PLAN_AGENT),
-            ),
+        attributes = (
+            ("gen_ai.operation.name", "plan"),
+            ("gen_ai.conversation.id", self.session_id),
+            ("gen_ai.agent.id", PLAN_AGENT),
         )
+        ids = (root.trace_id, self.plans[index], root.span_id)
+        return Span(*ids, "plan", INTERNAL, root.start_ns, root.end_ns, attributes)
 
     def _key(self, index: int, prompt: Row | None) -> str:
         """What an interaction is known by: its prompt's event id (the lines before the first
@@ -301,19 +294,8 @@ class _Session:
         elif errors:
             status, message = ERROR, "Session error"
             attributes.insert(0, ("error.type", errors[0]["error_code"] or "session_error"))
-        span = Span(
-            trace,
-            root,
-            None,
-            "invoke_agent",
-            INTERNAL,
-            start,
-            max(end_candidates),
-            tuple(attributes),
-            tuple(events),
-            status,
-            message,
-        )
+        place = (trace, root, None, "invoke_agent", INTERNAL, start, max(end_candidates))
+        span = Span(*place, tuple(attributes), tuple(events), status, message)
         return span, self._is_open(index, last, turns, ends)
 
     def _is_open(self, index: int, last: int, turns: list[Row], ends: list[Row]) -> bool:
@@ -369,16 +351,8 @@ class _Session:
         attributes.append(("copilot_logs.usage.source", call["source"]))
         if self.capture and call["text"]:
             attributes.append(("gen_ai.output.messages", call["text"]))
-        return Span(
-            trace,
-            span_id(self.session_id, "chat", key),
-            parent,
-            f"chat {model}",
-            CLIENT,
-            start,
-            max(start, end),
-            tuple(attributes),
-        )
+        ids = (trace, span_id(self.session_id, "chat", key), parent)
+        return Span(*ids, f"chat {model}", CLIENT, start, max(start, end), tuple(attributes))
 
     # -- tools and sub-agents --------------------------------------------------------------
 
@@ -475,17 +449,11 @@ class _Session:
             if tool["error"] and status == ERROR:
                 message = tool["error"]
         key = tool["start_event_id"] or tool["complete_event_id"] or tool["tool_call_id"]
+        ids = (trace, span_id(self.session_id, "execute_tool", key), parent)
+        title = f"execute_tool {name}" + (f" {executable}" if executable else "")
+        times = (start, max(start, end))
         span = Span(
-            trace,
-            span_id(self.session_id, "execute_tool", key),
-            parent,
-            f"execute_tool {name}" + (f" {executable}" if executable else ""),
-            INTERNAL,
-            start,
-            max(start, end),
-            tuple(attributes),
-            status=status,
-            message=message,
+            *ids, title, INTERNAL, *times, tuple(attributes), status=status, message=message
         )
         self.spans[index].append(span)
         self.tool_spans.setdefault(tool["tool_call_id"], (index, span))
@@ -514,19 +482,10 @@ class _Session:
                 ("gen_ai.conversation.id", self.session_id),
                 ("gen_ai.agent.name", name),
             )
-            failed = run["status"] == "failed"
-            span = Span(
-                trace,
-                span_id(self.session_id, "invoke_agent", "sub-agent", agent),
-                parent,
-                f"invoke_agent {name}",
-                INTERNAL,
-                start,
-                max(start, end),
-                attributes,
-                status=ERROR if failed else UNSET,
-                message="Sub-agent failed" if failed else "",
-            )
+            ids = (trace, span_id(self.session_id, "invoke_agent", "sub-agent", agent), parent)
+            span = Span(*ids, f"invoke_agent {name}", INTERNAL, start, max(start, end), attributes)
+            if run["status"] == "failed":
+                span = replace(span, status=ERROR, message="Sub-agent failed")
             self.agent_spans[agent] = (index, span)
 
     def _close_runs(self) -> None:
@@ -576,18 +535,11 @@ class _Session:
         index, parent = placed
         start = nanos(asked["timestamp"]) or parent.start_ns
         end = nanos(answered["timestamp"]) if answered else parent.end_ns
-        self.spans[index].append(
-            Span(
-                parent.trace_id,
-                span_id(self.session_id, "permission", asked["event_id"] or f"line-{line}"),
-                parent.span_id,
-                "permission",
-                INTERNAL,
-                start,
-                max(start, end or start),
-                (("gen_ai.conversation.id", self.session_id),),
-            )
-        )
+        key = asked["event_id"] or f"line-{line}"
+        ids = (parent.trace_id, span_id(self.session_id, "permission", key), parent.span_id)
+        attributes = (("gen_ai.conversation.id", self.session_id),)
+        span = Span(*ids, "permission", INTERNAL, start, max(start, end or start), attributes)
+        self.spans[index].append(span)
 
 
 def _totals(calls: list[Row]) -> list[tuple[str, Value]]:
