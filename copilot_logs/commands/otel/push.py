@@ -42,9 +42,10 @@ def resource(trace: Trace) -> dict[str, Any]:
     return {"attributes": _attributes(attributes)}
 
 
-def traces_data(traces: Sequence[Trace]) -> dict[str, Any]:
+def traces_data(traces: Sequence[Trace], ids: Callable[[bytes], str] = bytes.hex) -> dict[str, Any]:
     """One OTLP ``TracesData`` (the same message as ``ExportTraceServiceRequest``) holding the
-    spans of ``traces``: a resource per session, in the order given."""
+    spans of ``traces``: a resource per session, in the order given. ``ids`` writes an id: hex
+    as OTLP/JSON does (protobuf's own JSON mapping reads base64)."""
     groups: dict[tuple[str, str | None], list[Trace]] = {}
     for trace in traces:
         groups.setdefault((trace.session_id, trace.copilot_version), []).append(trace)
@@ -56,7 +57,7 @@ def traces_data(traces: Sequence[Trace]) -> dict[str, Any]:
                 "scopeSpans": [
                     {
                         "scope": {"name": SCOPE, "version": version},
-                        "spans": [_span(span) for trace in group for span in trace.spans],
+                        "spans": [_span(span, ids) for trace in group for span in trace.spans],
                     }
                 ],
                 "schemaUrl": SCHEMA_URL,
@@ -123,37 +124,20 @@ def protobuf(traces: Sequence[Trace]) -> bytes:
         ExportTraceServiceRequest,
     )
 
-    message = json_format.ParseDict(as_proto_json(traces_data(traces)), ExportTraceServiceRequest())
+    data = traces_data(traces, lambda ident: base64.b64encode(ident).decode())
+    message = json_format.ParseDict(data, ExportTraceServiceRequest())
     return bytes(message.SerializeToString(deterministic=True))
 
 
-def as_proto_json(data: dict[str, Any]) -> dict[str, Any]:
-    """OTLP/JSON -> the protobuf JSON mapping, which differs only in the ids: base64, not
-    hex (OTLP's JSON encoding writes them as hex, protobuf's own mapping as base64)."""
-
-    def convert(value: Any, key: str = "") -> Any:
-        if isinstance(value, dict):
-            return {k: convert(v, k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [convert(item) for item in value]
-        if key in ("traceId", "spanId", "parentSpanId") and isinstance(value, str):
-            return base64.b64encode(bytes.fromhex(value)).decode()
-        return value
-
-    converted = convert(data)
-    assert isinstance(converted, dict)
-    return converted
-
-
-def _span(span: Span) -> dict[str, Any]:
+def _span(span: Span, ids: Callable[[bytes], str] = bytes.hex) -> dict[str, Any]:
     events = [
         {"timeUnixNano": str(e.time_ns), "name": e.name, "attributes": _attributes(e.attributes)}
         for e in span.events
     ]
     return {
-        "traceId": span.trace_id.hex(),
-        "spanId": span.span_id.hex(),
-        **({"parentSpanId": span.parent_id.hex()} if span.parent_id else {}),
+        "traceId": ids(span.trace_id),
+        "spanId": ids(span.span_id),
+        **({"parentSpanId": ids(span.parent_id)} if span.parent_id else {}),
         "name": text(span.name),
         "kind": span.kind,
         "startTimeUnixNano": str(span.start_ns),
