@@ -395,11 +395,9 @@ def lock_judge(network: bool | None, clock: lock_files.Clock, now: float) -> Jud
 def read_workspace(folder: Folder) -> dict[str, str | None]:
     """:data:`WORKSPACE_KEYS` from ``workspace.yaml`` in the folder surveyed (None for each it
     does not hold, or holds in a form :func:`parse_workspace` does not read)."""
-    try:
-        with opened(folder.path, identity=folder.identity) as fd:
-            data = read_at(fd, "workspace.yaml", WORKSPACE_BYTES + 1)
-    except OSError:
-        data = None
+    data = None
+    with contextlib.suppress(OSError), opened(folder.path, identity=folder.identity) as fd:
+        data = read_at(fd, "workspace.yaml", WORKSPACE_BYTES + 1)
     if data is None:
         return dict.fromkeys(WORKSPACE_KEYS)
     return parse_workspace(

@@ -74,9 +74,7 @@ def plan(
 
 def existing_sessions(paths: Sequence[Path]) -> set[str]:
     """The sessions (``gen_ai.conversation.id``) that OpenTelemetry files already hold: the
-    CLI's own (``COPILOT_OTEL_FILE_EXPORTER_PATH``), or OTLP JSON lines such as ``otel --out``
-    writes. A line that is neither is passed over; a file that cannot be read is an error."""
-
+    CLI's own, or OTLP JSON lines such as ``otel --out`` writes (:func:`conversations`)."""
     found: set[str] = set()
     for path in paths:
         try:
@@ -102,8 +100,7 @@ class Pushed:
     rejected_spans: int
     """Spans the collector said it rejected (their batches are not in the ledger)."""
     recorded: bool
-    """The ledger holds what was sent (False: the store is not the user's own, or could not
-    be written; the next push sends these again)."""
+    """The ledger holds what was sent (else the next push sends these again)."""
 
 
 def push_traces(
