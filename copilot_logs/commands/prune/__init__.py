@@ -133,11 +133,10 @@ def picks(
 
 
 def keeps(
-    folder: Folder, log: Mapping[str, int] | None, criteria: Criteria, now: float, newest: bool
+    folder: Folder, log: Mapping[str, int] | None, criteria: Criteria, now: float
 ) -> str | None:
-    """The rule that keeps ``folder`` whatever picks it (None: none does); ``newest`` when it
-    is one of the ``--keep-newest`` of its root (which does not keep a stale lock from being
-    unlinked: the session stays)."""
+    """The rule that keeps ``folder`` whatever picks it (None: none does; ``--keep-newest``,
+    which does not keep a stale lock from being unlinked, is :func:`_consider`'s)."""
     refused = folder.refusal()
     if refused:
         return refused
@@ -150,8 +149,6 @@ def keeps(
     quiet = now - folder.tree.newest_ns / 1e9
     if quiet < criteria.quiet_for.total_seconds():
         return "written within --quiet-for"
-    if newest:
-        return f"one of the {criteria.keep_newest} newest"
     return None
 
 
@@ -169,7 +166,7 @@ def _consider(
         return
     category = disk.category(folder, dict(log) if log is not None else None, heavy)
     why = [reason for reasons in picked.values() for reason in reasons]
-    reason = keeps(folder, log, criteria, now, newest=False)
+    reason = keeps(folder, log, criteria, now)
     if reason is not None:
         made.held.append(Held(folder, category, why, reason))
         return
