@@ -92,17 +92,17 @@ class Row:
     metric: Metric
     status: str
     failing: bool
-    base: Figures | None
-    candidate: Figures | None
-    change: float | None
-    """Candidate minus base, of the medians (of the rates for a yes/no metric)."""
-    relative: float | None
-    """``change`` over the base's figure (+-inf from 0)."""
-    p_value: float | None
-    p_method: str | None
-    fired: tuple[str, ...]
     file: str | None
     """A log of the case, for CI annotations: the candidate's first run, else the base's."""
+    base: Figures | None = None
+    candidate: Figures | None = None
+    change: float | None = None
+    """Candidate minus base, of the medians (of the rates for a yes/no metric)."""
+    relative: float | None = None
+    """``change`` over the base's figure (+-inf from 0)."""
+    p_value: float | None = None
+    p_method: str | None = None
+    fired: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -172,37 +172,21 @@ def case_keys(runs: pl.DataFrame, key: str) -> tuple[list[str], dict[str, str]]:
 
 def compare(base: pl.DataFrame, candidate: pl.DataFrame, gate: Gate, *, unit: str) -> Diff:
     """The diff of two sets of runs (:data:`~copilot_logs.commands.diff.runs.RUN_SCHEMA`)."""
-    base_keys, base_labels = case_keys(base, gate.key)
+    base_keys, labels = case_keys(base, gate.key)
     candidate_keys, candidate_labels = case_keys(candidate, gate.key)
-    labels = {**base_labels, **candidate_labels}
+    labels.update(candidate_labels)
     base = base.with_columns(_case=pl.Series(base_keys, dtype=pl.String))
     candidate = candidate.with_columns(_case=pl.Series(candidate_keys, dtype=pl.String))
-    base_by = _by_case(base)
-    candidate_by = _by_case(candidate)
+    base_by, candidate_by = _by_case(base), _by_case(candidate)
     cases, rows = [], []
     for key in sorted(set(base_by) | set(candidate_by), key=lambda k: (labels[k], k)):
         mine = base_by.get(key, base.clear())
         theirs = candidate_by.get(key, candidate.clear())
-        cases.append(
-            Case(
-                key=key,
-                label=labels[key],
-                base_runs=mine.height,
-                candidate_runs=theirs.height,
-                base_verdicts=_verdicts(mine),
-                candidate_verdicts=_verdicts(theirs),
-            )
-        )
+        verdicts = (_verdicts(mine), _verdicts(theirs))
+        cases.append(Case(key, labels[key], mine.height, theirs.height, *verdicts))
         rows.extend(_case_rows(key, mine, theirs, gate))
     rows.sort(key=lambda row: not row.failing)  # stable: failing first, else in case order
-    return Diff(
-        gate=gate,
-        unit=unit,
-        base=base.drop("_case"),
-        candidate=candidate.drop("_case"),
-        cases=cases,
-        rows=rows,
-    )
+    return Diff(gate, unit, base.drop("_case"), candidate.drop("_case"), cases, rows)
 
 
 def _by_case(runs: pl.DataFrame) -> dict[str, pl.DataFrame]:
@@ -214,38 +198,12 @@ def _verdicts(runs: pl.DataFrame) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _first_file(*sides: pl.DataFrame) -> str | None:
-    for side in sides:
-        if side.height:
-            return str(side["file"][0])
-    return None
-
-
 def _case_rows(key: str, base: pl.DataFrame, candidate: pl.DataFrame, gate: Gate) -> list[Row]:
-    file = _first_file(candidate, base)
+    file = next((str(side["file"][0]) for side in (candidate, base) if side.height), None)
     if not base.height or not candidate.height:
         metric = NEW if not base.height else GONE
-        return [
-            Row(
-                case=key,
-                metric=metric,
-                status=metric.name,
-                failing=gate.fail_on_missing,
-                base=None,
-                candidate=None,
-                change=None,
-                relative=None,
-                p_value=None,
-                p_method=None,
-                fired=(),
-                file=file,
-            )
-        ]
+        return [Row(key, metric, metric.name, gate.fail_on_missing, file)]
     return [_metric_row(key, metric, base, candidate, gate, file) for metric in METRICS]
-
-
-def _values(runs: pl.DataFrame, metric: Metric) -> list[float]:
-    return [float(value) for value in runs[metric.name].to_list() if value is not None]
 
 
 def figures(values: Sequence[float], runs: int, metric: Metric) -> Figures:
@@ -268,7 +226,9 @@ def _metric_row(
     gate: Gate,
     file: str | None,
 ) -> Row:
-    before, after = _values(base, metric), _values(candidate, metric)
+    before, after = (
+        [float(v) for v in side[metric.name].drop_nulls()] for side in (base, candidate)
+    )
     mine, theirs = figures(before, base.height, metric), figures(after, candidate.height, metric)
     main_stat = "median" if metric.kind == NUMBER else "rate"
     change = _change(mine, theirs, main_stat)
@@ -282,7 +242,10 @@ def _metric_row(
             t.text
             for t in gate.thresholds
             if t.metric == metric.name
-            and t.fires(_change(mine, theirs, t.stat), _relative(mine, theirs, t.stat))
+            and t.fires(
+                _change(mine, theirs, t.stat),
+                relative_change(mine.stat(t.stat), theirs.stat(t.stat)),
+            )
             and (gate.alpha is None or (p_value is not None and p_value < gate.alpha))
         )
         moved = any(
@@ -297,19 +260,20 @@ def _metric_row(
             status = FAIL
         else:
             status = CHANGED
+    fired = fired if status in (FAIL, INSUFFICIENT) else ()
     return Row(
-        case=key,
-        metric=metric,
-        status=status,
-        failing=status == FAIL,
-        base=mine,
-        candidate=theirs,
-        change=change,
-        relative=relative,
-        p_value=p_value,
-        p_method=p_method,
-        fired=fired if status in (FAIL, INSUFFICIENT) else (),
-        file=file,
+        key,
+        metric,
+        status,
+        status == FAIL,
+        file,
+        mine,
+        theirs,
+        change,
+        relative,
+        p_value,
+        p_method,
+        fired,
     )
 
 
@@ -318,10 +282,6 @@ def _change(base: Figures, candidate: Figures, stat: str) -> float | None:
     if before is None or after is None:
         return None
     return after - before
-
-
-def _relative(base: Figures, candidate: Figures, stat: str) -> float | None:
-    return relative_change(base.stat(stat), candidate.stat(stat))
 
 
 def _p(

@@ -2,19 +2,14 @@
 the figures: median, P90, mean, and the exact tests (Mann-Whitney, Fisher), by hand, so that no
 statistics library is needed (exact where cheap: a few runs a side).
 
-Each metric is taken from what a command already computes (see
-:mod:`copilot_logs.commands.diff.runs`), has a stable code in its family (cost D1xx, calls
-D2xx, tools D3xx, outcome D4xx, time D5xx, coverage D6xx), and is a number (compared by its
-median, P90 or mean; tested with Mann-Whitney) or a yes/no of each run (compared by its rate;
-tested with Fisher's exact test). A threshold is written ``METRIC.STAT OP AMOUNT [and AMOUNT]``,
-e.g. ``ai_credits.median > +25% and +1.0``: it fires when the statistic moved past every amount
-given, a percent relative to the base, a bare number absolute.
+Metrics, their codes and the threshold syntax: docs/diff.md.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
@@ -38,7 +33,6 @@ class Metric:
     """:data:`NUMBER` or :data:`RATE` (a yes/no of each run)."""
     summary: str
     source: str
-    """The command (and its field) the figure comes from."""
 
 
 METRICS: tuple[Metric, ...] = (
@@ -188,14 +182,7 @@ NORMAL = "normal"
 
 
 def median(values: Sequence[float]) -> float | None:
-    """The middle value (the mean of the two middle ones for an even count); None for none."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return float(ordered[middle])
-    return (ordered[middle - 1] + ordered[middle]) / 2
+    return float(statistics.median(values)) if values else None
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
@@ -209,7 +196,7 @@ def percentile(values: Sequence[float], share: float) -> float | None:
 
 
 def mean(values: Sequence[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
+    return statistics.fmean(values) if values else None
 
 
 def mann_whitney(base: Sequence[float], candidate: Sequence[float]) -> tuple[float, str] | None:

@@ -35,26 +35,14 @@ RUN_SCHEMA: dict[str, pl.DataType] = {
     "session_id": pl.String(),
     "task_index": pl.Int64(),
     "started_at": pl.Datetime("ms", "UTC"),
-    "prompt_hash": pl.String(),
-    "prompt_preview": pl.String(),
-    "name": pl.String(),
-    "verdict": pl.String(),
+    **dict.fromkeys(("prompt_hash", "prompt_preview", "name", "verdict"), pl.String()),
     "ai_credits": pl.Float64(),
-    "input_tokens": pl.Int64(),
-    "output_tokens": pl.Int64(),
-    "llm_calls": pl.Int64(),
-    "subagent_calls": pl.Int64(),
-    "fusion_calls": pl.Int64(),
-    "nudges": pl.Int64(),
-    "wasted_calls": pl.Int64(),
-    "tool_calls": pl.Int64(),
+    **dict.fromkeys(("input_tokens", "output_tokens", "llm_calls", "subagent_calls"), pl.Int64()),
+    **dict.fromkeys(("fusion_calls", "nudges", "wasted_calls", "tool_calls"), pl.Int64()),
     "failed_tool_calls": pl.Int64(),
     "tool_failure_rate": pl.Float64(),
-    "completed": pl.Boolean(),
-    "looping": pl.Boolean(),
-    "wall_time_ms": pl.Int64(),
-    "model_time_ms": pl.Int64(),
-    "damaged_lines": pl.Int64(),
+    **dict.fromkeys(("completed", "looping"), pl.Boolean()),
+    **dict.fromkeys(("wall_time_ms", "model_time_ms", "damaged_lines"), pl.Int64()),
 }
 """One run: where it is, what pairs it, and every metric of
 :data:`copilot_logs.commands.diff.metrics.METRICS` (null: unknown)."""
@@ -71,12 +59,13 @@ def session_part(result: ReadResult) -> tuple[pl.DataFrame, pl.DataFrame]:
         *SESSION, wall_time_ms="duration_ms", damaged_lines="damaged_lines"
     )
     annotated = derive.annotate(result.events)
+    first_prompts = (  # the text of each session's first typed prompt
+        annotated.filter(derive.TASK_START)
+        .group_by(*SESSION, maintain_order=True)
+        .agg(prompt=pl.col("text").first())
+    )
     used = session_rows(annotated).select(
-        *SESSION,
-        "ai_credits",
-        "input_tokens",
-        "output_tokens",
-        model_time_ms="api_duration_ms",
+        *SESSION, "ai_credits", "input_tokens", "output_tokens", model_time_ms="api_duration_ms"
     )
     figures = (
         counted.select(
@@ -89,20 +78,11 @@ def session_part(result: ReadResult) -> tuple[pl.DataFrame, pl.DataFrame]:
             "failed_tool_calls",
             nudges="autopilot_nudges",
         )
-        .join(_first_prompts(annotated), on=SESSION, how="left")
+        .join(first_prompts, on=SESSION, how="left")
         .join(listed, on=SESSION, how="left")
         .join(used, on=SESSION, how="left")
     )
     return figures, audit_core.facts(result)
-
-
-def _first_prompts(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Per session, the text of its first typed prompt (``derive.TASK_START``)."""
-    return (
-        annotated.filter(derive.TASK_START)
-        .group_by(*SESSION, maintain_order=True)
-        .agg(prompt=pl.col("text").first())
-    )
 
 
 def task_part(result: ReadResult) -> pl.DataFrame:
@@ -210,8 +190,7 @@ def _empty_with_prompt() -> pl.DataFrame:
 
 def _keyed(table: pl.DataFrame) -> pl.DataFrame:
     """The prompt's hash and preview in place of its text."""
-    texts = table["prompt"].to_list()
-    keys = [prompt_key(text) for text in texts]
+    keys = [prompt_key(text) for text in table["prompt"].to_list()]
     return table.drop("prompt").with_columns(
         prompt_hash=pl.Series([k[0] for k in keys], dtype=pl.String),
         prompt_preview=pl.Series([k[1] for k in keys], dtype=pl.String),

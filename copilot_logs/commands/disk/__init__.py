@@ -9,6 +9,7 @@ strict parser (:func:`parse_workspace`) instead of a YAML library.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from copilot_logs.commands.disk import locks as lock_files
-from copilot_logs.commands.disk.walk import LOG, PARTS, Identity, Judge, Tree, walk
+from copilot_logs.commands.disk.walk import LOG, PARTS, Identity, Judge, Tree, opened, read_at, walk
 from copilot_logs.errors import SelectionError, UnreadableError
 from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import default_root
@@ -36,53 +37,13 @@ WORKSPACE_BYTES = 64 * 1024
 """Bytes read at most: the CLI's file is a few hundred."""
 
 _LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?")
-_SIMPLE_ESCAPES = {
-    "0": "\0",
-    "a": "\a",
-    "b": "\b",
-    "t": "\t",
-    "\t": "\t",
-    "n": "\n",
-    "v": "\v",
-    "f": "\f",
-    "r": "\r",
-    "e": "\x1b",
-    " ": " ",
-    '"': '"',
-    "/": "/",
-    "\\": "\\",
-    "N": "\x85",
-    "_": "\xa0",
-    "L": "\u2028",
-    "P": "\u2029",
-}
-_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+# YAML's escapes in a double-quoted scalar: each code after a backslash, and what it stands for.
+_SIMPLE_ESCAPES = dict(
+    zip('0abt\tnvfre "/\\N_LP', '\0\a\b\t\t\n\v\f\r\x1b "/\\\x85\xa0\u2028\u2029', strict=True)
+)
+_ESCAPE = r'\\([0abt\tnvfre "/\\N_LP]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})'
+_DOUBLE_QUOTED = re.compile(rf'"((?:[^"\\]|{_ESCAPE})*)"')
 _PLAIN_BAD_START = tuple("-?:,[]{}#&*!|>'\"%@`")
-
-
-def workspace_keys(folder_fd: int) -> dict[str, str | None]:
-    """:data:`WORKSPACE_KEYS` from ``workspace.yaml`` in the folder open as ``folder_fd``
-    (None for each it does not hold, or holds in a form this parser does not read). Never
-    follows a link, never opens a file that is not a regular one (a named pipe would block)."""
-    try:
-        fd = os.open(
-            "workspace.yaml",
-            os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-            dir_fd=folder_fd,
-        )
-    except OSError:
-        return dict.fromkeys(WORKSPACE_KEYS)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return dict.fromkeys(WORKSPACE_KEYS)
-        data = os.read(fd, WORKSPACE_BYTES + 1)
-    except OSError:
-        return dict.fromkeys(WORKSPACE_KEYS)
-    finally:
-        os.close(fd)
-    return parse_workspace(
-        data[:WORKSPACE_BYTES].decode("utf-8", "replace").splitlines(), WORKSPACE_KEYS
-    )
 
 
 def parse_workspace(lines: Iterable[str], keys: Iterable[str]) -> dict[str, str | None]:
@@ -121,38 +82,16 @@ def _single_quoted(text: str) -> str | None:
 
 
 def _double_quoted(text: str) -> str | None:
-    if len(text) < 2 or not text.endswith('"'):
+    found = _DOUBLE_QUOTED.fullmatch(text)
+    try:
+        return re.sub(_ESCAPE, _unescape, found[1]) if found else None
+    except (ValueError, OverflowError):  # a code point past U+10FFFF
         return None
-    inner, out, index = text[1:-1], [], 0
-    while index < len(inner):
-        char = inner[index]
-        if char == '"':
-            return None  # a quote inside that no backslash escapes: not one scalar
-        if char != "\\":
-            out.append(char)
-            index += 1
-            continue
-        if index + 1 >= len(inner):
-            return None
-        code = inner[index + 1]
-        if code in _SIMPLE_ESCAPES:
-            out.append(_SIMPLE_ESCAPES[code])
-            index += 2
-            continue
-        width = _HEX_ESCAPES.get(code)
-        digits = inner[index + 2 : index + 2 + width] if width else ""
-        if (
-            not width
-            or len(digits) != width
-            or not all(c in "0123456789abcdefABCDEF" for c in digits)
-        ):
-            return None
-        point = int(digits, 16)
-        if point > 0x10FFFF:
-            return None
-        out.append(chr(point))
-        index += 2 + width
-    return "".join(out)
+
+
+def _unescape(escape: re.Match[str]) -> str:
+    code = escape[1]
+    return _SIMPLE_ESCAPES.get(code) or chr(int(code[1:], 16))
 
 
 def _plain(text: str) -> str | None:
@@ -187,10 +126,8 @@ class Folder:
     name: str
     identity: Identity
     uid: int
-    link: bool = False
-    """The name is a link (never followed: no tree)."""
-    other_device: bool = False
-    """The folder is on another file system than its root (not entered)."""
+    link: bool = False  # never followed: no tree
+    other_device: bool = False  # on another file system than its root: not entered
     tree: Tree = field(default_factory=Tree)
     workspace: dict[str, str | None] = field(default_factory=dict)
     lock: str = lock_files.NONE
@@ -218,12 +155,13 @@ class Folder:
         if self.uid != os.geteuid() or self.tree.foreign:
             where = self.tree.foreign[0] if self.tree.foreign else "."
             return f"holds files of another user ({display_name(where)})"
-        if self.tree.mounts:
-            return f"holds another file system ({display_name(self.tree.mounts[0])})"
-        if self.tree.unreadable:
-            return f"could not be read whole ({display_name(self.tree.unreadable[0])})"
-        if self.tree.changed:
-            return f"changed while it was read ({display_name(self.tree.changed[0])})"
+        for paths, why in (
+            (self.tree.mounts, "holds another file system"),
+            (self.tree.unreadable, "could not be read whole"),
+            (self.tree.changed, "changed while it was read"),
+        ):
+            if paths:
+                return f"{why} ({display_name(paths[0])})"
         return None
 
 
@@ -259,10 +197,6 @@ class Survey:
             for folder in self.folders
             if folder.tree.log == "file" and not folder.link and folder.uid == os.geteuid()
         ]
-
-    @property
-    def partial(self) -> bool:
-        return any(folder.tree.partial for folder in self.folders)
 
 
 # --- choosing roots and folders -----------------------------------------------------------
@@ -311,12 +245,9 @@ def choose(selectors: Sequence[str], root: Path | None) -> list[tuple[Path, set[
 
 
 def _add(chosen: dict[Path, set[str] | None], root: Path, names: set[str]) -> None:
-    if root in chosen:
-        held = chosen[root]
-        if held is not None:
-            held.update(names)
-    else:
-        chosen[root] = set(names)
+    held = chosen.setdefault(root, set())
+    if held is not None:
+        held.update(names)
 
 
 def _by_id(selector: str, root: Path) -> str:
@@ -351,11 +282,10 @@ def survey(
 ) -> Survey:
     """Walk the chosen session folders of each root, and what else the root (and, for the
     CLI's ``session-state``, its parent) holds."""
-    judged = clock if clock is not None else lock_files.Clock.here()
+    judged = clock or lock_files.Clock.here()
     moment = now if now is not None else datetime.now(UTC).timestamp()
     found = Survey([])
-    for path, names in chosen:
-        found.roots.append(_survey_root(path, names, judged, moment, found.seen))
+    found.roots = [_survey_root(path, names, judged, moment, found.seen) for path, names in chosen]
     return found
 
 
@@ -389,9 +319,10 @@ def _survey_root(
         if names is not None and entry.name not in names:
             continue
         root.folders.append(_folder(root, entry.name, st, own.st_dev, network, clock, now, seen))
-    if path.name == "session-state":
-        for name in BESIDE_ROOT:
-            _beside_parent(root, path.parent / name, name, seen)
+    for name in BESIDE_ROOT if path.name == "session-state" else ():
+        with contextlib.suppress(OSError):
+            root.beside[name] = _tree(path.parent / name, os.lstat(path.parent / name), seen, None)
+            root.beside_parent.add(name)
     return root
 
 
@@ -399,27 +330,20 @@ def _beside(root: Root, name: str, st: os.stat_result, seen: set[Identity]) -> N
     """Count an entry of the root that is not a session, under its own name (the trash, the
     operation locks) or ``other``."""
     kind = name if name in (TRASH, OPERATION_LOCKS) else "other"
-    tree = root.beside.setdefault(kind, Tree())
-    if stat.S_ISDIR(st.st_mode) and st.st_dev == root.identity[0]:
-        _merge(tree, walk(str(root.path / name), (st.st_dev, st.st_ino), seen=seen, session=False))
-    else:
-        _merge(tree, _one(st, seen))
+    into = root.beside.setdefault(kind, Tree())
+    tree = _tree(root.path / name, st, seen, root.identity[0])
+    for part in PARTS:
+        into.apparent[part] += tree.apparent[part]
+        into.allocated[part] += tree.allocated[part]
+    into.files += tree.files
+    into.newest_ns = max(into.newest_ns, tree.newest_ns)
+    into.unreadable += tree.unreadable
 
 
-def _beside_parent(root: Root, path: Path, name: str, seen: set[Identity]) -> None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        tree = walk(str(path), (st.st_dev, st.st_ino), seen=seen, session=False)
-    else:
-        tree = _one(st, seen)
-    root.beside[name] = tree
-    root.beside_parent.add(name)
-
-
-def _one(st: os.stat_result, seen: set[Identity]) -> Tree:
+def _tree(path: Path, st: os.stat_result, seen: set[Identity], device: int | None) -> Tree:
+    """What is not a session: a folder (on ``device`` when given) walked, else one file."""
+    if stat.S_ISDIR(st.st_mode) and device in (None, st.st_dev):
+        return walk(str(path), (st.st_dev, st.st_ino), seen=seen, session=False)
     tree = Tree(files=1, newest_ns=st.st_mtime_ns)
     key = (st.st_dev, st.st_ino)
     if st.st_nlink < 2 or key not in seen:
@@ -427,15 +351,6 @@ def _one(st: os.stat_result, seen: set[Identity]) -> Tree:
         tree.apparent["other"] = st.st_size
         tree.allocated["other"] = st.st_blocks * 512
     return tree
-
-
-def _merge(into: Tree, tree: Tree) -> None:
-    for part in PARTS:
-        into.apparent[part] += tree.apparent[part]
-        into.allocated[part] += tree.allocated[part]
-    into.files += tree.files
-    into.newest_ns = max(into.newest_ns, tree.newest_ns)
-    into.unreadable += tree.unreadable
 
 
 def _folder(
@@ -449,18 +364,17 @@ def _folder(
     seen: set[Identity],
 ) -> Folder:
     folder = Folder(root.path, name, (st.st_dev, st.st_ino), st.st_uid)
-    if stat.S_ISLNK(st.st_mode):
-        folder.link = True
-        return folder
-    if st.st_dev != device:
-        folder.other_device = True
+    folder.link = stat.S_ISLNK(st.st_mode)
+    folder.other_device = not folder.link and st.st_dev != device
+    if folder.link or folder.other_device:
         return folder
     folder.tree = walk(
         str(folder.path), folder.identity, seen=seen, judge=lock_judge(network, clock, now)
     )
     folder.lock = lock_files.held(folder.tree.locks)
-    reasons = [lock.why for lock in folder.tree.locks if lock.state == folder.lock]
-    folder.lock_why = reasons[0] if reasons else ""
+    folder.lock_why = next(
+        (lock.why for lock in folder.tree.locks if lock.state == folder.lock), ""
+    )
     folder.workspace = read_workspace(folder)
     return folder
 
@@ -479,19 +393,16 @@ def lock_judge(network: bool | None, clock: lock_files.Clock, now: float) -> Jud
 
 
 def read_workspace(folder: Folder) -> dict[str, str | None]:
-    """The keys of ``workspace.yaml`` that ``disk`` shows, read from the folder surveyed (its
-    identity checked on the descriptor)."""
-    try:
-        fd = os.open(folder.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    """:data:`WORKSPACE_KEYS` from ``workspace.yaml`` in the folder surveyed (None for each it
+    does not hold, or holds in a form :func:`parse_workspace` does not read)."""
+    data = None
+    with contextlib.suppress(OSError), opened(folder.path, identity=folder.identity) as fd:
+        data = read_at(fd, "workspace.yaml", WORKSPACE_BYTES + 1)
+    if data is None:
         return dict.fromkeys(WORKSPACE_KEYS)
-    try:
-        own = os.fstat(fd)
-        if (own.st_dev, own.st_ino) != folder.identity:
-            return dict.fromkeys(WORKSPACE_KEYS)
-        return workspace_keys(fd)
-    finally:
-        os.close(fd)
+    return parse_workspace(
+        data[:WORKSPACE_BYTES].decode("utf-8", "replace").splitlines(), WORKSPACE_KEYS
+    )
 
 
 # --- what the logs say, through the store -------------------------------------------------
@@ -533,24 +444,11 @@ def log_figures(result: ReadResult) -> pl.DataFrame:
 # --- the table --------------------------------------------------------------------------
 
 COLUMNS = (
-    "session_id",
-    "category",
-    "lock",
-    "bytes",
-    "allocated_bytes",
+    *("session_id", "category", "lock", "bytes", "allocated_bytes"),
     *(f"{part}_bytes" for part in PARTS),
     *(f"{part}_allocated" for part in PARTS),
-    "files",
-    "last_activity",
-    "name",
-    "cwd",
-    "host",
-    "user_prompts",
-    "llm_calls",
-    "replies",
-    "partial",
-    "why",
-    "folder",
+    *("files", "last_activity", "name", "cwd", "host", "user_prompts", "llm_calls", "replies"),
+    *("partial", "why", "folder"),
 )
 
 
@@ -589,12 +487,12 @@ def category(folder: Folder, figures: dict[str, int] | None, heavy: int) -> str:
 def figures_by_file(parts: Iterable[pl.DataFrame]) -> dict[str, dict[str, int]]:
     """The logs' figures (:func:`log_figures` of each batch) by file name; a log that could
     not be read is left out."""
-    found: dict[str, dict[str, int]] = {}
-    for part in parts:
-        for row in part.iter_rows(named=True):
-            if not row["unreadable"]:
-                found[row["file"]] = {name: row[name] for name in FIGURES}
-    return found
+    return {
+        row["file"]: {name: row[name] for name in FIGURES}
+        for part in parts
+        for row in part.iter_rows(named=True)
+        if not row["unreadable"]
+    }
 
 
 def rows(
@@ -666,9 +564,7 @@ def by_category(frame: pl.DataFrame) -> pl.DataFrame:
             files_allocated=pl.col("files_allocated").sum(),
             files=pl.col("files").sum(),
         )
-        .with_columns(_order=pl.col("category").replace_strict(order, default=len(order)))
-        .sort("_order")
-        .drop("_order")
+        .sort(pl.col("category").replace_strict(order, default=len(order)))
     )
 
 

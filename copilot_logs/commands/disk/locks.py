@@ -24,24 +24,9 @@ to have started after its lock only when it did by more than this."""
 
 NETWORK_FILE_SYSTEMS = frozenset(
     {
-        "nfs",
-        "nfs4",
-        "cifs",
-        "smb3",
-        "smbfs",
-        "9p",
-        "afs",
-        "ceph",
-        "glusterfs",
-        "lustre",
-        "gpfs",
-        "fuse.sshfs",
-        "fuse.rclone",
-        "fuse.s3fs",
-        "fuse.gcsfuse",
-        "davfs",
-        "fuse.davfs",
-        "virtiofs",
+        *("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre"),
+        *("gpfs", "fuse.sshfs", "fuse.rclone", "fuse.s3fs", "fuse.gcsfuse", "davfs"),
+        *("fuse.davfs", "virtiofs"),
     }
 )
 

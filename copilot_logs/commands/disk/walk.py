@@ -19,33 +19,26 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from copilot_logs.commands.disk import locks as lock_files
 
 LOG = "events.jsonl"
 PARTS = ("log", "files", "checkpoints", "rewind", "other")
-_TOP = {
-    LOG: "log",
-    "files": "files",
-    "checkpoints": "checkpoints",
-    "rewind-file-snapshots": "rewind",
-}
+_TOP = dict(zip((LOG, "files", "checkpoints", "rewind-file-snapshots"), PARTS[:4], strict=True))
 
 SCAFFOLD_FILES = frozenset(
-    {
-        "workspace.yaml",
-        ".workspace-fork.lock",
-        "checkpoints/index.md",
-        "rewind-file-snapshots/tracking.json",
-    }
+    {"workspace.yaml", ".workspace-fork.lock", "checkpoints/index.md"}
+    | {"rewind-file-snapshots/tracking.json"}
 )
 SCAFFOLD_FOLDERS = frozenset({"checkpoints", "files", "research", "rewind-file-snapshots"})
 """What the CLI writes into a session folder before the first event (1.0.102): a folder holding
 nothing else and no log is a scaffold (an aborted start, an interactive resume never used)."""
 
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 LOCK_BYTES = 64
 """What is read of a lock file: the CLI writes its pid and a newline."""
 
@@ -60,25 +53,19 @@ class Tree:
     apparent: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
     allocated: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
     files: int = 0
-    """Entries that are not folders (files, links, pipes...), each name counted."""
+    """Entries that are not folders, each name counted."""
     newest_ns: int = 0
-    """The newest modification time of the folder or anything in it."""
     log: str | None = None
     """``file`` when ``events.jsonl`` is a regular file, ``other`` when it is something else
     (a link, a pipe), None when there is none."""
     scaffold: bool = True
     """Nothing but what the CLI writes before the first event."""
-    links: int = 0
-    specials: int = 0
-    """Named pipes, sockets and devices: counted by name, never opened."""
+    # relative paths: owned by another user; folders on another file system (not entered);
+    # not listed or stat'ed (the sizes are partial); not what their parent listed (swapped)
     foreign: list[str] = field(default_factory=list)
-    """Paths (relative) owned by another user."""
     mounts: list[str] = field(default_factory=list)
-    """Folders on another file system: not entered."""
     unreadable: list[str] = field(default_factory=list)
-    """Folders that could not be listed (or entries not stat'ed): the sizes are partial."""
     changed: list[str] = field(default_factory=list)
-    """Folders that were not the ones their parent listed when opened (swapped meanwhile)."""
     locks: list[lock_files.Lock] = field(default_factory=list)
     marks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
     """Per part, a sum over every entry in it of a hash of its path, type, inode, size and
@@ -192,13 +179,9 @@ def _list(
                     continue
                 _count(tree, inner, here, st, counted, owner)
                 stack.append((inner, here, (st.st_dev, st.st_ino)))
-            else:
+            else:  # a file, a link, a pipe...: counted by name, never opened
                 tree.files += 1
                 _count(tree, inner, here, st, counted, owner)
-                if stat.S_ISLNK(st.st_mode):
-                    tree.links += 1
-                elif not stat.S_ISREG(st.st_mode):
-                    tree.specials += 1
             if session:
                 _session_entry(tree, fd, relative, inner, name, st, judge)
 
@@ -251,20 +234,40 @@ def _session_entry(
 
 
 def lock_content(folder_fd: int, name: str, listed: os.stat_result) -> bytes:
-    """The first bytes of a lock file, opened without following a link or blocking; ``\\0``
-    (which no pid reads as) when it is not the file listed or cannot be read."""
-    try:
-        fd = os.open(
-            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder_fd
-        )
-    except OSError:
-        return b"\0"
+    """The first bytes of a lock file; ``\\0`` (which no pid reads as) when it is not the file
+    listed or cannot be read."""
+    found = read_at(folder_fd, name, LOCK_BYTES, (listed.st_dev, listed.st_ino))
+    return b"\0" if found is None else found
+
+
+@contextmanager
+def opened(
+    name: str | os.PathLike[str],
+    dir_fd: int | None = None,
+    *,
+    identity: Identity | None = None,
+    regular: bool = False,
+) -> Iterator[int]:
+    """A descriptor of the folder (with ``regular``, the regular file) ``name`` in ``dir_fd``,
+    opened without following a link or blocking, checked to be ``identity`` when given; OSError
+    when it is not."""
+    fd = os.open(name, _OPEN_FILE if regular else _OPEN_DIR, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_ino != listed.st_ino:
-            return b"\0"
-        return os.read(fd, LOCK_BYTES)
-    except OSError:
-        return b"\0"
+        if regular and not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file")
+        if identity is not None and (st.st_dev, st.st_ino) != identity:
+            raise OSError(0, "replaced since the plan")
+        yield fd
     finally:
         os.close(fd)
+
+
+def read_at(dir_fd: int, name: str, limit: int, identity: Identity | None = None) -> bytes | None:
+    """The first ``limit`` bytes of the regular file ``name`` in ``dir_fd`` (see
+    :func:`opened`); None when it cannot be read."""
+    try:
+        with opened(name, dir_fd, identity=identity, regular=True) as fd:
+            return os.read(fd, limit)
+    except OSError:
+        return None

@@ -1,12 +1,9 @@
 """OpenTelemetry traces rebuilt from session logs: what ``copilot-logs otel`` writes to a file or
 sends to a collector (docs/otel.md).
 
-Each batch of logs gives its interactions as :class:`~copilot_logs.commands.otel.spans.Trace`s
-(:func:`batch_traces`), built from the frames the other commands read
-(:mod:`copilot_logs.commands.otel.spans`); :func:`plan` puts the batches in one order (so the
-same logs give the same bytes) and leaves out the open interactions and the sessions already
-in the CLI's own files (read for their ``gen_ai.conversation.id`` and nothing else: no session
-log is read here); :mod:`~copilot_logs.commands.otel.push` encodes and sends them.
+Each batch gives its traces (:mod:`~copilot_logs.commands.otel.spans`); :func:`plan` puts them
+in one order (the same logs, the same bytes) without the open interactions and the sessions the
+CLI's own files hold; :mod:`~copilot_logs.commands.otel.push` encodes and sends them.
 """
 
 from __future__ import annotations
@@ -26,8 +23,6 @@ from copilot_logs.commands.otel.spans import Trace, traces
 from copilot_logs.errors import UnreadableError
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import ledger
-
-STYLES = ("otlp", "copilot")
 
 
 def batch_traces(result: ReadResult, *, capture_content: bool = False) -> list[Trace]:
@@ -79,9 +74,7 @@ def plan(
 
 def existing_sessions(paths: Sequence[Path]) -> set[str]:
     """The sessions (``gen_ai.conversation.id``) that OpenTelemetry files already hold: the
-    CLI's own (``COPILOT_OTEL_FILE_EXPORTER_PATH``), or OTLP JSON lines such as ``otel --out``
-    writes. A line that is neither is passed over; a file that cannot be read is an error."""
-
+    CLI's own, or OTLP JSON lines such as ``otel --out`` writes (:func:`conversations`)."""
     found: set[str] = set()
     for path in paths:
         try:
@@ -107,8 +100,7 @@ class Pushed:
     rejected_spans: int
     """Spans the collector said it rejected (their batches are not in the ledger)."""
     recorded: bool
-    """The ledger holds what was sent (False: the store is not the user's own, or could not
-    be written; the next push sends these again)."""
+    """The ledger holds what was sent (else the next push sends these again)."""
 
 
 def push_traces(
@@ -168,17 +160,19 @@ def _in_line(line: dict[str, Any]) -> set[str]:
     if line.get("type") == "span" and isinstance(attributes, dict):
         session = attributes.get(CONVERSATION)
         return {session} if isinstance(session, str) else set()
-    found: set[str] = set()
-    for resource in _list(line.get("resourceSpans")):
-        for scope in _list(resource.get("scopeSpans")):
-            for span in _list(scope.get("spans")):
-                for pair in _list(span.get("attributes")):
-                    value = pair.get("value")
-                    if pair.get("key") == CONVERSATION and isinstance(value, dict):
-                        session = value.get("stringValue")
-                        if isinstance(session, str):
-                            found.add(session)
-    return found
+    values = [
+        pair.get("value")
+        for resource in _list(line.get("resourceSpans"))
+        for scope in _list(resource.get("scopeSpans"))
+        for span in _list(scope.get("spans"))
+        for pair in _list(span.get("attributes"))
+        if pair.get("key") == CONVERSATION
+    ]
+    return {
+        value["stringValue"]
+        for value in values
+        if isinstance(value, dict) and isinstance(value.get("stringValue"), str)
+    }
 
 
 def _list(value: Any) -> list[dict[str, Any]]:

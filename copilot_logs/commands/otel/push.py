@@ -1,9 +1,6 @@
-"""Traces as bytes (OTLP/JSON, the Copilot CLI's own file lines, OTLP protobuf with the
-``otel`` extra), and sending them to an OpenTelemetry collector over OTLP/HTTP with the standard
-library alone (urllib): ``POST URL/v1/traces``, gzip, in batches of whole traces, retried on 429
-and 5xx as the OTLP specification says (``Retry-After`` honoured, else an exponential backoff),
-never following a redirect (headers may carry credentials). ``http://`` goes only to this
-machine (loopback) unless the user says otherwise.
+"""Traces as bytes (OTLP/JSON, the CLI's own file lines, OTLP protobuf with the ``otel`` extra),
+and sent to a collector over OTLP/HTTP with urllib alone: batches of whole traces, gzip, retried
+as the OTLP specification says, never following a redirect (docs/otel.md).
 """
 
 from __future__ import annotations
@@ -27,20 +24,15 @@ from typing import IO, Any
 import orjson
 
 import copilot_logs
-from copilot_logs.commands.otel.spans import CLIENT, INTERNAL, SERVICE, Event, Span, Trace, Value
+from copilot_logs.commands.otel.spans import CLIENT, INTERNAL, SERVICE, Span, Trace, Value
 from copilot_logs.errors import CopilotLogsError, ExitCode, SelectionError
 
 SCOPE = "copilot-logs"
-"""The instrumentation scope of the OTLP style: copilot-logs made these spans from a log."""
 CLI_SCOPE = "github.copilot"
-"""The scope the CLI names its own spans with (``COPILOT_OTEL_SOURCE_NAME``'s default), used by
-``--style copilot`` so that tools reading the CLI's files take these as its own."""
+"""The scope the CLI names its own spans with: ``--style copilot`` uses it too."""
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.44.0"
-"""The semantic conventions the CLI 1.0.102 names in its resource."""
 JS_KINDS = {INTERNAL: 0, CLIENT: 2}
 """OTLP span kinds -> the JavaScript SDK's numbers, which the CLI's file holds."""
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
 
 
 def resource(trace: Trace) -> dict[str, Any]:
@@ -50,9 +42,10 @@ def resource(trace: Trace) -> dict[str, Any]:
     return {"attributes": _attributes(attributes)}
 
 
-def traces_data(traces: Sequence[Trace]) -> dict[str, Any]:
+def traces_data(traces: Sequence[Trace], ids: Callable[[bytes], str] = bytes.hex) -> dict[str, Any]:
     """One OTLP ``TracesData`` (the same message as ``ExportTraceServiceRequest``) holding the
-    spans of ``traces``: a resource per session, in the order given."""
+    spans of ``traces``: a resource per session, in the order given. ``ids`` writes an id: hex
+    as OTLP/JSON does (protobuf's own JSON mapping reads base64)."""
     groups: dict[tuple[str, str | None], list[Trace]] = {}
     for trace in traces:
         groups.setdefault((trace.session_id, trace.copilot_version), []).append(trace)
@@ -64,7 +57,7 @@ def traces_data(traces: Sequence[Trace]) -> dict[str, Any]:
                 "scopeSpans": [
                     {
                         "scope": {"name": SCOPE, "version": version},
-                        "spans": [_span(span) for trace in group for span in trace.spans],
+                        "spans": [_span(span, ids) for trace in group for span in trace.spans],
                     }
                 ],
                 "schemaUrl": SCHEMA_URL,
@@ -131,63 +124,33 @@ def protobuf(traces: Sequence[Trace]) -> bytes:
         ExportTraceServiceRequest,
     )
 
-    message = json_format.ParseDict(as_proto_json(traces_data(traces)), ExportTraceServiceRequest())
+    data = traces_data(traces, lambda ident: base64.b64encode(ident).decode())
+    message = json_format.ParseDict(data, ExportTraceServiceRequest())
     return bytes(message.SerializeToString(deterministic=True))
 
 
-def as_proto_json(data: dict[str, Any]) -> dict[str, Any]:
-    """OTLP/JSON -> the protobuf JSON mapping, which differs only in the ids: base64, not
-    hex (OTLP's JSON encoding writes them as hex, protobuf's own mapping as base64)."""
-
-    def convert(value: Any, key: str = "") -> Any:
-        if isinstance(value, dict):
-            return {k: convert(v, k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [convert(item) for item in value]
-        if key in ("traceId", "spanId", "parentSpanId") and isinstance(value, str):
-            return base64.b64encode(bytes.fromhex(value)).decode()
-        return value
-
-    converted = convert(data)
-    assert isinstance(converted, dict)
-    return converted
-
-
-def _span(span: Span) -> dict[str, Any]:
-    found: dict[str, Any] = {
-        "traceId": span.trace_id.hex(),
-        "spanId": span.span_id.hex(),
+def _span(span: Span, ids: Callable[[bytes], str] = bytes.hex) -> dict[str, Any]:
+    events = [
+        {"timeUnixNano": str(e.time_ns), "name": e.name, "attributes": _attributes(e.attributes)}
+        for e in span.events
+    ]
+    return {
+        "traceId": ids(span.trace_id),
+        "spanId": ids(span.span_id),
+        **({"parentSpanId": ids(span.parent_id)} if span.parent_id else {}),
+        "name": text(span.name),
+        "kind": span.kind,
+        "startTimeUnixNano": str(span.start_ns),
+        "endTimeUnixNano": str(span.end_ns),
+        "attributes": _attributes(span.attributes),
+        **({"events": events} if events else {}),
+        "status": _status(span),
     }
-    if span.parent_id:
-        found["parentSpanId"] = span.parent_id.hex()
-    found.update(
-        name=text(span.name),
-        kind=span.kind,
-        startTimeUnixNano=str(span.start_ns),
-        endTimeUnixNano=str(span.end_ns),
-        attributes=_attributes(span.attributes),
-    )
-    if span.events:
-        found["events"] = [_event(event) for event in span.events]
-    found["status"] = _status(span)
-    return found
 
 
 def _status(span: Span) -> dict[str, Any]:
-    status: dict[str, Any] = {}
-    if span.status:
-        status["code"] = span.status
-    if span.message:
-        status["message"] = text(span.message)
-    return status
-
-
-def _event(event: Event) -> dict[str, Any]:
-    return {
-        "timeUnixNano": str(event.time_ns),
-        "name": event.name,
-        "attributes": _attributes(event.attributes),
-    }
+    code = {"code": span.status} if span.status else {}
+    return {**code, "message": text(span.message)} if span.message else code
 
 
 def _attributes(pairs: Iterable[tuple[str, Value]]) -> list[dict[str, Any]]:
@@ -219,15 +182,14 @@ def text(value: str) -> str:
 
 def _plain(pairs: Iterable[tuple[str, Value]]) -> dict[str, Value]:
     """Attributes as the CLI's file holds them: one plain object."""
-    return {key: _plain_value(value) for key, value in pairs}
-
-
-def _plain_value(value: Value) -> Value:
-    if isinstance(value, str):
-        return text(value)
-    if isinstance(value, list):
-        return [text(item) for item in value]
-    return value
+    return {
+        key: text(value)
+        if isinstance(value, str)
+        else [text(item) for item in value]
+        if isinstance(value, list)
+        else value
+        for key, value in pairs
+    }
 
 
 def _ns_pair(ns: int) -> list[int]:
@@ -246,10 +208,8 @@ def _depth(span: Span, spans: Sequence[Span]) -> int:
 
 TRACES_PATH = "/v1/traces"
 HEADERS_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
-"""Where the standard OTLP exporters read their headers (the second wins for a key)."""
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 TIMEOUT_S = 10.0
-"""Each request's time limit (the OTLP exporters' default)."""
 MAX_BACKOFF_S = 30.0
 MAX_RETRY_AFTER_S = 300.0
 """The longest wait a ``Retry-After`` gets: a collector asking for more is given up on."""
@@ -265,8 +225,6 @@ class PushError(CopilotLogsError):
 
 @dataclass(frozen=True)
 class Destination:
-    """Where and how traces are sent."""
-
     url: str
     """The traces endpoint itself (``.../v1/traces``): also the ledger's key."""
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -359,7 +317,6 @@ class Answer:
 
     status: int
     rejected: int
-    """Spans the collector said it rejected (OTLP's ``partialSuccess``)."""
 
 
 Sleep = Callable[[float], None]
@@ -378,7 +335,7 @@ def send(
     body = protobuf(batch) if destination.protobuf else orjson.dumps(traces_data(batch))
     request_headers = {
         **destination.headers,
-        "Content-Type": PROTOBUF if destination.protobuf else JSON,
+        "Content-Type": f"application/{'x-protobuf' if destination.protobuf else 'json'}",
         "User-Agent": f"copilot-logs/{copilot_logs.__version__}",
     }
     if destination.gzip:
@@ -459,19 +416,17 @@ def _said(error: urllib.error.HTTPError) -> str:
     return f": {text[:200]}" if text else ""
 
 
+_ADVICE = {
+    401: "; check the credentials (--header, OTEL_EXPORTER_OTLP_HEADERS)",
+    404: "; check the endpoint (its OTLP/HTTP port, usually 4318, and path)",
+    415: "; try the other --protocol",
+    300: "; a redirect is not followed (it would carry the headers elsewhere): give the URL "
+    "it points to",
+}
+
+
 def _advice(code: int) -> str:
-    if code in (401, 403):
-        return "; check the credentials (--header, OTEL_EXPORTER_OTLP_HEADERS)"
-    if code == 404:
-        return "; check the endpoint (its OTLP/HTTP port, usually 4318, and path)"
-    if code == 415:
-        return "; try the other --protocol"
-    if 300 <= code < 400:
-        return (
-            "; a redirect is not followed (it would carry the headers elsewhere): give the URL "
-            "it points to"
-        )
-    return ""
+    return _ADVICE.get(300 if 300 <= code < 400 else 401 if code == 403 else code, "")
 
 
 def _rejected(response: IO[bytes], protobuf: bool) -> int:

@@ -1,20 +1,14 @@
-"""The spans of each interaction, built from the frames every command reads: an ``invoke_agent``
-root per interaction, a ``chat`` span per LLM call, an ``execute_tool`` span per tool call, an
-``invoke_agent <agent>`` span per sub-agent run under its ``task`` tool, ``permission`` spans
-under the tool that asked, and a ``plan`` span in plan mode (docs/otel.md, "The mapping").
-
-The shapes follow what CLI 1.0.102 writes with its own exporter on (its names, kinds, parents
-and attributes: tests/recordings/1.0.102/*/otel.jsonl), and the GenAI semantic conventions.
-Ids are hashes of the session id and the ids of the events a span stands for, so the same log
-gives the same spans, and a log that grew keeps the ids of every earlier span.
+"""The spans of each interaction, built from the frames every command reads, shaped as CLI
+1.0.102's own exporter writes them (docs/otel.md, "The mapping"). Ids are hashes of the session
+id and the ids of the events a span stands for, so a log that grew keeps every earlier span's id.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,22 +19,14 @@ from copilot_logs.commands.timeline import tool_frame
 from copilot_logs.derive import MAIN, SESSION, TYPE
 from copilot_logs.derive.calls import EXACT, call_records
 
-INTERNAL = 1
-CLIENT = 3
-"""Span kinds, as OTLP numbers them (the CLI's invoke_agent, execute_tool, permission and plan
-spans are INTERNAL, its chat spans CLIENT)."""
-UNSET = 0
-ERROR = 2
-"""Status codes, as OTLP numbers them."""
-
+INTERNAL, CLIENT = 1, 3
+"""Span kinds, as OTLP numbers them (the CLI's chat spans are CLIENT, the rest INTERNAL)."""
+UNSET, ERROR = 0, 2
 SERVICE = "github-copilot"
-"""The service name the CLI gives its spans (``OTEL_SERVICE_NAME``'s default)."""
 DEFAULT_PROVIDER = "github"
-"""``gen_ai.provider.name`` of a call with no bring-your-own-key provider named: the Copilot
-service itself (the CLI names the provider's type, such as ``openai``, only for BYOK)."""
+"""``gen_ai.provider.name`` without a bring-your-own-key provider: the Copilot service."""
 SHELL_EXECUTABLES = {"bash": "bash"}
-"""Shell tools and the executable the CLI names them after once they ran (``execute_tool bash
-bash``, ``process.executable.name``); a denied one is ``execute_tool bash``."""
+"""Shell tools and the executable the CLI names their spans after once they ran."""
 PLAN_AGENT = "github.copilot.default"
 
 Value = str | int | float | bool | list[str]
@@ -49,8 +35,6 @@ Attributes = tuple[tuple[str, Value], ...]
 
 @dataclass(frozen=True)
 class Event:
-    """A span event: a name, a time and attributes."""
-
     name: str
     time_ns: int
     attributes: Attributes = ()
@@ -94,11 +78,11 @@ def traces(annotated: pl.DataFrame, *, capture_content: bool = False) -> list[Tr
     trace, open ones included, in file order."""
     if annotated.is_empty():
         return []
-    frames = _Frames.of(annotated)
-    found: list[Trace] = []
-    for key, rows in frames.by_session():
-        found.extend(_Session(key, rows, capture_content).traces())
-    return found
+    return [
+        trace
+        for key, rows in _by_session(annotated).items()
+        for trace in _Session(key, rows, capture_content).traces()
+    ]
 
 
 def span_id(*parts: str) -> bytes:
@@ -148,82 +132,52 @@ class _Rows:
     facts: Row = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class _Frames:
-    """The frames the spans are made of, from the commands that own each concept."""
-
-    prompts: pl.DataFrame
-    calls: pl.DataFrame
-    turns: pl.DataFrame
-    tools: pl.DataFrame
-    runs: pl.DataFrame
-    permissions: pl.DataFrame
-    ends: pl.DataFrame
-    facts: pl.DataFrame
-
-    @classmethod
-    def of(cls, annotated: pl.DataFrame) -> _Frames:
-        where = annotated.select(
-            *SESSION, "line", "event_id", "interaction_index", "turn_id", "interaction_id"
-        )
-        turns = derive.turns(annotated)
-        sub_calls = derive.subagent_calls(annotated)
-        timing = pl.concat(
-            [
-                turns.select(
-                    *SESSION,
-                    "line",
-                    "ended_at",
-                    "last_event_at",
-                    "text",
-                    previous_at=pl.lit(None, pl.Datetime("ms", "UTC")),
-                ),
-                sub_calls.select(
-                    *SESSION, "line", "ended_at", "last_event_at", "text", "previous_at"
-                ),
-            ],
-            how="vertical_relaxed",
-        )
-        calls = (
-            call_records(annotated)
-            .join(where, on=[*SESSION, "line"], how="left")
-            .join(timing, on=[*SESSION, "line"], how="left")
-        )
-        prompts = annotated.filter(MAIN & (TYPE == "user.message") & ~pl.col("is_queued")).select(
-            *SESSION,
-            "line",
-            "event_id",
-            "timestamp",
-            "interaction_index",
-            "interaction_id",
-            "turn_id",
-            "text",
-            is_nudge=pl.col("is_nudge").fill_null(False),
-            agent_mode="agent_mode",
-        )
-        tools = tool_frame(annotated).filter(pl.col("started_at").is_not_null())
-        runs = derive.subagent_runs(annotated).join(
-            annotated.select(*SESSION, start_line="line", start_index="interaction_index"),
-            on=[*SESSION, "start_line"],
-            how="left",
-        )
-        permissions = annotated.filter(
-            TYPE.is_in(["permission.requested", "permission.completed"])
-        ).select(*SESSION, "line", "event_id", "type", "timestamp", "agent_id")
-        ends = annotated.filter(
-            TYPE.is_in(["abort", "session.shutdown", "session.error"]) & MAIN
-        ).select(*SESSION, "line", "type", "timestamp", "interaction_index", "error_code", "error")
-        facts = derive.session_facts(annotated).select(*SESSION, "copilot_version")
-        return cls(prompts, calls, turns.drop("text"), tools, runs, permissions, ends, facts)
-
-    def by_session(self) -> Iterator[tuple[Key, _Rows]]:
-        rows: dict[Key, _Rows] = defaultdict(_Rows)
-        for name in ("prompts", "calls", "turns", "tools", "runs", "permissions", "ends"):
-            for row in getattr(self, name).iter_rows(named=True):
-                getattr(rows[(row["file"], row["session_id"])], name).append(row)
-        for row in self.facts.iter_rows(named=True):
-            rows[(row["file"], row["session_id"])].facts = row
-        yield from rows.items()
+def _by_session(annotated: pl.DataFrame) -> dict[Key, _Rows]:
+    """Each session log's rows of the frames the spans are made of, from the commands that own
+    each concept."""
+    where = annotated.select(
+        *SESSION, "line", "event_id", "interaction_index", "turn_id", "interaction_id"
+    )
+    turns, sub_calls = derive.turns(annotated), derive.subagent_calls(annotated)
+    timed = (*SESSION, "line", "ended_at", "last_event_at", "text")
+    timing = pl.concat(
+        [
+            turns.select(*timed, previous_at=pl.lit(None, pl.Datetime("ms", "UTC"))),
+            sub_calls.select(*timed, "previous_at"),
+        ],
+        how="vertical_relaxed",
+    )
+    calls = (
+        call_records(annotated)
+        .join(where, on=[*SESSION, "line"], how="left")
+        .join(timing, on=[*SESSION, "line"], how="left")
+    )
+    prompts = annotated.filter(MAIN & (TYPE == "user.message") & ~pl.col("is_queued")).select(
+        *SESSION, "line", "event_id", "timestamp", "interaction_index", "interaction_id",
+        "turn_id", "text", "agent_mode", is_nudge=pl.col("is_nudge").fill_null(False)
+    )  # fmt: skip
+    tools = tool_frame(annotated).filter(pl.col("started_at").is_not_null())
+    runs = derive.subagent_runs(annotated).join(
+        annotated.select(*SESSION, start_line="line", start_index="interaction_index"),
+        on=[*SESSION, "start_line"],
+        how="left",
+    )
+    permissions = annotated.filter(
+        TYPE.is_in(["permission.requested", "permission.completed"])
+    ).select(*SESSION, "line", "event_id", "type", "timestamp", "agent_id")
+    ends = annotated.filter(
+        TYPE.is_in(["abort", "session.shutdown", "session.error"]) & MAIN
+    ).select(*SESSION, "line", "type", "timestamp", "interaction_index", "error_code", "error")
+    facts = derive.session_facts(annotated).select(*SESSION, "copilot_version")
+    frames = {"prompts": prompts, "calls": calls, "turns": turns.drop("text"), "tools": tools}
+    frames |= {"runs": runs, "permissions": permissions, "ends": ends}
+    rows: dict[Key, _Rows] = defaultdict(_Rows)
+    for name, frame in frames.items():
+        for row in frame.iter_rows(named=True):
+            getattr(rows[(row["file"], row["session_id"])], name).append(row)
+    for row in facts.iter_rows(named=True):
+        rows[(row["file"], row["session_id"])].facts = row
+    return rows
 
 
 class _Session:
@@ -236,14 +190,10 @@ class _Session:
         self.version = rows.facts.get("copilot_version")
         providers = Counter(r["provider_type"] for r in rows.calls if r["provider_type"])
         self.provider = providers.most_common(1)[0][0] if providers else DEFAULT_PROVIDER
-        self.spans: dict[int, list[Span]] = defaultdict(list)
-        """Each interaction's spans, by its index."""
+        self.spans: dict[int, list[Span]] = defaultdict(list)  # by interaction
+        # each tool's and sub-agent's span and interaction, by toolCallId (its task's, for one)
         self.tool_spans: dict[str, tuple[int, Span]] = {}
-        """Each tool's span (and interaction), by its toolCallId."""
         self.agent_spans: dict[str, tuple[int, Span]] = {}
-        """Each sub-agent's span (and interaction), by its key (its task call's toolCallId)."""
-
-    # -- the interactions -------------------------------------------------------------------
 
     def traces(self) -> list[Trace]:
         prompts = {row["interaction_index"]: row for row in self.rows.prompts}
@@ -268,36 +218,19 @@ class _Session:
             if index in self.plans:
                 children = [self._plan(span, index), *children]
             ordered = sorted(children, key=lambda s: (s.start_ns, s.span_id))
-            found.append(
-                Trace(
-                    self.file,
-                    self.session_id,
-                    index,
-                    span.start_ns,
-                    span.trace_id,
-                    is_open,
-                    self.version,
-                    (span, *ordered),
-                )
-            )
+            where = (self.file, self.session_id, index, span.start_ns, span.trace_id)
+            found.append(Trace(*where, is_open, self.version, (span, *ordered)))
         return found
 
     def _plan(self, root: Span, index: int) -> Span:
         """Plan mode's span between the root and the main agent's calls and tools."""
-        return Span(
-            root.trace_id,
-            self.plans[index],
-            root.span_id,
-            "plan",
-            INTERNAL,
-            root.start_ns,
-            root.end_ns,
-            (
-                ("gen_ai.operation.name", "plan"),
-                ("gen_ai.conversation.id", self.session_id),
-                ("gen_ai.agent.id", PLAN_AGENT),
-            ),
+        attributes = (
+            ("gen_ai.operation.name", "plan"),
+            ("gen_ai.conversation.id", self.session_id),
+            ("gen_ai.agent.id", PLAN_AGENT),
         )
+        ids = (root.trace_id, self.plans[index], root.span_id)
+        return Span(*ids, "plan", INTERNAL, root.start_ns, root.end_ns, attributes)
 
     def _key(self, index: int, prompt: Row | None) -> str:
         """What an interaction is known by: its prompt's event id (the lines before the first
@@ -345,13 +278,9 @@ class _Session:
         if prompt is not None:
             source = "autopilot" if prompt["is_nudge"] else "user"
             said: list[tuple[str, Value]] = [("github.copilot.user.message.source", source)]
-            for name, column in (
-                ("agent_mode", "agent_mode"),
-                ("interaction_id", "interaction_id"),
-                ("turn_id", "turn_id"),
-            ):
-                if prompt[column] is not None:
-                    said.append((f"github.copilot.user.message.{name}", prompt[column]))
+            for name in ("agent_mode", "interaction_id", "turn_id"):
+                if prompt[name] is not None:
+                    said.append((f"github.copilot.user.message.{name}", prompt[name]))
             if self.capture and prompt["text"]:
                 said.append(("github.copilot.user.message.content", prompt["text"]))
             events.append(Event("github.copilot.user.message", start, tuple(said)))
@@ -365,19 +294,8 @@ class _Session:
         elif errors:
             status, message = ERROR, "Session error"
             attributes.insert(0, ("error.type", errors[0]["error_code"] or "session_error"))
-        span = Span(
-            trace,
-            root,
-            None,
-            "invoke_agent",
-            INTERNAL,
-            start,
-            max(end_candidates),
-            tuple(attributes),
-            tuple(events),
-            status,
-            message,
-        )
+        place = (trace, root, None, "invoke_agent", INTERNAL, start, max(end_candidates))
+        span = Span(*place, tuple(attributes), tuple(events), status, message)
         return span, self._is_open(index, last, turns, ends)
 
     def _is_open(self, index: int, last: int, turns: list[Row], ends: list[Row]) -> bool:
@@ -418,49 +336,23 @@ class _Session:
         ]
         if call["finish_reason"]:
             attributes.append(("gen_ai.response.finish_reasons", [call["finish_reason"]]))
-        for name, column in (
-            ("gen_ai.usage.input_tokens", "input_tokens"),
-            ("gen_ai.usage.output_tokens", "output_tokens"),
-            ("gen_ai.usage.cache_read.input_tokens", "cache_read_tokens"),
-            ("gen_ai.usage.cache_write.input_tokens", "cache_write_tokens"),
-            ("gen_ai.usage.cache_creation.input_tokens", "cache_write_tokens"),
-        ):
-            if call[column] is not None:
-                attributes.append((name, int(call[column])))
+        attributes += [
+            (name, int(call[key])) for name, key in _TOKENS.items() if call[key] is not None
+        ]
         if call["source"] == EXACT:
             attributes.append(("gen_ai.response.model", model))
-        for name, column in (
-            ("gen_ai.response.id", "api_call_id"),
-            ("github.copilot.cost", "cost"),
-            ("github.copilot.nano_aiu", "nano_aiu"),
-            ("github.copilot.initiator", "initiator"),
-        ):
-            if call[column] is not None:
-                attributes.append((name, call[column]))
+        attributes += _known(call, _CALL_FIGURES)
         if call["record_at"] is not None and call["model_time_ms"] is not None:
             attributes.append(("github.copilot.server_duration", float(call["model_time_ms"])))
         if main:
-            for name, column in (
-                ("github.copilot.turn_id", "turn_id"),
-                ("github.copilot.interaction_id", "interaction_id"),
-            ):
-                if call[column] is not None:
-                    attributes.append((name, call[column]))
+            attributes += _known(call, _CALL_PLACE)
         if call["ttft_ms"] is not None:
             attributes.append(("gen_ai.response.time_to_first_chunk", call["ttft_ms"] / 1000))
         attributes.append(("copilot_logs.usage.source", call["source"]))
         if self.capture and call["text"]:
             attributes.append(("gen_ai.output.messages", call["text"]))
-        return Span(
-            trace,
-            span_id(self.session_id, "chat", key),
-            parent,
-            f"chat {model}",
-            CLIENT,
-            start,
-            max(start, end),
-            tuple(attributes),
-        )
+        ids = (trace, span_id(self.session_id, "chat", key), parent)
+        return Span(*ids, f"chat {model}", CLIENT, start, max(start, end), tuple(attributes))
 
     # -- tools and sub-agents --------------------------------------------------------------
 
@@ -557,17 +449,11 @@ class _Session:
             if tool["error"] and status == ERROR:
                 message = tool["error"]
         key = tool["start_event_id"] or tool["complete_event_id"] or tool["tool_call_id"]
+        ids = (trace, span_id(self.session_id, "execute_tool", key), parent)
+        title = f"execute_tool {name}" + (f" {executable}" if executable else "")
+        times = (start, max(start, end))
         span = Span(
-            trace,
-            span_id(self.session_id, "execute_tool", key),
-            parent,
-            f"execute_tool {name}" + (f" {executable}" if executable else ""),
-            INTERNAL,
-            start,
-            max(start, end),
-            tuple(attributes),
-            status=status,
-            message=message,
+            *ids, title, INTERNAL, *times, tuple(attributes), status=status, message=message
         )
         self.spans[index].append(span)
         self.tool_spans.setdefault(tool["tool_call_id"], (index, span))
@@ -596,43 +482,22 @@ class _Session:
                 ("gen_ai.conversation.id", self.session_id),
                 ("gen_ai.agent.name", name),
             )
-            failed = run["status"] == "failed"
-            span = Span(
-                trace,
-                span_id(self.session_id, "invoke_agent", "sub-agent", agent),
-                parent,
-                f"invoke_agent {name}",
-                INTERNAL,
-                start,
-                max(start, end),
-                attributes,
-                status=ERROR if failed else UNSET,
-                message="Sub-agent failed" if failed else "",
-            )
+            ids = (trace, span_id(self.session_id, "invoke_agent", "sub-agent", agent), parent)
+            span = Span(*ids, f"invoke_agent {name}", INTERNAL, start, max(start, end), attributes)
+            if run["status"] == "failed":
+                span = replace(span, status=ERROR, message="Sub-agent failed")
             self.agent_spans[agent] = (index, span)
 
     def _close_runs(self) -> None:
         """Each sub-agent span with its calls' totals, ending no earlier than its children."""
         calls: dict[str, list[Row]] = defaultdict(list)
         for call in self.rows.calls:
-            if call["agent_id"] is not None:
-                calls[call["agent_id"]].append(call)
+            calls[call["agent_id"]].append(call)
         for agent, (index, span) in self.agent_spans.items():
             children = [s.end_ns for s in self.spans[index] if s.parent_id == span.span_id]
             attributes = (*span.attributes, *_totals(calls.get(agent, [])))
-            done = Span(
-                span.trace_id,
-                span.span_id,
-                span.parent_id,
-                span.name,
-                span.kind,
-                span.start_ns,
-                max([span.end_ns, *children]),
-                attributes,
-                status=span.status,
-                message=span.message,
-            )
-            self.spans[index].append(done)
+            end = max([span.end_ns, *children])
+            self.spans[index].append(replace(span, end_ns=end, attributes=attributes))
 
     # -- permissions -----------------------------------------------------------------------
 
@@ -670,18 +535,11 @@ class _Session:
         index, parent = placed
         start = nanos(asked["timestamp"]) or parent.start_ns
         end = nanos(answered["timestamp"]) if answered else parent.end_ns
-        self.spans[index].append(
-            Span(
-                parent.trace_id,
-                span_id(self.session_id, "permission", asked["event_id"] or f"line-{line}"),
-                parent.span_id,
-                "permission",
-                INTERNAL,
-                start,
-                max(start, end or start),
-                (("gen_ai.conversation.id", self.session_id),),
-            )
-        )
+        key = asked["event_id"] or f"line-{line}"
+        ids = (parent.trace_id, span_id(self.session_id, "permission", key), parent.span_id)
+        attributes = (("gen_ai.conversation.id", self.session_id),)
+        span = Span(*ids, "permission", INTERNAL, start, max(start, end or start), attributes)
+        self.spans[index].append(span)
 
 
 def _totals(calls: list[Row]) -> list[tuple[str, Value]]:
@@ -691,10 +549,31 @@ def _totals(calls: list[Row]) -> list[tuple[str, Value]]:
     reasons = [c["finish_reason"] for c in calls if c["finish_reason"]]
     if reasons:
         found.append(("gen_ai.response.finish_reasons", [reasons[-1]]))
-    for name, column in (
-        ("gen_ai.usage.input_tokens", "input_tokens"),
-        ("gen_ai.usage.output_tokens", "output_tokens"),
-    ):
+    for name, column in list(_TOKENS.items())[:2]:
         if calls and all(c[column] is not None for c in calls):
             found.append((name, sum(int(c[column]) for c in calls)))
     return found
+
+
+_TOKENS = {
+    "gen_ai.usage.input_tokens": "input_tokens",
+    "gen_ai.usage.output_tokens": "output_tokens",
+    "gen_ai.usage.cache_read.input_tokens": "cache_read_tokens",
+    "gen_ai.usage.cache_write.input_tokens": "cache_write_tokens",
+    "gen_ai.usage.cache_creation.input_tokens": "cache_write_tokens",
+}
+_CALL_FIGURES = {
+    "gen_ai.response.id": "api_call_id",
+    "github.copilot.cost": "cost",
+    "github.copilot.nano_aiu": "nano_aiu",
+    "github.copilot.initiator": "initiator",
+}
+_CALL_PLACE = {
+    "github.copilot.turn_id": "turn_id",
+    "github.copilot.interaction_id": "interaction_id",
+}
+
+
+def _known(row: Row, columns: dict[str, str]) -> list[tuple[str, Value]]:
+    """Each attribute of ``columns`` whose column the row holds a value in."""
+    return [(name, row[column]) for name, column in columns.items() if row[column] is not None]

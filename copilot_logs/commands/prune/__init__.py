@@ -40,17 +40,9 @@ class Criteria:
 
     @property
     def any(self) -> bool:
-        return any(
-            (
-                self.scaffolds,
-                self.empty,
-                self.abandoned,
-                self.stale_locks,
-                self.older_than is not None,
-                self.larger_than is not None,
-                self.files_larger_than is not None,
-            )
-        )
+        sizes = (self.older_than, self.larger_than, self.files_larger_than)
+        kinds = (self.scaffolds, self.empty, self.abandoned, self.stale_locks)
+        return any(kinds) or any(size is not None for size in sizes)
 
 
 @dataclass
@@ -141,11 +133,10 @@ def picks(
 
 
 def keeps(
-    folder: Folder, log: Mapping[str, int] | None, criteria: Criteria, now: float, newest: bool
+    folder: Folder, log: Mapping[str, int] | None, criteria: Criteria, now: float
 ) -> str | None:
-    """The rule that keeps ``folder`` whatever picks it (None: none does); ``newest`` when it
-    is one of the ``--keep-newest`` of its root (which does not keep a stale lock from being
-    unlinked: the session stays)."""
+    """The rule that keeps ``folder`` whatever picks it (None: none does; ``--keep-newest``,
+    which does not keep a stale lock from being unlinked, is :func:`_consider`'s)."""
     refused = folder.refusal()
     if refused:
         return refused
@@ -158,8 +149,6 @@ def keeps(
     quiet = now - folder.tree.newest_ns / 1e9
     if quiet < criteria.quiet_for.total_seconds():
         return "written within --quiet-for"
-    if newest:
-        return f"one of the {criteria.keep_newest} newest"
     return None
 
 
@@ -177,7 +166,7 @@ def _consider(
         return
     category = disk.category(folder, dict(log) if log is not None else None, heavy)
     why = [reason for reasons in picked.values() for reason in reasons]
-    reason = keeps(folder, log, criteria, now, newest=False)
+    reason = keeps(folder, log, criteria, now)
     if reason is not None:
         made.held.append(Held(folder, category, why, reason))
         return

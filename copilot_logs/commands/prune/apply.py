@@ -26,7 +26,7 @@ import orjson
 from copilot_logs import modes
 from copilot_logs.commands.disk import TRASH, Root, Survey, lock_judge
 from copilot_logs.commands.disk import locks as lock_files
-from copilot_logs.commands.disk.walk import LOG, Tree, lock_content, walk
+from copilot_logs.commands.disk.walk import LOG, Judge, Tree, lock_content, opened, walk
 from copilot_logs.commands.prune import FILES, FOLDER, LOCKS, Item, Plan
 from copilot_logs.errors import WriteError
 from copilot_logs.ingest.decode.envelope import Source
@@ -81,7 +81,7 @@ def apply(
 ) -> Applied:
     """Carry ``plan`` out. ``exported``: the logs an export holds whole (``--export-to``; None
     for ``--no-export``): a folder whose log is not among them stays."""
-    judged = clock if clock is not None else lock_files.Clock.here()
+    judged = clock or lock_files.Clock.here()
     applied = Applied()
     roots = {root.path: root for root in survey.roots}
     for path in plan.roots:
@@ -90,31 +90,27 @@ def apply(
     return applied
 
 
+@dataclass
 class _RootRun:
     """One root's part of an apply: its descriptor, its trash, its record."""
 
-    def __init__(
-        self,
-        root: Root,
-        clock: lock_files.Clock,
-        now: Callable[[], float],
-        plan: Plan,
-        delete: bool,
-        exported: set[str] | None,
-        exported_to: Path | None,
-        applied: Applied,
-    ) -> None:
-        self.root, self.clock, self.now, self.plan = root, clock, now, plan
-        self.delete, self.exported, self.exported_to = delete, exported, exported_to
-        self.applied = applied
-        self.fd = -1
-        self.network: bool | None = None
-        self.judge = lock_judge(None, clock, now())
-        self.trash_fd = -1
-        self.run_fd = -1
-        self.name = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(4)
-        self.done: list[Done] = []
-        self.skipped: list[Skipped] = []
+    root: Root
+    clock: lock_files.Clock
+    now: Callable[[], float]
+    plan: Plan
+    delete: bool
+    exported: set[str] | None
+    exported_to: Path | None
+    applied: Applied
+    fd: int = -1
+    trash_fd: int = -1
+    run_fd: int = -1
+    network: bool | None = None
+    name: str = field(
+        default_factory=lambda: datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(4)
+    )
+    done: list[Done] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
 
     @property
     def run_path(self) -> Path:
@@ -147,18 +143,13 @@ class _RootRun:
         self.skipped += [Skipped(item, why) for item in items]
 
     def _one(self, item: Item) -> None:
-        self.judge = lock_judge(self.network, self.clock, self.now())
+        self.judge: Judge = lock_judge(self.network, self.clock, self.now())
         if item.action == LOCKS:
             self._unlock(item)
             return
         folder = item.folder
-        source = Source(folder.log_path, folder.name).name
-        if (
-            item.action == FOLDER
-            and self.exported is not None
-            and folder.tree.log == "file"
-            and source not in self.exported
-        ):
+        held = self.exported is None or Source(folder.log_path, folder.name).name in self.exported
+        if item.action == FOLDER and folder.tree.log == "file" and not held:
             self.skipped.append(Skipped(item, "its log is not in the export whole"))
             return
         why, tree = self._recheck(item)
@@ -237,17 +228,13 @@ class _RootRun:
             os.rename(folder.name, folder.name, src_dir_fd=self.run_fd, dst_dir_fd=self.fd)
             self.skipped.append(Skipped(item, f"taken during the move, put back: {why}"))
             return
-        done = Done(item, display_name(self.run_path / folder.name), log_sha256=digest)
-        if self.delete:
-            done.left = _remove(self.run_fd, folder.name)
-            done.deleted = done.left is None
-            done.to = None if done.deleted else done.to
-        self.done.append(done)
+        self._done(
+            Done(item, display_name(self.run_path / folder.name), log_sha256=digest), folder.name
+        )
 
     def _move_files(self, item: Item, tree: Tree) -> None:
         folder = item.folder
-        inside = _session_fd(self.fd, folder)
-        try:
+        with opened(folder.name, self.fd, identity=folder.identity) as inside:
             st = os.stat("files", dir_fd=inside, follow_symlinks=False)
             if not stat.S_ISDIR(st.st_mode):
                 self.skipped.append(Skipped(item, "its files/ is no longer a folder"))
@@ -262,11 +249,13 @@ class _RootRun:
                 os.rename(target, "files", src_dir_fd=self.run_fd, dst_dir_fd=inside)
                 self.skipped.append(Skipped(item, f"taken during the move, put back: {why}"))
                 return
-        finally:
-            os.close(inside)
-        done = Done(item, display_name(self.run_path / target))
+        self._done(Done(item, display_name(self.run_path / target)), target)
+
+    def _done(self, done: Done, moved: str) -> None:
+        """A move done; with ``--delete``, what was moved (``moved`` in the run's folder) is
+        removed from the trash."""
         if self.delete:
-            done.left = _remove(self.run_fd, target)
+            done.left = _remove(self.run_fd, moved)
             done.deleted = done.left is None
             done.to = None if done.deleted else done.to
         self.done.append(done)
@@ -274,19 +263,19 @@ class _RootRun:
     def _unlock(self, item: Item) -> None:
         """Unlink each stale lock of ``item`` (and the ``.hold`` of its pid) relative to the
         session folder's descriptor, after checking its inode and time and judging it again."""
-        try:
-            inside = _session_fd(self.fd, item.folder)
-        except OSError as error:
-            self.skipped.append(Skipped(item, f"cannot be opened ({error.strerror or error})"))
-            return
         unlinked: list[str] = []
         why = ""
-        try:
+        with contextlib.ExitStack() as stack:
+            try:
+                inside = stack.enter_context(
+                    opened(item.folder.name, self.fd, identity=item.folder.identity)
+                )
+            except OSError as error:
+                self.skipped.append(Skipped(item, f"cannot be opened ({error.strerror or error})"))
+                return
             for lock in item.locks:
                 reason = self._unlink_lock(inside, lock, unlinked)
-                why = why or (reason or "")
-        finally:
-            os.close(inside)
+                why = why or reason or ""
         if unlinked:
             self.done.append(Done(item, None, unlinked=unlinked))
         else:
@@ -297,10 +286,8 @@ class _RootRun:
             st = os.stat(lock.name, dir_fd=inside, follow_symlinks=False)
         except FileNotFoundError:
             return "its lock is gone already"
-        if not stat.S_ISREG(st.st_mode) or (st.st_ino, st.st_mtime_ns) != (
-            lock.inode,
-            lock.mtime_ns,
-        ):
+        listed = (st.st_ino, st.st_mtime_ns) == (lock.inode, lock.mtime_ns)
+        if not stat.S_ISREG(st.st_mode) or not listed:
             return "its lock changed since the plan"
         again = self.judge(
             lock.name, lock_content(inside, lock.name, st), st.st_ino, st.st_mtime_ns
@@ -421,38 +408,15 @@ def _own_folder(parent_fd: int, name: str, device: int) -> int:
     return fd
 
 
-def _session_fd(root_fd: int, folder: Any) -> int:
-    fd = os.open(folder.name, _DIR, dir_fd=root_fd)
-    own = os.fstat(fd)
-    if (own.st_dev, own.st_ino) != folder.identity:
-        os.close(fd)
-        raise OSError(0, "replaced since the plan")
-    return fd
-
-
 def _log_sha256(root_fd: int, name: str) -> str | None:
-    """The sha256 of a session's log, opened relative to the root's descriptor without
-    following a link or blocking."""
-    try:
-        inside = os.open(name, _DIR, dir_fd=root_fd)
-    except OSError:
-        return None
-    try:
-        fd = os.open(LOG, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=inside)
-    except OSError:
-        os.close(inside)
-        return None
+    """The sha256 of a session's log, opened relative to the root's descriptor."""
     digest = hashlib.sha256()
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        while block := os.read(fd, 1 << 20):
-            digest.update(block)
+        with opened(name, root_fd) as inside, opened(LOG, inside, regular=True) as fd:
+            while block := os.read(fd, 1 << 20):
+                digest.update(block)
     except OSError:
         return None
-    finally:
-        os.close(fd)
-        os.close(inside)
     return digest.hexdigest()
 
 
