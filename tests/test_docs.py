@@ -122,3 +122,17 @@ def test_the_docs_point_at_the_rules_page_and_name_only_real_codes() -> None:
     pages = [README] + [page.read_text() for page in (PROJECT / "docs").glob("*.md")]
     named = set(re.findall(r"\b[ETXSCR][1-6]\d\d\b", "\n".join(pages)))
     assert named and named <= set(RULES_BY_CODE)
+
+
+def test_every_ledger_row_names_code_that_exists() -> None:
+    """docs/development.md's mutation ledger names where each mutation goes (`path` `name`):
+    after a module is merged or a function renamed, the row must follow it."""
+    ledger = (PROJECT / "docs" / "development.md").read_text()
+    missing = []
+    for path, name in re.findall(r"^\| [^|]*\| `([\w/]+\.py)` `([\w.]+)`", ledger, re.MULTILINE):
+        under = PROJECT / path if path.split("/")[0] in ("tests", "rig", "synth") else None
+        file = under or PROJECT / "copilot_logs" / path
+        last = name.split(".")[-1]
+        if not file.is_file() or not re.search(rf"\b{re.escape(last)}\b", file.read_text()):
+            missing.append(f"{path} {name}")
+    assert missing == []
