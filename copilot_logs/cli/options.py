@@ -32,9 +32,8 @@ if TYPE_CHECKING:
     import polars as pl
 
     from copilot_logs import store
-    from copilot_logs.ingest.decode.envelope import Source
-    from copilot_logs.ingest.discover import Selection
-    from copilot_logs.ingest.picked import Picks
+    from copilot_logs.ingest.discover import Picks, Selection
+    from copilot_logs.ingest.logfile import Source
     from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.store.collect import BatchResult
 
@@ -280,7 +279,7 @@ def load(
 
 
 def picks(sources: list[Source]) -> Picks:
-    from copilot_logs.ingest.picked import picks as of_sources
+    from copilot_logs.ingest.discover import picks as of_sources
 
     return of_sources(sources)
 
@@ -338,7 +337,7 @@ class Loaded:
         self.files_with_events: set[str] = set()
         self.chosen: Picks = ()
         """The logs selected by the id of a session they hold, and those ids: their other
-        sessions are left out of every batch (:mod:`copilot_logs.ingest.picked`)."""
+        sessions are left out of every batch (:func:`copilot_logs.ingest.discover.picked_then`)."""
         self.found: list[store.Found] | None = None
         """Each source's entry in the store, looked up by :func:`load`: used by the first
         :meth:`map` (a map writes entries, so a later one looks them up again)."""
@@ -354,16 +353,18 @@ class Loaded:
 
         values: list[T] = []
         diagnostics = [empty_diagnostics()]
-        from copilot_logs.ingest import logfile, picked, window
+        from copilot_logs.ingest import discover, logfile
 
         since, until = self.window
         looked, self.found = self.found, None
         growth = logfile.Growth(self.sources, looked)
         narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
         if self.chosen:
-            fn = functools.partial(picked.then, fn=fn, chosen=self.chosen)
+            fn = functools.partial(discover.picked_then, fn=fn, chosen=self.chosen)
         step: Callable[[ReadResult], Any] = (
-            functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
+            functools.partial(discover.window_then, fn=fn, since=since, until=until)
+            if narrowed
+            else fn
         )
         with output.progress(len(self.sources), sum(s.size for s in self.sources)) as advance:
             batches = (
@@ -382,7 +383,7 @@ class Loaded:
                 value, found = done.value, done.diagnostics
                 if narrowed:  # standard input's sessions outside --since/--until: not reported
                     value, dropped = value
-                    found = window.without(found, dropped)
+                    found = discover.without(found, dropped)
                 values.append(value)
                 diagnostics.append(found)
                 self.files_with_events.update(done.files_with_events)

@@ -13,9 +13,9 @@ import weakref
 
 import polars as pl
 
+from copilot_logs.ingest import cli_format
 from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
 from copilot_logs.ingest.calls import TURN_START as TURN_START
-from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.schema import log_times
 
 MAIN = pl.col("agent_id").is_null()
@@ -156,7 +156,7 @@ def annotated(events: pl.DataFrame) -> pl.DataFrame:
     - ``agent_id``: the key of the sub-agent that wrote the line (its task call's toolCallId),
       whatever scheme the CLI version marks it by; null for the main agent.
       ``agent_instance``: the envelope agentId as written (see
-      :func:`copilot_logs.ingest.decode.cli_format.keyed`).
+      :func:`copilot_logs.ingest.cli_format.keyed`).
     - ``segment``: the run of the CLI the event belongs to, from 1: a new one at each
       session.start or session.resume after the log's first line. ``segment_end``: how that
       run ended (:data:`ENDED_BY_SHUTDOWN`, :data:`KILLED`, :data:`OPEN`);

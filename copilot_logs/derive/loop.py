@@ -16,7 +16,7 @@ from copilot_logs.derive.events import (
     TYPE,
     open_state,
 )
-from copilot_logs.ingest.decode import cli_format
+from copilot_logs.ingest import cli_format
 
 INTERRUPTED_CODE = "interrupted"
 """The error code of the ``tool.execution_complete`` CLI 1.0.102 writes on resume for a tool its

@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from copilot_logs.ingest.decode.envelope import as_int
+from copilot_logs.ingest.decode import as_int
 
 ACCOUNTING = ("single", "cumulative", "per-segment", "none")
 NANO_PER_CREDIT = 1_000_000_000

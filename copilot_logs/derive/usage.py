@@ -30,7 +30,7 @@ from copilot_logs.derive.shutdowns import (
     figures_of,
     file_usage,
 )
-from copilot_logs.ingest.decode.event_structs import parse_detail
+from copilot_logs.ingest.decode import parse_detail
 
 UNKNOWN = "unknown"
 CHECKPOINT = "session.usage_checkpoint"

@@ -32,9 +32,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from copilot_logs.errors import CopilotLogsError, ExitCode
-from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
-from copilot_logs.ingest.logfile import open_log
+from copilot_logs.ingest.logfile import Source, open_log
 from copilot_logs.spark.tasks import RESULT_SCHEMA, Done, key, task
 
 if TYPE_CHECKING:

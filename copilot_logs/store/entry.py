@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 import copilot_logs
-from copilot_logs.ingest.progress import Count, Figures, ReadState
+from copilot_logs.ingest.calls import Count, Figures
+from copilot_logs.ingest.reader import ReadState
 from copilot_logs.store.trust import open_entry, private_folder, replaceable, where
 
 if TYPE_CHECKING:

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import msgspec
 
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.logfile import open_log, read_spans
+from copilot_logs.ingest.logfile import Source, open_log, read_spans
 from copilot_logs.store.entry import Header, Stamp, entry_file, load_header
 
 HASH_BYTES = 4096

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.store.entry import Header, Result, Rows, diagnostics_of, frame_of, rows_of
 from copilot_logs.store.key import Found, State, no_gc
 

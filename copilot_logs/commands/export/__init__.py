@@ -33,8 +33,8 @@ from copilot_logs.commands.export.manifest import (
     save,
     unchanged,
 )
-from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import peek_start
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store.key import seen_whole
 

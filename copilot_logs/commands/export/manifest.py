@@ -25,7 +25,7 @@ import orjson
 from copilot_logs import modes
 from copilot_logs.commands.export.files import PARTITION, RUN, TABLES, is_ours, written_files
 from copilot_logs.errors import FULL, CopilotLogsError, ExitCode, WriteError
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.store.entry import Stamp
 from copilot_logs.store.key import Seen, State, growth, stamp_of
 

@@ -23,8 +23,8 @@ import polars as pl
 
 from copilot_logs import derive
 from copilot_logs.derive import MAIN, TYPE
-from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult, ReadState
 from copilot_logs.ingest.schema import empty_diagnostics, empty_events
 from copilot_logs.store.collect import read_held
