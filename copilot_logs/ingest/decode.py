@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from itertools import groupby
 from operator import attrgetter
 from typing import Annotated, Any, NamedTuple
@@ -397,34 +397,20 @@ def payload_columns(
         if name not in columns:
             columns[name] = [False] * height if name == "is_nudge" else [None] * height
     columns["detail"] = list(details)
-    for kind, rows in _rows_by_kind(kinds, datas):
-        values = _BY_KIND[kind](kind, list(map(present.__getitem__, rows)))
-        for name, column in values.items():
-            deque(map(columns[name].__setitem__, rows, column), maxlen=0)
+    # The rows of each type that fills more than the ids, a type at a time.
+    keys = [kind if data is not None else "" for kind, data in zip(kinds, datas, strict=True)]
+    for kind, group in groupby(sorted(range(height), key=keys.__getitem__), keys.__getitem__):
+        if kind in _BY_KIND:
+            rows = list(group)
+            values = _BY_KIND[kind](kind, list(map(present.__getitem__, rows)))
+            for name, column in values.items():
+                deque(map(columns[name].__setitem__, rows, column), maxlen=0)
     return [columns[name] for name in PAYLOAD_FIELDS]
 
 
 def payload(kind: str, data: Common | None, detail: str | None) -> tuple[Any, ...]:
-    """:func:`payload_columns` of one event, without its cost per call."""
-    row = dict(zip(PAYLOAD_FIELDS, NO_PAYLOAD, strict=True))
-    row["detail"] = detail
-    if data is not None:
-        row.update((name, getattr(data, field)) for name, field in _IDS.items())
-        fill = _BY_KIND.get(kind)
-        if fill is not None:
-            row.update((name, column[0]) for name, column in fill(kind, [data]).items())
-    return tuple(row.values())
-
-
-def _rows_by_kind(
-    kinds: Sequence[str], datas: Sequence[Common | None]
-) -> Iterator[tuple[str, list[int]]]:
-    """The rows of each type that fills more than the ids, in order."""
-    keys = [kind if data is not None else "" for kind, data in zip(kinds, datas, strict=True)]
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    for kind, rows in groupby(order, key=keys.__getitem__):
-        if kind in _BY_KIND:
-            yield kind, list(rows)
+    """:func:`payload_columns` of one event."""
+    return tuple(column[0] for column in payload_columns([kind], [data], [detail]))
 
 
 def preview(value: Any) -> str | None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import orjson
 
@@ -240,17 +240,29 @@ def _sessions_inside(sources: list[Source]) -> dict[str, list[Source]]:
     return found
 
 
+def _first_event(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first line of a log (its session.start) and that event's ``data``, as dicts (empty
+    when there is none)."""
+    try:
+        with open_log(path) as stream:
+            event = orjson.loads(stream.readline(1 << 20).strip(b"\x00\r\n "))
+    except (OSError, orjson.JSONDecodeError):
+        return {}, {}
+    event = event if isinstance(event, dict) else {}
+    data = event.get("data")
+    return event, data if isinstance(data, dict) else {}
+
+
 def peek_start(source: Source) -> datetime | None:
     """The session's start, read from its first line only (a few hundred bytes)."""
     if source.path is None:
         return None
+    event, data = _first_event(source.path)
+    if not isinstance(event.get("data", {}), dict):
+        return None
     try:
-        with open_log(source.path) as stream:
-            first = stream.readline(1 << 20).strip(b"\x00\r\n ")
-        event = orjson.loads(first)
-        stamp = event.get("data", {}).get("startTime") or event.get("timestamp")
-        parsed = datetime.fromisoformat(stamp)
-    except (OSError, orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+        parsed = datetime.fromisoformat(data.get("startTime") or event.get("timestamp"))
+    except (TypeError, ValueError):
         return None
     return held_time(parsed)  # None (the file's time is used) for a time no log may hold
 
@@ -343,8 +355,8 @@ def _compare(first: Source, second: Source, notes: list[str]) -> set[int]:
             f"read once, from {longer.name}"
         )
         return {id(shorter)}
-    session = _session_id(first.path)
-    if session is not None and session == _session_id(second.path):
+    session = _first_event(first.path)[1].get("sessionId")
+    if isinstance(session, str) and session == _first_event(second.path)[1].get("sessionId"):
         notes.append(
             f"{first.name} and {second.name} hold the same session ({first.session_hint}) "
             "with different events: both are read, so it counts twice; give only one of them"
@@ -363,17 +375,6 @@ def _starts_with(longer: Source, shorter: Source) -> bool:
     except OSError:
         return False
     return True
-
-
-def _session_id(path: Path) -> str | None:
-    """``session.start``'s ``sessionId`` on the first line of a log, if it has one."""
-    try:
-        with open_log(path) as stream:
-            event = orjson.loads(stream.readline(1 << 20).strip(b"\x00\r\n "))
-        found = event.get("data", {}).get("sessionId")
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        return None
-    return found if isinstance(found, str) else None
 
 
 def _identity(path: Path) -> object:

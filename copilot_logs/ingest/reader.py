@@ -320,14 +320,15 @@ class FileReader:
         self.end, self.next_line = offset + ends[-1] + 1, number + len(ends)
         return True
 
+    def _note(self, physical: Physical, kind: str, message: str) -> None:
+        self.diagnostics.add(physical.number, physical.offset, kind, message)
+
     def _clean(self, physical: Physical) -> bytes | None:
         """Strip what damage adds around a line; None when nothing is left."""
         raw = physical.raw
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-            self.diagnostics.add(
-                physical.number, physical.offset, "crlf", "line ends with CRLF; read as LF"
-            )
+            self._note(physical, "crlf", "line ends with CRLF; read as LF")
         nuls = physical.nuls
         if b"\x00" in raw:
             stripped = raw.strip(b"\x00")
@@ -335,15 +336,14 @@ class FileReader:
             raw = stripped
         padded = nuls > 0
         if padded:
-            self.diagnostics.add(
-                physical.number,
-                physical.offset,
+            self._note(
+                physical,
                 "nul-bytes",
                 f"{nuls} NUL bytes (a crash left padding); ignored",
             )
         if not raw.strip():
             if not padded and (raw or physical.terminated):
-                self.diagnostics.add(physical.number, physical.offset, "blank-line", "blank line")
+                self._note(physical, "blank-line", "blank line")
             return None
         return raw
 
@@ -407,17 +407,15 @@ class FileReader:
             parsed = None if nuls else repair.try_loads(candidate)
             if parsed is not None:
                 span = followers[-1].offset + followers[-1].length - held.offset
-                self.diagnostics.add(
-                    held.number,
-                    held.offset,
+                self._note(
+                    held,
                     "split-event",
                     f"one event split over lines {held.number}-{followers[-1].number} by raw "
                     "newlines inside a string; rejoined",
                 )
                 for follower in followers:
-                    self.diagnostics.add(
-                        follower.number,
-                        follower.offset,
+                    self._note(
+                        follower,
                         "split-event",
                         f"continues the event split at line {held.number}; rejoined",
                     )
@@ -458,9 +456,8 @@ class FileReader:
         while start != -1:
             parsed = repair.try_loads(raw[start:])
             if parsed is not None and isinstance(parsed[0], dict):
-                self.diagnostics.add(
-                    physical.number,
-                    physical.offset,
+                self._note(
+                    physical,
                     "truncated-event",
                     f"a truncated event ({start} bytes) with a complete event glued behind it; "
                     "the complete one was kept",
@@ -474,19 +471,17 @@ class FileReader:
                 return
             start = raw.find(EVENT_START, start + 1)
         if last and not physical.terminated:
-            self.diagnostics.add(
-                physical.number,
-                physical.offset,
+            self._note(
+                physical,
                 "cut-line",
                 f"the last line is cut off mid-event ({len(raw)} bytes, no newline): the session "
                 "was still being written or crashed",
             )
         elif repair.too_deep(raw):
-            self.diagnostics.add(physical.number, physical.offset, "too-deep", TOO_DEEP_MESSAGE)
+            self._note(physical, "too-deep", TOO_DEEP_MESSAGE)
         else:
-            self.diagnostics.add(
-                physical.number,
-                physical.offset,
+            self._note(
+                physical,
                 "invalid-json",
                 f"not valid JSON ({len(raw)} bytes); the line was skipped",
             )
