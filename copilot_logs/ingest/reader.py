@@ -1,12 +1,10 @@
 """Bytes on disk -> an events frame and a diagnostics frame: the reader (no polars but where the
 frames are built).
 
-A file is read a block of whole lines at a time, split on ``b"\\n"`` only. Runs of clean lines
-(:func:`decode_run`: the one definition of a clean line) are decoded whole by msgspec; every
-other line goes through the line reader (:class:`FileReader`), which recovers every event the
-known kinds of damage leave behind and reports each damaged physical line
-(docs/damaged-logs.md). Both ways give the same rows. ``count --total`` reads the same way
-(:func:`count_calls`) into a :class:`copilot_logs.ingest.calls.CallTally`, keeping no rows.
+A file is read a block of whole lines at a time, split on ``b"\\n"`` only: runs of clean lines
+(:func:`decode_run`) are decoded whole by msgspec, every other line recovered and reported by the
+line reader (docs/damaged-logs.md); both ways give the same rows. ``count --total`` reads the
+same way (:func:`count_calls`), keeping no rows.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import sys
 from collections.abc import Generator, Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import orjson
@@ -31,7 +29,6 @@ from copilot_logs.ingest.decode import (
     EVENT_START,
     FULL_EVENT,
     NO_PAYLOAD,
-    PAYLOAD_FIELDS,
     PAYLOAD_TYPES,
     RARE_TYPES,
     Common,
@@ -44,30 +41,12 @@ from copilot_logs.ingest.decode import (
     payload,
     payload_columns,
 )
-from copilot_logs.ingest.events_frame import (
-    ENVELOPE_FIELDS,
-    FLUSH_ROWS,
-    Diagnostics,
-    Rows,
-    SessionMark,
-    Span,
-)
+from copilot_logs.ingest.events_frame import FLUSH_ROWS, Diagnostics, Rows, SessionMark, Span
 from copilot_logs.ingest.logfile import Capped, Readable, Source, open_log, why_unreadable
 from copilot_logs.ingest.repair import TOO_DEEP_MESSAGE, Repair, TooDeep
 
 if TYPE_CHECKING:
     import polars as pl
-
-__all__ = [
-    "ENVELOPE_FIELDS",
-    "PAYLOAD_FIELDS",
-    "PAYLOAD_TYPES",
-    "ReadResult",
-    "ReadState",
-    "count_calls",
-    "read_many",
-    "read_many_bytes",
-]
 
 CLEAN_BLOCK = 2 << 20
 """Bytes read at a time (memory stays bounded by a few blocks whatever the file's size)."""
@@ -200,8 +179,7 @@ class FileReader:
         self.end = resume.end
         self.next_line = resume.next_line
         self.held: Physical | None = None
-        """A line that did not parse, waiting for the next (maybe one event split by raw
-        newlines)."""
+        """A line that did not parse, waiting for the next (one event split by raw newlines?)."""
 
     def state(self, *, with_ids: bool = False) -> ReadState:
         """How far the read got, with the ids seen when asked (else they are in the rows)."""
@@ -225,12 +203,9 @@ class FileReader:
             self.held = None
 
     def lines(self, stream: Readable) -> Iterator[Physical]:
-        """The physical lines of the stream for :meth:`run`, read in blocks of whole lines.
-
-        The clean runs of a block are added in one go and yield nothing; the lines of any other
-        run are yielded one by one (and every line while the line reader holds one). A line
-        longer than a block is gathered in linear time (see :class:`_LongLine`).
-        """
+        """The physical lines of the stream for :meth:`run`, read in blocks of whole lines: the
+        clean runs of a block are added in one go and yield nothing; the lines of any other run,
+        and every line while one is held, are yielded one by one."""
         long = _LongLine(b"")
         offset, number = self.end, self.next_line
         at_start = self.end == 0
@@ -830,19 +805,9 @@ def read_source(source: Source) -> ReadResult:
     return read_many([(source, None)])[0]
 
 
-def read_stream(
-    stream: BinaryIO, source: Source, *, resume: ReadState | None = None
-) -> tuple[ReadResult, ReadState]:
-    """Read one session log from an open binary stream (positioned at ``resume.end`` when
-    continuing an earlier read)."""
-    rows, diagnostics = Rows(), Diagnostics()
-    span, state = _read(stream, source, rows, diagnostics, resume)
-    return ReadResult(rows.frame([span]), diagnostics.frame([span])), state
-
-
 def read_bytes(data: bytes, name: str = "<bytes>", session_hint: str = "") -> ReadResult:
     """Read a session log held in memory (tests, and callers who already have the bytes)."""
-    return read_stream(io.BytesIO(data), Source(Path(name), session_hint or name))[0]
+    return read_many_bytes([(Source(Path(name), session_hint or name), data, None)])[0]
 
 
 def count_calls(
