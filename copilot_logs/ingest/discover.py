@@ -258,13 +258,13 @@ def peek_start(source: Source) -> datetime | None:
     if source.path is None:
         return None
     event, data = _first_event(source.path)
-    if not isinstance(event.get("data", {}), dict):
+    stamp = data.get("startTime") or event.get("timestamp")
+    if not isinstance(event.get("data", {}), dict) or not isinstance(stamp, str):
         return None
-    try:
-        parsed = datetime.fromisoformat(data.get("startTime") or event.get("timestamp"))
-    except (TypeError, ValueError):
+    try:  # None (the file's time is used) for a time no log may hold
+        return held_time(datetime.fromisoformat(stamp))
+    except ValueError:
         return None
-    return held_time(parsed)  # None (the file's time is used) for a time no log may hold
 
 
 def find_sources(selection: Selection, notes: list[str] | None = None) -> list[Source]:
