@@ -70,13 +70,9 @@ def parse_when(
             day = local.date() - timedelta(days=int(word == "yesterday"))
             return _day(day, end_of_day, zone)
         week = _WEEK.fullmatch(word.upper())
-        if week:
+        if week:  # Monday to Sunday
             monday = date.fromisocalendar(int(week[1]), int(week[2]), 1)
-            return (
-                _day(monday + timedelta(days=6), True, zone)
-                if end_of_day
-                else _day(monday, False, zone)
-            )
+            return _day(monday + timedelta(days=6 * end_of_day), end_of_day, zone)
         if _AGE.fullmatch(word):
             return max(EARLIEST, moment.astimezone(UTC) - parse_duration(word))
         if len(text) == 10:
@@ -411,8 +407,7 @@ def _narrow(sources: list[Source], selection: Selection) -> list[Source]:
                 and (until is None or (starts[s] or _mtime(s.path)) < until)
             )
         ]
-    far_past = datetime.min.replace(tzinfo=UTC)
-    sources.sort(key=lambda s: starts.get(s) or far_past, reverse=True)
+    sources.sort(key=lambda s: starts.get(s) or EARLIEST, reverse=True)
     if selection.latest is not None:
         sources = sources[: selection.latest]
     return sources
@@ -422,7 +417,7 @@ def _mtime(path: Path) -> datetime:
     try:
         return datetime.fromtimestamp(path.stat().st_mtime, UTC)
     except OSError:
-        return datetime.max.replace(tzinfo=UTC)
+        return LATEST
 
 
 WORKSPACE_FILE = "workspace.yaml"
