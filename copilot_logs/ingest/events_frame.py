@@ -231,9 +231,8 @@ class Diagnostics:
     always listed. A reader calls :meth:`start_file` before a file and :meth:`settle` where a
     session ends and after the file."""
 
-    def __init__(self, max_details: int = MAX_DETAILS) -> None:
+    def __init__(self) -> None:
         self.rows: list[Diagnostic] = []
-        self.max_details = max_details
         self._file: object = None
         self._listed = 0
         self._last_line = 0
@@ -249,7 +248,7 @@ class Diagnostics:
     def add(
         self, line: int, offset: int, kind: str, message: str, event_id: str | None = None
     ) -> None:
-        if self._listed < self.max_details or line == 0:
+        if self._listed < MAX_DETAILS or line == 0:
             self._listed += line != 0
             self._last_line = max(self._last_line, line)
             self.rows.append((line, offset, kind, message, event_id, None, None))
@@ -271,7 +270,7 @@ class Diagnostics:
             message = (
                 f"and {tally.lines:,} more damaged lines of this kind, from line "
                 f"{tally.line:,} to {tally.last_line:,}: not listed one by one (the first "
-                f"{self.max_details} problems of a file are)"
+                f"{MAX_DETAILS} problems of a file are)"
             )
             row = (tally.line, tally.offset, kind, message, None, tally.lines, tally.new_lines)
             self.rows.append(row)

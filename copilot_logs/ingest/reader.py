@@ -56,6 +56,9 @@ clean is then tried alone, so that only the damaged lines go through the line re
 MAX_REJOIN_LINES = 16
 """How many following physical lines an event split by raw newlines may span."""
 STDIN_CLOSED = "standard input is closed: pipe a log into it, or name the files to read"
+EMPTY_FILE = ("empty-file", "the file is empty: it holds no event")
+NO_EVENT = ("no-event", "no event could be read from the file: is it a Copilot CLI session log?")
+BOM = ("bom", "a UTF-8 byte order mark starts the file (the CLI writes none); ignored")
 START = "session.start"
 
 
@@ -215,12 +218,7 @@ class FileReader:
                 at_start = False
                 if more.startswith(codecs.BOM_UTF8):
                     begin = self.end = len(codecs.BOM_UTF8)
-                    self.diagnostics.add(
-                        1,
-                        0,
-                        "bom",
-                        "a UTF-8 byte order mark starts the file (the CLI writes none); ignored",
-                    )
+                    self.diagnostics.add(1, 0, *BOM)
                 offset += begin
             if long.length:
                 newline = more.find(b"\n")
@@ -724,17 +722,10 @@ def _read(
     reader.run(reader.lines(stream))
     diagnostics.settle()
     if resume is None and rows.count == events_before:
-        if len(diagnostics.rows) == diagnostics_before:
-            # Only a 0-byte file gets here (any byte yields an event or a diagnostic): without
-            # a row it would vanish from every frame, and the caller could not say it was read.
-            diagnostics.add(0, 0, "empty-file", "the file is empty: it holds no event")
-        else:
-            diagnostics.add(
-                0,
-                0,
-                "no-event",
-                "no event could be read from the file: is it a Copilot CLI session log?",
-            )
+        # Only a 0-byte file has no diagnostic either (any byte yields an event or one): without
+        # a row it would vanish from every frame, and the caller could not say it was read.
+        empty = len(diagnostics.rows) == diagnostics_before
+        diagnostics.add(0, 0, *(EMPTY_FILE if empty else NO_EVENT))
     span = Span(
         source.name,
         reader.first_session_id or source.session_hint,
