@@ -242,7 +242,7 @@ def _first_event(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         with open_log(path) as stream:
             event = orjson.loads(stream.readline(1 << 20).strip(b"\x00\r\n "))
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, AttributeError, orjson.JSONDecodeError):  # (a stream that is no file)
         return {}, {}
     event = event if isinstance(event, dict) else {}
     data = event.get("data")
