@@ -20,8 +20,8 @@ from copilot_logs.commands import usage as _usage
 from copilot_logs.commands import validate as validate_core
 from copilot_logs.commands.usage import breakdown as _breakdown
 from copilot_logs.derive import calls as _calls
-from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import Selection, find_sources, parse_when
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store.collect import map_batches, read_all, read_files, read_held
 
@@ -58,7 +58,7 @@ def read(
     ``cache=True`` serves unchanged files from the store the CLI keeps in the user's cache
     folder (and updates it; see :mod:`copilot_logs.store`).
     """
-    from copilot_logs.ingest.window import started_within
+    from copilot_logs.ingest.discover import started_within
 
     selection = _selection(selectors, root, since, until, latest)
     read = read_all(find_sources(selection), use_cache=cache)

@@ -1,7 +1,7 @@
-"""Regenerate ``copilot_logs/ingest/decode/schema_types.json``: every event type the published
+"""Regenerate ``copilot_logs/ingest/schema_types.json``: every event type the published
 schemas name, and which of them are ephemeral (streamed live, never written to events.jsonl).
 
-    python -m rig.event_schema --fetch > copilot_logs/ingest/decode/schema_types.json
+    python -m rig.event_schema --fetch > copilot_logs/ingest/schema_types.json
     python -m rig.event_schema --python session_events.py --schema a.json b.json > ...
 
 Three sources, all of the CLI's own making:

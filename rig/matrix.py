@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot_logs import api
-from copilot_logs.ingest.decode import cli_format
+from copilot_logs.ingest import cli_format
 from rig.scenarios import SCENARIOS
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "tests" / "recordings"
@@ -173,7 +173,7 @@ def page(root: Path = RECORDINGS) -> str:
         "The `--output-format json` stream holds the same events as the log (and ephemeral "
         "ones, and a closing `result` line that no schema names). The known types and which "
         "are ephemeral come from the schemas the CLI publishes "
-        "(`copilot_logs/ingest/decode/schema_types.json`, made by `python -m rig.event_schema "
+        "(`copilot_logs/ingest/schema_types.json`, made by `python -m rig.event_schema "
         "--fetch`): the Python SDK's list (github-copilot-sdk 1.0.27, CLI 1.0.104) lacks "
         "`session.usage_record`, which the schema inside CLI 1.0.102 names and its logs hold.",
         "",

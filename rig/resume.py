@@ -240,7 +240,7 @@ def repaired_resume(binary: Path, version: str, saved: Path, root: Path) -> dict
     """``doctor --repair`` of the damaged session folder ``saved``, and the copy resumed in a
     fresh HOME: the verdict and what it rests on."""
     from copilot_logs.commands.doctor.repair import repair
-    from copilot_logs.ingest.decode.envelope import Source
+    from copilot_logs.ingest.logfile import Source
 
     state = root / "repaired-home" / ".copilot" / "session-state"
     (root / "repaired-home" / "work").mkdir(parents=True)

@@ -16,12 +16,10 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import synth
-from copilot_logs.ingest import block_reader, clean_blocks
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.decode.event_structs import Common
-from copilot_logs.ingest.decode.payload import RARE_TYPES, READS
-from copilot_logs.ingest.line_reader import Physical
-from copilot_logs.ingest.reader import ReadResult, read_bytes, read_many
+from copilot_logs.ingest import reader
+from copilot_logs.ingest.decode import RARE_TYPES, READS, Common
+from copilot_logs.ingest.logfile import Source
+from copilot_logs.ingest.reader import Physical, ReadResult, read_bytes, read_many
 from synth import SessionBuilder, bash, edit, glob, grep, view
 
 from .conftest import REAL_SAMPLES, SAMPLES
@@ -29,7 +27,7 @@ from .conftest import REAL_SAMPLES, SAMPLES
 
 def line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn the clean-block lane off: every line goes through the line reader."""
-    monkeypatch.setattr(block_reader.FileReader, "_clean_run", lambda *args: False)
+    monkeypatch.setattr(reader.FileReader, "_clean_run", lambda *args: False)
 
 
 def assert_same(left: ReadResult, right: ReadResult) -> None:
@@ -40,7 +38,7 @@ def assert_same(left: ReadResult, right: ReadResult) -> None:
 def both_ways(data: bytes, block: int | None = None) -> tuple[ReadResult, ReadResult]:
     with pytest.MonkeyPatch.context() as patch:
         if block is not None:
-            patch.setattr(clean_blocks, "CLEAN_BLOCK", block)
+            patch.setattr(reader, "CLEAN_BLOCK", block)
         fast = read_bytes(data, "s.jsonl")
         line_by_line(patch)
         slow = read_bytes(data, "s.jsonl")
@@ -168,7 +166,7 @@ def test_invalid_utf8_in_an_unread_field_is_still_reported() -> None:
 
 
 def test_damage_after_clean_blocks_is_found_at_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(clean_blocks, "CLEAN_BLOCK", 1000)
+    monkeypatch.setattr(reader, "CLEAN_BLOCK", 1000)
     lines = session(2).lines()
     at = len(lines) - 3
     result = read_bytes(damaged(lines, "crlf", at), "s.jsonl")
@@ -208,12 +206,12 @@ def test_bundled_and_real_logs_read_the_same(folder: Path, monkeypatch: pytest.M
 
 
 def test_blocks_after_a_damaged_one_are_decoded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(clean_blocks, "CLEAN_BLOCK", 1000)
+    monkeypatch.setattr(reader, "CLEAN_BLOCK", 1000)
     outcomes: list[bool] = []
-    clean_run = block_reader.FileReader._clean_run
+    clean_run = reader.FileReader._clean_run
 
     def spy(
-        self: block_reader.FileReader,
+        self: reader.FileReader,
         block: bytes,
         ends: list[int],
         where: tuple[int, int, int],
@@ -221,7 +219,7 @@ def test_blocks_after_a_damaged_one_are_decoded_whole(monkeypatch: pytest.Monkey
         outcomes.append(clean_run(self, block, ends, where))
         return outcomes[-1]
 
-    monkeypatch.setattr(block_reader.FileReader, "_clean_run", spy)
+    monkeypatch.setattr(reader.FileReader, "_clean_run", spy)
     lines = session(4).lines()
     result = read_bytes(damaged(lines, "crlf", 5), "s.jsonl")
     assert result.events.height == len(lines)
@@ -234,8 +232,8 @@ def test_blocks_after_a_damaged_one_are_decoded_whole(monkeypatch: pytest.Monkey
 def test_rows_turned_into_chunks_give_the_same_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     jobs = [(Source(p, p.stem), None) for p in sorted(SAMPLES.rglob("*.jsonl"))]
     whole, _ = read_many(jobs)
-    monkeypatch.setattr(block_reader, "FLUSH_ROWS", 7)
-    monkeypatch.setattr(clean_blocks, "CLEAN_BLOCK", 500)
+    monkeypatch.setattr(reader, "FLUSH_ROWS", 7)
+    monkeypatch.setattr(reader, "CLEAN_BLOCK", 500)
     chunked, _ = read_many(jobs)
     assert_same(chunked, whole)
 
@@ -261,16 +259,16 @@ def test_only_the_damaged_line_goes_through_the_line_reader(
 ) -> None:
     lines = [raw for seed in range(4) for raw in session(seed).lines()]
     lines = [orjson.dumps({**orjson.loads(raw), "id": f"e{n}"}) for n, raw in enumerate(lines)]
-    assert len(lines) > 6 * clean_blocks.FALLBACK_LINES
+    assert len(lines) > 6 * reader.FALLBACK_LINES
     data = damaged(lines, "crlf", len(lines) // 2)
     line_by_line_read: list[int] = []
-    line = block_reader.FileReader._line
+    line = reader.FileReader._line
 
-    def spy(self: block_reader.FileReader, physical: Physical) -> Physical | None:
+    def spy(self: reader.FileReader, physical: Physical) -> Physical | None:
         line_by_line_read.append(physical.number)
         return line(self, physical)
 
-    monkeypatch.setattr(block_reader.FileReader, "_line", spy)
+    monkeypatch.setattr(reader.FileReader, "_line", spy)
     fast = read_bytes(data, "s.jsonl")
     # The run of FALLBACK_LINES lines that holds it is not clean: each of its lines is then
     # tried alone, and the clean ones are decoded with the rest.

@@ -1,7 +1,7 @@
 """What copilot-logs knows of the CLI's format across versions agrees with the recordings and
 with the schema file it keeps: docs/compatibility.md is current, the verified range is the
 recorded one, every type on disk is known, and the known and ephemeral types are the kept
-schema's (ingest/decode/schema_types.json, made by rig/event_schema.py)."""
+schema's (ingest/schema_types.json, made by rig/event_schema.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import polars as pl
 
 import synth
 from copilot_logs.commands import validate
-from copilot_logs.ingest.decode import cli_format
+from copilot_logs.ingest import cli_format
 from copilot_logs.ingest.reader import read_bytes
 from rig import event_schema, matrix
 
@@ -20,7 +20,7 @@ from .recorded import COMMITTED, recordings, version_key
 
 PROJECT = Path(__file__).resolve().parent.parent
 COMMITTED_RECORDINGS = [r for r in recordings(COMMITTED) if r.outcome == "recorded"]
-SCHEMA_FILE = PROJECT / "copilot_logs/ingest/decode/schema_types.json"
+SCHEMA_FILE = PROJECT / "copilot_logs/ingest/schema_types.json"
 SCHEMA_TYPES: dict[str, bool] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))["types"]
 
 

@@ -23,7 +23,7 @@ from polars.testing import assert_frame_equal
 from copilot_logs import api
 from copilot_logs.cli import main
 from copilot_logs.commands.watch import Follower
-from copilot_logs.ingest.decode import cli_format
+from copilot_logs.ingest import cli_format
 from copilot_logs.ingest.reader import read_bytes
 
 from .recorded import ALL, COMMITTED, RECORDED, Read, Recording, any_recording, read, recording

@@ -19,9 +19,8 @@ from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.commands import count, count_total
 from copilot_logs.ingest import calls
-from copilot_logs.ingest.calls import CallCounter
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.progress import Figures
+from copilot_logs.ingest.calls import CallCounter, Figures
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.store.collect import read_all
 

@@ -37,7 +37,7 @@ import synth
 from benchmarks.peak import launched, read_report
 from copilot_logs.cli import main
 from copilot_logs.commands.sessions import summarize
-from copilot_logs.ingest import clean_blocks
+from copilot_logs.ingest import reader
 from copilot_logs.ingest.events_frame import MAX_DETAILS
 from copilot_logs.ingest.reader import read_bytes
 from synth import SessionBuilder, bash
@@ -230,12 +230,12 @@ def test_nul_runs_read_the_same_whatever_the_block_size(
     if cut_at_end:
         data = data[:-30] + b"\x00" * 300
     whole = read_bytes(data, "s.jsonl")
-    original = clean_blocks.CLEAN_BLOCK
-    clean_blocks.CLEAN_BLOCK = block
+    original = reader.CLEAN_BLOCK
+    reader.CLEAN_BLOCK = block
     try:
         small = read_bytes(data, "s.jsonl")
     finally:
-        clean_blocks.CLEAN_BLOCK = original
+        reader.CLEAN_BLOCK = original
     assert len(data) > block
     assert_frame_equal(small.events, whole.events)
     assert_frame_equal(small.diagnostics, whole.diagnostics)
@@ -249,12 +249,12 @@ def test_an_event_split_over_two_lines_the_second_padded_with_nul_reads_the_same
     lines[3:4] = [first, second + b"\x00" * 200]
     data = synth.join_lines(lines)
     whole = read_bytes(data, "s.jsonl")
-    original = clean_blocks.CLEAN_BLOCK
-    clean_blocks.CLEAN_BLOCK = 64
+    original = reader.CLEAN_BLOCK
+    reader.CLEAN_BLOCK = 64
     try:
         small = read_bytes(data, "s.jsonl")
     finally:
-        clean_blocks.CLEAN_BLOCK = original
+        reader.CLEAN_BLOCK = original
     assert "split-event" not in whole.diagnostics["kind"].to_list()
     assert_frame_equal(small.events, whole.events)
     assert_frame_equal(small.diagnostics, whole.diagnostics)
@@ -263,7 +263,7 @@ def test_an_event_split_over_two_lines_the_second_padded_with_nul_reads_the_same
 def test_a_nul_run_longer_than_a_block_is_counted_at_its_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(clean_blocks, "CLEAN_BLOCK", 64)
+    monkeypatch.setattr(reader, "CLEAN_BLOCK", 64)
     lines = session().lines()
     padded = lines[2]
     lines[2] = b"\x00" * 1000 + padded  # a padded line, then the event goes on

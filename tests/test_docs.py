@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from copilot_logs.ingest.reader import ENVELOPE_FIELDS, PAYLOAD_FIELDS
+from copilot_logs.ingest.decode import PAYLOAD_FIELDS
+from copilot_logs.ingest.events_frame import ENVELOPE_FIELDS
 from copilot_logs.ingest.schema import EVENTS_SCHEMA
 
 from .conftest import PROJECT

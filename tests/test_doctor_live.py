@@ -19,7 +19,7 @@ import pytest
 
 from copilot_logs.commands.doctor.repair import repair
 from copilot_logs.commands.validate import check
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import read_source
 from rig.damage import DAMAGES, Damage
 from rig.resume import KILLED, dropped, first_prompt, resume_in, verdict

@@ -21,7 +21,7 @@ from copilot_logs.cli import main
 from copilot_logs.commands.doctor.repair import Repair, repair
 from copilot_logs.commands.validate import check
 from copilot_logs.errors import SelectionError
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import read_bytes, read_source
 from rig.damage import DAMAGES, lines_of
 

@@ -24,7 +24,7 @@ from copilot_logs.cli import main
 from copilot_logs.commands import doctor
 from copilot_logs.commands.doctor import repair as repair_module
 from copilot_logs.commands.doctor.repair import repair
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from rig.damage import lines_of
 
 from .test_doctor_repair import recording, session_folder

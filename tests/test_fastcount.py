@@ -19,10 +19,10 @@ import synth
 from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.commands import count, count_total
-from copilot_logs.ingest import block_reader, reader
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.progress import Figures, ReadState
-from copilot_logs.ingest.reader import read_bytes
+from copilot_logs.ingest import reader
+from copilot_logs.ingest.calls import Figures
+from copilot_logs.ingest.logfile import Source
+from copilot_logs.ingest.reader import ReadState, read_bytes
 from copilot_logs.store import pool
 from synth import SessionBuilder, bash, task
 
@@ -325,15 +325,15 @@ def test_the_total_reads_through_the_block_reader_every_command_uses(
     lines[9:11] = [synth.glue_truncated(lines[9], lines[10])]  # a glued line further on
     data = synth.join_lines(lines)
     runs: list[bool] = []
-    real = block_reader.decode_run
+    real = reader.decode_run
 
     def spy(*args: Any, counting: bool = False) -> Any:
         run = real(*args, counting=counting)
         runs.append(counting and run is not None)
         return run
 
-    monkeypatch.setattr(block_reader, "decode_run", spy)
-    monkeypatch.setattr(block_reader, "FALLBACK_LINES", 2)
+    monkeypatch.setattr(reader, "decode_run", spy)
+    monkeypatch.setattr(reader, "FALLBACK_LINES", 2)
     figures, state = counted(data, tmp_path)
     assert any(runs) and all(runs[-3:])  # clean runs decoded whole, after the damage too
     assert (figures.llm_calls, figures.subagent_calls) == full_count(data)

@@ -200,7 +200,7 @@ def test_the_decoder_check_sees_every_spelling(source: str) -> None:
 
 def test_no_module_outside_ingest_decodes_an_event_line() -> None:
     # One decoder of an event line: the reader's (ingest/). Everything else reads the frames,
-    # or asks ingest (ingest.decode.event_structs.parse_line / parse_detail).
+    # or asks ingest (ingest.decode.parse_line / parse_detail).
     offenders = {
         str(path.relative_to(PACKAGE.parent)): used
         for path in modules()
@@ -243,7 +243,7 @@ def payload_reads(source: str) -> set[str]:
     "source",
     [
         'pl.col("detail").str.json_path_match("$.summary")',
-        "from copilot_logs.ingest.decode.event_structs import parse_detail",
+        "from copilot_logs.ingest.decode import parse_detail",
         'frame["detail"]',
         "texts.str.json_decode(dtype)",
     ],
@@ -268,11 +268,16 @@ def test_only_the_reader_and_the_session_model_read_payloads() -> None:
 
 READERS = {
     f"copilot_logs.ingest.reader.{name}"
-    for name in ("read_many", "read_many_bytes", "read_stream", "read_source", "read_bytes")
-} | {
-    f"copilot_logs.ingest.{module}"
-    for module in ("block_reader", "line_reader", "clean_blocks", "events_frame")
-}
+    for name in (
+        "read_many",
+        "read_many_bytes",
+        "read_stream",
+        "read_source",
+        "read_bytes",
+        "FileReader",
+        "decode_run",
+    )
+} | {"copilot_logs.ingest.events_frame"}
 """What reads a log's bytes into events: outside ``ingest/``, only ``store/`` may use these."""
 OWN_READ = {
     # count --total reads through the same block reader into a counting sink (no frames): its
@@ -317,8 +322,8 @@ def readers_used(source: str) -> set[str]:
         "from copilot_logs.ingest.reader import read_many",
         "from copilot_logs.ingest.reader import ReadResult, read_stream as rs",
         "from copilot_logs.ingest import reader\nreader.read_source(s)",
-        "from copilot_logs.ingest.block_reader import FileReader",
-        "from copilot_logs.ingest import line_reader",
+        "from copilot_logs.ingest.reader import FileReader",
+        "from copilot_logs.ingest import events_frame",
     ],
 )
 def test_the_reader_check_sees_every_spelling(source: str) -> None:

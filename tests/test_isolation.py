@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from copilot_logs.cli import main
 from copilot_logs.commands import audit, count, sessions, timeline, usage, validate
 from copilot_logs.errors import ExitCode
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult, read_source
 from copilot_logs.store.collect import map_batches
 

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from copilot_logs.cli import main
-from copilot_logs.ingest.decode.cli_format import version_key
+from copilot_logs.ingest.cli_format import version_key
 
 from .recorded import COMMITTED, KILLED_AND_RESUMED, Recording
 

@@ -10,15 +10,17 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.ingest.decode.event_structs import Common, Data
-from copilot_logs.ingest.decode.event_types import NUDGE_TEXT, PREVIEW_CHARS
-from copilot_logs.ingest.decode.payload import (
+from copilot_logs.ingest.decode import (
     IDS,
+    NUDGE_TEXT,
     PAYLOAD_FIELDS,
     PAYLOAD_TYPES,
+    PREVIEW_CHARS,
     RARE_TYPES,
     READS,
     TEXT_HEAD,
+    Common,
+    Data,
     from_dict,
     payload,
     preview,

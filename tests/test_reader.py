@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import read_bytes, read_source
 
 
@@ -240,9 +240,9 @@ def test_every_damage_kind_in_one_file() -> None:
 
 
 def test_reading_streams_in_blocks_across_huge_lines(monkeypatch: pytest.MonkeyPatch) -> None:
-    import copilot_logs.ingest.clean_blocks as clean_blocks
+    from copilot_logs.ingest import reader
 
-    monkeypatch.setattr(clean_blocks, "CLEAN_BLOCK", 7)
+    monkeypatch.setattr(reader, "CLEAN_BLOCK", 7)
     lines = clean_lines(3)
     lines[1] = line(event("user.message", 2, {"content": "z" * 5000}))
     result = read_bytes(join(lines))
@@ -265,17 +265,17 @@ json_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("C
 def test_round_trip_any_valid_stream(contents: list[str], block: int) -> None:
     """Any valid event stream written as JSONL reads back to the same events, whatever the
     line sizes and read block size."""
-    import copilot_logs.ingest.clean_blocks as clean_blocks
+    from copilot_logs.ingest import reader
 
-    original = clean_blocks.CLEAN_BLOCK
-    clean_blocks.CLEAN_BLOCK = block
+    original = reader.CLEAN_BLOCK
+    reader.CLEAN_BLOCK = block
     try:
         events = [event("session.start", 1, {"sessionId": "s"})] + [
             event("user.message", i + 2, {"content": text}) for i, text in enumerate(contents)
         ]
         result = read_bytes(join([line(e) for e in events]))
     finally:
-        clean_blocks.CLEAN_BLOCK = original
+        reader.CLEAN_BLOCK = original
     assert result.diagnostics.is_empty()
     assert result.events["event_id"].to_list() == [e["id"] for e in events]
     assert result.events["type"].to_list() == [e["type"] for e in events]

@@ -14,8 +14,8 @@ from polars.testing import assert_frame_equal
 import synth
 from copilot_logs.commands import validate
 from copilot_logs.commands.validate import RULES, Report, UnknownRuleError
-from copilot_logs.ingest.decode import cli_format
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest import cli_format
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
 from copilot_logs.store.collect import read_all

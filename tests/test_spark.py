@@ -38,7 +38,7 @@ import copilot_logs as cl
 import synth
 from benchmarks.corpus import DAMAGE_KINDS, _damage
 from copilot_logs.cli import main
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.spark import engine
 
 from .conftest import SAMPLES

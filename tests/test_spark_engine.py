@@ -18,7 +18,7 @@ import synth
 from copilot_logs.cli import main
 from copilot_logs.commands import count
 from copilot_logs.commands.usage import report, session_usage
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult, read_bytes, read_source
 from copilot_logs.spark import engine
 from copilot_logs.store import collect

@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 from copilot_logs import store
 from copilot_logs.cli import main
 from copilot_logs.ingest import reader
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.store import SWEPT, collect, pool
 from copilot_logs.store.collect import read_all
@@ -882,7 +882,7 @@ def test_a_log_edited_while_it_is_read_is_never_read_on_from_its_entry(
     stamp it was looked up with. Else the CRC and windows taken at the write (of the edited
     bytes) would vouch for the rows read before the edit, and the next growth would be read on
     from them."""
-    from copilot_logs.ingest.block_reader import FileReader
+    from copilot_logs.ingest.reader import FileReader
 
     builder = long_log(40)[0]
     path = builder.write(tmp_path / "s" / "events.jsonl")

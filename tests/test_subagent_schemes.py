@@ -19,9 +19,9 @@ import synth
 from copilot_logs import api, store
 from copilot_logs.cli import main
 from copilot_logs.commands import count_total, validate, watch
+from copilot_logs.ingest import cli_format
 from copilot_logs.ingest.calls import CallCounter
-from copilot_logs.ingest.decode import cli_format
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import read_bytes
 from copilot_logs.store.collect import read_all
 

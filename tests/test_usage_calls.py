@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from copilot_logs.cli import main
 from copilot_logs.commands.usage.breakdown import breakdown
-from copilot_logs.ingest.decode.cli_format import version_key
+from copilot_logs.ingest.cli_format import version_key
 from copilot_logs.ingest.reader import read_bytes
 from synth import SessionBuilder, bash, subagent_plan
 

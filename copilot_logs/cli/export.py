@@ -17,7 +17,7 @@ from copilot_logs.render.humanize import plural
 
 if TYPE_CHECKING:
     from copilot_logs.commands.export import Summary, Written
-    from copilot_logs.ingest.decode.envelope import Source
+    from copilot_logs.ingest.logfile import Source
 
 
 @click.command(cls=Command)

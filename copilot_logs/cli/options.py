@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     import polars as pl
 
     from copilot_logs import store
-    from copilot_logs.ingest.decode.envelope import Source
-    from copilot_logs.ingest.discover import Selection
-    from copilot_logs.ingest.picked import Picks
+    from copilot_logs.ingest.discover import Picks, Selection
+    from copilot_logs.ingest.logfile import Source
     from copilot_logs.ingest.reader import ReadResult
     from copilot_logs.store.collect import BatchResult
 
@@ -256,7 +255,7 @@ def load(
         chosen = choose(picked, zone=zone)
         loaded = Loaded(sources, report=report, window=(chosen.since, chosen.until), found=found)
     if loaded is not None and not whole_logs:
-        from copilot_logs.ingest.picked import picks
+        from copilot_logs.ingest.discover import picks
 
         loaded.chosen = picks(loaded.sources)
     return loaded
@@ -300,7 +299,7 @@ class Loaded:
     """None: read here (the store, worker processes); else Spark's ``map_batches``."""
     chosen: Picks = ()
     """The logs selected by the id of a session they hold, and those ids: their other sessions
-    are left out of every batch (:mod:`copilot_logs.ingest.picked`)."""
+    are left out of every batch (:func:`copilot_logs.ingest.discover.picked_then`)."""
     diagnostics: pl.DataFrame | None = None
     files_with_events: set[str] = field(default_factory=set)
 
@@ -310,7 +309,7 @@ class Loaded:
         its side effect (export writes files): it always runs."""
         import polars as pl
 
-        from copilot_logs.ingest import logfile, picked, window
+        from copilot_logs.ingest import discover, logfile
         from copilot_logs.ingest.schema import empty_diagnostics
         from copilot_logs.store.collect import map_batches
 
@@ -321,9 +320,11 @@ class Loaded:
         growth = logfile.Growth(self.sources, looked)
         narrowed = any(s.path is None for s in self.sources) and (since or until) is not None
         if self.chosen:
-            fn = functools.partial(picked.then, fn=fn, chosen=self.chosen)
+            fn = functools.partial(discover.picked_then, fn=fn, chosen=self.chosen)
         step: Callable[[ReadResult], Any] = (
-            functools.partial(window.then, fn=fn, since=since, until=until) if narrowed else fn
+            functools.partial(discover.window_then, fn=fn, since=since, until=until)
+            if narrowed
+            else fn
         )
         with output.progress(len(self.sources), sum(s.size for s in self.sources)) as advance:
             batches = (
@@ -342,7 +343,7 @@ class Loaded:
                 value, found = done.value, done.diagnostics
                 if narrowed:  # standard input's sessions outside --since/--until: not reported
                     value, dropped = value
-                    found = window.without(found, dropped)
+                    found = discover.without(found, dropped)
                 values.append(value)
                 diagnostics.append(found)
                 self.files_with_events.update(done.files_with_events)

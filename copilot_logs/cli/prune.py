@@ -194,7 +194,7 @@ def _exported(plan: Plan, out: Path) -> set[str]:
     then the names of those the export holds whole."""
     from copilot_logs.commands import export as export_core
     from copilot_logs.commands.prune import FOLDER
-    from copilot_logs.ingest.decode.envelope import Source
+    from copilot_logs.ingest.logfile import Source
 
     sources = [
         Source(item.folder.log_path, item.folder.name)

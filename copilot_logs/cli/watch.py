@@ -192,7 +192,7 @@ def _verdict(follower: Follower, fmt: str, nudge_cap: int) -> ExitCode:
     and return audit's exit code for it."""
     from copilot_logs.commands import audit
     from copilot_logs.commands import watch as core
-    from copilot_logs.ingest.decode.envelope import Source
+    from copilot_logs.ingest.logfile import Source
     from copilot_logs.render.audit import AuditContext, write_verdicts
     from copilot_logs.store.collect import read_files
 

@@ -15,9 +15,9 @@ import msgspec
 
 from copilot_logs import store
 from copilot_logs.ingest import reader
-from copilot_logs.ingest.calls import CallCounter
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.progress import Figures, ReadState
+from copilot_logs.ingest.calls import CallCounter, Figures
+from copilot_logs.ingest.logfile import Source
+from copilot_logs.ingest.reader import ReadState
 
 __all__ = ["Counted", "Totals", "count_file", "count_sources"]
 

@@ -33,8 +33,8 @@ from copilot_logs import derive, modes
 from copilot_logs.commands import sessions as sessions_core
 from copilot_logs.commands import usage, validate
 from copilot_logs.errors import FULL, CopilotLogsError, ExitCode, WriteError
-from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import peek_start
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult
 from copilot_logs.ingest.schema import EVENTS_SCHEMA
 from copilot_logs.store.entry import Seen, Stamp, State, growth, seen_whole, stamp_of

@@ -25,8 +25,8 @@ from copilot_logs.commands.usage import report as usage_report
 from copilot_logs.commands.usage import session_usage
 from copilot_logs.commands.usage.breakdown import NOT_ATTRIBUTABLE, breakdowns
 from copilot_logs.derive import SESSION
-from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import peek_start
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult
 
 DEFAULT_TIMELINES = 20

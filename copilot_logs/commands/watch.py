@@ -20,8 +20,8 @@ from copilot_logs import derive
 from copilot_logs.commands import audit, count
 from copilot_logs.derive import MAIN, TYPE
 from copilot_logs.errors import SelectionError
-from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE, Selection, find_sources
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult, ReadState
 from copilot_logs.ingest.schema import damaged_line_count, empty_diagnostics, empty_events
 from copilot_logs.store.collect import read_held

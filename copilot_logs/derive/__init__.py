@@ -18,9 +18,9 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
+from copilot_logs.ingest import cli_format
 from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
 from copilot_logs.ingest.calls import TURN_START as TURN_START
-from copilot_logs.ingest.decode import cli_format
 from copilot_logs.ingest.schema import log_times
 
 MAIN = pl.col("agent_id").is_null()

@@ -35,8 +35,7 @@ from copilot_logs.derive.calls import (
     credits,
     usage_records,
 )
-from copilot_logs.ingest.decode.envelope import as_int
-from copilot_logs.ingest.decode.event_structs import parse_detail
+from copilot_logs.ingest.decode import as_int, parse_detail
 
 # Token figures of one model, as named on disk (``usage``) and in our output.
 TOKEN_FIELDS = {

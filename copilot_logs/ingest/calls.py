@@ -2,41 +2,50 @@
 :class:`CallTally`), the store's per-file figures and the model's ``subagent_call`` column all
 ask :class:`CallCounter`.
 
-Each event is fed with its writer's mark (:func:`copilot_logs.ingest.decode.cli_format.writer`:
-None for the main agent, else the sub-agent's agentId, or the parentToolCallId of a 1.0.2x
-sub-agent's line).
-
-- A main-agent LLM call is an ``assistant.turn_start`` of the main agent.
-- A sub-agent LLM call is a sub-agent's ``assistant.turn_start`` where it writes turn pairs
-  (CLI 1.0.85 on), else its ``assistant.message``, once per call: the chunks of one call share a
-  messageId, so the first line of each (agent, messageId) counts (even when chunk 0 was lost);
-  a message without messageId counts unless it is a later chunk. Once a sub-agent has written a
-  turn_start, its messages are never calls (its turns counted them).
-
-Counting must see the events of a file in order, once each (the reader drops replayed lines).
-The pairs in ``messages`` are the only state: a read that goes on where an earlier one
-stopped (a file that grew) must start from the earlier read's ``messages``.
+A main-agent call is a main-agent ``assistant.turn_start``. A sub-agent call is a sub-agent's
+``turn_start`` where it writes turn pairs (CLI 1.0.85 on), else the first line of each of its
+``assistant.message`` (agent, messageId), or a message without messageId that is no later chunk;
+once a sub-agent wrote a turn_start its messages are never calls. Events are fed in file order,
+once each, with their writer's mark (:func:`copilot_logs.ingest.cli_format.writer`); the pairs in
+``messages`` are the only state a read going on where another stopped must start from.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from copilot_logs.ingest.decode.cli_format import writer
-from copilot_logs.ingest.decode.envelope import as_int
+import msgspec
+
+from copilot_logs.ingest.cli_format import writer
+from copilot_logs.ingest.decode import as_int
 from copilot_logs.ingest.events_frame import ROW_FIELDS
-from copilot_logs.ingest.progress import DamageRow, Figures
 
 TURN_START = "assistant.turn_start"
 MESSAGE = "assistant.message"
 CALL_TYPES = frozenset({TURN_START, MESSAGE})
-"""The only event types :meth:`CallCounter.add` can count: any other event is no LLM call."""
-
+"""The only event types :meth:`CallCounter.add` can count."""
 TURNS = "\x00turns"
-"""In ``messages``, (agent, TURNS) says that sub-agent writes turn pairs. Kept in the same set
-as the messageIds so that a read going on where another stopped (the store, ``count --total``)
-carries it; no CLI writes a messageId starting with NUL."""
+"""In ``messages``, (agent, TURNS) says that sub-agent writes turn pairs (no CLI writes a
+messageId starting with NUL)."""
+
+Count = Annotated[int, msgspec.Meta(ge=0)]
+DamageRow = tuple[Count, str, str, Count | None, Count | None]
+"""(line, kind, message, more_lines, new_lines) of a problem the reader reported (see
+DIAGNOSTICS_SCHEMA)."""
+
+
+class Figures(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a count of a log's calls found, with the damage the read met (nested in the
+    store's entries)."""
+
+    llm_calls: Count = 0
+    subagent_calls: Count = 0
+    messages: tuple[tuple[str, str], ...] = ()
+    """The counter's memory (sorted): a count going on where this one stopped starts from it."""
+    damage: tuple[DamageRow, ...] = ()
+    unreadable: bool = False
+    """Nothing could be read: no event at all, only damage."""
 
 
 class CallCounter:
@@ -48,8 +57,6 @@ class CallCounter:
         self.llm_calls = 0
         self.subagent_calls = 0
         self.messages: set[tuple[str, str]] = set(messages)
-        """(agent, messageId) of every sub-agent message counted so far, and (agent, TURNS)
-        of every sub-agent that wrote a turn_start."""
 
     @classmethod
     def going_on(cls, figures: Figures) -> CallCounter:
@@ -59,7 +66,6 @@ class CallCounter:
         return counter
 
     def figures(self, damage: Iterable[DamageRow] = (), unreadable: bool = False) -> Figures:
-        """What was counted, with the damage the read met."""
         return Figures(
             self.llm_calls,
             self.subagent_calls,
@@ -103,16 +109,14 @@ _COUNTED = tuple(map(ROW_FIELDS.index, COUNT_FIELDS))
 
 
 class CallTally:
-    """Where the reader puts the events it reads when only their calls are counted (``count
-    --total``): each is fed to the counter as it comes, and nothing is kept, so no frame is
-    built (and no polars imported)."""
+    """Where the reader puts the events when only their calls are counted (``count --total``):
+    each is fed to the counter as it comes and nothing is kept (no frame, no polars)."""
 
     __slots__ = ("count", "counter")
 
     def __init__(self, counter: CallCounter) -> None:
         self.counter = counter
         self.count = 0
-        """Events read."""
 
     def append(self, row: Sequence[Any]) -> None:
         """One event, as a row in ROW_FIELDS order (the line reader's)."""
@@ -122,9 +126,8 @@ class CallTally:
             self.counter.add(kind, writer(agent_id, parent), message_id, chunk_index)
 
     def extend(self, columns: Sequence[list[Any]]) -> None:
-        """Many events: their types, and the COUNT_FIELDS of those that may be calls (what
-        the clean lane gives for a count, see
-        :func:`copilot_logs.ingest.clean_blocks.decode_run`)."""
+        """Many events: their types, and the COUNT_FIELDS of those that may be calls (what the
+        clean lane gives a count)."""
         kinds, calls = columns
         self.count += len(kinds)
         add = self.counter.add

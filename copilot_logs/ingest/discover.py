@@ -1,4 +1,5 @@
-"""Find the session logs a command should read: root, ids, id prefixes, files, folders, stdin."""
+"""Find the session logs a command should read: root, ids, id prefixes, files, folders, stdin;
+and, once read, keep the sessions picked by id or by start time (docs/selecting.md)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,24 @@ import errno
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import orjson
 
 from copilot_logs.durations import parse_duration
 from copilot_logs.errors import SelectionError, UnreadableError, UnsupportedFormatError
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.decode.json_limits import held_time
-from copilot_logs.ingest.logfile import display_name, open_log
+from copilot_logs.ingest.logfile import STDIN, Source, display_name, open_log
+from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.ingest.repair import held_time
+
+if TYPE_CHECKING:
+    import polars as pl
+
+T = TypeVar("T")
 
 EVENTS_FILE = "events.jsonl"
 LEGACY_FOLDER = "history-session-state"
@@ -53,16 +59,9 @@ def parse_when(
     zone: tzinfo | None = None,
     now: datetime | None = None,
 ) -> datetime:
-    """A moment the user names, as UTC: a date (``2026-08-05``), an ISO time
-    (``2026-08-05T09:00``, ``...Z``), an ISO week (``2026-W48``: Monday to Sunday), ``today``,
-    ``yesterday``, or an age (``7d``, ``12h``, ``90m``: that long before ``now``).
-
-    A day or week means its start in ``zone`` (local time by default), or its end when
-    ``end_of_day`` (so ``--until 2026-08-05`` includes that whole day, ``--until 2026-W48``
-    that whole week). A time before the earliest a datetime holds
-    (``0001-01-01T00:00+05:00``) is the earliest, one after the latest (the end of
-    ``9999-12-31``) the latest: no session starts beyond either.
-    """
+    """A moment the user names (docs/selecting.md), as UTC: a day or week means its start in
+    ``zone`` (local time by default), or its end when ``end_of_day``; a time beyond what a
+    datetime holds is held to its edges (no session starts beyond either)."""
     moment = now or datetime.now(UTC)
     word = text.strip().lower()
     try:
@@ -71,13 +70,9 @@ def parse_when(
             day = local.date() - timedelta(days=int(word == "yesterday"))
             return _day(day, end_of_day, zone)
         week = _WEEK.fullmatch(word.upper())
-        if week:
+        if week:  # Monday to Sunday
             monday = date.fromisocalendar(int(week[1]), int(week[2]), 1)
-            return (
-                _day(monday + timedelta(days=6), True, zone)
-                if end_of_day
-                else _day(monday, False, zone)
-            )
+            return _day(monday + timedelta(days=6 * end_of_day), end_of_day, zone)
         if _AGE.fullmatch(word):
             return max(EARLIEST, moment.astimezone(UTC) - parse_duration(word))
         if len(text) == 10:
@@ -135,9 +130,8 @@ def _present(path: str | Path) -> bool:
 
 
 def _session_sources(folder: Path) -> list[Source]:
-    """The sessions held directly in a folder: ``<id>/events.jsonl`` and ``<id>.jsonl``.
-    Listed in one pass (:func:`os.scandir`): a folder is known by its entry, without a stat
-    of its own unless it is a link."""
+    """The sessions held directly in a folder: ``<id>/events.jsonl`` and ``<id>.jsonl``,
+    listed in one pass (a folder is known by its entry, without a stat of its own)."""
     sources = []
     try:
         with os.scandir(folder) as listing:
@@ -183,15 +177,10 @@ def _from_path(path: Path) -> list[Source]:
     return sources
 
 
-def _looks_like_path(selector: str) -> bool:
-    return os.sep in selector or selector.endswith(".jsonl") or selector.startswith(".")
-
-
 def _from_id(selector: str, root: Path, *, given_root: bool) -> list[Source]:
     """The log of the session ``selector`` names (an id or a prefix), as a source that keeps
-    that session only. The names of the sessions' folders and files are looked at first; when
-    none matches, the ids inside the logs (a file that holds several sessions, a log named
-    otherwise), as ``sessions`` lists them."""
+    that session only: by the names of the sessions' folders and files, else by the ids
+    inside the logs (a file that holds several sessions, a log named otherwise)."""
     known = _session_sources(root) if root.is_dir() else []
     candidates = [s for s in known if s.session_hint.startswith(selector)]
     exact = [s for s in candidates if s.session_hint == selector]
@@ -204,10 +193,10 @@ def _from_id(selector: str, root: Path, *, given_root: bool) -> list[Source]:
     if len(ids) > 1 and selector not in ids:
         _ambiguous(selector, ids)
     if not ids:
+        again = f" --root {shlex.quote(str(root))}" if given_root else ""
         raise SelectionError(
             f"no session, file or folder matches '{selector}' (looked under {root}); "
-            f"run `copilot-logs sessions{_root_option(root) if given_root else ''}` to list the "
-            "sessions, or give a path"
+            f"run `copilot-logs sessions{again}` to list the sessions, or give a path"
         )
     chosen = selector if selector in ids else ids[0]
     return [replace(source, only=(chosen,)) for source in inside[chosen]]
@@ -247,34 +236,38 @@ def _sessions_inside(sources: list[Source]) -> dict[str, list[Source]]:
     return found
 
 
-def _root_option(root: Path) -> str:
-    """`` --root ROOT``, quoted for a shell, to repeat in a command the user is told to run."""
-    return f" --root {shlex.quote(str(root))}"
+def _first_event(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first line of a log (its session.start) and that event's ``data``, as dicts (empty
+    when there is none)."""
+    try:
+        with open_log(path) as stream:
+            event = orjson.loads(stream.readline(1 << 20).strip(b"\x00\r\n "))
+    except (OSError, AttributeError, orjson.JSONDecodeError):  # (a stream that is no file)
+        return {}, {}
+    event = event if isinstance(event, dict) else {}
+    data = event.get("data")
+    return event, data if isinstance(data, dict) else {}
 
 
 def peek_start(source: Source) -> datetime | None:
     """The session's start, read from its first line only (a few hundred bytes)."""
     if source.path is None:
         return None
-    try:
-        with open_log(source.path) as stream:
-            first = stream.readline(1 << 20).strip(b"\x00\r\n ")
-        event = orjson.loads(first)
-        stamp = event.get("data", {}).get("startTime") or event.get("timestamp")
-        parsed = datetime.fromisoformat(stamp)
-    except (OSError, orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+    event, data = _first_event(source.path)
+    stamp = data.get("startTime") or event.get("timestamp")
+    if not isinstance(event.get("data", {}), dict) or not isinstance(stamp, str):
         return None
-    return held_time(parsed)  # None (the file's time is used) for a time no log may hold
+    try:  # None (the file's time is used) for a time no log may hold
+        return held_time(datetime.fromisoformat(stamp))
+    except ValueError:
+        return None
 
 
 def find_sources(selection: Selection, notes: list[str] | None = None) -> list[Source]:
-    """Resolve a selection into the session logs to read, newest first. A session found in
-    two places is read once when one file holds all the other holds (see :func:`_copies`;
-    what was left out, or two copies that differ, are said in ``notes``).
-
-    Raises SelectionError for a path that does not exist, or an id prefix matching nothing or
-    several sessions. An empty or missing default root gives an empty list.
-    """
+    """Resolve a selection into the session logs to read, newest first; a session found in
+    two places is read once when one file holds all the other holds (said in ``notes``, see
+    :func:`_copies`). Raises SelectionError for a path that does not exist, or an id prefix
+    matching nothing or several sessions."""
     root = selection.resolved_root
     if selection.root is not None and not selection.root.is_dir():
         raise SelectionError(f"--root {selection.root}: no such folder")
@@ -288,7 +281,7 @@ def find_sources(selection: Selection, notes: list[str] | None = None) -> list[S
         path = Path(selector).expanduser()
         if _present(path):
             sources.extend(_from_path(path))
-        elif _looks_like_path(selector):
+        elif os.sep in selector or selector.endswith(".jsonl") or selector.startswith("."):
             raise SelectionError(f"{selector}: no such file or folder")
         else:
             sources.extend(_from_id(selector, root, given_root=selection.root is not None))
@@ -358,8 +351,8 @@ def _compare(first: Source, second: Source, notes: list[str]) -> set[int]:
             f"read once, from {longer.name}"
         )
         return {id(shorter)}
-    session = _session_id(first.path)
-    if session is not None and session == _session_id(second.path):
+    session = _first_event(first.path)[1].get("sessionId")
+    if isinstance(session, str) and session == _first_event(second.path)[1].get("sessionId"):
         notes.append(
             f"{first.name} and {second.name} hold the same session ({first.session_hint}) "
             "with different events: both are read, so it counts twice; give only one of them"
@@ -380,40 +373,22 @@ def _starts_with(longer: Source, shorter: Source) -> bool:
     return True
 
 
-def _session_id(path: Path) -> str | None:
-    """``session.start``'s ``sessionId`` on the first line of a log, if it has one."""
-    try:
-        with open_log(path) as stream:
-            event = orjson.loads(stream.readline(1 << 20).strip(b"\x00\r\n "))
-        found = event.get("data", {}).get("sessionId")
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        return None
-    return found if isinstance(found, str) else None
-
-
 def _identity(path: Path) -> object:
     """What makes two paths one file: its device and inode (a path given twice, a link and its
-    target), found by one stat; a path that cannot be stat'ed is known by its resolved form."""
+    target); a path that cannot be stat'ed is known by its resolved form."""
     try:
         info = os.stat(path)
     except OSError:
-        return _resolved(path)
+        try:
+            return path.resolve()
+        except (OSError, RuntimeError):  # a link loop (RuntimeError on Python 3.11)
+            return path.absolute()
     return (info.st_dev, info.st_ino)
-
-
-def _resolved(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):  # a link loop (RuntimeError on Python 3.11)
-        return path.absolute()
 
 
 def _narrow(sources: list[Source], selection: Selection) -> list[Source]:
     """Apply --since / --until / --latest on the sessions' start times (then newest first).
-
-    Standard input passes: its start is known only once read (see
-    :mod:`copilot_logs.ingest.window`).
-    """
+    Standard input passes: its start is known only once read (see :func:`window_then`)."""
     since, until = selection.since, selection.until
     if since is not None:
         # A session that started after `since` was written after it: older files are skipped
@@ -432,8 +407,7 @@ def _narrow(sources: list[Source], selection: Selection) -> list[Source]:
                 and (until is None or (starts[s] or _mtime(s.path)) < until)
             )
         ]
-    far_past = datetime.min.replace(tzinfo=UTC)
-    sources.sort(key=lambda s: starts.get(s) or far_past, reverse=True)
+    sources.sort(key=lambda s: starts.get(s) or EARLIEST, reverse=True)
     if selection.latest is not None:
         sources = sources[: selection.latest]
     return sources
@@ -443,7 +417,7 @@ def _mtime(path: Path) -> datetime:
     try:
         return datetime.fromtimestamp(path.stat().st_mtime, UTC)
     except OSError:
-        return datetime.max.replace(tzinfo=UTC)
+        return LATEST
 
 
 WORKSPACE_FILE = "workspace.yaml"
@@ -451,10 +425,9 @@ _NAME_BYTES = 64 * 1024
 
 
 def workspace_name(file: str) -> str | None:
-    """The session's name, as the CLI keeps it in ``workspace.yaml`` beside ``events.jsonl``
-    (its top-level ``name:``); None for a log in another layout, or a folder without one.
-    Only that one line is read (a double-quoted value is unquoted as JSON, a single-quoted one
-    as YAML does), so no YAML library is needed."""
+    """The session's name, the top-level ``name:`` of the ``workspace.yaml`` beside
+    ``events.jsonl`` (None without one), read without a YAML library: a double-quoted value is
+    unquoted as JSON, a single-quoted one as YAML does."""
     path = Path(file)
     if path.name != EVENTS_FILE:
         return None
@@ -476,3 +449,94 @@ def workspace_name(file: str) -> str | None:
             value = value[1:-1].replace("''", "'")
         return value or None
     return None
+
+
+Picks = tuple[tuple[str, tuple[str, ...]], ...]
+"""(a log's name, the ids or prefixes it was selected by), for each log selected by id."""
+
+
+def picks(sources: Iterable[Source]) -> Picks:
+    """What the sources were selected by, in a stable order (a key of the store's values)."""
+    return tuple(sorted((source.name, source.only) for source in sources if source.only))
+
+
+def dropped(frame: pl.DataFrame, chosen: Picks) -> pl.Expr:
+    """The rows of ``frame`` (events or diagnostics) of sessions not picked: in a log picked
+    by id, those of its sessions whose id starts with none of its ids or prefixes (none, when
+    no session of that log does: the log's name was what matched)."""
+    import polars as pl
+
+    out = pl.lit(False)
+    for name, prefixes in chosen:
+        mine = pl.col("file") == name
+        starts = pl.any_horizontal(pl.col("session_id").str.starts_with(p) for p in prefixes)
+        if frame.select((mine & starts).any()).item():
+            out = out | (mine & ~starts.fill_null(False))
+    return out
+
+
+def picked_then(result: ReadResult, *, fn: Callable[[ReadResult], T], chosen: Picks) -> T:
+    """``fn`` of the picked sessions of a log read whole: a picklable step for
+    :meth:`copilot_logs.cli.options.Loaded.map`."""
+    if chosen:
+        events, diagnostics = result.events, result.diagnostics
+        result = ReadResult(
+            events.filter(~dropped(events, chosen)),
+            diagnostics.filter(~dropped(diagnostics, chosen)),
+        )
+    return fn(result)
+
+
+def outside(result: ReadResult, since: datetime | None, until: datetime | None) -> pl.DataFrame:
+    """file and session_id of the sessions of standard input that started before ``since`` or
+    at or after ``until`` (``session.start``'s startTime, else the first event's timestamp; a
+    session whose start is unknown is kept: its damage is reported). A stream cannot be
+    peeked at without consuming it, so --since / --until apply to it here, once read."""
+    import polars as pl
+
+    from copilot_logs.ingest.schema import log_times
+
+    start = pl.col("detail").filter(pl.col("type") == "session.start").first()
+    starts = (
+        result.events.filter(pl.col("file") == STDIN)
+        .group_by("file", "session_id", maintain_order=True)
+        .agg(
+            started_at=pl.coalesce(
+                log_times(start.str.json_path_match("$.startTime")), pl.col("timestamp").min()
+            )
+        )
+    )
+    early = pl.col("started_at") < since if since is not None else pl.lit(False)
+    late = pl.col("started_at") >= until if until is not None else pl.lit(False)
+    return starts.filter((early | late).fill_null(False)).select("file", "session_id")
+
+
+def without(frame: pl.DataFrame, dropped: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``frame`` (events or diagnostics) not of the ``dropped`` sessions."""
+    return frame.join(dropped, on=["file", "session_id"], how="anti")
+
+
+def started_within(
+    result: ReadResult, since: datetime | None, until: datetime | None
+) -> ReadResult:
+    """``result`` without the sessions of standard input that started outside the window."""
+    if since is None and until is None:
+        return result
+    gone = outside(result, since, until)
+    if gone.is_empty():
+        return result
+    return ReadResult(without(result.events, gone), without(result.diagnostics, gone))
+
+
+def window_then(
+    result: ReadResult,
+    *,
+    fn: Callable[[ReadResult], T],
+    since: datetime | None,
+    until: datetime | None,
+) -> tuple[T, pl.DataFrame]:
+    """``fn`` of the sessions that started within the window, and the sessions left out (whose
+    damage is then not reported either): a picklable step for
+    :meth:`copilot_logs.cli.options.Loaded.map`."""
+    gone = outside(result, since, until)
+    return fn(ReadResult(without(result.events, gone), without(result.diagnostics, gone))), gone

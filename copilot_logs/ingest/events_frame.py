@@ -1,9 +1,5 @@
-"""Rows of events and diagnostics -> the polars frames the reader returns.
-
-The reader adds each event as one value per column (a whole clean block at a time, or one line
-at a time); :class:`Rows` turns the columns into frame chunks as they fill, and the batch's
-frames are built once, with the session and file of each row (:class:`Span`).
-"""
+"""Rows of events and diagnostics -> the polars frames the reader returns (polars imported only
+where a frame is built: ``count --total`` builds none)."""
 
 from __future__ import annotations
 
@@ -15,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
-from copilot_logs.ingest.decode.json_limits import held_time
-from copilot_logs.ingest.decode.payload import PAYLOAD_FIELDS
+from copilot_logs.ingest.decode import PAYLOAD_FIELDS
+from copilot_logs.ingest.repair import held_time
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S%.fZ"
 
@@ -38,8 +34,9 @@ FLUSH_ROWS = 50_000
 
 
 class Rows:
-    """The events read so far, one list per column of ROW_FIELDS, turned into frame chunks:
-    at the end of a batch, and every FLUSH_ROWS rows of a long file when frames are built."""
+    """The events read so far, one list per column of ROW_FIELDS, turned into frame chunks at
+    the end of a batch and every FLUSH_ROWS rows (Python values take several times the memory
+    of the columns)."""
 
     def __init__(self) -> None:
         self.columns: list[list[Any]] = [[] for _ in ROW_FIELDS]
@@ -53,27 +50,18 @@ class Rows:
 
     @property
     def count(self) -> int:
-        """Rows added so far."""
         return self.flushed + self.held
 
-    def column(self, name: str) -> list[Any]:
-        """The values held of one column of ROW_FIELDS."""
-        return self.columns[ROW_FIELDS.index(name)]
-
     def append(self, row: Sequence[Any]) -> None:
-        """One row, in ROW_FIELDS order."""
         for column, value in zip(self.columns, row, strict=True):
             column.append(value)
 
     def extend(self, columns: Sequence[list[Any]]) -> None:
-        """Many rows, as columns in ROW_FIELDS order."""
         for column, values in zip(self.columns, columns, strict=True):
             column.extend(values)
 
     def flush(self) -> None:
-        """Turn the rows held as Python values into a frame chunk (without session_id and
-        file, which are known once each file is read): Python values take several times the
-        memory of the columns."""
+        """A frame chunk of the rows held (session_id and file are added by :meth:`frame`)."""
         if self.held:
             self.chunks.append(self._chunk())
             self.flushed += self.held
@@ -90,7 +78,7 @@ class Rows:
         requests = columns.pop("tool_requests")
         columns["timestamp"] = [None] * height
         columns["tool_requests"] = [None] * height
-        schema = {k: v for k, v in EVENTS_SCHEMA.items() if k not in _SPAN_COLUMNS}
+        schema = {k: v for k, v in EVENTS_SCHEMA.items() if k not in ("session_id", "file")}
         frame = pl.DataFrame(columns, schema=schema)
         return frame.with_columns(_parse_timestamps(stamps), _requests_column(requests))
 
@@ -104,13 +92,11 @@ class Rows:
         if not self.chunks:
             self.chunks.append(self._chunk())  # no event: an empty frame with the columns
         body = self.chunks[0] if len(self.chunks) == 1 else pl.concat(self.chunks)
+        files, sessions = _of_spans(spans, events=True)
         return body.with_columns(
-            pl.Series("session_id", session_ids(spans, events=True), dtype=pl.String),
-            pl.Series("file", _spread(spans, "name", "events"), dtype=pl.String),
+            pl.Series("session_id", sessions, dtype=pl.String),
+            pl.Series("file", files, dtype=pl.String),
         ).select(list(EVENTS_SCHEMA))
-
-
-_SPAN_COLUMNS = ("session_id", "file")
 
 
 @dataclass
@@ -135,26 +121,21 @@ class SessionMark:
     session_id: str
 
 
-def _spread(spans: list[Span], name: str, count: str) -> list[str]:
-    values: list[str] = []
-    for span in spans:
-        values.extend([getattr(span, name)] * getattr(span, count))
-    return values
-
-
-def session_ids(spans: list[Span], *, events: bool) -> list[str]:
-    """The session id of every event (or diagnostic) row: each session.start's sessionId
-    from its line on; rows before the first session.start take the span's id."""
-    values: list[str] = []
+def _of_spans(spans: list[Span], *, events: bool) -> tuple[list[str], list[str]]:
+    """The file and the session id of every event (or diagnostic) row: each session.start's
+    sessionId from its line on; rows before the first session.start take the span's id."""
+    files: list[str] = []
+    sessions: list[str] = []
     for span in spans:
         total = span.events if events else span.diagnostics
+        files.extend([span.name] * total)
         current, done = span.session_id, 0
         for mark in span.sessions:
             upto = mark.events if events else mark.diagnostics
-            values.extend([current] * (upto - done))
+            sessions.extend([current] * (upto - done))
             current, done = mark.session_id, upto
-        values.extend([current] * (total - done))
-    return values
+        sessions.extend([current] * (total - done))
+    return files, sessions
 
 
 def _requests_column(values: list[list[tuple[str | None, str | None]] | None]) -> pl.Series:
@@ -197,7 +178,7 @@ def _requests_column(values: list[list[tuple[str | None, str | None]] | None]) -
 
 def _parse_timestamps(values: list[str | None]) -> pl.Series:
     """ISO-8601 strings -> UTC datetimes: the usual shape vectorised, any other by Python; null
-    for a time no log may hold (``0001-01-01``, ``+10000-01-01``: see ``json_limits``)."""
+    for a time no log may hold (see :func:`copilot_logs.ingest.repair.held_time`)."""
     import polars as pl
 
     from copilot_logs.ingest.schema import held_times
@@ -224,8 +205,8 @@ def _parse_iso(text: str | None) -> datetime | None:
 
 
 MAX_DETAILS = 100
-"""Problems of a file listed one by one; past them, each kind's are summed up in one row (see
-:class:`Diagnostics`), so that memory stays flat however much of a file is damaged."""
+"""Problems of a file listed one by one; past them, each kind's are summed up in one row, so
+memory stays flat however much of a file is damaged (docs/damaged-logs.md)."""
 
 Diagnostic = tuple[int, int, str, str, str | None, int | None, int | None]
 """line, offset, kind, message, event_id, more_lines, new_lines (see DIAGNOSTICS_SCHEMA)."""
@@ -239,23 +220,19 @@ class _Tally:
     offset: int
     last_line: int
     lines: int = 1
-    """Lines with a problem of this kind."""
     new_lines: int = 0
-    """Damaged lines counted here first: no listed row, nor a tally of another kind, names
-    them (so the rows of a file sum to its damaged lines exactly)."""
+    """Damaged lines no listed row, nor a tally of another kind, names (so the rows of a file
+    sum to its damaged lines exactly)."""
 
 
 class Diagnostics:
     """The problems met while reading, as rows: the first MAX_DETAILS of each file one by one,
-    and then, per kind, one row that sums up the rest (its ``more_lines`` and its message say
-    how many lines have that problem; ``new_lines``, how many damaged lines it adds to those
-    listed and summed up before it). Problems about a whole file (line
-    0) are always listed. A reader calls :meth:`start_file` before a file and :meth:`settle`
-    where a session ends and after the file."""
+    then per kind one row that sums up the rest; problems about a whole file (line 0) are
+    always listed. A reader calls :meth:`start_file` before a file and :meth:`settle` where a
+    session ends and after the file."""
 
-    def __init__(self, max_details: int = MAX_DETAILS) -> None:
+    def __init__(self) -> None:
         self.rows: list[Diagnostic] = []
-        self.max_details = max_details
         self._file: object = None
         self._listed = 0
         self._last_line = 0
@@ -271,7 +248,7 @@ class Diagnostics:
     def add(
         self, line: int, offset: int, kind: str, message: str, event_id: str | None = None
     ) -> None:
-        if self._listed < self.max_details or line == 0:
+        if self._listed < MAX_DETAILS or line == 0:
             self._listed += line != 0
             self._last_line = max(self._last_line, line)
             self.rows.append((line, offset, kind, message, event_id, None, None))
@@ -293,7 +270,7 @@ class Diagnostics:
             message = (
                 f"and {tally.lines:,} more damaged lines of this kind, from line "
                 f"{tally.line:,} to {tally.last_line:,}: not listed one by one (the first "
-                f"{self.max_details} problems of a file are)"
+                f"{MAX_DETAILS} problems of a file are)"
             )
             row = (tally.line, tally.offset, kind, message, None, tally.lines, tally.new_lines)
             self.rows.append(row)
@@ -308,18 +285,10 @@ class Diagnostics:
 
         from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA
 
-        rows = self.rows
+        files, sessions = _of_spans(spans, events=False)
+        names = ("line", "offset", "kind", "message", "event_id", "more_lines", "new_lines")
+        columns = [list(column) for column in zip(*self.rows, strict=True)] or [[]] * len(names)
         return pl.DataFrame(
-            {
-                "session_id": session_ids(spans, events=False),
-                "file": _spread(spans, "name", "diagnostics"),
-                "line": [r[0] for r in rows],
-                "offset": [r[1] for r in rows],
-                "kind": [r[2] for r in rows],
-                "message": [r[3] for r in rows],
-                "event_id": [r[4] for r in rows],
-                "more_lines": [r[5] for r in rows],
-                "new_lines": [r[6] for r in rows],
-            },
+            {"session_id": sessions, "file": files, **dict(zip(names, columns, strict=True))},
             schema=DIAGNOSTICS_SCHEMA,
         )

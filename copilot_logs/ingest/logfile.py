@@ -1,5 +1,5 @@
-"""Opening a session log without surprises: never blocking on a named pipe, never failing on a
-file name that is not UTF-8, and saying in one line why a log cannot be read and what to do."""
+"""A session log to read, opened without surprises: never blocking on a named pipe, never failing
+on a file name that is not UTF-8, and saying in one line why a log cannot be read and what to do."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ import errno
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Generic, Protocol, TypeVar
+from typing import Any, BinaryIO, Protocol
+
+STDIN = "<stdin>"
+"""The name standard input goes by (in the file column, in messages)."""
 
 _KINDS = {
     stat.S_IFIFO: "a named pipe (FIFO)",
@@ -19,13 +23,43 @@ _KINDS = {
 }
 
 
+@dataclass(frozen=True)
+class Source:
+    """One session log to read: a file on disk, or standard input when ``path`` is None."""
+
+    path: Path | None
+    session_hint: str
+    """The id the layout gives (folder or file name), used when the log has no session.start."""
+    only: tuple[str, ...] = ()
+    """Session ids or id prefixes the user selected this log by: only the log's sessions whose
+    id starts with one of them are kept, or all when none does. Empty: every session."""
+
+    @property
+    def name(self) -> str:
+        """The path as valid UTF-8 text (a name that is not UTF-8 shows ``\\xff`` escapes)."""
+        return display_name(self.path) if self.path is not None else STDIN
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk now (0 for stdin or a file that cannot be stat'ed)."""
+        try:
+            return self.path.stat().st_size if self.path is not None else 0
+        except OSError:
+            return 0
+
+
+class Readable(Protocol):
+    """What the line splitter reads from: an open binary file, stdin, or a wrapper."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class NotALogFile(OSError):
     """A path that is not a regular file, or whose name cannot be shown."""
 
 
 def display_name(path: Path | str) -> str:
-    """The path as text that is valid UTF-8: bytes of a name that are not UTF-8 are shown as
-    ``\\xff`` escapes (the path itself still opens the file)."""
+    """The path as valid UTF-8 text: bytes that are not UTF-8 shown as ``\\xff`` escapes."""
     text = str(path)
     try:
         text.encode("utf-8")
@@ -35,10 +69,9 @@ def display_name(path: Path | str) -> str:
 
 
 def open_log(path: Path, *, buffered: bool = True) -> BinaryIO:
-    """Open a log for reading; raises OSError (NotALogFile for a name that is not UTF-8 or a
-    file that is not a regular one). Opened without blocking, so a named pipe nobody writes to
-    is refused, not waited on. Not ``buffered``: a raw file, for a reader that reads in large
-    blocks (fewer system calls per file)."""
+    """Open a log for reading, without blocking (a named pipe nobody writes to is refused);
+    raises OSError (NotALogFile for a name that is not UTF-8 or a file that is not a regular
+    one). Not ``buffered``: a raw file, for a reader that reads in large blocks."""
     if display_name(path) != str(path):
         raise NotALogFile(errno.EILSEQ, "its path is not valid UTF-8")
     try:
@@ -61,9 +94,7 @@ def open_log(path: Path, *, buffered: bool = True) -> BinaryIO:
 
 
 def _open_regular(path: str | Path) -> int:
-    """A descriptor of the regular file at ``path``, opened without blocking (a named pipe
-    nobody writes to is refused, not waited on); raises OSError (NotALogFile for a file that
-    is not a regular one)."""
+    """A descriptor of the regular file at ``path``, opened without blocking."""
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         _regular(os.fstat(descriptor).st_mode)  # what was opened, if it changed since
@@ -73,10 +104,15 @@ def _open_regular(path: str | Path) -> int:
     return descriptor
 
 
+def _regular(mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise NotALogFile(errno.EINVAL, f"{kind}, not a regular file")
+
+
 def read_spans(path: str | Path, spans: Sequence[tuple[int, int]]) -> list[bytes] | None:
-    """The bytes of a regular log at each (offset, length) of ``spans``, read without a
-    buffered stream (two small reads of each log are all a run from the store needs); None
-    when it cannot be read, is not a regular file, or is shorter than a span."""
+    """The bytes of a regular log at each (offset, length) of ``spans``; None when it cannot be
+    read, is not a regular file, or is shorter than a span."""
     try:
         descriptor = _open_regular(path)
     except OSError:
@@ -93,11 +129,10 @@ def read_spans(path: str | Path, spans: Sequence[tuple[int, int]]) -> list[bytes
 
 
 class Capped:
-    """A binary stream read no further than byte ``end``: what a log held when the command
-    reached it, however fast it is appended to meanwhile (``watch`` alone follows a log)."""
+    """A binary stream read no further than byte ``end`` (``at``: where the stream is): what a
+    log held when the command reached it, however fast it is appended to meanwhile."""
 
     def __init__(self, stream: BinaryIO, end: int, at: int | None = None) -> None:
-        """``at``: where the stream is (asked of it when not given)."""
         self.stream = stream
         self.left = max(0, end - (stream.tell() if at is None else at))
 
@@ -108,62 +143,22 @@ class Capped:
         return data
 
 
-class _Located(Protocol):
-    @property
-    def path(self) -> Path | None: ...
-
-
-class _Stamp(Protocol):
-    @property
-    def size(self) -> int: ...
-
-
-class _Looked(Protocol):
-    @property
-    def stamp(self) -> _Stamp | None: ...
-
-
-L = TypeVar("L", bound=_Located)
-
-
-class Growth(Generic[L]):
+class Growth:
     """Which logs grew while a command read them: their sizes when it reached them, taken now
-    or, for logs looked up in the store (``found``), when they were looked up (a log that grows
-    after that is answered as it was then); and their sizes at the end (:meth:`grown`)."""
+    or, for logs looked up in the store (``found``: each with its ``stamp``), when they were
+    looked up; and the logs bigger at the end (:meth:`grown`), whose growth was not read."""
 
-    def __init__(self, logs: Sequence[L], found: Sequence[_Looked] | None = None) -> None:
+    def __init__(self, logs: Sequence[Source], found: Sequence[Any] | None = None) -> None:
         self.logs = logs
-        self.sizes = _sizes(logs)
+        self.sizes = [log.size for log in logs]
         if found is not None:  # a log the store could not stamp (unreadable) is as it is now
             self.sizes = [
                 looked.stamp.size if looked.stamp else size
                 for looked, size in zip(found, self.sizes, strict=True)
             ]
 
-    def grown(self) -> list[L]:
-        """The logs that are bigger now: each was read no further than it went when the
-        command reached it, so what they gained since was not read."""
-        now = _sizes(self.logs)
-        return [
-            log for log, then, size in zip(self.logs, self.sizes, now, strict=True) if size > then
-        ]
-
-
-def _sizes(logs: Sequence[_Located]) -> list[int]:
-    """Each log's size now (0 for standard input, or a file that cannot be stat'ed)."""
-    found = []
-    for log in logs:
-        try:
-            found.append(os.stat(log.path).st_size if log.path is not None else 0)
-        except OSError:
-            found.append(0)
-    return found
-
-
-def _regular(mode: int) -> None:
-    if not stat.S_ISREG(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-        raise NotALogFile(errno.EINVAL, f"{kind}, not a regular file")
+    def grown(self) -> list[Source]:
+        return [log for log, then in zip(self.logs, self.sizes, strict=True) if log.size > then]
 
 
 def why_unreadable(path: Path, error: OSError) -> str:

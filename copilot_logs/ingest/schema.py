@@ -1,15 +1,11 @@
-"""Explicit polars schemas of the frames the reader builds.
-
-Never let polars infer a schema from real logs: the ``data`` payload differs per event type and
-between CLI versions, so every column is declared here and filled by the reader. What is known
-of event types (no polars needed) is in :mod:`copilot_logs.ingest.decode.event_types`.
-"""
+"""Explicit polars schemas of the frames the reader builds (never inferred: the ``data`` payload
+differs per event type and between CLI versions)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from copilot_logs.ingest.decode.json_limits import EARLIEST_TIME, LATEST_TIME
+from copilot_logs.ingest.repair import EARLIEST_TIME, LATEST_TIME
 
 TOOL_REQUEST = pl.Struct({"tool_call_id": pl.String, "name": pl.String})
 
@@ -78,9 +74,8 @@ def empty_diagnostics() -> pl.DataFrame:
 
 
 def held_times(times: pl.Expr) -> pl.Expr:
-    """UTC datetimes, null where a log may not hold them (see
-    :mod:`copilot_logs.ingest.decode.json_limits`): ``+10000-01-01`` parses, but no row
-    holding it could be printed."""
+    """UTC datetimes, null where a log may not hold them (``+10000-01-01`` parses, but no row
+    holding it could be printed)."""
     return pl.when(times.is_between(EARLIEST_TIME, LATEST_TIME, closed="left")).then(times)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from copilot_logs.ingest.decode.envelope import STDIN
+from copilot_logs.ingest.logfile import STDIN
 from copilot_logs.render import output
 from copilot_logs.render.escape import json_text, markdown_cell, one_line
 from copilot_logs.render.humanize import plural

@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from copilot_logs.errors import CopilotLogsError, ExitCode
-from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import EVENTS_FILE
-from copilot_logs.ingest.logfile import open_log
+from copilot_logs.ingest.logfile import Source, open_log
 
 if TYPE_CHECKING:
     import pyarrow as pa

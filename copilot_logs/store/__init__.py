@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from copilot_logs.ingest.calls import CALL_TYPES, CallCounter
-from copilot_logs.ingest.decode.cli_format import writer
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.progress import Figures, ReadState
+from copilot_logs.ingest.calls import CALL_TYPES, CallCounter, Figures
+from copilot_logs.ingest.cli_format import writer
+from copilot_logs.ingest.logfile import Source
+from copilot_logs.ingest.reader import ReadState
 from copilot_logs.store import trust
 from copilot_logs.store.entry import (
     DIAGNOSTIC_COLUMNS,

@@ -17,7 +17,7 @@ import polars as pl
 
 from copilot_logs import store
 from copilot_logs.errors import CopilotLogsError, failed_on_session
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult, ReadState, read_many, read_many_bytes
 from copilot_logs.ingest.schema import DIAGNOSTICS_SCHEMA, empty_events
 from copilot_logs.store import pool as pool_store

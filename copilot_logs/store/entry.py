@@ -36,9 +36,9 @@ import msgspec
 
 import copilot_logs
 from copilot_logs import modes
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.logfile import open_log, read_spans
-from copilot_logs.ingest.progress import Count, Figures, ReadState
+from copilot_logs.ingest.calls import Count, Figures
+from copilot_logs.ingest.logfile import Source, open_log, read_spans
+from copilot_logs.ingest.reader import ReadState
 from copilot_logs.store.trust import open_entry, private_folder, replaceable, where
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from copilot_logs.errors import CopilotLogsError, ExitCode
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor

@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any
 from copilot_logs.commands.disk import locks as lock_files
 from copilot_logs.commands.disk.walk import LOG, PARTS, Identity, Judge, Tree, opened, read_at, walk
 from copilot_logs.errors import SelectionError, UnreadableError
-from copilot_logs.ingest.decode.envelope import Source
 from copilot_logs.ingest.discover import default_root
-from copilot_logs.ingest.logfile import display_name
+from copilot_logs.ingest.logfile import Source, display_name
 
 if TYPE_CHECKING:
     import polars as pl

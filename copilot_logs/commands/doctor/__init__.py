@@ -25,7 +25,7 @@ import polars as pl
 from copilot_logs import derive
 from copilot_logs.commands.validate import check
 from copilot_logs.derive import SESSION, TYPE, WORK
-from copilot_logs.ingest.decode import cli_format
+from copilot_logs.ingest import cli_format
 from copilot_logs.ingest.reader import ReadResult
 
 _EVIDENCE = json.loads(Path(__file__).with_name("evidence.json").read_text(encoding="utf-8"))

@@ -3,7 +3,7 @@ original never touched.
 
 What the copy keeps, sets aside and changes: docs/doctor.md, "``--repair``". The log is copied
 first (a snapshot: what is read, repaired and hashed is the same bytes); every value is changed
-in place (:func:`~copilot_logs.ingest.decode.value_span.with_value`), every other byte of the
+in place (:func:`~copilot_logs.ingest.repair.with_value`), every other byte of the
 line stays as written; every selected session is prepared before any copy is moved into place,
 so a refusal leaves nothing written.
 """
@@ -31,11 +31,11 @@ from copilot_logs import modes
 from copilot_logs.commands import doctor
 from copilot_logs.commands.validate import check
 from copilot_logs.errors import SelectionError, WriteError
-from copilot_logs.ingest.decode import cli_format
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.decode.event_structs import parse_line
-from copilot_logs.ingest.decode.value_span import value_span, with_value
+from copilot_logs.ingest import cli_format
+from copilot_logs.ingest.decode import parse_line
+from copilot_logs.ingest.logfile import Source
 from copilot_logs.ingest.reader import ReadResult
+from copilot_logs.ingest.repair import value_span, with_value
 from copilot_logs.store.collect import read_files
 
 EVENTS = "events.jsonl"

@@ -17,7 +17,7 @@ from pathlib import Path
 from copilot_logs.commands import disk
 from copilot_logs.commands.disk import Folder, Survey
 from copilot_logs.commands.disk import locks as lock_files
-from copilot_logs.ingest.decode.envelope import Source
+from copilot_logs.ingest.logfile import Source
 
 FOLDER, FILES, LOCKS = "folder", "files", "locks"
 """What is done: the whole session folder goes, only its ``files/`` goes, or only its stale

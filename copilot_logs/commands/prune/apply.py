@@ -29,8 +29,7 @@ from copilot_logs.commands.disk import locks as lock_files
 from copilot_logs.commands.disk.walk import LOG, Judge, Tree, lock_content, opened, walk
 from copilot_logs.commands.prune import FILES, FOLDER, LOCKS, Item, Plan
 from copilot_logs.errors import WriteError
-from copilot_logs.ingest.decode.envelope import Source
-from copilot_logs.ingest.logfile import display_name
+from copilot_logs.ingest.logfile import Source, display_name
 
 RUN_NAME = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")
 """A run of prune in the trash: ``<UTC time>-<random>``, a folder and its ``.json`` record."""

@@ -7,7 +7,7 @@ import polars as pl
 
 from copilot_logs.commands.validate.rule import LOCATION, LOG, Context, Family, found
 from copilot_logs.derive import SESSION, TURN_END, TYPE
-from copilot_logs.ingest.decode import cli_format
+from copilot_logs.ingest import cli_format
 
 CONTINUITY = Family("R")
 

@@ -10,7 +10,7 @@ import polars as pl
 
 from copilot_logs.commands.validate.rule import LOG, Context, Family, found, text, timestamp
 from copilot_logs.derive import TYPE
-from copilot_logs.ingest.decode.cli_format import EPHEMERAL_TYPES, KNOWN_TYPES
+from copilot_logs.ingest.cli_format import EPHEMERAL_TYPES, KNOWN_TYPES
 
 ENVELOPE = Family("E")
 
