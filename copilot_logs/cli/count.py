@@ -75,7 +75,7 @@ def count(
         ctx.exit(code)
     loaded = load(picked)
     from copilot_logs.commands import count as count_core
-    from copilot_logs.render.count import write_counts
+    from copilot_logs.render.tables import write_counts
 
     if loaded is None and fmt in HUMAN_FORMATS:
         return

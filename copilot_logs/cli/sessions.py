@@ -26,7 +26,7 @@ def sessions(ctx: click.Context, picked: Picked, fmt: str) -> None:
     """
     loaded = load(picked)
     from copilot_logs.commands.sessions import newest_first, summarize
-    from copilot_logs.render.sessions import write_sessions
+    from copilot_logs.render.tables import write_sessions
 
     if loaded is None and fmt in HUMAN_FORMATS:
         return

@@ -226,6 +226,21 @@ def _style(column: Column, values: dict[str, Any]) -> str:
     return (column.style(values.get(column.field)) if column.style else None) or ""
 
 
+def write_table(
+    frame: pl.DataFrame,
+    fmt: str,
+    columns: Sequence[Column],
+    *,
+    totals: Callable[[], dict[str, Any]] | None = None,
+) -> None:
+    """``frame`` in ``fmt``: for people, the table of ``columns`` (with the row ``totals``
+    makes); else the machine formats of :func:`write_frame`."""
+    if fmt != "table":
+        write_frame(frame, fmt)
+    else:
+        print_table(frame, columns, totals=totals() if totals else None)
+
+
 def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:
     """A GitHub-flavoured markdown table (for pull-request comments); each cell one line, its
     pipes and backslashes escaped."""
