@@ -8,6 +8,7 @@ row's SARIF rule is its metric's stable code (D1xx cost ... D6xx coverage).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from copilot_logs.commands.diff import Diff, Figures, Row
     from copilot_logs.commands.diff.metrics import Metric
 
-FORMATS = ("table", "json", "markdown", "github", "junit", "sarif")
 MACHINE_FORMATS = ("json", "sarif")
 QUIET_STATUSES = ("unchanged", "unknown")
 """Rows markdown folds into one count: nothing moved, or nothing to compare."""
@@ -153,15 +153,9 @@ def markdown(diff: Diff) -> str:
     cells = [cell for cell in _cells(diff) if cell["status"] not in QUIET_STATUSES]
     if cells:
         columns = [
-            Column("status", "Status"),
-            Column("case", "Case"),
-            Column("metric", "Metric"),
-            Column("base", "Base", numeric=True),
-            Column("candidate", "Candidate", numeric=True),
-            Column("change", "Change", numeric=True),
-            Column("relative", "%", numeric=True),
-            Column("p", "p", numeric=True),
-            Column("why", "Threshold"),
+            replace(c, header=c.header if c.field == "p" else c.header.capitalize())
+            for c in TABLE
+            if c.field != "code"
         ]
         frame = pl.DataFrame(cells, schema={c.field: pl.String() for c in TABLE})
         text += "\n" + formats.markdown_table(frame, columns)
@@ -202,10 +196,9 @@ def _reported(diff: Diff) -> list[tuple[Row, str]]:
 
 def github(diff: Diff) -> str:
     """One workflow command per row CI should see (failing rows as errors)."""
-    levels = {"error": "error", "warning": "warning"}
     lines = [
         github_annotation(
-            levels[level],
+            level,
             _message(diff, row),
             file=display_path(row.file) if row.file else None,
             title=f"{row.metric.code} {row.metric.name} {row.status}",
@@ -348,17 +341,8 @@ def json(diff: Diff) -> str:
 
 def render(diff: Diff, fmt: str) -> str:
     """The diff as text in one of the formats other than ``table``."""
-    if fmt == "json":
-        return json(diff)
-    if fmt == "markdown":
-        return markdown(diff)
-    if fmt == "github":
-        return github(diff)
-    if fmt == "junit":
-        return junit(diff)
-    if fmt == "sarif":
-        return sarif(diff)
-    raise ValueError(f"unknown format {fmt!r}")
+    writers = {"json": json, "markdown": markdown, "github": github, "junit": junit}
+    return {**writers, "sarif": sarif}[fmt](diff)
 
 
 def one_line_summary(diff: Diff) -> str:

@@ -13,8 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
 from importlib.resources import files
 from pathlib import Path
@@ -23,8 +22,10 @@ from zoneinfo import ZoneInfo
 
 from copilot_logs import modes
 from copilot_logs.commands.report import Report, Row
+from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import (
     count_or_unknown,
+    credits_text,
     decimal_or_unknown,
     human_duration,
     minute,
@@ -56,14 +57,6 @@ Anchors = dict[tuple[str, str], str]
 """(session id, file) -> the id of the session's timeline in the page."""
 
 
-@dataclass(frozen=True)
-class Column:
-    field: str
-    heading: str
-    numeric: bool = False
-    format: Callable[[Any], str] | None = None
-
-
 def wasted(calls: Any) -> str:
     """A loop's wasted calls (empty when the session does not loop)."""
     return f"{calls:,} wasted" if calls else ""
@@ -83,18 +76,18 @@ SESSION_COLUMNS = [
     Column("started_at", "started", format=minute),
     Column("status", "status"),
     Column("verdict", "verdict", format=lambda v: v or ""),
-    Column("wasted_calls", "looping", True, wasted),
+    Column("wasted_calls", "looping", numeric=True, format=wasted),
     Column("resume", "resume", format=lambda v: v or ""),
-    Column("errors", "errors", True),
+    Column("errors", "errors", numeric=True),
     Column("task_complete", "done", format=yes_no),
-    Column("damaged_lines", "damaged", True),
-    Column("duration_ms", "took", True, human_duration),
-    Column("llm_calls", "calls", True),
-    Column("subagent_calls", "sub-agent calls", True),
-    Column("tool_calls", "tools", True),
-    Column("user_prompts", "prompts", True),
-    Column("autopilot_nudges", "nudges", True),
-    Column("subagent_runs", "sub-agents", True),
+    Column("damaged_lines", "damaged", numeric=True),
+    Column("duration_ms", "took", numeric=True, format=human_duration),
+    Column("llm_calls", "calls", numeric=True),
+    Column("subagent_calls", "sub-agent calls", numeric=True),
+    Column("tool_calls", "tools", numeric=True),
+    Column("user_prompts", "prompts", numeric=True),
+    Column("autopilot_nudges", "nudges", numeric=True),
+    Column("subagent_runs", "sub-agents", numeric=True),
     Column("mode", "mode"),
     Column("model", "model"),
     Column("copilot_version", "cli"),
@@ -105,8 +98,8 @@ ATTENTION_COLUMNS = [
     Column("session_id", "session"),
     Column("started_at", "started", format=minute),
     Column("reasons", "what needs attention", format=reasons),
-    Column("wasted_calls", "calls wasted", True, lambda v: f"{v:,}" if v else ""),
-    Column("wasted_credits", "credits wasted", True, credits_wasted),
+    Column("wasted_calls", "calls wasted", numeric=True, format=lambda v: f"{v:,}" if v else ""),
+    Column("wasted_credits", "credits wasted", numeric=True, format=credits_wasted),
     Column("verdict", "verdict", format=lambda v: v or ""),
     Column("resume", "resume", format=lambda v: v or ""),
     Column("repository", "repository"),
@@ -114,30 +107,30 @@ ATTENTION_COLUMNS = [
 AUDIT_COLUMNS = [
     Column("session_id", "session"),
     Column("verdict", "verdict"),
-    Column("wasted_calls", "looping", True, wasted),
-    Column("wasted_credits", "credits wasted", True, credits_wasted),
+    Column("wasted_calls", "looping", numeric=True, format=wasted),
+    Column("wasted_credits", "credits wasted", numeric=True, format=credits_wasted),
     Column("started_at", "started", format=minute),
-    Column("autopilot_nudges", "nudges", True),
-    Column("turns_after_first_nudge", "calls after 1st nudge", True),
-    Column("tool_calls_after_first_nudge", "tools after 1st nudge", True),
+    Column("autopilot_nudges", "nudges", numeric=True),
+    Column("turns_after_first_nudge", "calls after 1st nudge", numeric=True),
+    Column("tool_calls_after_first_nudge", "tools after 1st nudge", numeric=True),
     Column("note", "summary / error"),
 ]
 RULE_COLUMNS = [
     Column("code", "rule"),
     Column("name", "name"),
     Column("severity", "severity"),
-    Column("count", "findings", True),
+    Column("count", "findings", numeric=True),
 ]
 USAGE_COLUMNS = [
     Column("model", "model"),
-    Column("sessions", "sessions", True, count_or_unknown),
-    Column("requests", "requests", True, count_or_unknown),
-    Column("premium_requests", "premium requests", True, decimal_or_unknown),
-    Column("ai_credits", "AI credits", True, decimal_or_unknown),
-    Column("input_tokens", "input tokens", True, count_or_unknown),
-    Column("output_tokens", "output tokens", True, count_or_unknown),
-    Column("cache_read_tokens", "cache read", True, count_or_unknown),
-    Column("reasoning_tokens", "reasoning", True, count_or_unknown),
+    Column("sessions", "sessions", numeric=True, format=count_or_unknown),
+    Column("requests", "requests", numeric=True, format=count_or_unknown),
+    Column("premium_requests", "premium requests", numeric=True, format=decimal_or_unknown),
+    Column("ai_credits", "AI credits", numeric=True, format=decimal_or_unknown),
+    Column("input_tokens", "input tokens", numeric=True, format=count_or_unknown),
+    Column("output_tokens", "output tokens", numeric=True, format=count_or_unknown),
+    Column("cache_read_tokens", "cache read", numeric=True, format=count_or_unknown),
+    Column("reasoning_tokens", "reasoning", numeric=True, format=count_or_unknown),
 ]
 
 
@@ -182,7 +175,7 @@ def table(
     heads = []
     for column in columns:
         classes = ' class="num"' if column.numeric else ""
-        heading = text(column.heading)
+        heading = text(column.header)
         if sortable:
             heading = f'<button type="button">{heading}</button>'
         heads.append(f'<th scope="col"{classes}>{heading}</th>')
@@ -204,30 +197,23 @@ def table(
 CREDIT_GROUP_COLUMNS = [
     Column("session_id", "session"),
     Column("label", "prompt / agent"),
-    Column("llm_calls", "calls", True, count_or_unknown),
-    Column("credits", "AI credits", True),
-    Column("input_tokens", "input tokens", True, count_or_unknown),
-    Column("output_tokens", "output tokens", True, count_or_unknown),
-    Column("cache_read_tokens", "cache read", True, count_or_unknown),
+    Column("llm_calls", "calls", numeric=True, format=count_or_unknown),
+    Column("credits", "AI credits", numeric=True),
+    Column("input_tokens", "input tokens", numeric=True, format=count_or_unknown),
+    Column("output_tokens", "output tokens", numeric=True, format=count_or_unknown),
+    Column("cache_read_tokens", "cache read", numeric=True, format=count_or_unknown),
     Column("source", "source"),
 ]
 CREDIT_CALL_COLUMNS = [
-    Column("line", "line", True),
+    Column("line", "line", numeric=True),
     Column("agent", "agent"),
     Column("api_call_id", "call id"),
-    Column("credits", "AI credits", True),
-    Column("input_tokens", "input", True, count_or_unknown),
-    Column("output_tokens", "output", True, count_or_unknown),
-    Column("cache_read_tokens", "cached", True, count_or_unknown),
-    Column("ttft_ms", "ttft ms", True, lambda v: "" if v is None else f"{v:,.0f}"),
+    Column("credits", "AI credits", numeric=True),
+    Column("input_tokens", "input", numeric=True, format=count_or_unknown),
+    Column("output_tokens", "output", numeric=True, format=count_or_unknown),
+    Column("cache_read_tokens", "cached", numeric=True, format=count_or_unknown),
+    Column("ttft_ms", "ttft ms", numeric=True, format=lambda v: "" if v is None else f"{v:,.0f}"),
 ]
-
-
-def credits_cell(row: Row) -> str:
-    """A row's credits: ``unavailable`` when the log says none were reported."""
-    if row.get("ai_credits") is None and row.get("credits_status") == "unavailable":
-        return "unavailable"
-    return decimal_or_unknown(row.get("ai_credits"))
 
 
 GOOD_VERDICTS = frozenset({"completed"})
@@ -421,7 +407,7 @@ def _credits(report: Report, anchors: Anchors) -> str:
         ("By agent", report.credits_by_agent, "agent"),
     ):
         groups = [
-            {**row, "label": preview(row[key], 80), "credits": credits_cell(row)} for row in rows
+            {**row, "label": preview(row[key], 80), "credits": credits_text(row)} for row in rows
         ]
         body = table(groups, CREDIT_GROUP_COLUMNS, anchors=anchors, label=f"credits {key}")
         calls = "".join(_calls_behind(row, key) for row in rows)
@@ -440,7 +426,7 @@ def _calls_behind(row: Row, key: str) -> str:
     if not row["calls"] and row.get("reason"):
         summary = f"{short_id(row['session_id'])} · not attributable: {row['reason']}"
         return f'<p class="meta">{text(summary)}</p>'
-    calls = [{**call, "credits": credits_cell(call)} for call in row["calls"]]
+    calls = [{**call, "credits": credits_text(call)} for call in row["calls"]]
     summary = f"{short_id(row['session_id'])} · {preview(row[key], 60)}: the calls behind it"
     more = row["more_calls"]
     note = f'<p class="meta">and {more} smaller calls more</p>' if more else ""

@@ -262,19 +262,10 @@ class Canvas:
     def x(self, ms: float) -> float:
         return self.scale.x(max(0.0, min(ms, self.span)))
 
-    def bar(
-        self,
-        start: float,
-        end: float | None,
-        y: float,
-        height: float,
-        fill: str,
-        stroke: str,
-        tip: str,
-        *,
-        dashed: bool = False,
-        kind: str,
-    ) -> None:
+    def bar(self, start: float, end: float | None, y: float, height: float, *mark: Any) -> None:
+        """A mark from ``start`` to ``end`` ms; ``mark``: its fill, stroke, tip, class and
+        whether it is dashed (open)."""
+        fill, stroke, tip, kind, dashed = mark
         x0 = self.x(start)
         width = max(MIN_BAR, self.x(end if end is not None else start) - x0)
         dash = ' stroke-dasharray="3 2"' if dashed else ""
@@ -616,18 +607,9 @@ def _draw_tool(canvas: Canvas, tool: Node, y: float, height: float, where: str) 
         tool["status"], "tool_ok"
     )
     fill, stroke = COLOURS[kind]
-    start = tool["offset_ms"]
-    canvas.bar(
-        start,
-        _tool_end(tool, canvas.span),
-        y,
-        height,
-        fill,
-        stroke,
-        tool_tip(tool, where),
-        dashed=kind == "tool_open",
-        kind=f"tool {kind}",
-    )
+    start, tip, dashed = tool["offset_ms"], tool_tip(tool, where), kind == "tool_open"
+    end = _tool_end(tool, canvas.span)
+    canvas.bar(start, end, y, height, fill, stroke, tip, f"tool {kind}", dashed)
     if kind == "tool_failed":  # a flag above the bar, visible however short the tool was
         x = canvas.x(start)
         canvas.parts.append(
@@ -644,7 +626,7 @@ def _interaction_lane(canvas: Canvas, session: Node) -> None:
         end = node["offset_ms"] + (node.get("duration_ms") or 0)
         tip = interaction_tip(node)
         kind = f"interaction {node['trigger']}"
-        canvas.bar(node["offset_ms"], end, canvas.y, BAR, fill, stroke, tip, kind=kind)
+        canvas.bar(node["offset_ms"], end, canvas.y, BAR, fill, stroke, tip, kind, False)
         left, right = canvas.x(node["offset_ms"]), canvas.x(end)
         if right - left > 34:  # room for its number inside
             canvas.parts.append(
@@ -678,19 +660,8 @@ def _turn_lane(canvas: Canvas, session: Node) -> list[tuple[Node, str]]:
             colour = COLOURS["turn"][number % 2]  # neighbours told apart by shade
             fill, stroke = COLOURS["open"] if turn["open"] else (colour, colour)
             end = end_ms(turn, "elapsed_ms", "duration_ms")
-            tip = turn_tip(turn, index)
-            kind = "turn open" if turn["open"] else "turn"
-            canvas.bar(
-                turn["offset_ms"],
-                end,
-                canvas.y,
-                BAR,
-                fill,
-                stroke,
-                tip,
-                dashed=turn["open"],
-                kind=kind,
-            )
+            tip, kind = turn_tip(turn, index), "turn open" if turn["open"] else "turn"
+            canvas.bar(turn["offset_ms"], end, canvas.y, BAR, fill, stroke, tip, kind, turn["open"])
     canvas.y += ROW
     return tools
 
@@ -718,32 +689,19 @@ def _subagent_lane(canvas: Canvas, run: Node, interaction: int) -> None:
     if run.get("offset_ms") is not None:
         ends = [end_ms(call, "duration_ms") or 0 for call in run["calls"]]
         end = end_ms(run, "duration_ms") if run.get("duration_ms") is not None else None
+        end = end if end is not None else max(ends, default=None)
+        tip = run_tip(run, name, interaction)
         canvas.bar(
-            run["offset_ms"],
-            end if end is not None else max(ends, default=None),
-            canvas.y - 2,
-            BAR + 8,
-            fill,
-            stroke,
-            run_tip(run, name, interaction),
-            kind="subagent",
+            run["offset_ms"], end, canvas.y - 2, BAR + 8, fill, stroke, tip, "subagent", False
         )
     tools = list(run.get("tools", []))
     for call in run["calls"]:
         tools.extend(call.get("tools", []))
         if call["offset_ms"] is None:
             continue
-        call_fill, call_stroke = COLOURS["open"] if call["open"] else COLOURS["subagent_call"]
-        canvas.bar(
-            call["offset_ms"],
-            end_ms(call, "duration_ms"),
-            canvas.y,
-            7,
-            call_fill,
-            call_stroke,
-            call_tip(call, name),
-            kind="subagent-call",
-        )
+        colours = COLOURS["open"] if call["open"] else COLOURS["subagent_call"]
+        end, tip = end_ms(call, "duration_ms"), call_tip(call, name)
+        canvas.bar(call["offset_ms"], end, canvas.y, 7, *colours, tip, "subagent-call", False)
     for tool in tools:
         if tool.get("offset_ms") is not None:
             _draw_tool(canvas, tool, canvas.y + 9, 5, f"sub-agent {name}")

@@ -12,11 +12,13 @@ from copilot_logs.render import output
 from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import (
     count_or_unknown,
+    credits_text,
     decimal_or_unknown,
     human_duration,
     minute,
     plural,
     short_id,
+    yes_no,
 )
 
 if TYPE_CHECKING:
@@ -209,13 +211,6 @@ def write_report(report: UsageReport, fmt: str, *, breakdown: bool = False) -> N
 # --- usage --by call|prompt|agent|task ----------------------------------------------------
 
 
-def _credits(row: dict[str, Any]) -> str:
-    """Credits as people read them: ``unavailable`` when the log says none were reported."""
-    if row.get("ai_credits") is None and row.get("credits_status") == "unavailable":
-        return "unavailable"
-    return decimal_or_unknown(row.get("ai_credits"))
-
-
 def _ttft(value: Any) -> str:
     return "" if value is None else f"{value:,.0f}ms"
 
@@ -249,12 +244,7 @@ CALL_KEYS = {
         Column("session_id", "session", 1, format=short_id),
         Column("task_index", "task", 1, numeric=True, format=_text),
         Column("prompt", "prompt", 2, max_width=32, format=_text),
-        Column(
-            "completed",
-            "completed",
-            2,
-            format=lambda v: "" if v is None else ("yes" if v else "no"),
-        ),
+        Column("completed", "completed", 2, format=yes_no),
     ],
 }
 CALLS_COLUMN = Column("llm_calls", "calls", 1, numeric=True, format=count_or_unknown)
@@ -277,7 +267,7 @@ def write_call_report(report: CallReport, fmt: str) -> None:
     columns = [*CALL_KEYS[report.by], *calls, *FIGURE_COLUMNS]
     texts = [
         {c.field: (c.format or _text)(row.get(c.field)) for c in columns}
-        | {"credits": _credits(row)}
+        | {"credits": credits_text(row)}
         for row in report.rows.iter_rows(named=True)
     ]
     frame = pl.DataFrame(texts, schema={c.field: pl.String() for c in columns})
@@ -286,7 +276,7 @@ def write_call_report(report: CallReport, fmt: str) -> None:
         {
             columns[0].field: "total",
             "llm_calls": count_or_unknown(report.totals["llm_calls"]),
-            "credits": _credits(report.totals),
+            "credits": credits_text(report.totals),
             **{
                 name: count_or_unknown(report.totals[name])
                 for name in ("input_tokens", "output_tokens", "cache_read_tokens")
