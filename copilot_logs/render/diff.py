@@ -1,8 +1,7 @@
 """``copilot-logs diff``'s report for people and CI: a table (failing rows first), markdown for
 a pull-request comment, GitHub annotations, JUnit, SARIF, and json with both populations.
 
-JUnit and SARIF are built by :mod:`copilot_logs.render.ci`'s machinery, as validate's are; a
-row's SARIF rule is its metric's stable code (D1xx cost ... D6xx coverage).
+A row's SARIF rule is its metric's stable code (D1xx cost ... D6xx coverage).
 """
 
 from __future__ import annotations

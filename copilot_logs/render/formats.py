@@ -1,9 +1,7 @@
 """Frames -> text: a rich table for people, json / ndjson / csv / markdown for machines.
 
-Machine formats go to stdout with stable snake_case field names, the text exactly as logged;
-times are ISO-8601 UTC strings with a ``Z``. Text for people (tables, markdown, annotations)
-shows log text through :mod:`copilot_logs.render.output`; all of it leaves through
-:mod:`copilot_logs.render.output`.
+Machine formats keep stable snake_case field names, the text exactly as logged, and times as
+ISO-8601 UTC with a ``Z``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """A :class:`~copilot_logs.commands.report.Report` as one self-contained HTML page.
 
-Nothing is fetched: the style, the one script and the pictures (SVG from
-:mod:`copilot_logs.render.svg`) are inside the file. The page carries its own
-Content-Security-Policy, which allows no source at all but this style and this script (by their
-sha256), so no text from a log can run in it even if escaping failed. Every text from a log goes
-through :func:`~copilot_logs.render.svg.text` or :func:`~copilot_logs.render.svg.attr`; each
-table cell holds its sort key in ``data-v``.
+Nothing is fetched; its Content-Security-Policy allows only its own style and script (by their
+sha256), so no log text can run in it even if escaping failed (docs/report.md).
 """
 
 from __future__ import annotations

@@ -2,10 +2,8 @@
 :mod:`copilot_logs.render.escape`, machine text exact, and a reader that goes away (``| head``)
 never turns into a traceback.
 
-No other module writes to stdout or stderr or builds a rich console (a test greps the package
-for it), so no command can print log text unescaped: :func:`echo` and :func:`rich_console`
-show every control character as a visible escape and keep CI workflow commands out of the
-output; :func:`write_exact` is for json, ndjson and csv, which keep the text as it is.
+No other module writes to stdout or stderr or builds a rich console (a test checks), so no
+command can print log text unescaped (docs/untrusted-text.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The rules shown: ``copilot-logs rules`` (the catalogue as a table or json, or one rule
 explained), and docs/rules.md, generated from them: ``python -m copilot_logs.render.rules >
 docs/rules.md`` rewrites it.
-
-A test regenerates the page in memory and compares it with the file, so the page cannot drift
-from the rules it documents.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The SVG pictures of the report: a session's timeline (the nested dicts of
 ``commands.timeline``) and the LLM calls per day, hand-made.
 
-Lanes on one time axis (time since the session started, long idle stretches cut to narrow
-breaks): the interactions (a prompt or an autopilot nudge each), the main agent's LLM calls (one
-bar per turn), the tools they ran (failed ones red and flagged), one lane per sub-agent run with its
-calls and tools, and the lifecycle events (errors, compactions, ``task_complete``, aborts and
-the rest) as markers. Every mark holds a ``<title>`` with its details and takes keyboard focus
-(``tabindex``), so a browser shows them on hover and a page's script on focus; every text from
-a log is escaped by :func:`text` or :func:`attr`.
+Lanes on one time axis, long idle stretches cut to narrow breaks (docs/report.md shows one).
+Every mark holds a ``<title>`` and takes keyboard focus; every text from a log is escaped by
+:func:`text` or :func:`attr`.
 """
 
 from __future__ import annotations
@@ -331,10 +327,10 @@ LEGEND = [
 ]
 
 
-def legend(*, standalone: bool = False, y: float = 0) -> str:
-    """The key to the colours and markers, as an SVG (or a group inside one)."""
+def legend() -> str:
+    """The key to the colours and markers, for inside an SVG."""
     parts = []
-    x, row = 8.0, y
+    x, row = 8.0, 0
     for shape, (fill, stroke), words in LEGEND:
         item_w = 34 + len(words) * 7
         if x + item_w > WIDTH:
@@ -353,17 +349,13 @@ def legend(*, standalone: bool = False, y: float = 0) -> str:
             f'fill="{COLOURS["ink"][0]}">{words}</text>'
         )
         x += item_w
-    body = "".join(parts)
-    if not standalone:
-        return body
-    height = row + 22
-    return svg_element(body, height, "Legend", standalone=False)
+    return "".join(parts)
 
 
-def svg_element(body: str, height: float, title: str, *, standalone: bool) -> str:
+def svg_element(body: str, height: float, title: str, *, standalone: bool, kind: str) -> str:
     xmlns = ' xmlns="http://www.w3.org/2000/svg"' if standalone else ""
     return (
-        f'<svg{xmlns} class="timeline" viewBox="0 0 {WIDTH} {height:.0f}" width="{WIDTH}" '
+        f'<svg{xmlns} class="{kind}" viewBox="0 0 {WIDTH} {height:.0f}" width="{WIDTH}" '
         f'height="{height:.0f}" role="img" font-family="{FONT}" aria-label="{attr(title)}">'
         f"<title>{text(title)}</title>{body}</svg>"
     )
@@ -517,11 +509,8 @@ def calls_chart(days: list[Node], *, height: int = 220) -> str:
         f'<rect x="{WIDTH - RIGHT - 190}" y="0" width="12" height="10" fill="{sub_fill}"/>'
         f'<text x="{WIDTH - RIGHT - 174}" y="9" font-size="11" fill="{ink}">sub-agents</text>'
     )
-    return (
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
-        f'role="img" font-family="{FONT}" aria-label="LLM calls per day">'
-        f"<title>LLM calls per day</title>{''.join(parts)}</svg>"
-    )
+    body = "".join(parts)
+    return svg_element(body, height, "LLM calls per day", standalone=False, kind="chart")
 
 
 MAX_TOOL_LANES = 4
@@ -768,4 +757,5 @@ def timeline_svg(session: Node, *, standalone: bool = False) -> str:
     if standalone:
         canvas.parts.append(f'<g transform="translate(0 {height:.0f})">{legend()}</g>')
         height += 48
-    return svg_element("".join(canvas.parts), height, session_title(session), standalone=standalone)
+    body, title = "".join(canvas.parts), session_title(session)
+    return svg_element(body, height, title, standalone=standalone, kind="timeline")

@@ -1,9 +1,7 @@
 """The terminal view of ``copilot-logs timeline``: each session's agent loop as a tree.
 
-One line per interaction, turn, tool, sub-agent run and call, and lifecycle event, in the order
-they happened, with the start as an offset from the session start, the duration, and a bar
-proportional to the longest turn of the session so the slow turns stand out. Every line is cut
-to the terminal width (or ``--width``); the preview text is what gives way.
+A line per node, its start, duration and a bar against the session's longest turn; every line
+cut to the width, the preview text giving way (docs/timeline.md).
 """
 
 from __future__ import annotations

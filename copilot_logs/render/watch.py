@@ -1,9 +1,7 @@
 """The live view of ``watch`` (rich), and its ndjson records.
 
-Every piece of log text shown goes through :func:`visible` (the shared
-:func:`copilot_logs.render.escape.one_line`) first: control characters become visible escapes
-(``\\x1b``), so a log cannot move the cursor, change colours or rewrite the screen. The view
-is built from rich ``Text`` objects, which never interpret markup.
+Every log text shown goes through :func:`visible` first, so a log cannot move the cursor or
+rewrite the screen; rich ``Text`` never reads markup.
 """
 
 from __future__ import annotations
