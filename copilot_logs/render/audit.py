@@ -46,11 +46,6 @@ def verdict_style(verdict: object) -> str | None:
     return VERDICT_STYLES.get(str(verdict))
 
 
-def summary_style(line: str) -> str:
-    """The summary line in red when the gate fails (or the default gate would), else green."""
-    return "bold red" if line.startswith(("FAIL", "NOT OK")) else "green"
-
-
 def _gate(fail_on: frozenset[str]) -> str:
     return f"--fail-on {','.join(sorted(fail_on)) if fail_on else 'none'}"
 
@@ -195,17 +190,10 @@ def write_table(table: pl.DataFrame, context: AuditContext) -> None:
     _echo_summary(summary_line(table, context), err=False)
 
 
-def _verdict_line(row: dict[str, Any]) -> list[output.Part]:
-    verdict = row["verdict"]
-    return [
-        ("verdict: ", None),
-        (verdict, verdict_style(verdict)),
-        (f": {one_line(describe(row))}", None),
-    ]
-
-
 def _echo_summary(line: str, *, err: bool) -> None:
-    output.echo_styled([[(line, summary_style(line))]], err=err)
+    """The summary line in red when the gate fails (or the default gate would), else green."""
+    style = "bold red" if line.startswith(("FAIL", "NOT OK")) else "green"
+    output.echo_styled([[(line, style)]], err=err)
 
 
 def _columns(columns: list[Column], table: pl.DataFrame) -> list[Column]:
@@ -221,7 +209,11 @@ def write_verdicts(table: pl.DataFrame, context: AuditContext, *, on_stderr: boo
     if not on_stderr:
         write_table(table, context)
         return
-    output.echo_styled((_verdict_line(row) for row in table.to_dicts()), err=True)
+    rows = table.to_dicts()
+    verdicts = [(row["verdict"], verdict_style(row["verdict"])) for row in rows]
+    said = [(f": {one_line(describe(row))}", None) for row in rows]
+    lines = [[("verdict: ", None), *parts] for parts in zip(verdicts, said, strict=True)]
+    output.echo_styled(lines, err=True)
     _echo_summary(summary_line(table, context), err=True)
 
 

@@ -216,12 +216,9 @@ def _table(
             footer_style="bold",
         )
     for row, values in zip(cells, rows, strict=True):
-        table.add_row(*(Text(row[i], style=_style(columns[i], values)) for i in shown))
+        styles = [(c.style(values.get(c.field)) if c.style else None) or "" for c in columns]
+        table.add_row(*(Text(row[i], style=styles[i]) for i in shown))
     return table, [column.header for index, column in enumerate(columns) if index not in shown]
-
-
-def _style(column: Column, values: dict[str, Any]) -> str:
-    return (column.style(values.get(column.field)) if column.style else None) or ""
 
 
 def write_table(

@@ -112,10 +112,6 @@ def write_exact(text: str, *, escape: str = "json") -> None:
     _write(text, err=False, errors=_ERRORS[escape])
 
 
-def bounded_width(width: int) -> int:
-    return max(MIN_WIDTH, min(MAX_WIDTH, width))
-
-
 @contextmanager
 def rich_console(*, width: int | None = None, err: bool = False) -> Iterator[Console]:
     """A rich console to print tables and trees on: markup and emoji codes are never read
@@ -238,7 +234,7 @@ def _console(width: int | None, *, err: bool) -> Console:
         emoji=False,
         highlight=False,
     )
-    console.width = bounded_width(console.width)
+    console.width = max(MIN_WIDTH, min(MAX_WIDTH, console.width))
     return console
 
 

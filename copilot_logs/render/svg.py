@@ -177,11 +177,6 @@ def scale(session: Node, span: int) -> Scale:
     return Scale(pieces, breaks)
 
 
-def busy_pieces(scale: Scale) -> list[tuple[float, float, float, float]]:
-    breaks = {x0 for x0, _, _ in scale.breaks}
-    return [piece for piece in scale.pieces if piece[2] not in breaks]
-
-
 ROW = 20
 BAR = 12
 AXIS_H = 26
@@ -403,13 +398,10 @@ def turn_tip(turn: Node, interaction: int) -> str:
     return "\n".join(lines)
 
 
-def _tool_status(tool: Node) -> str:
-    return "open at shutdown" if tool.get("open_at_shutdown") else str(tool["status"])
-
-
 def tool_tip(tool: Node, where: str) -> str:
+    status = "open at shutdown" if tool.get("open_at_shutdown") else tool["status"]
     lines = [
-        f"{tool['name'] or '?'} ({_tool_status(tool)}), {where}",
+        f"{tool['name'] or '?'} ({status}), {where}",
         _timed(tool),
     ]
     if tool.get("arguments"):
@@ -522,10 +514,12 @@ def _axis(canvas: Canvas, top: float, bottom: float) -> None:
     ink, muted, grid = COLOURS["ink"][0], COLOURS["grid"][1], COLOURS["grid"][0]
     label_y = top + AXIS_H - 10
     taken = [(x0 + x1) / 2 for x0, x1, _ in canvas.scale.breaks]
+    breaks = {x0 for x0, _, _ in canvas.scale.breaks}
     ticks = sorted(
         {
             tick
-            for first, last, _, _ in busy_pieces(canvas.scale)
+            for first, last, x0, _ in canvas.scale.pieces
+            if x0 not in breaks
             for tick in [int(first), *range(-(-int(first) // step) * step, int(last) + 1, step)]
         }
     )

@@ -215,17 +215,13 @@ def _write_cells(
 # --- usage --by call|prompt|agent|task ----------------------------------------------------
 
 
-def _ttft(value: Any) -> str:
-    return "" if value is None else f"{value:,.0f}ms"
-
-
 FIGURE_COLUMNS = [
     Column("credits", "credits", 1, numeric=True),
     Column("input_tokens", "input", 2, numeric=True, format=count_or_unknown),
     Column("output_tokens", "output", 2, numeric=True, format=count_or_unknown),
     Column("cache_read_tokens", "cached", 3, numeric=True, format=count_or_unknown),
     Column("model_time_ms", "model time", 4, numeric=True, format=_duration),
-    Column("ttft_ms", "ttft", 5, numeric=True, format=_ttft),
+    Column("ttft_ms", "ttft", 5, numeric=True, format=lambda v: "" if v is None else f"{v:,.0f}ms"),
     Column("source", "source", 1, format=_text),
 ]
 CALL_KEYS = {
