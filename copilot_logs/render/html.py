@@ -32,7 +32,7 @@ from copilot_logs.render.svg import attr, calls_chart, duration, legend, preview
 
 # The page's one style and one script: files beside this module.
 STYLE, SCRIPT = (
-    "\n" + (files(__package__) / name).read_text() for name in ("report.css", "report.js")
+    "\n" + (files(__package__) / name).read_text("utf-8") for name in ("report.css", "report.js")
 )
 
 
