@@ -143,7 +143,7 @@ class _Screen:
 
     def draw(self, watcher: Watcher, changed: list[Follower]) -> None:
         from copilot_logs.commands import watch as core
-        from copilot_logs.render.watch import view
+        from copilot_logs.render.timeline import view
 
         now = time.monotonic()
         if self.live is None or not (changed or now - self.drawn_at >= REFRESH_SECONDS):
@@ -197,7 +197,7 @@ def _follow(
     """Follow until the run ends (--until-done) or forever (until Ctrl-C)."""
     from copilot_logs.commands import watch as core
     from copilot_logs.render.formats import report_damage
-    from copilot_logs.render.watch import write_record
+    from copilot_logs.render.timeline import write_record
 
     if fmt == "ndjson" or not screen.live:
         _say_waiting(watcher)
