@@ -268,17 +268,8 @@ def sarif(diff: Diff) -> str:
 def _figures(side: Figures | None) -> dict[str, Any] | None:
     if side is None:
         return None
-    found: dict[str, Any] = {
-        "runs": side.runs,
-        "known": side.known,
-        "median": side.median,
-        "p90": side.p90,
-        "mean": side.mean,
-    }
-    if side.yes is not None:
-        found["yes"] = side.yes
-        found["rate"] = side.mean
-    return found
+    found = {name: getattr(side, name) for name in ("runs", "known", "median", "p90", "mean")}
+    return found if side.yes is None else {**found, "yes": side.yes, "rate": side.mean}
 
 
 def _finite(value: float | None) -> float | None:

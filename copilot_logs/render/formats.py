@@ -275,14 +275,10 @@ def github_annotation(
 
     ``level`` is ``error``, ``warning`` or ``notice``.
     """
-    properties = []
-    if file:
-        properties.append(f"file={_escape_property(file)}")
-    if line:
-        properties.append(f"line={line}")
-    if title:
-        properties.append(f"title={_escape_property(title)}")
-    joined = (" " + ",".join(properties)) if properties else ""
+    properties = {"file": file and _escape_property(file), "line": line}
+    properties["title"] = title and _escape_property(title)
+    joined = ",".join(f"{name}={value}" for name, value in properties.items() if value)
+    joined = " " + joined if joined else ""
     return f"::{level}{joined}::{_escape_data(message)}"
 
 
