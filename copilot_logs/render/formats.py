@@ -271,10 +271,7 @@ def github_annotation(
     line: int | None = None,
     title: str | None = None,
 ) -> str:
-    """One GitHub Actions workflow command (``::error file=f,line=3,title=t::message``).
-
-    ``level`` is ``error``, ``warning`` or ``notice``.
-    """
+    """One GitHub Actions workflow command (``::error file=f,line=3,title=t::message``)."""
     properties = {"file": file and _escape_property(file), "line": line}
     properties["title"] = title and _escape_property(title)
     joined = ",".join(f"{name}={value}" for name, value in properties.items() if value)

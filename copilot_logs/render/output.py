@@ -30,16 +30,13 @@ millions of columns would pad every line to it."""
 
 
 class Environment:
-    """The standard streams the gate writes to, and which of them went away (httpie's
-    ``Environment``). This one is the process's own: ``sys.stdout`` and ``sys.stderr`` as they
-    are at each write (click's test runner swaps them). A test hands its own to
-    :func:`environment` (streams of another encoding, a terminal, a closed or full one), so
-    what the gate does with each runs in-process."""
+    """The standard streams the gate writes to, and which went away (httpie's
+    ``Environment``): the process's own, as they are at each write; a test hands its own to
+    :func:`environment`."""
 
     def __init__(self) -> None:
         self.gone: set[str] = set()
-        """The streams ("stdout", "stderr") whose reader went away: later output to them is
-        dropped."""
+        """The streams ("stdout", "stderr") whose reader went away: output to them is dropped."""
 
     @property
     def stdout(self) -> TextIO | None:
@@ -126,8 +123,7 @@ def rich_console(*, width: int | None = None, err: bool = False) -> Iterator[Con
 
 
 def progress_console() -> Console | None:
-    """A console for a live progress bar on stderr (no log text), or None when stderr is not
-    a terminal."""
+    """A console for a progress bar on stderr, or None when stderr is not a terminal."""
     if not _terminal(_environment.stderr):
         return None
     return _console(None, err=True)
@@ -202,7 +198,7 @@ class SparkStatus:
 
 
 def spark_status() -> SparkStatus | None:
-    """A :class:`SparkStatus` when stderr is a terminal, else None (nothing is said)."""
+    """A :class:`SparkStatus` when stderr is a terminal, else None."""
     if not _terminal(_environment.stderr):
         return None
     return SparkStatus()

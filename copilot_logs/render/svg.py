@@ -27,9 +27,8 @@ BREAK_W = 44
 
 
 def tick_label(ms: int, step: int = 1000) -> str:
-    """A tick's time since the start, as precise as the axis' ``step`` needs, so that ticks a
-    step apart never read alike (``1.2s`` beside ``1.4s`` when the step is under a second). A
-    tick between round ones (the first moment after a break) is cut down to that precision."""
+    """A tick's time since the start, as precise as the axis' ``step`` needs (``1.2s`` beside
+    ``1.4s``), so ticks a step apart never read alike."""
     if ms == 0:
         return "0"
     tenths = step < 1000  # the sub-second steps are whole tenths (100, 200, 500 ms)
@@ -109,9 +108,7 @@ def span_ms(session: Node) -> int:
 
 @dataclass(frozen=True)
 class Scale:
-    """Milliseconds since the start -> x. Long idle stretches (nothing running: the user
-    away, a session resumed hours later) are cut to a narrow break so the work stays
-    readable; ``breaks`` says where, and how long each really was."""
+    """Milliseconds since the start -> x, long idle stretches cut to a narrow break."""
 
     pieces: list[tuple[float, float, float, float]]
     """(first ms, last ms, first x, last x) of each stretch, breaks included, in order."""
