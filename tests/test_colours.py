@@ -20,7 +20,7 @@ from rich.text import Text
 
 from copilot_logs.cli import main
 from copilot_logs.commands import watch
-from copilot_logs.render.watch import view
+from copilot_logs.render.timeline import view
 
 from .conftest import SAMPLES
 

@@ -119,7 +119,7 @@ def package_sources() -> set[str]:
     """Every module and data file of copilot_logs in the source tree, as wheel paths."""
     return {
         path.relative_to(PROJECT).as_posix()
-        for pattern in ("*.py", "*.json")
+        for pattern in ("*.py", "*.json", "*.css", "*.js", "*.md")
         for path in (PROJECT / "copilot_logs").rglob(pattern)
         if "__pycache__" not in path.parts
     }

@@ -34,7 +34,7 @@ from copilot_logs.commands import audit, count, watch
 from copilot_logs.errors import ExitCode
 from copilot_logs.ingest.discover import Selection
 from copilot_logs.ingest.reader import read_bytes
-from copilot_logs.render.watch import visible
+from copilot_logs.render.timeline import visible
 
 from .conftest import NO_EDGE_SAMPLES, PROJECT, REAL_SAMPLES, SAMPLES
 
@@ -449,7 +449,7 @@ def test_the_view_shows_log_text_only_escaped(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from copilot_logs.render.watch import view
+    from copilot_logs.render.timeline import view
 
     data = OPEN_SAMPLE.read_bytes().replace(b'"toolName":"bash"', b'"toolName":"ba\\u001b[2Jsh"')
     path = tmp_path / "s.jsonl"

@@ -37,7 +37,7 @@ def info(fmt: str) -> None:
       copilot-logs cache info --format json | jq .bytes
     """
     from copilot_logs import store
-    from copilot_logs.render.cache import write_info
+    from copilot_logs.render.tables import write_info
 
     write_info(store.info(), fmt)
 
@@ -54,7 +54,7 @@ def clear() -> None:
       copilot-logs cache clear
     """
     from copilot_logs import store
-    from copilot_logs.render.cache import write_cleared
+    from copilot_logs.render.tables import write_cleared
 
     cleared = store.clear()
     write_cleared(cleared)

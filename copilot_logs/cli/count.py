@@ -57,7 +57,7 @@ def count(
         ctx.exit(code)
     loaded = options.load(picked)
     from copilot_logs.commands import count as core
-    from copilot_logs.render.count import write_counts
+    from copilot_logs.render.tables import write_counts
 
     if loaded is None and fmt in options.HUMAN_FORMATS:
         return

@@ -85,7 +85,7 @@ def disk(
       copilot-logs disk --min-size 1G --format json
     """
     from copilot_logs.commands import disk as core
-    from copilot_logs.render.disk import write_disk
+    from copilot_logs.render.tables import write_disk
 
     found, figures = surveyed(core.choose(selectors, root))
     rows = core.rows(found, figures, heavy)

@@ -122,7 +122,7 @@ def prune(
     from copilot_logs.commands import prune as core
     from copilot_logs.commands.prune import apply as applying
     from copilot_logs.ingest.logfile import display_name
-    from copilot_logs.render.prune import write_prune
+    from copilot_logs.render.tables import write_prune
 
     criteria = core.Criteria(**picked)  # type: ignore[arg-type]
     _check_usage(criteria, apply, export_to, no_export, trash, empty_trash)

@@ -19,7 +19,7 @@ def sessions(ctx: click.Context, picked: options.Picked, fmt: str) -> None:
     """
     loaded = options.load(picked)
     from copilot_logs.commands.sessions import newest_first, summarize
-    from copilot_logs.render.sessions import write_sessions
+    from copilot_logs.render.tables import write_sessions
 
     if loaded is None and fmt in options.HUMAN_FORMATS:
         return

@@ -120,7 +120,7 @@ def _follow(
 
     from copilot_logs.commands import watch as core
     from copilot_logs.render.formats import report_damage
-    from copilot_logs.render.watch import view, write_record
+    from copilot_logs.render.timeline import view, write_record
 
     live = None
     if console is not None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from copilot_logs.render import output
+from copilot_logs.render import formats, output
 from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import display_path, local_time, plural, short_id
@@ -43,11 +44,6 @@ VERDICT_STYLES = {
 
 def verdict_style(verdict: object) -> str | None:
     return VERDICT_STYLES.get(str(verdict))
-
-
-def summary_style(line: str) -> str:
-    """The summary line in red when the gate fails (or the default gate would), else green."""
-    return "bold red" if line.startswith(("FAIL", "NOT OK")) else "green"
 
 
 def _gate(fail_on: frozenset[str]) -> str:
@@ -145,8 +141,6 @@ def loop_sentence(row: dict[str, Any]) -> str:
 def write_github(table: pl.DataFrame, context: AuditContext) -> None:
     """One workflow command per judged session: error for a --fail-on verdict, notice for
     completed, warning for the rest; then the summary line."""
-    from copilot_logs.render import formats
-
     if context.sessions_read == 0:
         output.echo(
             formats.github_annotation("error", "No Copilot CLI session found to audit."),
@@ -192,23 +186,14 @@ def _note() -> pl.Expr:
 
 
 def write_table(table: pl.DataFrame, context: AuditContext) -> None:
-    from copilot_logs.render import formats
-
     formats.print_table(table.with_columns(note=_note()), _columns(AUDIT_TABLE, table))
     _echo_summary(summary_line(table, context), err=False)
 
 
-def _verdict_line(row: dict[str, Any]) -> list[output.Part]:
-    verdict = row["verdict"]
-    return [
-        ("verdict: ", None),
-        (verdict, verdict_style(verdict)),
-        (f": {one_line(describe(row))}", None),
-    ]
-
-
 def _echo_summary(line: str, *, err: bool) -> None:
-    output.echo_styled([[(line, summary_style(line))]], err=err)
+    """The summary line in red when the gate fails (or the default gate would), else green."""
+    style = "bold red" if line.startswith(("FAIL", "NOT OK")) else "green"
+    output.echo_styled([[(line, style)]], err=err)
 
 
 def _columns(columns: list[Column], table: pl.DataFrame) -> list[Column]:
@@ -224,14 +209,17 @@ def write_verdicts(table: pl.DataFrame, context: AuditContext, *, on_stderr: boo
     if not on_stderr:
         write_table(table, context)
         return
-    output.echo_styled((_verdict_line(row) for row in table.to_dicts()), err=True)
+    rows = table.to_dicts()
+    verdicts = [(row["verdict"], verdict_style(row["verdict"])) for row in rows]
+    said = [(f": {one_line(describe(row))}", None) for row in rows]
+    lines = [[("verdict: ", None), *parts] for parts in zip(verdicts, said, strict=True)]
+    output.echo_styled(lines, err=True)
     _echo_summary(summary_line(table, context), err=True)
 
 
 def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
     """A one-line summary and a table, ready to paste as a pull-request comment."""
     from copilot_logs.commands import audit as core
-    from copilot_logs.render import formats
 
     gates = context.fail_on | frozenset(core.DEFAULT_FAIL_ON)
     failed = not core.failing(table, gates).is_empty() or context.sessions_read == 0
@@ -244,22 +232,15 @@ def write_markdown(table: pl.DataFrame, context: AuditContext) -> None:
         output.echo("\n" + formats.markdown_table(limited, columns), nl=False)
 
 
-def _machine(fmt: str) -> Renderer:
-    def write(table: pl.DataFrame, context: AuditContext) -> None:
-        from copilot_logs.render import formats
-
-        formats.write_frame(table, fmt)
-
-    return write
+def _machine(fmt: str, table: pl.DataFrame, context: AuditContext) -> None:
+    formats.write_frame(table, fmt)
 
 
 RENDERERS: dict[str, Renderer] = {
     "table": write_table,
     "markdown": write_markdown,
     "github": write_github,
-    "json": _machine("json"),
-    "ndjson": _machine("ndjson"),
-    "csv": _machine("csv"),
+    **{fmt: partial(_machine, fmt) for fmt in ("json", "ndjson", "csv")},
 }
 
 

@@ -1,10 +1,7 @@
 """A validate report as text for people and CI: text, json, GitHub annotations, JUnit, SARIF.
 
-The JUnit and SARIF documents are built by :func:`junit_document` and :func:`sarif_document`,
-which ``diff`` uses too.
-
-Every function returns a string; the command decides where it goes. Paths are shown relative
-to the current folder when they lie under it (what CI annotations and code scanning expect).
+The JUnit and SARIF documents (:func:`junit_document`, :func:`sarif_document`) serve ``diff``
+too. Paths are shown relative to the current folder when under it, as CI expects.
 """
 
 from __future__ import annotations
@@ -28,9 +25,6 @@ if TYPE_CHECKING:
     from copilot_logs.commands.validate import Report, Rule
     from copilot_logs.render.output import Part
 
-FORMATS = ("text", "json", "github", "junit", "sarif")
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-SARIF_VERSION = "2.1.0"
 GITHUB_LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
 SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -69,13 +63,6 @@ def summary_line(report: Report) -> str:
 
 SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 """A finding's code and name on a colour terminal, by severity."""
-
-
-def text(report: Report, *, statistics: bool = False) -> str:
-    return "".join(
-        "".join(part for part, _ in line) + "\n"
-        for line in text_lines(report, statistics=statistics)
-    )
 
 
 def text_lines(report: Report, *, statistics: bool = False) -> list[list[Part]]:
@@ -267,8 +254,8 @@ def sarif_document(rules: list[dict[str, Any]], results: list[dict[str, Any]]) -
     """SARIF 2.1.0 text of one run of copilot-logs: its ``rules`` (reportingDescriptors) and
     ``results``."""
     document = {
-        "$schema": SARIF_SCHEMA,
-        "version": SARIF_VERSION,
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
         "runs": [
             {
                 "tool": {
@@ -290,15 +277,7 @@ MACHINE_FORMATS = ("json", "sarif")
 
 
 def render(report: Report, fmt: str, *, statistics: bool = False) -> str:
-    """The report in one of FORMATS (``statistics`` applies to text and json)."""
-    if fmt == "text":
-        return text(report, statistics=statistics)
+    """The report in json (``statistics``: its counts by rule), github, junit or sarif."""
     if fmt == "json":
         return json(report, statistics=statistics)
-    if fmt == "github":
-        return github(report)
-    if fmt == "junit":
-        return junit(report)
-    if fmt == "sarif":
-        return sarif(report)
-    raise ValueError(f"unknown format {fmt!r}")
+    return {"github": github, "junit": junit, "sarif": sarif}[fmt](report)

@@ -1,13 +1,13 @@
 """``copilot-logs diff``'s report for people and CI: a table (failing rows first), markdown for
 a pull-request comment, GitHub annotations, JUnit, SARIF, and json with both populations.
 
-JUnit and SARIF are built by :mod:`copilot_logs.render.ci`'s machinery, as validate's are; a
-row's SARIF rule is its metric's stable code (D1xx cost ... D6xx coverage).
+A row's SARIF rule is its metric's stable code (D1xx cost ... D6xx coverage).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from copilot_logs.commands.diff import Diff, Figures, Row
     from copilot_logs.commands.diff.metrics import Metric
 
-FORMATS = ("table", "json", "markdown", "github", "junit", "sarif")
 MACHINE_FORMATS = ("json", "sarif")
 QUIET_STATUSES = ("unchanged", "unknown")
 """Rows markdown folds into one count: nothing moved, or nothing to compare."""
@@ -153,15 +152,9 @@ def markdown(diff: Diff) -> str:
     cells = [cell for cell in _cells(diff) if cell["status"] not in QUIET_STATUSES]
     if cells:
         columns = [
-            Column("status", "Status"),
-            Column("case", "Case"),
-            Column("metric", "Metric"),
-            Column("base", "Base", numeric=True),
-            Column("candidate", "Candidate", numeric=True),
-            Column("change", "Change", numeric=True),
-            Column("relative", "%", numeric=True),
-            Column("p", "p", numeric=True),
-            Column("why", "Threshold"),
+            replace(c, header=c.header if c.field == "p" else c.header.capitalize())
+            for c in TABLE
+            if c.field != "code"
         ]
         frame = pl.DataFrame(cells, schema={c.field: pl.String() for c in TABLE})
         text += "\n" + formats.markdown_table(frame, columns)
@@ -202,10 +195,9 @@ def _reported(diff: Diff) -> list[tuple[Row, str]]:
 
 def github(diff: Diff) -> str:
     """One workflow command per row CI should see (failing rows as errors)."""
-    levels = {"error": "error", "warning": "warning"}
     lines = [
         github_annotation(
-            levels[level],
+            level,
             _message(diff, row),
             file=display_path(row.file) if row.file else None,
             title=f"{row.metric.code} {row.metric.name} {row.status}",
@@ -276,17 +268,8 @@ def sarif(diff: Diff) -> str:
 def _figures(side: Figures | None) -> dict[str, Any] | None:
     if side is None:
         return None
-    found: dict[str, Any] = {
-        "runs": side.runs,
-        "known": side.known,
-        "median": side.median,
-        "p90": side.p90,
-        "mean": side.mean,
-    }
-    if side.yes is not None:
-        found["yes"] = side.yes
-        found["rate"] = side.mean
-    return found
+    found = {name: getattr(side, name) for name in ("runs", "known", "median", "p90", "mean")}
+    return found if side.yes is None else {**found, "yes": side.yes, "rate": side.mean}
 
 
 def _finite(value: float | None) -> float | None:
@@ -348,17 +331,8 @@ def json(diff: Diff) -> str:
 
 def render(diff: Diff, fmt: str) -> str:
     """The diff as text in one of the formats other than ``table``."""
-    if fmt == "json":
-        return json(diff)
-    if fmt == "markdown":
-        return markdown(diff)
-    if fmt == "github":
-        return github(diff)
-    if fmt == "junit":
-        return junit(diff)
-    if fmt == "sarif":
-        return sarif(diff)
-    raise ValueError(f"unknown format {fmt!r}")
+    writers = {"json": json, "markdown": markdown, "github": github, "junit": junit}
+    return {**writers, "sarif": sarif}[fmt](diff)
 
 
 def one_line_summary(diff: Diff) -> str:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from copilot_logs.commands import doctor as evidence
-from copilot_logs.render import output
+from copilot_logs.render import formats, output
 from copilot_logs.render.escape import one_line
 from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import display_path, local_time, plural, short_id
@@ -26,14 +27,12 @@ if TYPE_CHECKING:
 def session_records(doctor: Doctor) -> list[dict[str, Any]]:
     """One record per session, its reasons nested, in the json field names docs/doctor.md
     lists."""
-    from copilot_logs.render.formats import records
-
     reasons: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in records(doctor.reasons):
+    for row in formats.records(doctor.reasons):
         key = (row.pop("file"), row.pop("session_id"))
         reasons.setdefault(key, []).append(row)
     out = []
-    for row in records(doctor.sessions):
+    for row in formats.records(doctor.sessions):
         out.append({**row, "reasons": reasons.get((row["file"], row["session_id"]), [])})
     return out
 
@@ -50,8 +49,6 @@ def summary_line(sessions: pl.DataFrame, fail_on: frozenset[str]) -> str:
 
 def write_table(doctor: Doctor, fail_on: frozenset[str]) -> None:
     """The sessions as a table; then, for each one that is not healthy, its reasons by line."""
-    from copilot_logs.render import formats
-
     formats.print_table(doctor.sessions, DOCTOR_TABLE)
     for record in session_records(doctor):
         if record["verdict"] == "healthy":
@@ -68,20 +65,17 @@ def write_table(doctor: Doctor, fail_on: frozenset[str]) -> None:
     output.echo("\n" + summary_line(doctor.sessions, fail_on))
 
 
-def _machine(fmt: str) -> Callable[[Doctor, frozenset[str]], None]:
-    def write(doctor: Doctor, fail_on: frozenset[str]) -> None:
-        from copilot_logs.render import formats
+def _write_records(rows: list[dict[str, Any]], fmt: str) -> None:
+    formats.write_json(rows) if fmt == "json" else formats.write_ndjson(rows)
 
-        rows = session_records(doctor)
-        formats.write_json(rows) if fmt == "json" else formats.write_ndjson(rows)
 
-    return write
+def _machine(fmt: str, doctor: Doctor, fail_on: frozenset[str]) -> None:
+    _write_records(session_records(doctor), fmt)
 
 
 RENDERERS: dict[str, Callable[[Doctor, frozenset[str]], None]] = {
     "table": write_table,
-    "json": _machine("json"),
-    "ndjson": _machine("ndjson"),
+    **{fmt: partial(_machine, fmt) for fmt in ("json", "ndjson")},
 }
 
 DOCTOR_TABLE = [
@@ -97,11 +91,8 @@ DOCTOR_TABLE = [
 
 def write_repairs(repairs: list[Repair], fmt: str) -> None:
     """What ``--repair`` did: each change (line, what, why) under the copy it wrote."""
-    from copilot_logs.render import formats
-
     if fmt in ("json", "ndjson"):
-        rows = [repair.record() for repair in repairs]
-        formats.write_json(rows) if fmt == "json" else formats.write_ndjson(rows)
+        _write_records([repair.record() for repair in repairs], fmt)
         return
     for repair in repairs:
         output.echo(

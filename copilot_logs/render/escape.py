@@ -98,11 +98,7 @@ def json_text(text: str) -> str:
     exact)."""
     if text.isascii() and "\x7f" not in text and "##" not in text:
         return text  # orjson escapes C0 itself; nothing else above can match
-    return _JSON_RAW.sub(_json_escape, text)
-
-
-def _json_escape(match: re.Match[str]) -> str:
-    return json_escape(match.group())
+    return _JSON_RAW.sub(lambda match: json_escape(match.group()), text)
 
 
 def json_escape(char: str) -> str:

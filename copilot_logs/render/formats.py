@@ -1,9 +1,7 @@
 """Frames -> text: a rich table for people, json / ndjson / csv / markdown for machines.
 
-Machine formats go to stdout with stable snake_case field names, the text exactly as logged;
-times are ISO-8601 UTC strings with a ``Z``. Text for people (tables, markdown, annotations)
-shows log text through :mod:`copilot_logs.render.output`; all of it leaves through
-:mod:`copilot_logs.render.output`.
+Machine formats keep stable snake_case field names, the text exactly as logged, and times as
+ISO-8601 UTC with a ``Z``.
 """
 
 from __future__ import annotations
@@ -218,12 +216,24 @@ def _table(
             footer_style="bold",
         )
     for row, values in zip(cells, rows, strict=True):
-        table.add_row(*(Text(row[i], style=_style(columns[i], values)) for i in shown))
+        styles = [(c.style(values.get(c.field)) if c.style else None) or "" for c in columns]
+        table.add_row(*(Text(row[i], style=styles[i]) for i in shown))
     return table, [column.header for index, column in enumerate(columns) if index not in shown]
 
 
-def _style(column: Column, values: dict[str, Any]) -> str:
-    return (column.style(values.get(column.field)) if column.style else None) or ""
+def write_table(
+    frame: pl.DataFrame,
+    fmt: str,
+    columns: Sequence[Column],
+    *,
+    totals: Callable[[], dict[str, Any]] | None = None,
+) -> None:
+    """``frame`` in ``fmt``: for people, the table of ``columns`` (with the row ``totals``
+    makes); else the machine formats of :func:`write_frame`."""
+    if fmt != "table":
+        write_frame(frame, fmt)
+    else:
+        print_table(frame, columns, totals=totals() if totals else None)
 
 
 def markdown_table(frame: pl.DataFrame, columns: Sequence[Column]) -> str:
@@ -261,18 +271,11 @@ def github_annotation(
     line: int | None = None,
     title: str | None = None,
 ) -> str:
-    """One GitHub Actions workflow command (``::error file=f,line=3,title=t::message``).
-
-    ``level`` is ``error``, ``warning`` or ``notice``.
-    """
-    properties = []
-    if file:
-        properties.append(f"file={_escape_property(file)}")
-    if line:
-        properties.append(f"line={line}")
-    if title:
-        properties.append(f"title={_escape_property(title)}")
-    joined = (" " + ",".join(properties)) if properties else ""
+    """One GitHub Actions workflow command (``::error file=f,line=3,title=t::message``)."""
+    properties = {"file": file and _escape_property(file), "line": line}
+    properties["title"] = title and _escape_property(title)
+    joined = ",".join(f"{name}={value}" for name, value in properties.items() if value)
+    joined = " " + joined if joined else ""
     return f"::{level}{joined}::{_escape_data(message)}"
 
 

@@ -1,11 +1,7 @@
 """A :class:`~copilot_logs.commands.report.Report` as one self-contained HTML page.
 
-Nothing is fetched: the style, the one script and the pictures (SVG from
-:mod:`copilot_logs.render.svg`) are inside the file. The page carries its own
-Content-Security-Policy, which allows no source at all but this style and this script (by their
-sha256), so no text from a log can run in it even if escaping failed. Every text from a log goes
-through :func:`~copilot_logs.render.svg.text` or :func:`~copilot_logs.render.svg.attr`; each
-table cell holds its sort key in ``data-v``.
+Nothing is fetched; its Content-Security-Policy allows only its own style and script (by their
+sha256), so no log text can run in it even if escaping failed (docs/report.md).
 """
 
 from __future__ import annotations
@@ -13,17 +9,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from copilot_logs import modes
 from copilot_logs.commands.report import Report, Row
+from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import (
     count_or_unknown,
+    credits_text,
     decimal_or_unknown,
     human_duration,
     minute,
@@ -32,138 +30,10 @@ from copilot_logs.render.humanize import (
 )
 from copilot_logs.render.svg import attr, calls_chart, duration, legend, preview, text, timeline_svg
 
-STYLE = """
-:root{color-scheme:light;--ink:#111827;--muted:#4b5563;--line:#e5e7eb;--accent:#1d4ed8}
-*{box-sizing:border-box}
-body{
-  margin:0;
-  font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
-  color:var(--ink);
-  background:#f9fafb;
-}
-header,main{max-width:1260px;margin:0 auto;padding:0 16px}
-header{padding-top:20px}
-h1{font-size:22px;margin:0 0 4px}
-h2{font-size:18px;margin:28px 0 8px;border-bottom:2px solid var(--line);padding-bottom:4px}
-h3{font-size:15px;margin:0 0 2px;word-break:break-all}
-p.meta,.facts{color:var(--muted);margin:0 0 8px}
-nav a{margin-right:14px}
-a{color:var(--accent)}
-.card{
-  background:#fff;
-  border:1px solid var(--line);
-  border-radius:8px;
-  padding:12px;
-  margin:10px 0;
-  overflow-x:auto;
-}
-table{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}
-th,td{padding:3px 7px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
-td.num,th.num{text-align:right}
-td.note{white-space:normal;min-width:280px}
-th button{
-  font:inherit;
-  font-weight:600;
-  background:none;
-  border:0;
-  padding:0;
-  cursor:pointer;
-  color:inherit;
-}
-th[aria-sort=ascending] button::after{content:" \\25B2"}
-th[aria-sort=descending] button::after{content:" \\25BC"}
-tbody tr:hover{background:#f3f4f6}
-.chips span{
-  display:inline-block;
-  margin:0 8px 6px 0;
-  padding:2px 10px;
-  border-radius:12px;
-  background:#e5e7eb;
-}
-.chips .bad{background:#fee2e2;color:#991b1b}
-.chips .good{background:#dcfce7;color:#166534}
-svg{display:block;max-width:none}
-.mark{cursor:pointer}
-.mark:focus{outline:none;stroke:#f59e0b;stroke-width:3}
-g.mark:focus rect{stroke:#f59e0b;stroke-width:3}
-#tip{
-  position:absolute;
-  z-index:9;
-  max-width:520px;
-  white-space:pre-wrap;
-  background:#111827;
-  color:#f9fafb;
-  padding:6px 9px;
-  border-radius:6px;
-  font-size:12px;
-  pointer-events:none;
-}
-#tip[hidden]{display:none}
-.empty{color:var(--muted);font-style:italic}
-input.all:not(:checked) ~ .card tr.more{display:none}
-input.all + label{margin-left:4px;color:var(--accent);cursor:pointer}
-"""
-
-SCRIPT = """
-(function () {
-  var tip = document.getElementById('tip');
-  function show(mark) {
-    var title = mark.querySelector('title');
-    if (!title) { return; }
-    tip.textContent = title.textContent;
-    tip.hidden = false;
-    var box = mark.getBoundingClientRect();
-    var room = window.scrollX + document.documentElement.clientWidth - tip.offsetWidth - 8;
-    tip.style.left = Math.max(window.scrollX + 4, Math.min(box.left + window.scrollX, room)) + 'px';
-    tip.style.top = (box.bottom + window.scrollY + 6) + 'px';
-  }
-  function hide() { tip.hidden = true; }
-  function markOf(target) { return target.closest ? target.closest('.mark') : null; }
-  document.addEventListener('mouseover', function (e) {
-    var mark = markOf(e.target);
-    if (mark) { show(mark); } else { hide(); }
-  });
-  document.addEventListener('focusin', function (e) {
-    var mark = markOf(e.target);
-    if (mark) { show(mark); }
-  });
-  document.addEventListener('focusout', hide);
-  document.addEventListener('keydown', function (e) { if (e.key === 'Escape') { hide(); } });
-  function key(row, column, numeric) {
-    var value = row.cells[column].getAttribute('data-v');
-    if (value === null || value === '') { return null; }
-    return numeric ? parseFloat(value) : value.toLowerCase();
-  }
-  document.querySelectorAll('table.sortable').forEach(function (table) {
-    var heads = table.querySelectorAll('thead th');
-    heads.forEach(function (th, column) {
-      th.querySelector('button').addEventListener('click', function () {
-        var ascending = th.getAttribute('aria-sort') !== 'ascending';
-        var numeric = th.classList.contains('num');
-        heads.forEach(function (other) { other.removeAttribute('aria-sort'); });
-        th.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
-        var body = table.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var x = key(a, column, numeric), y = key(b, column, numeric);
-          if (x === y) { return 0; }
-          if (x === null) { return 1; }
-          if (y === null) { return -1; }
-          return (x < y ? -1 : 1) * (ascending ? 1 : -1);
-        });
-        rows.forEach(function (row) { body.appendChild(row); });
-        var shown = table.getAttribute('data-shown');
-        if (shown !== null) {  // the first rows in the new order are the ones shown
-          rows.forEach(function (row, index) {
-            row.classList.toggle('more', index >= parseInt(shown, 10));
-          });
-        }
-      });
-    });
-  });
-  document.documentElement.setAttribute('data-ready', 'yes');
-})();
-"""
+# The page's one style and one script: files beside this module.
+STYLE, SCRIPT = (
+    "\n" + (files(__package__) / name).read_text("utf-8") for name in ("report.css", "report.js")
+)
 
 
 def sha256(source: str) -> str:
@@ -181,14 +51,6 @@ def policy(style: str = STYLE, script: str = SCRIPT) -> str:
 
 Anchors = dict[tuple[str, str], str]
 """(session id, file) -> the id of the session's timeline in the page."""
-
-
-@dataclass(frozen=True)
-class Column:
-    field: str
-    heading: str
-    numeric: bool = False
-    format: Callable[[Any], str] | None = None
 
 
 def wasted(calls: Any) -> str:
@@ -210,18 +72,18 @@ SESSION_COLUMNS = [
     Column("started_at", "started", format=minute),
     Column("status", "status"),
     Column("verdict", "verdict", format=lambda v: v or ""),
-    Column("wasted_calls", "looping", True, wasted),
+    Column("wasted_calls", "looping", numeric=True, format=wasted),
     Column("resume", "resume", format=lambda v: v or ""),
-    Column("errors", "errors", True),
+    Column("errors", "errors", numeric=True),
     Column("task_complete", "done", format=yes_no),
-    Column("damaged_lines", "damaged", True),
-    Column("duration_ms", "took", True, human_duration),
-    Column("llm_calls", "calls", True),
-    Column("subagent_calls", "sub-agent calls", True),
-    Column("tool_calls", "tools", True),
-    Column("user_prompts", "prompts", True),
-    Column("autopilot_nudges", "nudges", True),
-    Column("subagent_runs", "sub-agents", True),
+    Column("damaged_lines", "damaged", numeric=True),
+    Column("duration_ms", "took", numeric=True, format=human_duration),
+    Column("llm_calls", "calls", numeric=True),
+    Column("subagent_calls", "sub-agent calls", numeric=True),
+    Column("tool_calls", "tools", numeric=True),
+    Column("user_prompts", "prompts", numeric=True),
+    Column("autopilot_nudges", "nudges", numeric=True),
+    Column("subagent_runs", "sub-agents", numeric=True),
     Column("mode", "mode"),
     Column("model", "model"),
     Column("copilot_version", "cli"),
@@ -232,8 +94,8 @@ ATTENTION_COLUMNS = [
     Column("session_id", "session"),
     Column("started_at", "started", format=minute),
     Column("reasons", "what needs attention", format=reasons),
-    Column("wasted_calls", "calls wasted", True, lambda v: f"{v:,}" if v else ""),
-    Column("wasted_credits", "credits wasted", True, credits_wasted),
+    Column("wasted_calls", "calls wasted", numeric=True, format=lambda v: f"{v:,}" if v else ""),
+    Column("wasted_credits", "credits wasted", numeric=True, format=credits_wasted),
     Column("verdict", "verdict", format=lambda v: v or ""),
     Column("resume", "resume", format=lambda v: v or ""),
     Column("repository", "repository"),
@@ -241,30 +103,30 @@ ATTENTION_COLUMNS = [
 AUDIT_COLUMNS = [
     Column("session_id", "session"),
     Column("verdict", "verdict"),
-    Column("wasted_calls", "looping", True, wasted),
-    Column("wasted_credits", "credits wasted", True, credits_wasted),
+    Column("wasted_calls", "looping", numeric=True, format=wasted),
+    Column("wasted_credits", "credits wasted", numeric=True, format=credits_wasted),
     Column("started_at", "started", format=minute),
-    Column("autopilot_nudges", "nudges", True),
-    Column("turns_after_first_nudge", "calls after 1st nudge", True),
-    Column("tool_calls_after_first_nudge", "tools after 1st nudge", True),
+    Column("autopilot_nudges", "nudges", numeric=True),
+    Column("turns_after_first_nudge", "calls after 1st nudge", numeric=True),
+    Column("tool_calls_after_first_nudge", "tools after 1st nudge", numeric=True),
     Column("note", "summary / error"),
 ]
 RULE_COLUMNS = [
     Column("code", "rule"),
     Column("name", "name"),
     Column("severity", "severity"),
-    Column("count", "findings", True),
+    Column("count", "findings", numeric=True),
 ]
 USAGE_COLUMNS = [
     Column("model", "model"),
-    Column("sessions", "sessions", True, count_or_unknown),
-    Column("requests", "requests", True, count_or_unknown),
-    Column("premium_requests", "premium requests", True, decimal_or_unknown),
-    Column("ai_credits", "AI credits", True, decimal_or_unknown),
-    Column("input_tokens", "input tokens", True, count_or_unknown),
-    Column("output_tokens", "output tokens", True, count_or_unknown),
-    Column("cache_read_tokens", "cache read", True, count_or_unknown),
-    Column("reasoning_tokens", "reasoning", True, count_or_unknown),
+    Column("sessions", "sessions", numeric=True, format=count_or_unknown),
+    Column("requests", "requests", numeric=True, format=count_or_unknown),
+    Column("premium_requests", "premium requests", numeric=True, format=decimal_or_unknown),
+    Column("ai_credits", "AI credits", numeric=True, format=decimal_or_unknown),
+    Column("input_tokens", "input tokens", numeric=True, format=count_or_unknown),
+    Column("output_tokens", "output tokens", numeric=True, format=count_or_unknown),
+    Column("cache_read_tokens", "cache read", numeric=True, format=count_or_unknown),
+    Column("reasoning_tokens", "reasoning", numeric=True, format=count_or_unknown),
 ]
 
 
@@ -309,7 +171,7 @@ def table(
     heads = []
     for column in columns:
         classes = ' class="num"' if column.numeric else ""
-        heading = text(column.heading)
+        heading = text(column.header)
         if sortable:
             heading = f'<button type="button">{heading}</button>'
         heads.append(f'<th scope="col"{classes}>{heading}</th>')
@@ -331,30 +193,23 @@ def table(
 CREDIT_GROUP_COLUMNS = [
     Column("session_id", "session"),
     Column("label", "prompt / agent"),
-    Column("llm_calls", "calls", True, count_or_unknown),
-    Column("credits", "AI credits", True),
-    Column("input_tokens", "input tokens", True, count_or_unknown),
-    Column("output_tokens", "output tokens", True, count_or_unknown),
-    Column("cache_read_tokens", "cache read", True, count_or_unknown),
+    Column("llm_calls", "calls", numeric=True, format=count_or_unknown),
+    Column("credits", "AI credits", numeric=True),
+    Column("input_tokens", "input tokens", numeric=True, format=count_or_unknown),
+    Column("output_tokens", "output tokens", numeric=True, format=count_or_unknown),
+    Column("cache_read_tokens", "cache read", numeric=True, format=count_or_unknown),
     Column("source", "source"),
 ]
 CREDIT_CALL_COLUMNS = [
-    Column("line", "line", True),
+    Column("line", "line", numeric=True),
     Column("agent", "agent"),
     Column("api_call_id", "call id"),
-    Column("credits", "AI credits", True),
-    Column("input_tokens", "input", True, count_or_unknown),
-    Column("output_tokens", "output", True, count_or_unknown),
-    Column("cache_read_tokens", "cached", True, count_or_unknown),
-    Column("ttft_ms", "ttft ms", True, lambda v: "" if v is None else f"{v:,.0f}"),
+    Column("credits", "AI credits", numeric=True),
+    Column("input_tokens", "input", numeric=True, format=count_or_unknown),
+    Column("output_tokens", "output", numeric=True, format=count_or_unknown),
+    Column("cache_read_tokens", "cached", numeric=True, format=count_or_unknown),
+    Column("ttft_ms", "ttft ms", numeric=True, format=lambda v: "" if v is None else f"{v:,.0f}"),
 ]
-
-
-def credits_cell(row: Row) -> str:
-    """A row's credits: ``unavailable`` when the log says none were reported."""
-    if row.get("ai_credits") is None and row.get("credits_status") == "unavailable":
-        return "unavailable"
-    return decimal_or_unknown(row.get("ai_credits"))
 
 
 GOOD_VERDICTS = frozenset({"completed"})
@@ -548,7 +403,7 @@ def _credits(report: Report, anchors: Anchors) -> str:
         ("By agent", report.credits_by_agent, "agent"),
     ):
         groups = [
-            {**row, "label": preview(row[key], 80), "credits": credits_cell(row)} for row in rows
+            {**row, "label": preview(row[key], 80), "credits": credits_text(row)} for row in rows
         ]
         body = table(groups, CREDIT_GROUP_COLUMNS, anchors=anchors, label=f"credits {key}")
         calls = "".join(_calls_behind(row, key) for row in rows)
@@ -567,7 +422,7 @@ def _calls_behind(row: Row, key: str) -> str:
     if not row["calls"] and row.get("reason"):
         summary = f"{short_id(row['session_id'])} · not attributable: {row['reason']}"
         return f'<p class="meta">{text(summary)}</p>'
-    calls = [{**call, "credits": credits_cell(call)} for call in row["calls"]]
+    calls = [{**call, "credits": credits_text(call)} for call in row["calls"]]
     summary = f"{short_id(row['session_id'])} · {preview(row[key], 60)}: the calls behind it"
     more = row["more_calls"]
     note = f'<p class="meta">and {more} smaller calls more</p>' if more else ""

@@ -81,6 +81,13 @@ def decimal_or_unknown(value: Any) -> str:
     return "?" if value is None else f"{value:,.2f}"
 
 
+def credits_text(row: dict[str, Any]) -> str:
+    """A row's AI credits; ``unavailable`` when the log says none were reported."""
+    if row.get("ai_credits") is None and row.get("credits_status") == "unavailable":
+        return "unavailable"
+    return decimal_or_unknown(row.get("ai_credits"))
+
+
 def yes_no(value: Any) -> str:
     return "yes" if value else ("no" if value is not None else "")
 

@@ -2,10 +2,8 @@
 :mod:`copilot_logs.render.escape`, machine text exact, and a reader that goes away (``| head``)
 never turns into a traceback.
 
-No other module writes to stdout or stderr or builds a rich console (a test greps the package
-for it), so no command can print log text unescaped: :func:`echo` and :func:`rich_console`
-show every control character as a visible escape and keep CI workflow commands out of the
-output; :func:`write_exact` is for json, ndjson and csv, which keep the text as it is.
+No other module writes to stdout or stderr or builds a rich console (a test checks), so no
+command can print log text unescaped (docs/untrusted-text.md).
 """
 
 from __future__ import annotations
@@ -32,16 +30,13 @@ millions of columns would pad every line to it."""
 
 
 class Environment:
-    """The standard streams the gate writes to, and which of them went away (httpie's
-    ``Environment``). This one is the process's own: ``sys.stdout`` and ``sys.stderr`` as they
-    are at each write (click's test runner swaps them). A test hands its own to
-    :func:`environment` (streams of another encoding, a terminal, a closed or full one), so
-    what the gate does with each runs in-process."""
+    """The standard streams the gate writes to, and which went away (httpie's
+    ``Environment``): the process's own, as they are at each write; a test hands its own to
+    :func:`environment`."""
 
     def __init__(self) -> None:
         self.gone: set[str] = set()
-        """The streams ("stdout", "stderr") whose reader went away: later output to them is
-        dropped."""
+        """The streams ("stdout", "stderr") whose reader went away: output to them is dropped."""
 
     @property
     def stdout(self) -> TextIO | None:
@@ -114,10 +109,6 @@ def write_exact(text: str, *, escape: str = "json") -> None:
     _write(text, err=False, errors=_ERRORS[escape])
 
 
-def bounded_width(width: int) -> int:
-    return max(MIN_WIDTH, min(MAX_WIDTH, width))
-
-
 @contextmanager
 def rich_console(*, width: int | None = None, err: bool = False) -> Iterator[Console]:
     """A rich console to print tables and trees on: markup and emoji codes are never read
@@ -132,8 +123,7 @@ def rich_console(*, width: int | None = None, err: bool = False) -> Iterator[Con
 
 
 def progress_console() -> Console | None:
-    """A console for a live progress bar on stderr (no log text), or None when stderr is not
-    a terminal."""
+    """A console for a progress bar on stderr, or None when stderr is not a terminal."""
     if not _terminal(_environment.stderr):
         return None
     return _console(None, err=True)
@@ -208,7 +198,7 @@ class SparkStatus:
 
 
 def spark_status() -> SparkStatus | None:
-    """A :class:`SparkStatus` when stderr is a terminal, else None (nothing is said)."""
+    """A :class:`SparkStatus` when stderr is a terminal, else None."""
     if not _terminal(_environment.stderr):
         return None
     return SparkStatus()
@@ -240,7 +230,7 @@ def _console(width: int | None, *, err: bool) -> Console:
         emoji=False,
         highlight=False,
     )
-    console.width = bounded_width(console.width)
+    console.width = max(MIN_WIDTH, min(MAX_WIDTH, console.width))
     return console
 
 

@@ -1,13 +1,9 @@
 """The SVG pictures of the report: a session's timeline (the nested dicts of
 ``commands.timeline``) and the LLM calls per day, hand-made.
 
-Lanes on one time axis (time since the session started, long idle stretches cut to narrow
-breaks): the interactions (a prompt or an autopilot nudge each), the main agent's LLM calls (one
-bar per turn), the tools they ran (failed ones red and flagged), one lane per sub-agent run with its
-calls and tools, and the lifecycle events (errors, compactions, ``task_complete``, aborts and
-the rest) as markers. Every mark holds a ``<title>`` with its details and takes keyboard focus
-(``tabindex``), so a browser shows them on hover and a page's script on focus; every text from
-a log is escaped by :func:`text` or :func:`attr`.
+Lanes on one time axis, long idle stretches cut to narrow breaks (docs/report.md shows one).
+Every mark holds a ``<title>`` and takes keyboard focus; every text from a log is escaped by
+:func:`text` or :func:`attr`.
 """
 
 from __future__ import annotations
@@ -31,9 +27,8 @@ BREAK_W = 44
 
 
 def tick_label(ms: int, step: int = 1000) -> str:
-    """A tick's time since the start, as precise as the axis' ``step`` needs, so that ticks a
-    step apart never read alike (``1.2s`` beside ``1.4s`` when the step is under a second). A
-    tick between round ones (the first moment after a break) is cut down to that precision."""
+    """A tick's time since the start, as precise as the axis' ``step`` needs (``1.2s`` beside
+    ``1.4s``), so ticks a step apart never read alike."""
     if ms == 0:
         return "0"
     tenths = step < 1000  # the sub-second steps are whole tenths (100, 200, 500 ms)
@@ -113,9 +108,7 @@ def span_ms(session: Node) -> int:
 
 @dataclass(frozen=True)
 class Scale:
-    """Milliseconds since the start -> x. Long idle stretches (nothing running: the user
-    away, a session resumed hours later) are cut to a narrow break so the work stays
-    readable; ``breaks`` says where, and how long each really was."""
+    """Milliseconds since the start -> x, long idle stretches cut to a narrow break."""
 
     pieces: list[tuple[float, float, float, float]]
     """(first ms, last ms, first x, last x) of each stretch, breaks included, in order."""
@@ -179,11 +172,6 @@ def scale(session: Node, span: int) -> Scale:
             x += BREAK_W
         at = last
     return Scale(pieces, breaks)
-
-
-def busy_pieces(scale: Scale) -> list[tuple[float, float, float, float]]:
-    breaks = {x0 for x0, _, _ in scale.breaks}
-    return [piece for piece in scale.pieces if piece[2] not in breaks]
 
 
 ROW = 20
@@ -262,19 +250,10 @@ class Canvas:
     def x(self, ms: float) -> float:
         return self.scale.x(max(0.0, min(ms, self.span)))
 
-    def bar(
-        self,
-        start: float,
-        end: float | None,
-        y: float,
-        height: float,
-        fill: str,
-        stroke: str,
-        tip: str,
-        *,
-        dashed: bool = False,
-        kind: str,
-    ) -> None:
+    def bar(self, start: float, end: float | None, y: float, height: float, *mark: Any) -> None:
+        """A mark from ``start`` to ``end`` ms; ``mark``: its fill, stroke, tip, class and
+        whether it is dashed (open)."""
+        fill, stroke, tip, kind, dashed = mark
         x0 = self.x(start)
         width = max(MIN_BAR, self.x(end if end is not None else start) - x0)
         dash = ' stroke-dasharray="3 2"' if dashed else ""
@@ -340,10 +319,10 @@ LEGEND = [
 ]
 
 
-def legend(*, standalone: bool = False, y: float = 0) -> str:
-    """The key to the colours and markers, as an SVG (or a group inside one)."""
+def legend() -> str:
+    """The key to the colours and markers, for inside an SVG."""
     parts = []
-    x, row = 8.0, y
+    x, row = 8.0, 0
     for shape, (fill, stroke), words in LEGEND:
         item_w = 34 + len(words) * 7
         if x + item_w > WIDTH:
@@ -362,17 +341,13 @@ def legend(*, standalone: bool = False, y: float = 0) -> str:
             f'fill="{COLOURS["ink"][0]}">{words}</text>'
         )
         x += item_w
-    body = "".join(parts)
-    if not standalone:
-        return body
-    height = row + 22
-    return svg_element(body, height, "Legend", standalone=False)
+    return "".join(parts)
 
 
-def svg_element(body: str, height: float, title: str, *, standalone: bool) -> str:
+def svg_element(body: str, height: float, title: str, *, standalone: bool, kind: str) -> str:
     xmlns = ' xmlns="http://www.w3.org/2000/svg"' if standalone else ""
     return (
-        f'<svg{xmlns} class="timeline" viewBox="0 0 {WIDTH} {height:.0f}" width="{WIDTH}" '
+        f'<svg{xmlns} class="{kind}" viewBox="0 0 {WIDTH} {height:.0f}" width="{WIDTH}" '
         f'height="{height:.0f}" role="img" font-family="{FONT}" aria-label="{attr(title)}">'
         f"<title>{text(title)}</title>{body}</svg>"
     )
@@ -420,13 +395,10 @@ def turn_tip(turn: Node, interaction: int) -> str:
     return "\n".join(lines)
 
 
-def _tool_status(tool: Node) -> str:
-    return "open at shutdown" if tool.get("open_at_shutdown") else str(tool["status"])
-
-
 def tool_tip(tool: Node, where: str) -> str:
+    status = "open at shutdown" if tool.get("open_at_shutdown") else tool["status"]
     lines = [
-        f"{tool['name'] or '?'} ({_tool_status(tool)}), {where}",
+        f"{tool['name'] or '?'} ({status}), {where}",
         _timed(tool),
     ]
     if tool.get("arguments"):
@@ -526,11 +498,8 @@ def calls_chart(days: list[Node], *, height: int = 220) -> str:
         f'<rect x="{WIDTH - RIGHT - 190}" y="0" width="12" height="10" fill="{sub_fill}"/>'
         f'<text x="{WIDTH - RIGHT - 174}" y="9" font-size="11" fill="{ink}">sub-agents</text>'
     )
-    return (
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
-        f'role="img" font-family="{FONT}" aria-label="LLM calls per day">'
-        f"<title>LLM calls per day</title>{''.join(parts)}</svg>"
-    )
+    body = "".join(parts)
+    return svg_element(body, height, "LLM calls per day", standalone=False, kind="chart")
 
 
 MAX_TOOL_LANES = 4
@@ -542,10 +511,12 @@ def _axis(canvas: Canvas, top: float, bottom: float) -> None:
     ink, muted, grid = COLOURS["ink"][0], COLOURS["grid"][1], COLOURS["grid"][0]
     label_y = top + AXIS_H - 10
     taken = [(x0 + x1) / 2 for x0, x1, _ in canvas.scale.breaks]
+    breaks = {x0 for x0, _, _ in canvas.scale.breaks}
     ticks = sorted(
         {
             tick
-            for first, last, _, _ in busy_pieces(canvas.scale)
+            for first, last, x0, _ in canvas.scale.pieces
+            if x0 not in breaks
             for tick in [int(first), *range(-(-int(first) // step) * step, int(last) + 1, step)]
         }
     )
@@ -616,18 +587,9 @@ def _draw_tool(canvas: Canvas, tool: Node, y: float, height: float, where: str) 
         tool["status"], "tool_ok"
     )
     fill, stroke = COLOURS[kind]
-    start = tool["offset_ms"]
-    canvas.bar(
-        start,
-        _tool_end(tool, canvas.span),
-        y,
-        height,
-        fill,
-        stroke,
-        tool_tip(tool, where),
-        dashed=kind == "tool_open",
-        kind=f"tool {kind}",
-    )
+    start, tip, dashed = tool["offset_ms"], tool_tip(tool, where), kind == "tool_open"
+    end = _tool_end(tool, canvas.span)
+    canvas.bar(start, end, y, height, fill, stroke, tip, f"tool {kind}", dashed)
     if kind == "tool_failed":  # a flag above the bar, visible however short the tool was
         x = canvas.x(start)
         canvas.parts.append(
@@ -644,7 +606,7 @@ def _interaction_lane(canvas: Canvas, session: Node) -> None:
         end = node["offset_ms"] + (node.get("duration_ms") or 0)
         tip = interaction_tip(node)
         kind = f"interaction {node['trigger']}"
-        canvas.bar(node["offset_ms"], end, canvas.y, BAR, fill, stroke, tip, kind=kind)
+        canvas.bar(node["offset_ms"], end, canvas.y, BAR, fill, stroke, tip, kind, False)
         left, right = canvas.x(node["offset_ms"]), canvas.x(end)
         if right - left > 34:  # room for its number inside
             canvas.parts.append(
@@ -678,19 +640,8 @@ def _turn_lane(canvas: Canvas, session: Node) -> list[tuple[Node, str]]:
             colour = COLOURS["turn"][number % 2]  # neighbours told apart by shade
             fill, stroke = COLOURS["open"] if turn["open"] else (colour, colour)
             end = end_ms(turn, "elapsed_ms", "duration_ms")
-            tip = turn_tip(turn, index)
-            kind = "turn open" if turn["open"] else "turn"
-            canvas.bar(
-                turn["offset_ms"],
-                end,
-                canvas.y,
-                BAR,
-                fill,
-                stroke,
-                tip,
-                dashed=turn["open"],
-                kind=kind,
-            )
+            tip, kind = turn_tip(turn, index), "turn open" if turn["open"] else "turn"
+            canvas.bar(turn["offset_ms"], end, canvas.y, BAR, fill, stroke, tip, kind, turn["open"])
     canvas.y += ROW
     return tools
 
@@ -718,32 +669,19 @@ def _subagent_lane(canvas: Canvas, run: Node, interaction: int) -> None:
     if run.get("offset_ms") is not None:
         ends = [end_ms(call, "duration_ms") or 0 for call in run["calls"]]
         end = end_ms(run, "duration_ms") if run.get("duration_ms") is not None else None
+        end = end if end is not None else max(ends, default=None)
+        tip = run_tip(run, name, interaction)
         canvas.bar(
-            run["offset_ms"],
-            end if end is not None else max(ends, default=None),
-            canvas.y - 2,
-            BAR + 8,
-            fill,
-            stroke,
-            run_tip(run, name, interaction),
-            kind="subagent",
+            run["offset_ms"], end, canvas.y - 2, BAR + 8, fill, stroke, tip, "subagent", False
         )
     tools = list(run.get("tools", []))
     for call in run["calls"]:
         tools.extend(call.get("tools", []))
         if call["offset_ms"] is None:
             continue
-        call_fill, call_stroke = COLOURS["open"] if call["open"] else COLOURS["subagent_call"]
-        canvas.bar(
-            call["offset_ms"],
-            end_ms(call, "duration_ms"),
-            canvas.y,
-            7,
-            call_fill,
-            call_stroke,
-            call_tip(call, name),
-            kind="subagent-call",
-        )
+        colours = COLOURS["open"] if call["open"] else COLOURS["subagent_call"]
+        end, tip = end_ms(call, "duration_ms"), call_tip(call, name)
+        canvas.bar(call["offset_ms"], end, canvas.y, 7, *colours, tip, "subagent-call", False)
     for tool in tools:
         if tool.get("offset_ms") is not None:
             _draw_tool(canvas, tool, canvas.y + 9, 5, f"sub-agent {name}")
@@ -810,4 +748,5 @@ def timeline_svg(session: Node, *, standalone: bool = False) -> str:
     if standalone:
         canvas.parts.append(f'<g transform="translate(0 {height:.0f})">{legend()}</g>')
         height += 48
-    return svg_element("".join(canvas.parts), height, session_title(session), standalone=standalone)
+    body, title = "".join(canvas.parts), session_title(session)
+    return svg_element(body, height, title, standalone=standalone, kind="timeline")

@@ -1,9 +1,10 @@
-"""The terminal view of ``copilot-logs timeline``: each session's agent loop as a tree.
+"""The terminal views: ``copilot-logs timeline``'s agent loop of each session as a tree, and the
+live view of ``watch`` (and its ndjson records).
 
-One line per interaction, turn, tool, sub-agent run and call, and lifecycle event, in the order
-they happened, with the start as an offset from the session start, the duration, and a bar
-proportional to the longest turn of the session so the slow turns stand out. Every line is cut
-to the terminal width (or ``--width``); the preview text is what gives way.
+A timeline line per node, its start, duration and a bar against the session's longest turn;
+every line cut to the width, the preview text giving way (docs/timeline.md). Every log text
+shown goes through :func:`one_line` first, so none can move the cursor or rewrite the screen;
+rich ``Text`` never reads markup.
 """
 
 from __future__ import annotations
@@ -11,15 +12,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
+from rich.console import Group, RenderableType
 from rich.segment import Segment, Segments
 from rich.text import Text
 
 from copilot_logs.render import output
 from copilot_logs.render.escape import one_line
-from copilot_logs.render.humanize import human_duration, plural, signed_offset, took_text
+from copilot_logs.render.formats import write_ndjson
+from copilot_logs.render.humanize import human_duration, plural, short_id, signed_offset, took_text
+
+if TYPE_CHECKING:
+    from copilot_logs.commands.watch import SessionState
 
 Node = dict[str, Any]
 
@@ -404,3 +410,91 @@ def _open_note(session: Node) -> str:
     notes = [f"{still_open} open"] if still_open else []
     notes += [f"{interrupted} interrupted"] if interrupted else []
     return f" ({', '.join(notes)})" if notes else ""
+
+
+# --- watch's live view ------------------------------------------------------------------------
+
+
+def visible(text: object) -> str:
+    """Log text made safe for the live view: one line, every control character escaped."""
+    return one_line(str(text))
+
+
+def write_record(record: dict[str, object]) -> None:
+    """One ndjson record, written and flushed at once (a script reading the pipe sees it)."""
+    write_ndjson([record])
+
+
+def ago(then: datetime | None, now: datetime) -> str:
+    """``4s``, ``3m05s``, ``2h10m``, ``3d``: how long before ``now``."""
+    if then is None:
+        return "?"
+    seconds = max(0, int((now - then) / timedelta(seconds=1)))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d"
+
+
+def view(
+    states: Sequence[SessionState],
+    waiting: Sequence[str],
+    *,
+    now: datetime | None = None,
+) -> RenderableType:
+    """The whole screen: a header, then a few lines per session, then the files waited for."""
+    now = now or datetime.now(UTC)
+    header = Text(
+        f"copilot-logs watch: {plural(len(states), 'session')} (Ctrl-C to stop)",
+        style="bold",
+    )
+    parts: list[RenderableType] = [header]
+    for state in states:
+        parts.extend(_live_lines(state, now))
+    for name in waiting:
+        parts.append(Text(f"waiting for {visible(name)} to appear", style="dim"))
+    return Group(*parts)
+
+
+def _live_lines(state: SessionState, now: datetime) -> list[Text]:
+    """A session: id, mode and status; the loop's position and figures; what runs now."""
+    status = "ended" if state.ended else "running"
+    title = Text()
+    title.append("● " if not state.ended else "○ ", style="green" if not state.ended else "dim")
+    title.append(visible(short_id(state.session_id)), style="bold cyan")
+    title.append(f"  {state.mode}  ")
+    title.append(status, style="dim" if state.ended else "green")
+    title.append(f"  last event {ago(state.last_event_at, now)} ago")
+    turn = f"turn {state.turns_in_interaction}" + (" (open)" if state.turn_open else "")
+    loop = Text(
+        f"  interaction {state.interaction}, {turn}  LLM calls {state.llm_calls} main"
+        f" + {state.subagent_calls} sub-agent  tools {state.tool_calls}"
+        f" ({state.failed_tool_calls} failed)"
+    )
+    running_agents = ", ".join(visible(name) for name in state.subagents_running)
+    agents = f"sub-agents {state.subagent_runs}" + (
+        f" (running: {running_agents})" if running_agents else ""
+    )
+    more = Text(f"  nudges {state.autopilot_nudges}  {agents}  errors ")
+    more.append(str(state.errors), style="bold red" if state.errors else "")
+    more.append("  task_complete ")
+    more.append(*(("yes", "bold green") if state.task_complete else ("no", "")))
+    lines = [title, loop, more]
+    if state.last_error:
+        lines.append(Text(f"  last error: {visible(state.last_error)[:200]}", style="red"))
+    for tool in state.running_tools:
+        who = " (sub-agent)" if tool.agent_id else ""
+        lines.append(
+            Text(f"  ▸ {visible(tool.name)}{who} running {ago(tool.started_at, now)}", "yellow")
+        )
+    notes = []
+    if state.damaged_lines:
+        notes.append(f"{state.damaged_lines} damaged lines")
+    if state.pending_bytes:
+        notes.append(f"{state.pending_bytes} bytes of a line still being written")
+    if notes:
+        lines.append(Text("  " + "; ".join(notes), style="dim"))
+    return lines

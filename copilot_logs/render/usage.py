@@ -8,15 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from copilot_logs.render import output
+from copilot_logs.render import formats, output
 from copilot_logs.render.formats import Column
 from copilot_logs.render.humanize import (
     count_or_unknown,
+    credits_text,
     decimal_or_unknown,
     human_duration,
     minute,
     plural,
     short_id,
+    yes_no,
 )
 
 if TYPE_CHECKING:
@@ -126,8 +128,6 @@ def _cells(
 def _display(report: UsageReport, breakdown: bool) -> tuple[pl.DataFrame, dict[str, str]]:
     """The table's cells as text (a label, and with --breakdown a row per model), and its
     totals row."""
-    import polars as pl
-
     columns = _columns(report.by)
     model_fields = {"label", *(c.field for c in MODEL_COLUMNS)}
     rows: list[dict[str, str]] = []
@@ -167,13 +167,11 @@ def _known(cells: dict[str, str], row: dict[str, Any]) -> dict[str, str]:
 def _flat_rows(report: UsageReport, breakdown: bool) -> tuple[list[dict[str, Any]], list[str]]:
     """CSV rows: the nested models dropped, or with --breakdown one row per model after each
     row (its ``model`` column set)."""
-    from copilot_logs.render.formats import records
-
     keys = [c for c in report.rows.columns if c != "models"]
     with_models = breakdown and report.by != "model"
     columns = [*keys[:1], "model", *keys[1:]] if with_models else keys
     out: list[dict[str, Any]] = []
-    for row in records(report.rows):
+    for row in formats.records(report.rows):
         out.append({k: row.get(k) for k in keys})
         if with_models:
             base = {k: row.get(k) for k in keys[:1]}
@@ -182,8 +180,6 @@ def _flat_rows(report: UsageReport, breakdown: bool) -> tuple[list[dict[str, Any
 
 
 def write_report(report: UsageReport, fmt: str, *, breakdown: bool = False) -> None:
-    from copilot_logs.render import formats
-
     if fmt == "json":
         rows = formats.records(report.rows)
         formats.write_json(
@@ -192,32 +188,31 @@ def write_report(report: UsageReport, fmt: str, *, breakdown: bool = False) -> N
     elif fmt == "ndjson":
         formats.write_ndjson(formats.records(report.rows))
     elif fmt == "csv":
-        flat, names = _flat_rows(report, breakdown)
-        formats.write_csv(flat, names)
+        formats.write_csv(*_flat_rows(report, breakdown))
     else:
-        columns = [replace(c, format=None) for c in _columns(report.by)]
-        frame, totals = _display(report, breakdown)
-        if fmt == "markdown":
-            import polars as pl
+        _write_cells(*_display(report, breakdown), _columns(report.by), fmt)
 
-            table = pl.concat([frame, pl.DataFrame([totals], schema=frame.schema)])
-            output.echo(formats.markdown_table(table, columns), nl=False)
-        else:
-            formats.print_table(frame, columns, totals=totals)
+
+def _write_cells(
+    frame: pl.DataFrame,
+    totals: dict[str, str],
+    columns: list[Column],
+    fmt: str,
+    notes: list[str] | None = None,
+) -> None:
+    """Cells already text, and their totals row: a markdown table (then the ``notes``) or a
+    table for people (the ``notes`` under it)."""
+    plain = [replace(c, format=None) for c in columns]
+    if fmt != "markdown":
+        formats.print_table(frame, plain, totals=totals, notes=notes or ())
+        return
+    table = pl.concat([frame, pl.DataFrame([totals], schema=frame.schema)])
+    output.echo(formats.markdown_table(table, plain), nl=False)
+    for note in notes or ():
+        output.echo(f"\n{note}")
 
 
 # --- usage --by call|prompt|agent|task ----------------------------------------------------
-
-
-def _credits(row: dict[str, Any]) -> str:
-    """Credits as people read them: ``unavailable`` when the log says none were reported."""
-    if row.get("ai_credits") is None and row.get("credits_status") == "unavailable":
-        return "unavailable"
-    return decimal_or_unknown(row.get("ai_credits"))
-
-
-def _ttft(value: Any) -> str:
-    return "" if value is None else f"{value:,.0f}ms"
 
 
 FIGURE_COLUMNS = [
@@ -226,7 +221,7 @@ FIGURE_COLUMNS = [
     Column("output_tokens", "output", 2, numeric=True, format=count_or_unknown),
     Column("cache_read_tokens", "cached", 3, numeric=True, format=count_or_unknown),
     Column("model_time_ms", "model time", 4, numeric=True, format=_duration),
-    Column("ttft_ms", "ttft", 5, numeric=True, format=_ttft),
+    Column("ttft_ms", "ttft", 5, numeric=True, format=lambda v: "" if v is None else f"{v:,.0f}ms"),
     Column("source", "source", 1, format=_text),
 ]
 CALL_KEYS = {
@@ -249,12 +244,7 @@ CALL_KEYS = {
         Column("session_id", "session", 1, format=short_id),
         Column("task_index", "task", 1, numeric=True, format=_text),
         Column("prompt", "prompt", 2, max_width=32, format=_text),
-        Column(
-            "completed",
-            "completed",
-            2,
-            format=lambda v: "" if v is None else ("yes" if v else "no"),
-        ),
+        Column("completed", "completed", 2, format=yes_no),
     ],
 }
 CALLS_COLUMN = Column("llm_calls", "calls", 1, numeric=True, format=count_or_unknown)
@@ -262,10 +252,6 @@ CALLS_COLUMN = Column("llm_calls", "calls", 1, numeric=True, format=count_or_unk
 
 def write_call_report(report: CallReport, fmt: str) -> None:
     """``usage --by call|prompt|agent|task`` in ``fmt``."""
-    import polars as pl
-
-    from copilot_logs.render import formats
-
     if fmt == "json":
         rows = formats.records(report.rows)
         formats.write_json({"by": report.by, "rows": rows, "totals": report.totals})
@@ -277,7 +263,7 @@ def write_call_report(report: CallReport, fmt: str) -> None:
     columns = [*CALL_KEYS[report.by], *calls, *FIGURE_COLUMNS]
     texts = [
         {c.field: (c.format or _text)(row.get(c.field)) for c in columns}
-        | {"credits": _credits(row)}
+        | {"credits": credits_text(row)}
         for row in report.rows.iter_rows(named=True)
     ]
     frame = pl.DataFrame(texts, schema={c.field: pl.String() for c in columns})
@@ -286,7 +272,7 @@ def write_call_report(report: CallReport, fmt: str) -> None:
         {
             columns[0].field: "total",
             "llm_calls": count_or_unknown(report.totals["llm_calls"]),
-            "credits": _credits(report.totals),
+            "credits": credits_text(report.totals),
             **{
                 name: count_or_unknown(report.totals[name])
                 for name in ("input_tokens", "output_tokens", "cache_read_tokens")
@@ -294,15 +280,7 @@ def write_call_report(report: CallReport, fmt: str) -> None:
             "model_time_ms": _duration(report.totals["model_time_ms"]),
         }
     )
-    plain = [replace(c, format=None) for c in columns]
-    notes = remainder_notes(report.rows)
-    if fmt == "markdown":
-        table = pl.concat([frame, pl.DataFrame([totals], schema=frame.schema)])
-        output.echo(formats.markdown_table(table, plain), nl=False)
-        for note in notes:
-            output.echo(f"\n{note}")
-    else:
-        formats.print_table(frame, plain, totals=totals, notes=notes)
+    _write_cells(frame, totals, columns, fmt, remainder_notes(report.rows))
 
 
 def remainder_notes(rows: pl.DataFrame) -> list[str]:
