@@ -150,12 +150,11 @@ class Growth:
 
     def __init__(self, logs: Sequence[Source], found: Sequence[Any] | None = None) -> None:
         self.logs = logs
-        self.sizes = [log.size for log in logs]
-        if found is not None:  # a log the store could not stamp (unreadable) is as it is now
-            self.sizes = [
-                looked.stamp.size if looked.stamp else size
-                for looked, size in zip(found, self.sizes, strict=True)
-            ]
+        # a log the store could not stamp (unreadable) is as it is now: stat'ed only then
+        stamps = [looked.stamp for looked in found] if found is not None else [None] * len(logs)
+        self.sizes = [
+            stamp.size if stamp else log.size for log, stamp in zip(logs, stamps, strict=True)
+        ]
 
     def grown(self) -> list[Source]:
         return [log for log, then in zip(self.logs, self.sizes, strict=True) if log.size > then]
